@@ -1,0 +1,15 @@
+"""Triggers: when a message runs. Pure time arithmetic, no I/O, nothing of ours imported."""
+
+from typing import Annotated
+
+from pydantic import Field
+
+from triggers.base import Fire, Misfire, Trigger, require_aware
+from triggers.cron import Cron
+from triggers.once import RunOnce
+from triggers.repeating import Repeating
+
+#: A trigger as stored in a message: pydantic picks the class from ``kind``.
+AnyTrigger = Annotated[RunOnce | Repeating | Cron, Field(discriminator="kind")]
+
+__all__ = ["AnyTrigger", "Cron", "Fire", "Misfire", "Repeating", "RunOnce", "Trigger", "require_aware"]

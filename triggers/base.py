@@ -1,0 +1,145 @@
+"""What every trigger shares: the misfire policy and the planning of the next fire.
+
+A trigger is pure time arithmetic. Given the previous occurrence (its scheduled time and
+number) and "now", it says when the next one is due. Nothing here reads a clock, sleeps
+or does I/O; callers pass ``now`` in, which is what makes triggers property-testable.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: Upper bound on how many missed occurrences are counted one by one.
+MISFIRE_COUNT_LIMIT = 1000
+
+
+class Misfire(StrEnum):
+    """What to do when a worker finds that two or more occurrences were missed.
+
+    - ``coalesce`` (default): run once now, then continue on the grid.
+    - ``catch_up``: run every missed occurrence in order, up to ``max_catch_up``;
+      beyond that, coalesce.
+    - ``skip``: run nothing now; the next run is the first grid time after now.
+    """
+
+    COALESCE = "coalesce"
+    CATCH_UP = "catch_up"
+    SKIP = "skip"
+
+
+class Fire(NamedTuple):
+    """One planned occurrence: when it is due, its number, and how many runs it replaced."""
+
+    at: datetime
+    occurrence: int
+    misfires: int = 0
+
+
+def require_aware(value: datetime, name: str) -> datetime:
+    """Return ``value`` in UTC, or raise if it is naive (a naive time is ambiguous)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be timezone-aware (got naive {value.isoformat()})")
+    return value.astimezone(UTC)
+
+
+class Trigger(BaseModel, ABC):
+    """Base of all triggers: immutable, serialisable, and free of I/O."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    misfire: Misfire = Misfire.COALESCE
+    max_catch_up: int = Field(default=100, ge=1)
+    jitter: timedelta = timedelta(0)
+    end: datetime | None = None
+
+    @field_validator("end")
+    @classmethod
+    def _aware_end(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else require_aware(value, "end")
+
+    @field_validator("jitter")
+    @classmethod
+    def _non_negative_jitter(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("jitter must not be negative")
+        return value
+
+    # -- what each trigger defines -------------------------------------------------------
+
+    def anchored(self, now: datetime) -> Trigger:
+        """A copy with every "relative to now" setting resolved against ``now``."""
+        return self
+
+    @abstractmethod
+    def candidate(self, now: datetime) -> Fire | None:
+        """The first occurrence on the grid, ignoring misfires (``now`` only for relative triggers)."""
+
+    @abstractmethod
+    def after(self, at: datetime, occurrence: int) -> Fire | None:
+        """The grid occurrence strictly after ``at``, given that ``at`` was number ``occurrence``."""
+
+    @property
+    def recurring(self) -> bool:
+        """True when a trigger can fire more than once."""
+        return True
+
+    # -- planning, shared ----------------------------------------------------------------
+
+    def first(self, now: datetime) -> Fire | None:
+        """The first fire of a freshly enqueued trigger, with the misfire policy applied."""
+        now = require_aware(now, "now")
+        return self._resolve(self.candidate(now), now)
+
+    def following(self, at: datetime, occurrence: int, now: datetime) -> Fire | None:
+        """The fire after occurrence number ``occurrence`` scheduled at ``at``.
+
+        The next time is computed from the scheduled time, never from ``now``, so a
+        repeating trigger does not drift; ``now`` only decides whether runs were missed.
+        """
+        now = require_aware(now, "now")
+        return self._resolve(self.after(require_aware(at, "at"), occurrence), now)
+
+    def _within_end(self, fire: Fire | None) -> Fire | None:
+        if fire is None or (self.end is not None and fire.at > self.end):
+            return None
+        return fire
+
+    def _resolve(self, fire: Fire | None, now: datetime) -> Fire | None:
+        fire = self._within_end(fire)
+        if fire is None or fire.at > now:
+            return fire
+        second = self._within_end(self.after(fire.at, fire.occurrence))
+        if second is None or second.at > now:
+            return fire  # late, but only one run is owed: no misfire
+        missed = self._count_due(fire, now, MISFIRE_COUNT_LIMIT)
+        if self.misfire is Misfire.CATCH_UP and missed <= self.max_catch_up:
+            return fire
+        last = self._last_due(fire, now)
+        if self.misfire is Misfire.SKIP:
+            nxt = self._within_end(self.after(now, last.occurrence))
+            return None if nxt is None else nxt._replace(misfires=missed)
+        return Fire(now, last.occurrence, missed - 1)
+
+    def _count_due(self, fire: Fire, now: datetime, limit: int) -> int:
+        """How many occurrences from ``fire`` on are due at ``now`` (at most ``limit``)."""
+        count = 0
+        current: Fire | None = fire
+        while current is not None and current.at <= now and count < limit:
+            count += 1
+            current = self._within_end(self.after(current.at, current.occurrence))
+        return count
+
+    def _last_due(self, fire: Fire, now: datetime) -> Fire:
+        """The latest occurrence due at ``now``, counting from ``fire`` (bounded walk)."""
+        current = fire
+        for _ in range(MISFIRE_COUNT_LIMIT):
+            nxt = self._within_end(self.after(current.at, current.occurrence))
+            if nxt is None or nxt.at > now:
+                return current
+            current = nxt
+        return current

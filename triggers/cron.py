@@ -1,0 +1,176 @@
+"""``Cron``: cron expressions in a timezone, correct across DST changes.
+
+Expressions are matched by croniter on *wall-clock* time in ``tz``; this module maps wall
+times to instants. Two kinds of schedules behave differently across a DST change, as in
+Vixie cron (and as users of celery#10107 expect):
+
+- **Fixed-time** schedules, whose hour field has no ``*`` (``30 2 * * *``): once per local
+  day. A wall time that falls in a spring-forward gap fires at the first instant after
+  the gap (02:30 -> 03:00); a wall time repeated by a fall-back fires on its first pass.
+- **Interval** schedules, whose hour field has a ``*`` (``*/15 * * * *``,
+  ``0 * * * *``): elapsed real time. Wall times in a gap do not exist and do not fire;
+  wall times repeated by a fall-back fire on both passes.
+
+Worked example (America/New_York, 2026-11-01, clocks go 01:59:59 EDT -> 01:00:00 EST):
+``30 1 * * *`` fires at 01:30 EDT (05:30 UTC) only; ``30 * * * *`` fires at 01:30 EDT
+(05:30 UTC) and again at 01:30 EST (06:30 UTC).
+
+Syntax: standard 5 fields (minute first), or Quartz-style 6 fields with seconds first
+(``*/5 * * * * ?``) where ``?`` means "no specific value" and numeric days of week run
+1 (SUN) to 7 (SAT) as in Quartz; names (``MON-FRI``) mean the same in both forms.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from pydantic import field_validator, model_validator
+
+from triggers.base import Fire, Trigger
+
+_MAX_DST_SHIFT = timedelta(hours=3)
+
+
+def _quartz_day_of_week(field: str) -> str:
+    """Translate Quartz numeric days of week (1=SUN..7=SAT) to cron's (0=SUN..6=SAT)."""
+
+    def shift_numbers(part: str) -> str:
+        return re.sub(r"\d+", lambda m: str(int(m.group()) - 1), part)
+
+    items = []
+    for item in field.split(","):
+        base, slash, step = item.partition("/")
+        if "#" in base:
+            day, _, nth = base.partition("#")
+            base = f"{shift_numbers(day)}#{nth}"
+        else:
+            base = shift_numbers(base)
+        items.append(base + slash + step)
+    return ",".join(items)
+
+
+def normalise_expression(expr: str) -> tuple[str, bool, bool]:
+    """Return (croniter expression, seconds first?, interval schedule?) or raise ValueError."""
+    fields = expr.split()
+    if len(fields) == 5:
+        hour = fields[1]
+        seconds_first = False
+    elif len(fields) in (6, 7):
+        fields[5] = _quartz_day_of_week(fields[5])
+        hour = fields[2]
+        seconds_first = True
+    else:
+        raise ValueError(
+            f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
+            "(min hour day month weekday) or 6 with seconds first (sec min hour day month weekday)"
+        )
+    normalised = " ".join(fields)
+    if not croniter.is_valid(normalised, second_at_beginning=seconds_first):
+        raise ValueError(f"invalid cron expression {expr!r}")
+    return normalised, seconds_first, "*" in hour
+
+
+class Cron(Trigger):
+    """Fire on a cron expression in timezone ``tz`` (an IANA name such as ``Europe/Paris``)."""
+
+    kind: Literal["cron"] = "cron"
+    expr: str
+    tz: str = "UTC"
+
+    @field_validator("tz")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as err:
+            raise ValueError(f"unknown timezone {value!r}") from err
+        return value
+
+    @field_validator("expr")
+    @classmethod
+    def _valid_expr(cls, value: str) -> str:
+        normalise_expression(value)
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _has_a_match(self) -> Cron:
+        try:
+            self._next_instant(datetime(2000, 1, 1, tzinfo=UTC))
+        except (ValueError, KeyError) as err:  # croniter: no match in range
+            raise ValueError(f"cron expression {self.expr!r} never fires") from err
+        return self
+
+    @cached_property
+    def _parsed(self) -> tuple[str, bool, bool]:
+        return normalise_expression(self.expr)
+
+    @cached_property
+    def _zone(self) -> ZoneInfo:
+        return ZoneInfo(self.tz)
+
+    def candidate(self, now: datetime) -> Fire | None:
+        return Fire(self._next_instant(now), 0)
+
+    def after(self, at: datetime, occurrence: int) -> Fire | None:
+        return Fire(self._next_instant(at), occurrence + 1)
+
+    # -- wall time <-> instants ----------------------------------------------------------
+
+    def _instants(self, wall: datetime) -> list[datetime]:
+        """The instants at which wall time ``wall`` fires, in order (maybe none)."""
+        zone = self._zone
+        first = wall.replace(tzinfo=zone, fold=0)
+        second = wall.replace(tzinfo=zone, fold=1)
+        as_utc = first.astimezone(UTC)
+        if as_utc.astimezone(zone).replace(tzinfo=None) != wall:  # in a spring-forward gap
+            low, high = second.astimezone(UTC), as_utc
+            if self._parsed[2] or high - low > _MAX_DST_SHIFT:
+                return []  # interval schedule, or a skipped calendar day (Pacific/Apia 2011)
+            return [self._transition(low, high)]
+        if first.utcoffset() != second.utcoffset() and self._parsed[2]:
+            return [as_utc, second.astimezone(UTC)]  # repeated by a fall-back, interval
+        return [as_utc]
+
+    def _transition(self, low: datetime, high: datetime) -> datetime:
+        """The instant in (low, high] where the zone's offset changes (bisection to 1 s)."""
+        zone = self._zone
+        before = low.astimezone(zone).utcoffset()
+        while high - low > timedelta(seconds=1):
+            middle = low + (high - low) / 2
+            if middle.astimezone(zone).utcoffset() == before:
+                low = middle
+            else:
+                high = middle
+        return high.replace(microsecond=0)
+
+    def _next_instant(self, t: datetime) -> datetime:
+        """The first firing instant strictly after ``t``.
+
+        Wall candidates come from croniter in wall order, starting early enough that a wall
+        time repeated by a fall-back shortly after ``t`` is not missed. The earliest
+        instant of each candidate never decreases in wall order, so the search stops at the
+        first candidate that starts after the best instant found.
+        """
+        t = t.astimezone(UTC)
+        zone = self._zone
+        offsets = [t.astimezone(zone).utcoffset(), (t + _MAX_DST_SHIFT).astimezone(zone).utcoffset()]
+        smallest = min(o for o in offsets if o is not None)
+        start_wall = t.replace(tzinfo=None) + smallest - timedelta(seconds=1)
+        expr, seconds_first, _ = self._parsed
+        walls = croniter(expr, start_wall, second_at_beginning=seconds_first)
+        best: datetime | None = None
+        while True:
+            wall: datetime = walls.get_next(datetime)
+            instants = self._instants(wall)
+            if best is not None and instants and instants[0] > best:
+                return best
+            for instant in instants:
+                if instant > t and (best is None or instant < best):
+                    best = instant
+            if best is not None and wall - start_wall > timedelta(days=1) + _MAX_DST_SHIFT:
+                return best

@@ -1,0 +1,86 @@
+"""``Repeating``: a fixed grid ``start + k * interval``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from triggers.base import Fire, Trigger, require_aware
+
+
+class Repeating(Trigger):
+    """Fire every ``interval`` on the grid ``start + k * interval`` for k = 0, 1, 2, ...
+
+    ``start`` defaults to enqueue time plus ``delay``. ``repeat_count`` is the total number
+    of runs (``None``: unbounded); ``end`` is the last instant a run may be scheduled at.
+    Both travel with every occurrence, so a bounded series stays bounded. The occurrence
+    number of a run is its grid index k, which is what ``repeat_count`` bounds.
+
+    Worked example: start 12:00, interval 1 h, repeat_count 3 fires at 12:00, 13:00 and
+    14:00. If the 13:00 run is acked at 13:40 the next is still 14:00 (no drift); if a
+    worker was down from 12:30 to 15:10 the default ``coalesce`` runs once at 15:10
+    (occurrence 2 would be 14:00, the last one owed) and the series is over.
+    """
+
+    kind: Literal["repeating"] = "repeating"
+    interval: timedelta
+    delay: timedelta = timedelta(0)
+    repeat_count: int | None = Field(default=None, ge=1)
+    start: datetime | None = None
+
+    @field_validator("interval")
+    @classmethod
+    def _positive_interval(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("interval must be positive")
+        return value
+
+    @field_validator("delay")
+    @classmethod
+    def _non_negative_delay(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("delay must not be negative")
+        return value
+
+    @field_validator("start")
+    @classmethod
+    def _aware_start(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else require_aware(value, "start")
+
+    def anchored(self, now: datetime) -> Repeating:
+        if self.start is not None and self.delay == timedelta(0):
+            return self
+        base = self.start if self.start is not None else require_aware(now, "now")
+        return self.model_copy(update={"start": base + self.delay, "delay": timedelta(0)})
+
+    def _grid(self, index: int) -> Fire | None:
+        if self.repeat_count is not None and index >= self.repeat_count:
+            return None
+        assert self.start is not None, "anchor the trigger before planning"
+        return Fire(self.start + index * self.interval, index)
+
+    def candidate(self, now: datetime) -> Fire | None:
+        return self.anchored(now)._grid(0)
+
+    def after(self, at: datetime, occurrence: int) -> Fire | None:
+        assert self.start is not None, "anchor the trigger before planning"
+        if at < self.start:
+            return self._grid(0)
+        index = (at - self.start) // self.interval + 1
+        return self._grid(index)
+
+    def _count_due(self, fire: Fire, now: datetime, limit: int) -> int:
+        assert self.start is not None
+        last = (now - self.start) // self.interval
+        if self.repeat_count is not None:
+            last = min(last, self.repeat_count - 1)
+        if self.end is not None:
+            last = min(last, (self.end - self.start) // self.interval)
+        return max(0, min(limit, last - fire.occurrence + 1))
+
+    def _last_due(self, fire: Fire, now: datetime) -> Fire:
+        count = self._count_due(fire, now, 2**62)
+        found = self._grid(fire.occurrence + max(count, 1) - 1)
+        return found if found is not None else fire
