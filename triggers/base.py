@@ -12,7 +12,14 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 #: Upper bound on how many missed occurrences are counted one by one.
 MISFIRE_COUNT_LIMIT = 1000
@@ -68,6 +75,12 @@ class Trigger(BaseModel, ABC):
         if value < timedelta(0):
             raise ValueError("jitter must not be negative")
         return value
+
+    @model_serializer(mode="wrap")
+    def _always_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
+        data["kind"] = getattr(self, "kind", None)  # the union tag survives exclude_defaults
+        return data
 
     # -- what each trigger defines -------------------------------------------------------
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -81,6 +81,11 @@ class Cron(Trigger):
     kind: Literal["cron"] = "cron"
     expr: str
     tz: str = "UTC"
+
+    def __init__(self, expr: str | None = None, /, **data: Any) -> None:
+        if expr is not None:
+            data["expr"] = expr
+        super().__init__(**data)
 
     @field_validator("tz")
     @classmethod

@@ -1,0 +1,402 @@
+"""The ``App``: task registry, producer API, and the bridge from messages to a backend."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ParamSpec, TypeVar, overload
+
+from scheduler.backends import (
+    Backend,
+    Envelope,
+    OnConflict,
+    Outcome,
+    State,
+    open_backend,
+)
+from scheduler.clock import Clock, SystemClock, to_datetime, to_ms
+from scheduler.errors import InvalidMessage, UnknownTask
+from scheduler.ids import keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.message import Message, ScheduledMessage
+from scheduler.retry import RetryPolicy
+from scheduler.settings import Settings
+from scheduler.tasks import Arguments, Call, TaskClass, TaskFunction, TaskOptions
+from triggers import RunOnce, Trigger, require_aware
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Periodic:
+    """A schedule declared in code with ``@app.periodic``; installed by key at worker start."""
+
+    task: str
+    trigger: Trigger
+    key: str
+    queue: str
+
+
+@dataclass
+class EnqueueReport:
+    """What ``enqueue_many`` did: ids in input order and a count per outcome."""
+
+    ids: list[str] = field(default_factory=list)
+    outcomes: dict[Outcome, int] = field(default_factory=dict)
+
+    @property
+    def enqueued(self) -> int:
+        return self.outcomes.get(Outcome.ENQUEUED, 0) + self.outcomes.get(Outcome.REPLACED, 0)
+
+    @property
+    def skipped(self) -> int:
+        return self.outcomes.get(Outcome.IGNORED, 0) + self.outcomes.get(Outcome.DUPLICATE, 0)
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A keyed recurring message as ``tickwork schedules`` shows it."""
+
+    queue: str
+    key: str
+    task: str
+    trigger: Trigger
+    next_run: datetime
+    last_run: datetime | None
+    misfires: int
+    state: State
+
+
+def _conflict_mode(value: str | OnConflict) -> OnConflict:
+    try:
+        return OnConflict(value)
+    except ValueError:
+        raise InvalidMessage(
+            f"on_conflict must be 'error', 'ignore' or 'replace', not {value!r}"
+        ) from None
+
+
+class App:
+    """A tickwork application: its tasks, its settings, and (opened on first use) its backend.
+
+    ``App()`` reads ``TICKWORK_BACKEND`` (else ``sqlite:///tickwork.db``). Nothing connects
+    until a message is enqueued or read.
+    """
+
+    def __init__(
+        self,
+        backend: str | Backend | None = None,
+        *,
+        settings: Settings | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if isinstance(backend, Backend):
+            self.settings = settings or Settings.load()
+            self._backend: Backend | None = backend
+        else:
+            self.settings = settings or Settings.load(backend=backend)
+            self._backend = None
+        self.clock: Clock = clock or SystemClock()
+        self.tasks: dict[str, TaskFunction[..., Any]] = {}
+        self.periodics: list[Periodic] = []
+        self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
+        self._rng = random.Random()
+
+    # -- backend -------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = open_backend(self.settings.backend, clock=self.clock)
+        return self._backend
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- registering tasks ---------------------------------------------------------------
+
+    @overload
+    def task(self, fn: Callable[P, R], /) -> TaskFunction[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        retries: int = 0,
+        timeout: float | None = None,
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+    ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
+
+    def task(
+        self,
+        fn: Callable[P, R] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        retries: int = 0,
+        timeout: float | None = None,
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+    ) -> TaskFunction[P, R] | Callable[[Callable[P, R]], TaskFunction[P, R]]:
+        """Register a function as a task. ``retries``: extra attempts after an exception
+        (exponential backoff from 1 s, doubling, capped at 5 min, jittered); ``timeout``:
+        lease length in seconds, kept alive by heartbeats while the handler runs."""
+
+        def register(function: Callable[P, R]) -> TaskFunction[P, R]:
+            task_name = name or f"{function.__module__}.{function.__qualname__}"
+            options = TaskOptions(
+                name=task_name,
+                queue=queue or self.settings.default_queue,
+                retry=retry or RetryPolicy(retries=retries),
+                timeout_s=timeout or self.settings.default_timeout_s,
+                priority=priority,
+            )
+            return self._add(TaskFunction(self, function, options, Arguments(function, task_name)))
+
+        return register(fn) if fn is not None else register
+
+    def register_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
+        """Register a ``TaskClass`` subclass (called by ``app.Task.__init_subclass__``)."""
+        task_name = cls.name or f"{cls.__module__}.{cls.__qualname__}"
+
+        def run_instance(*args: Any, **kwargs: Any) -> Any:
+            return cls().run(*args, **kwargs)
+
+        options = TaskOptions(
+            name=task_name,
+            queue=cls.queue,
+            retry=RetryPolicy(retries=cls.retries),
+            timeout_s=cls.timeout,
+            priority=cls.priority,
+        )
+        arguments = Arguments(cls.run, task_name, skip_self=True)
+        return self._add(TaskFunction(self, run_instance, options, arguments))
+
+    def _add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
+        if task.name in self.tasks:
+            raise InvalidMessage(f"a task named {task.name!r} is already registered")
+        self.tasks[task.name] = task
+        return task
+
+    def periodic(
+        self,
+        trigger: Trigger,
+        *,
+        key: str | None = None,
+        name: str | None = None,
+        queue: str | None = None,
+        timeout: float | None = None,
+        retries: int = 0,
+        priority: int = 0,
+    ) -> Callable[[Callable[[], R]], TaskFunction[[], R]]:
+        """Register a no-argument task that runs on ``trigger``. Workers install it at start
+        by key (default ``periodic:{task name}``), so many workers install it once."""
+
+        def register(function: Callable[[], R]) -> TaskFunction[[], R]:
+            task = self.task(name=name, queue=queue, timeout=timeout, retries=retries,
+                             priority=priority)(function)
+            self.periodics.append(
+                Periodic(task.name, trigger, key or f"periodic:{task.name}", task.options.queue)
+            )
+            return task
+
+        return register
+
+    def lookup(self, name: str) -> TaskFunction[..., Any]:
+        try:
+            return self.tasks[name]
+        except KeyError:
+            raise UnknownTask(f"no task named {name!r} is registered") from None
+
+    # -- producing -----------------------------------------------------------------------
+
+    def build(self, call: Call, now_ms: int | None = None) -> tuple[Message, Envelope]:
+        """Validate ``call`` and build its first message; raises ``InvalidMessage``."""
+        task = self.lookup(call.task)
+        now_ms = self.clock.now_ms() if now_ms is None else now_ms
+        now = to_datetime(now_ms)
+        args, kwargs = task.arguments.to_json(call.args, call.kwargs)
+        queue = call.queue or task.options.queue
+        if sum(x is not None for x in (call.at, call.delay, call.trigger)) > 1:
+            raise InvalidMessage("give at most one of at=, delay= and trigger=")
+        trigger: Trigger | None = call.trigger
+        try:
+            if call.at is not None:
+                plan: Trigger = RunOnce(at=require_aware(call.at, "at"))
+            elif call.delay is not None:
+                plan = RunOnce(delay=call.delay).anchored(now)
+            else:
+                plan = trigger.anchored(now) if trigger is not None else RunOnce(at=now)
+        except ValueError as err:
+            raise InvalidMessage(str(err)) from err
+        if trigger is not None:
+            trigger = plan
+        fire = plan.first(now)
+        if fire is None:
+            raise InvalidMessage(f"trigger {plan!r} never fires after {now.isoformat()}")
+        chain = keyed_chain_id(queue, call.key) if call.key is not None else new_chain_id(now_ms)
+        message = Message(
+            id=occurrence_id(chain, fire.occurrence),
+            queue=queue,
+            task=task.name,
+            args=args,
+            kwargs=kwargs,
+            key=call.key,
+            priority=task.options.priority if call.priority is None else call.priority,
+            trigger=trigger if trigger is not None and trigger.recurring else None,
+            chain=chain,
+            occurrence=fire.occurrence,
+            scheduled_at=fire.at,
+            enqueued_at=now,
+            max_attempts=task.options.retry.max_attempts,
+            timeout_s=task.options.timeout_s,
+            headers=dict(call.headers or {}),
+            misfires=fire.misfires,
+        )
+        return message, self._envelope(message, plan, fire.at)
+
+    def _envelope(self, message: Message, trigger: Trigger, at: datetime) -> Envelope:
+        body = message.encode()
+        if len(body) > self.settings.max_payload_bytes:
+            raise InvalidMessage(
+                f"message for task {message.task!r} is {len(body)} bytes, over the "
+                f"{self.settings.max_payload_bytes}-byte limit (max_payload_bytes)"
+            )
+        jitter = trigger.jitter.total_seconds()
+        due = at + timedelta(seconds=self._rng.uniform(0, jitter)) if jitter else at
+        return message.envelope(to_ms(due), body)
+
+    def enqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
+        """Validate and store one invocation; returns its message id."""
+        mode = _conflict_mode(on_conflict)
+        message, envelope = self.build(call)
+        self.backend.enqueue([envelope], mode)
+        return message.id
+
+    def enqueue_many(
+        self,
+        calls: Iterable[Call],
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        batch_size: int = 1000,
+    ) -> EnqueueReport:
+        """Validate and store many invocations, ``batch_size`` per backend round trip.
+
+        Each batch is validated whole before any of it is written, so a bad call raises
+        ``InvalidMessage`` with nothing of its batch stored (earlier batches are)."""
+        mode = _conflict_mode(on_conflict)
+        report = EnqueueReport()
+        batch: list[Envelope] = []
+        now_ms = self.clock.now_ms()
+
+        def flush() -> None:
+            for outcome in self.backend.enqueue(batch, mode):
+                report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
+            batch.clear()
+
+        for call in calls:
+            message, envelope = self.build(call, now_ms)
+            report.ids.append(message.id)
+            batch.append(envelope)
+            if len(batch) >= batch_size:
+                flush()
+        if batch:
+            flush()
+        return report
+
+    # -- reading and cancelling ----------------------------------------------------------
+
+    def get(
+        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+    ) -> ScheduledMessage | None:
+        """Read a scheduled (or running) message by ``id`` or by ``key`` (in ``queue``)."""
+        if (id is None) == (key is None):
+            raise InvalidMessage("give exactly one of id= and key=")
+        if key is not None:
+            stored = self.backend.get_by_key(queue or self.settings.default_queue, key)
+        else:
+            assert id is not None
+            stored = self.backend.get(id, queue)
+        return None if stored is None else ScheduledMessage.from_stored(stored)
+
+    def cancel(
+        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+    ) -> bool:
+        """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
+        Returns False when there was nothing to cancel."""
+        if (id is None) == (key is None):
+            raise InvalidMessage("give exactly one of id= and key=")
+        if key is not None:
+            return self.backend.delete_by_key(queue or self.settings.default_queue, key)
+        assert id is not None
+        return self.backend.delete(id, queue)
+
+    def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
+        """Keyed recurring messages with their next run, last run and misfires."""
+        result = []
+        for stored in self.backend.keyed(queue):
+            message = Message.decode(stored.envelope.body)
+            if message.trigger is None or message.key is None:
+                continue
+            result.append(ScheduleInfo(
+                message.queue, message.key, message.task, message.trigger,
+                to_datetime(stored.envelope.due_ms), message.last_run_at, message.misfires,
+                stored.state,
+            ))
+        return result
+
+    def install_periodic(self) -> list[Outcome]:
+        """Install every ``@app.periodic`` schedule by key. A schedule already installed with
+        the same trigger is left alone; one whose trigger changed in code is replaced."""
+        outcomes = []
+        for p in self.periodics:
+            current = self.get(key=p.key, queue=p.queue)
+            if current is not None and current.message.trigger is not None and (
+                _same_schedule(current.message.trigger, p.trigger)
+            ):
+                outcomes.append(Outcome.IGNORED)
+                continue
+            mode = OnConflict.IGNORE if current is None else OnConflict.REPLACE
+            _, envelope = self.build(Call(p.task, key=p.key, trigger=p.trigger, queue=p.queue))
+            outcomes.extend(self.backend.enqueue([envelope], mode))
+        return outcomes
+
+    # -- what workers need ---------------------------------------------------------------
+
+    def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
+        """The envelope of the occurrence after ``message``, or None if the chain ends."""
+        if message.trigger is None:
+            return None
+        fire = message.trigger.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
+        if fire is None:
+            return None
+        nxt = message.model_copy(update={
+            "id": occurrence_id(message.chain, fire.occurrence),
+            "occurrence": fire.occurrence,
+            "scheduled_at": fire.at,
+            "enqueued_at": to_datetime(now_ms),
+            "last_run_at": message.scheduled_at,
+            "misfires": message.misfires + fire.misfires,
+        })
+        return self._envelope(nxt, message.trigger, fire.at)
+
+
+def _same_schedule(a: Trigger, b: Trigger) -> bool:
+    """Equal apart from the anchor that enqueue fills in."""
+    ignore = {"start", "delay", "at"}
+    return type(a) is type(b) and a.model_dump(exclude=ignore) == b.model_dump(exclude=ignore)
+
+

@@ -1,0 +1,261 @@
+"""The backend contract: every storage (SQLite, Redis, Cassandra) implements ``Backend``.
+
+A backend stores opaque message bodies with a few envelope fields it needs to schedule
+them (queue, key, priority, due time, lease length). It never decodes a body. Times are
+epoch milliseconds from the backend's own clock (``now_ms``): the server's clock where
+there is a server, so worker clock skew cannot make a message run early.
+
+States of a stored message::
+
+    waiting (scheduled or ready) --claim--> leased --ack--> gone (+ next occurrence)
+        ^                                     |  \\--retry--> waiting (attempt kept)
+        |--------- release / lease expiry ----'   \\-poison--> poison store
+
+Every transition out of ``leased`` is fenced by the claim's ``token``: after a lease
+expired and the message was claimed again, the first holder's ack, retry, extend or
+poison is refused (returns False) and changes nothing. That is what stops a handler that
+outlived its lease from forking a recurring chain (Astyanax #218).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import TracebackType
+from typing import Self
+
+
+class OnConflict(StrEnum):
+    """What enqueue does when the key is already scheduled in the queue."""
+
+    ERROR = "error"
+    IGNORE = "ignore"
+    REPLACE = "replace"
+
+
+class Outcome(StrEnum):
+    """What enqueue did with one message."""
+
+    ENQUEUED = "enqueued"
+    REPLACED = "replaced"
+    IGNORED = "ignored"  # the key was taken by another message, which is kept
+    DUPLICATE = "duplicate"  # the same id and body are already stored: an idempotent re-send
+
+
+class State(StrEnum):
+    SCHEDULED = "scheduled"
+    READY = "ready"
+    RUNNING = "running"
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A message as handed to a backend: scheduling fields plus the encoded body."""
+
+    id: str
+    queue: str
+    key: str | None
+    priority: int
+    due_ms: int
+    timeout_ms: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A leased message. ``token`` fences every later transition of this lease."""
+
+    id: str
+    queue: str
+    key: str | None
+    body: bytes
+    token: str
+    attempt: int  # 1 on first delivery
+    due_ms: int
+    deadline_ms: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimBatch:
+    """What one claim returned, and when the queue next has something due (if known)."""
+
+    claims: list[Claim]
+    next_due_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as read back without consuming it."""
+
+    envelope: Envelope
+    state: State
+    attempt: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a message went to the poison queue."""
+
+    reason: str  # "exception", "undecodable", "unknown_task"
+    error_type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PoisonRecord:
+    envelope: Envelope
+    failure: Failure
+    attempts: int
+    failed_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    queue: str
+    ready: int
+    scheduled: int
+    in_flight: int
+    poison: int
+    next_due_ms: int | None
+    counters: dict[str, int] = field(default_factory=dict)
+    shards: dict[int, int] = field(default_factory=dict)
+
+
+#: Counter names every backend keeps per queue.
+COUNTERS = ("enqueued", "claimed", "acked", "redelivered", "retried", "poisoned", "empty_polls")
+
+
+class Backend(ABC):
+    """Storage for one tickwork deployment. Thread-safe; cheap to call from several threads.
+
+    Nothing here blocks for longer than one storage round trip (plus lock waits). Methods
+    that take a ``Claim`` are idempotent and fenced: they return False, and change
+    nothing, when the lease is no longer held by that claim.
+    """
+
+    shards: int = 1
+
+    # -- producing -----------------------------------------------------------------------
+
+    @abstractmethod
+    def enqueue(
+        self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
+    ) -> list[Outcome]:
+        """Store messages atomically per call. With ``ERROR``, raise ``KeyConflict`` and
+        write nothing if any key is held by a different message. Re-sending a message that is
+        already stored byte for byte is never an error (``DUPLICATE``)."""
+
+    # -- reading and cancelling ----------------------------------------------------------
+
+    @abstractmethod
+    def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
+        """Read a message by id (pending, or running) without consuming it."""
+
+    @abstractmethod
+    def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
+        """Read the message holding ``key`` in ``queue``."""
+
+    @abstractmethod
+    def delete(self, message_id: str, queue: str | None = None) -> bool:
+        """Remove a message. A running one finishes, but its ack will not reschedule."""
+
+    @abstractmethod
+    def delete_by_key(self, queue: str, key: str) -> bool:
+        """Cancel the chain holding ``key``: its pending (or running) message and the key."""
+
+    def exists(self, queue: str, key: str) -> bool:
+        """True when ``key`` is scheduled (or running) in ``queue``."""
+        return self.get_by_key(queue, key) is not None
+
+    @abstractmethod
+    def keyed(self, queue: str | None = None) -> list[StoredMessage]:
+        """Every message that holds a key (for listing schedules)."""
+
+    # -- consuming -----------------------------------------------------------------------
+
+    @abstractmethod
+    def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+        """Lease up to ``limit`` messages due by now + ``lookahead_ms``, higher priority
+        first among those. Expired leases are made due again (attempt + 1 on the next
+        claim). A lease lasts the message's timeout counted from its due time."""
+
+    @abstractmethod
+    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+        """Delete each claimed message and, in the same atomic step, store its next
+        occurrence if given and only if the lease was still held. One commit per call."""
+
+    @abstractmethod
+    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
+        """Make a failed message due again at ``due_ms``, keeping its attempt count."""
+
+    @abstractmethod
+    def release(self, claims: Iterable[Claim]) -> int:
+        """Give back claims that never started: due again at once, attempt not counted."""
+
+    @abstractmethod
+    def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
+        """Push each lease's deadline to now + ``lease_ms`` (heartbeat)."""
+
+    @abstractmethod
+    def requeue_expired(self, queue: str) -> int:
+        """Make every expired lease in ``queue`` due again; returns how many."""
+
+    # -- the poison queue ----------------------------------------------------------------
+
+    @abstractmethod
+    def poison(self, claim: Claim, failure: Failure) -> bool:
+        """Move a claimed message to the poison store with why it failed."""
+
+    @abstractmethod
+    def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:
+        """Poisoned messages, oldest failure first."""
+
+    @abstractmethod
+    def poison_get(self, message_id: str) -> PoisonRecord | None: ...
+
+    @abstractmethod
+    def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
+        """Move poisoned messages (all of ``queue`` when ``ids`` is None) back to ready
+        with a fresh attempt count. A message whose key was taken meanwhile stays."""
+
+    @abstractmethod
+    def poison_purge(self, queue: str | None = None) -> int: ...
+
+    # -- operations ----------------------------------------------------------------------
+
+    @abstractmethod
+    def stats(self, queue: str | None = None) -> list[QueueStats]: ...
+
+    @abstractmethod
+    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
+        """Add to a queue's counters (for counts a worker keeps locally, e.g. empty polls)."""
+
+    @abstractmethod
+    def queues(self) -> list[str]: ...
+
+    @abstractmethod
+    def purge(self, queue: str) -> int:
+        """Delete every pending and running message of ``queue``."""
+
+    @abstractmethod
+    def now_ms(self) -> int:
+        """The backend's clock: what due times and leases are compared against."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,85 @@
+"""The message: an immutable pydantic model, encoded as compact JSON (never pickle).
+
+Delivery state (lease, attempt counter, ack handle) is not part of the message; it lives
+on the backend's ``Claim``. A message's body is written once and never rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from scheduler.backends.base import Envelope, State, StoredMessage
+from scheduler.clock import to_datetime
+from scheduler.errors import DecodeError
+from triggers import AnyTrigger
+
+
+class Message(BaseModel):
+    """A task invocation with its trigger and its place in a recurring chain."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    queue: str
+    task: str
+    args: list[Any] = Field(default_factory=list)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    key: str | None = None
+    priority: int = 0
+    trigger: AnyTrigger | None = None
+    chain: str
+    occurrence: int = 0
+    scheduled_at: datetime
+    enqueued_at: datetime
+    max_attempts: int = 1
+    timeout_s: float = 300.0
+    headers: dict[str, str] = Field(default_factory=dict)
+    last_run_at: datetime | None = None
+    misfires: int = 0
+
+    def encode(self) -> bytes:
+        """Compact JSON bytes."""
+        return self.model_dump_json(exclude_defaults=True).encode()
+
+    @classmethod
+    def decode(cls, body: bytes) -> Message:
+        """Parse stored bytes; raises ``DecodeError`` (only) on anything malformed."""
+        try:
+            return cls.model_validate_json(body)
+        except (PydanticValidationError, ValueError, UnicodeDecodeError) as err:
+            raise DecodeError(f"not a tickwork message: {err}") from err
+
+    def envelope(self, due_ms: int, body: bytes | None = None) -> Envelope:
+        return Envelope(
+            id=self.id, queue=self.queue, key=self.key, priority=self.priority, due_ms=due_ms,
+            timeout_ms=int(self.timeout_s * 1000), body=self.encode() if body is None else body,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledMessage:
+    """A stored message as ``App.get`` returns it."""
+
+    message: Message
+    state: State
+    due_at: datetime
+    attempt: int
+    last_error: str | None
+
+    @classmethod
+    def from_stored(cls, stored: StoredMessage) -> ScheduledMessage:
+        return cls(
+            Message.decode(stored.envelope.body), stored.state,
+            to_datetime(stored.envelope.due_ms), stored.attempt, stored.last_error,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        data = self.message.model_dump(mode="json", exclude_defaults=True)
+        data.update(state=str(self.state), due_at=self.due_at.isoformat(), attempt=self.attempt,
+                    last_error=self.last_error)
+        return data

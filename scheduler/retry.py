@@ -1,0 +1,38 @@
+"""Retry as data: a policy plus a pure function from (attempt, error) to a decision."""
+
+from __future__ import annotations
+
+import random
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RetryPolicy(BaseModel):
+    """Exponential backoff: ``base_s * factor**(attempt-1)``, capped, with full jitter.
+
+    ``retries`` is how many times a failing message runs again after its first attempt;
+    after that it goes to the poison queue.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retries: int = Field(default=0, ge=0)
+    base_s: float = Field(default=1.0, gt=0)
+    factor: float = Field(default=2.0, ge=1)
+    cap_s: float = Field(default=300.0, gt=0)
+    jitter: bool = True
+
+    @property
+    def max_attempts(self) -> int:
+        return self.retries + 1
+
+    def delay_s(self, attempt: int, rng: random.Random | None = None) -> float | None:
+        """Seconds to wait before the next attempt after failed attempt number ``attempt``
+        (1-based), or ``None`` when the message has used its attempts and is poison."""
+        if attempt >= self.max_attempts:
+            return None
+        ceiling = min(self.cap_s, self.base_s * self.factor ** (attempt - 1))
+        if not self.jitter:
+            return ceiling
+        # "equal jitter": at least half the backoff, so retries never hot-loop
+        return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)

@@ -1,0 +1,48 @@
+"""Settings: a typed object built from arguments, environment variables and a TOML file.
+
+Precedence, highest first: arguments to ``App``/``Settings``, ``TICKWORK_*`` environment
+variables, the ``[tickwork]`` table of the file named by ``TICKWORK_CONFIG`` (or
+``tickwork.toml`` in the working directory), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from scheduler.backends import DEFAULT_URL
+from scheduler.errors import ConfigurationError
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: str = DEFAULT_URL
+    default_queue: str = "default"
+    max_payload_bytes: int = Field(default=256 * 1024, gt=0)
+    default_timeout_s: float = Field(default=300.0, gt=0)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """Defaults, then the config file, then the environment, then ``overrides``."""
+        values: dict[str, Any] = {}
+        path = Path(os.environ.get("TICKWORK_CONFIG", "tickwork.toml"))
+        if path.is_file():
+            try:
+                values.update(tomllib.loads(path.read_text()).get("tickwork", {}))
+            except tomllib.TOMLDecodeError as err:
+                raise ConfigurationError(f"{path}: {err}") from err
+        for name in cls.model_fields:
+            env = os.environ.get(f"TICKWORK_{name.upper()}")
+            if env:
+                values[name] = env
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except PydanticValidationError as err:
+            raise ConfigurationError(f"invalid settings: {err}") from err

@@ -1,0 +1,226 @@
+"""Task wrappers: a decorated function or a ``Task`` subclass, with its options.
+
+Arguments are validated against the handler's signature with pydantic when a message is
+enqueued (so bad arguments fail in the producer and nothing is written), stored as JSON,
+and validated again in the worker to rebuild typed values (a ``datetime`` argument
+arrives as a ``datetime``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import ValidationError as PydanticValidationError
+
+from scheduler.errors import InvalidMessage
+from scheduler.retry import RetryPolicy
+from triggers import Trigger
+
+if TYPE_CHECKING:
+    from scheduler.app import App
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_SKIPPED_KINDS = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+class Arguments:
+    """Validates call arguments against a callable's signature."""
+
+    def __init__(self, fn: Callable[..., Any], task_name: str, *, skip_self: bool = False) -> None:
+        signature = inspect.signature(fn)
+        parameters = list(signature.parameters.values())
+        if skip_self:
+            parameters = parameters[1:]
+            signature = signature.replace(parameters=parameters)
+        self.signature = signature
+        self.task_name = task_name
+        try:
+            hints = get_type_hints(fn)
+        except (NameError, TypeError):
+            hints = {}
+        fields: dict[str, Any] = {}
+        for p in parameters:
+            if p.kind in _SKIPPED_KINDS:
+                continue
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            fields[p.name] = (hints.get(p.name, Any), default)
+        self.model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{task_name}:arguments", __config__=ConfigDict(arbitrary_types_allowed=True), **fields
+        )
+        self._var_positional = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+        self._var_keyword = next((p.name for p in parameters if p.kind is p.VAR_KEYWORD), None)
+        self._positional = [
+            p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+
+    def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> inspect.BoundArguments:
+        try:
+            return self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise InvalidMessage(f"arguments for task {self.task_name!r} do not match its signature: {err}") from err
+
+    def _validated(self, bound: inspect.BoundArguments) -> BaseModel:
+        named = {k: v for k, v in bound.arguments.items() if k not in (self._var_positional, self._var_keyword)}
+        try:
+            return self.model.model_validate(named)
+        except PydanticValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}" for e in err.errors()
+            )
+            raise InvalidMessage(f"invalid arguments for task {self.task_name!r}: {problems}") from err
+
+    def to_json(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Validate and return (args, kwargs) as JSON-ready values; raise ``InvalidMessage``."""
+        bound = self._bind(args, kwargs)
+        dumped = self._validated(bound).model_dump(mode="json", exclude_unset=True)
+        named = min(len(args), len(self._positional))
+        json_args = [dumped[name] for name in self._positional[:named]] + list(args[named:])
+        json_kwargs = {k: dumped.get(k, v) for k, v in kwargs.items()}
+        try:
+            json.dumps(json_args)
+            json.dumps(json_kwargs)
+        except (TypeError, ValueError) as err:
+            raise InvalidMessage(
+                f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
+            ) from err
+        return json_args, json_kwargs
+
+    def rebuild(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Validate stored JSON arguments and return typed (args, kwargs) to call with."""
+        bound = self._bind(args, kwargs)
+        model = self._validated(bound)
+        for name in type(model).model_fields:
+            if name in bound.arguments:
+                bound.arguments[name] = getattr(model, name)
+        return bound.args, bound.kwargs
+
+
+@dataclass(frozen=True)
+class Call:
+    """One invocation to enqueue: a task name, its arguments and scheduling options."""
+
+    task: str
+    args: Sequence[Any] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    key: str | None = None
+    at: datetime | None = None
+    delay: timedelta | None = None
+    trigger: Trigger | None = None
+    queue: str | None = None
+    priority: int | None = None
+    headers: Mapping[str, str] | None = None
+
+    def options(self, **changes: Any) -> Call:
+        """A copy with other options (``key=``, ``at=``, ``trigger=``, ...)."""
+        return replace(self, **changes)
+
+
+class TaskOptions(BaseModel):
+    """How a task's messages are enqueued and handled."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    queue: str = "default"
+    retry: RetryPolicy = RetryPolicy()
+    timeout_s: float = 300.0
+    priority: int = 0
+
+
+class TaskFunction(Generic[P, R]):
+    """A registered task. Call it to run it here; ``delay``/``schedule`` to enqueue it."""
+
+    def __init__(self, app: App, fn: Callable[P, R], options: TaskOptions, arguments: Arguments) -> None:
+        self.app = app
+        self.fn = fn
+        self.options = options
+        self.arguments = arguments
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    @property
+    def name(self) -> str:
+        return self.options.name
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<task {self.name} queue={self.options.queue}>"
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
+        """An invocation to pass to ``App.enqueue_many`` (like Celery's signature ``.s()``)."""
+        return Call(self.name, args, kwargs)
+
+    def delay(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """Enqueue a run due now; returns the message id."""
+        return self.app.enqueue(Call(self.name, args, kwargs))
+
+    def schedule(
+        self,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        at: datetime | None = None,
+        delay: timedelta | None = None,
+        trigger: Trigger | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_conflict: str = "error",
+    ) -> str:
+        """Enqueue with a time (``at``/``delay``) or a ``trigger``, optionally under ``key``;
+        returns the message id. ``on_conflict``: "error" | "ignore" | "replace"."""
+        call = Call(self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers)
+        return self.app.enqueue(call, on_conflict=on_conflict)
+
+    def run(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Run the handler on stored JSON arguments (what a worker does)."""
+        typed_args, typed_kwargs = self.arguments.rebuild(args, kwargs)
+        return self.fn(*typed_args, **typed_kwargs)  # type: ignore[arg-type]
+
+
+class TaskClass:
+    """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
+
+    Subclasses define ``run(self, ...)``; class attributes ``name``, ``queue``, ``retries``,
+    ``timeout`` and ``priority`` set the options. Each message gets a fresh instance.
+    """
+
+    app: ClassVar[App]
+    name: ClassVar[str | None] = None
+    queue: ClassVar[str] = "default"
+    retries: ClassVar[int] = 0
+    timeout: ClassVar[float] = 300.0
+    priority: ClassVar[int] = 0
+    task: ClassVar[TaskFunction[..., Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "run" not in cls.__dict__ or not hasattr(cls, "app"):
+            return
+        cls.task = cls.app.register_class(cls)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @classmethod
+    def delay(cls, *args: Any, **kwargs: Any) -> str:
+        return cls.task.delay(*args, **kwargs)
+
+    @classmethod
+    def schedule(cls, *args: Any, **kwargs: Any) -> str:
+        return cls.task.schedule(*args, **kwargs)
+
+    @classmethod
+    def call(cls, *args: Any, **kwargs: Any) -> Call:
+        return cls.task.call(*args, **kwargs)
