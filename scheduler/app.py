@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -112,6 +113,11 @@ class App:
             self._backend = open_backend(self.settings.backend, clock=self.clock)
         return self._backend
 
+    def use_backend(self, url: str) -> None:
+        """Point the app at another backend URL (before or after it was first used)."""
+        self.close()
+        self.settings = self.settings.model_copy(update={"backend": url})
+
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
@@ -157,7 +163,7 @@ class App:
         lease length in seconds, kept alive by heartbeats while the handler runs."""
 
         def register(function: Callable[P, R]) -> TaskFunction[P, R]:
-            task_name = name or f"{function.__module__}.{function.__qualname__}"
+            task_name = name or f"{module_name(function.__module__)}.{function.__qualname__}"
             options = TaskOptions(
                 name=task_name,
                 queue=queue or self.settings.default_queue,
@@ -171,7 +177,7 @@ class App:
 
     def register_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass (called by ``app.Task.__init_subclass__``)."""
-        task_name = cls.name or f"{cls.__module__}.{cls.__qualname__}"
+        task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__qualname__}"
 
         def run_instance(*args: Any, **kwargs: Any) -> Any:
             return cls().run(*args, **kwargs)
@@ -392,6 +398,16 @@ class App:
             "misfires": message.misfires + fire.misfires,
         })
         return self._envelope(nxt, message.trigger, fire.at)
+
+
+def module_name(name: str) -> str:
+    """The importable name of a module, also for one run as ``python -m package.module``
+    (whose ``__name__`` is ``__main__``), so producers and workers agree on task names."""
+    if name == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is not None and spec.name:
+            return str(spec.name)
+    return name
 
 
 def _same_schedule(a: Trigger, b: Trigger) -> bool:

@@ -373,18 +373,21 @@ class SQLiteBackend(Backend):
                     continue
                 acked[claim.queue] = acked.get(claim.queue, 0) + 1
                 if nxt is not None:
-                    inserted = db.execute(
-                        "INSERT OR IGNORE INTO messages "
-                        "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (nxt.id, nxt.queue, nxt.key, nxt.priority,
-                         READY if nxt.due_ms <= now else SCHEDULED, nxt.due_ms, nxt.due_ms,
-                         nxt.timeout_ms, nxt.body),
-                    ).rowcount
-                    self._count(db, nxt.queue, "enqueued", inserted)
+                    self._insert_next(db, nxt, now)
             for queue, count in acked.items():
                 self._count(db, queue, "acked", count)
         return results
+
+    def _insert_next(self, db: sqlite3.Connection, nxt: Envelope, now: int) -> None:
+        """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
+        inserted = db.execute(
+            "INSERT OR IGNORE INTO messages "
+            "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (nxt.id, nxt.queue, nxt.key, nxt.priority, READY if nxt.due_ms <= now else SCHEDULED,
+             nxt.due_ms, nxt.due_ms, nxt.timeout_ms, nxt.body),
+        ).rowcount
+        self._count(db, nxt.queue, "enqueued", inserted)
 
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
         with self._write() as db:
@@ -426,7 +429,7 @@ class SQLiteBackend(Backend):
 
     # -- the poison queue ----------------------------------------------------------------
 
-    def poison(self, claim: Claim, failure: Failure) -> bool:
+    def poison(self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None) -> bool:
         with self._write() as db:
             row = db.execute(
                 "SELECT priority FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
@@ -443,6 +446,8 @@ class SQLiteBackend(Backend):
                  failure.traceback, claim.body),
             )
             self._count(db, claim.queue, "poisoned", 1)
+            if next_occurrence is not None:
+                self._insert_next(db, next_occurrence, self.now_ms())
             return True
 
     _POISON_COLUMNS = (

@@ -1,0 +1,74 @@
+"""Flow control (Pulsar's permits) and the worker's local counters."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+
+
+class Permits:
+    """How many more messages this worker may hold: idle pool slots plus a small prefetch.
+
+    A consumer takes permits before it claims and gives back what it did not use; every
+    path that removes a message from the worker (ack, retry, poison, release, redeliver)
+    gives its permit back, so credit cannot leak.
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._free = total
+        self._condition = threading.Condition()
+
+    def take(self, wanted: int, timeout_s: float) -> int:
+        """Take up to ``wanted`` permits, waiting up to ``timeout_s`` for at least one."""
+        with self._condition:
+            if not self._condition.wait_for(lambda: self._free > 0, timeout_s):
+                return 0
+            taken = min(wanted, self._free)
+            self._free -= taken
+            return taken
+
+    def give(self, count: int) -> None:
+        if count:
+            with self._condition:
+                self._free += count
+                self._condition.notify_all()
+
+    @property
+    def in_use(self) -> int:
+        with self._condition:
+            return self.total - self._free
+
+
+@dataclass
+class WorkerStats:
+    """What one worker did since it started (``Worker.stats``)."""
+
+    claimed: int = 0
+    acked: int = 0
+    stale: int = 0  # an ack/retry/poison refused because the lease was lost
+    redelivered: int = 0  # handler returned False
+    retried: int = 0
+    poisoned: int = 0
+    released: int = 0
+    empty_polls: int = 0
+    backend_errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class Counters:
+    """Thread-safe increments on a ``WorkerStats``."""
+
+    def __init__(self) -> None:
+        self._stats = WorkerStats()
+        self._lock = threading.Lock()
+
+    def add(self, name: str, count: int = 1) -> None:
+        with self._lock:
+            setattr(self._stats, name, getattr(self._stats, name) + count)
+
+    def snapshot(self) -> WorkerStats:
+        with self._lock:
+            return WorkerStats(**asdict(self._stats))
