@@ -31,12 +31,21 @@ def main() -> None:
     print("run-once now:     ", send_report.delay(42))
     print("run-once in 3 s:  ", send_report.schedule(args=(7,), delay=timedelta(seconds=3)))
     repeating = Repeating(interval=timedelta(seconds=4), repeat_count=4)
-    print("every 4 s, 4 runs:", send_report.schedule(args=(42,), kwargs={"fmt": "csv"},
-                                                      trigger=repeating, key="report:42",
-                                                      on_conflict="replace"))
+    print(
+        "every 4 s, 4 runs:",
+        send_report.schedule(
+            args=(42,),
+            kwargs={"fmt": "csv"},
+            trigger=repeating,
+            key="report:42",
+            on_conflict="replace",
+        ),
+    )
     quartz = Cron("0/10 * * * * ?", tz="Europe/Paris")  # seconds 0, 10, 20, ... in Paris time
-    print("Quartz cron /10 s:", send_report.schedule(args=(99,), trigger=quartz, key="report:99",
-                                                      on_conflict="replace"))
+    print(
+        "Quartz cron /10 s:",
+        send_report.schedule(args=(99,), trigger=quartz, key="report:99", on_conflict="replace"),
+    )
     app.close()
 
 

@@ -24,7 +24,7 @@ from scheduler.message import Message, ScheduledMessage
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Arguments, Call, TaskClass, TaskFunction, TaskOptions
-from triggers import RunOnce, Trigger, require_aware
+from triggers import Cron, Repeating, RunOnce, Trigger, require_aware
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -137,6 +137,8 @@ class App:
     @overload
     def task(
         self,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         queue: str | None = None,
@@ -148,7 +150,7 @@ class App:
 
     def task(
         self,
-        fn: Callable[P, R] | None = None,
+        fn: Callable[..., Any] | None = None,
         /,
         *,
         name: str | None = None,
@@ -157,12 +159,12 @@ class App:
         timeout: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
-    ) -> TaskFunction[P, R] | Callable[[Callable[P, R]], TaskFunction[P, R]]:
+    ) -> Any:
         """Register a function as a task. ``retries``: extra attempts after an exception
         (exponential backoff from 1 s, doubling, capped at 5 min, jittered); ``timeout``:
         lease length in seconds, kept alive by heartbeats while the handler runs."""
 
-        def register(function: Callable[P, R]) -> TaskFunction[P, R]:
+        def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             task_name = name or f"{module_name(function.__module__)}.{function.__qualname__}"
             options = TaskOptions(
                 name=task_name,
@@ -213,8 +215,9 @@ class App:
         by key (default ``periodic:{task name}``), so many workers install it once."""
 
         def register(function: Callable[[], R]) -> TaskFunction[[], R]:
-            task = self.task(name=name, queue=queue, timeout=timeout, retries=retries,
-                             priority=priority)(function)
+            task = self.task(
+                name=name, queue=queue, timeout=timeout, retries=retries, priority=priority
+            )(function)
             self.periodics.append(
                 Periodic(task.name, trigger, key or f"periodic:{task.name}", task.options.queue)
             )
@@ -263,7 +266,7 @@ class App:
             kwargs=kwargs,
             key=call.key,
             priority=task.options.priority if call.priority is None else call.priority,
-            trigger=trigger if trigger is not None and trigger.recurring else None,
+            trigger=trigger if isinstance(trigger, Repeating | Cron) else None,
             chain=chain,
             occurrence=fire.occurrence,
             scheduled_at=fire.at,
@@ -357,11 +360,18 @@ class App:
             message = Message.decode(stored.envelope.body)
             if message.trigger is None or message.key is None:
                 continue
-            result.append(ScheduleInfo(
-                message.queue, message.key, message.task, message.trigger,
-                to_datetime(stored.envelope.due_ms), message.last_run_at, message.misfires,
-                stored.state,
-            ))
+            result.append(
+                ScheduleInfo(
+                    message.queue,
+                    message.key,
+                    message.task,
+                    message.trigger,
+                    to_datetime(stored.envelope.due_ms),
+                    message.last_run_at,
+                    message.misfires,
+                    stored.state,
+                )
+            )
         return result
 
     def install_periodic(self) -> list[Outcome]:
@@ -370,8 +380,10 @@ class App:
         outcomes = []
         for p in self.periodics:
             current = self.get(key=p.key, queue=p.queue)
-            if current is not None and current.message.trigger is not None and (
-                _same_schedule(current.message.trigger, p.trigger)
+            if (
+                current is not None
+                and current.message.trigger is not None
+                and (_same_schedule(current.message.trigger, p.trigger))
             ):
                 outcomes.append(Outcome.IGNORED)
                 continue
@@ -386,17 +398,21 @@ class App:
         """The envelope of the occurrence after ``message``, or None if the chain ends."""
         if message.trigger is None:
             return None
-        fire = message.trigger.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
+        fire = message.trigger.following(
+            message.scheduled_at, message.occurrence, to_datetime(now_ms)
+        )
         if fire is None:
             return None
-        nxt = message.model_copy(update={
-            "id": occurrence_id(message.chain, fire.occurrence),
-            "occurrence": fire.occurrence,
-            "scheduled_at": fire.at,
-            "enqueued_at": to_datetime(now_ms),
-            "last_run_at": message.scheduled_at,
-            "misfires": message.misfires + fire.misfires,
-        })
+        nxt = message.model_copy(
+            update={
+                "id": occurrence_id(message.chain, fire.occurrence),
+                "occurrence": fire.occurrence,
+                "scheduled_at": fire.at,
+                "enqueued_at": to_datetime(now_ms),
+                "last_run_at": message.scheduled_at,
+                "misfires": message.misfires + fire.misfires,
+            }
+        )
         return self._envelope(nxt, message.trigger, fire.at)
 
 
@@ -414,5 +430,3 @@ def _same_schedule(a: Trigger, b: Trigger) -> bool:
     """Equal apart from the anchor that enqueue fills in."""
     ignore = {"start", "delay", "at"}
     return type(a) is type(b) and a.model_dump(exclude=ignore) == b.model_dump(exclude=ignore)
-
-

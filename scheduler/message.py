@@ -56,8 +56,13 @@ class Message(BaseModel):
 
     def envelope(self, due_ms: int, body: bytes | None = None) -> Envelope:
         return Envelope(
-            id=self.id, queue=self.queue, key=self.key, priority=self.priority, due_ms=due_ms,
-            timeout_ms=int(self.timeout_s * 1000), body=self.encode() if body is None else body,
+            id=self.id,
+            queue=self.queue,
+            key=self.key,
+            priority=self.priority,
+            due_ms=due_ms,
+            timeout_ms=int(self.timeout_s * 1000),
+            body=self.encode() if body is None else body,
         )
 
 
@@ -74,12 +79,19 @@ class ScheduledMessage:
     @classmethod
     def from_stored(cls, stored: StoredMessage) -> ScheduledMessage:
         return cls(
-            Message.decode(stored.envelope.body), stored.state,
-            to_datetime(stored.envelope.due_ms), stored.attempt, stored.last_error,
+            Message.decode(stored.envelope.body),
+            stored.state,
+            to_datetime(stored.envelope.due_ms),
+            stored.attempt,
+            stored.last_error,
         )
 
     def as_dict(self) -> dict[str, Any]:
         data = self.message.model_dump(mode="json", exclude_defaults=True)
-        data.update(state=str(self.state), due_at=self.due_at.isoformat(), attempt=self.attempt,
-                    last_error=self.last_error)
+        data.update(
+            state=str(self.state),
+            due_at=self.due_at.isoformat(),
+            attempt=self.attempt,
+            last_error=self.last_error,
+        )
         return data

@@ -52,10 +52,12 @@ class Arguments:
                 continue
             default = ... if p.default is inspect.Parameter.empty else p.default
             fields[p.name] = (hints.get(p.name, Any), default)
-        self.model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        self.model: type[BaseModel] = create_model(
             f"{task_name}:arguments", __config__=ConfigDict(arbitrary_types_allowed=True), **fields
         )
-        self._var_positional = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+        self._var_positional = next(
+            (p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None
+        )
         self._var_keyword = next((p.name for p in parameters if p.kind is p.VAR_KEYWORD), None)
         self._positional = [
             p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -65,19 +67,30 @@ class Arguments:
         try:
             return self.signature.bind(*args, **kwargs)
         except TypeError as err:
-            raise InvalidMessage(f"arguments for task {self.task_name!r} do not match its signature: {err}") from err
+            raise InvalidMessage(
+                f"arguments for task {self.task_name!r} do not match its signature: {err}"
+            ) from err
 
     def _validated(self, bound: inspect.BoundArguments) -> BaseModel:
-        named = {k: v for k, v in bound.arguments.items() if k not in (self._var_positional, self._var_keyword)}
+        named = {
+            k: v
+            for k, v in bound.arguments.items()
+            if k not in (self._var_positional, self._var_keyword)
+        }
         try:
             return self.model.model_validate(named)
         except PydanticValidationError as err:
             problems = "; ".join(
-                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}" for e in err.errors()
+                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in err.errors()
             )
-            raise InvalidMessage(f"invalid arguments for task {self.task_name!r}: {problems}") from err
+            raise InvalidMessage(
+                f"invalid arguments for task {self.task_name!r}: {problems}"
+            ) from err
 
-    def to_json(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    def to_json(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
         """Validate and return (args, kwargs) as JSON-ready values; raise ``InvalidMessage``."""
         bound = self._bind(args, kwargs)
         dumped = self._validated(bound).model_dump(mode="json", exclude_unset=True)
@@ -93,7 +106,9 @@ class Arguments:
             ) from err
         return json_args, json_kwargs
 
-    def rebuild(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def rebuild(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Validate stored JSON arguments and return typed (args, kwargs) to call with."""
         bound = self._bind(args, kwargs)
         model = self._validated(bound)
@@ -138,7 +153,9 @@ class TaskOptions(BaseModel):
 class TaskFunction(Generic[P, R]):
     """A registered task. Call it to run it here; ``delay``/``schedule`` to enqueue it."""
 
-    def __init__(self, app: App, fn: Callable[P, R], options: TaskOptions, arguments: Arguments) -> None:
+    def __init__(
+        self, app: App, fn: Callable[P, R], options: TaskOptions, arguments: Arguments
+    ) -> None:
         self.app = app
         self.fn = fn
         self.options = options
@@ -180,13 +197,15 @@ class TaskFunction(Generic[P, R]):
     ) -> str:
         """Enqueue with a time (``at``/``delay``) or a ``trigger``, optionally under ``key``;
         returns the message id. ``on_conflict``: "error" | "ignore" | "replace"."""
-        call = Call(self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers)
+        call = Call(
+            self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
+        )
         return self.app.enqueue(call, on_conflict=on_conflict)
 
     def run(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         """Run the handler on stored JSON arguments (what a worker does)."""
         typed_args, typed_kwargs = self.arguments.rebuild(args, kwargs)
-        return self.fn(*typed_args, **typed_kwargs)  # type: ignore[arg-type]
+        return self.fn(*typed_args, **typed_kwargs)
 
 
 class TaskClass:

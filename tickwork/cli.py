@@ -65,8 +65,10 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
         except Exception as err:
             if os.environ.get("TICKWORK_DEBUG"):
                 raise
-            fail(f"unexpected {type(err).__name__}: {err} (set TICKWORK_DEBUG=1 for a traceback)",
-                 EXIT_INTERNAL)
+            fail(
+                f"unexpected {type(err).__name__}: {err} (set TICKWORK_DEBUG=1 for a traceback)",
+                EXIT_INTERNAL,
+            )
 
     return wrapper
 
@@ -106,9 +108,13 @@ def iso(ms: int | None) -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--backend", envvar="TICKWORK_BACKEND", metavar="URL",
-              help="Backend URL (sqlite:///file.db, redis://host:6379/0, ...); "
-                   "default: $TICKWORK_BACKEND, else sqlite:///tickwork.db.")
+@click.option(
+    "--backend",
+    envvar="TICKWORK_BACKEND",
+    metavar="URL",
+    help="Backend URL (sqlite:///file.db, redis://host:6379/0, ...); "
+    "default: $TICKWORK_BACKEND, else sqlite:///tickwork.db.",
+)
 @click.version_option(package_name="tickwork")
 @click.pass_context
 def cli(ctx: click.Context, backend: str | None) -> None:
@@ -120,34 +126,69 @@ def cli(ctx: click.Context, backend: str | None) -> None:
 
 
 @cli.command()
-@click.option("-A", "--app", "module", required=True, help="Module (or module:attr) defining the App.")
+@click.option(
+    "-A", "--app", "module", required=True, help="Module (or module:attr) defining the App."
+)
 @click.option("-Q", "--queue", "queues", multiple=True, help="Queue to consume (repeatable).")
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--pool", type=click.Choice(["thread", "process"]), default="thread", show_default=True)
-@click.option("--prefetch", type=click.IntRange(min=0), help="Claims held beyond idle slots [2 x concurrency].")
+@click.option(
+    "--pool", type=click.Choice(["thread", "process"]), default="thread", show_default=True
+)
+@click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    help="Claims held beyond idle slots [2 x concurrency].",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--lookahead-ms", type=click.IntRange(min=0), default=500, show_default=True)
-@click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True,
-              help="Seconds running handlers get to finish on shutdown.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds running handlers get to finish on shutdown.",
+)
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop gracefully after S seconds.")
 @click.option("--burst", is_flag=True, help="Exit when nothing is due or running.")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
-              show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
 @pass_state
 @clean_errors
-def worker(state: State, module: str, queues: tuple[str, ...], concurrency: int, pool: str,
-           prefetch: int | None, batch_size: int, lookahead_ms: int, grace: float,
-           duration: float | None, burst: bool, log_level: str) -> None:
+def worker(
+    state: State,
+    module: str,
+    queues: tuple[str, ...],
+    concurrency: int,
+    pool: str,
+    prefetch: int | None,
+    batch_size: int,
+    lookahead_ms: int,
+    grace: float,
+    duration: float | None,
+    burst: bool,
+    log_level: str,
+) -> None:
     """Run a worker daemon for the app in MODULE."""
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
     app = state.app(module)
     if not queues:
         queues = tuple(sorted({t.options.queue for t in app.tasks.values()} or {"default"}))
     config = WorkerConfig(
-        queues=queues, concurrency=concurrency, pool=pool,  # type: ignore[arg-type]
-        prefetch=prefetch, batch_size=batch_size, lookahead_ms=lookahead_ms, grace_s=grace,
-        burst=burst, app_reference=module,
+        queues=queues,
+        concurrency=concurrency,
+        pool=pool,  # type: ignore[arg-type]
+        prefetch=prefetch,
+        batch_size=batch_size,
+        lookahead_ms=lookahead_ms,
+        grace_s=grace,
+        burst=burst,
+        app_reference=module,
     )
     runner = Worker(app, config)
     runner.run(duration)
@@ -173,29 +214,55 @@ def parse_json(value: str | None, kind: type, what: str) -> Any:
 
 @cli.command()
 @click.argument("task")
-@click.option("-A", "--app", "module", required=True, help="Module defining the task (for validation).")
+@click.option(
+    "-A", "--app", "module", required=True, help="Module defining the task (for validation)."
+)
 @click.option("--args", "args_json", metavar="JSON", help="Positional arguments, a JSON array.")
 @click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
 @click.option("--key", help="Key to read, replace or cancel the message by.")
 @click.option("--queue", help="Queue [the task's].")
 @click.option("--priority", type=int, help="Higher runs first among due messages.")
 @click.option("--at", "at", metavar="ISO8601", help="Run once at this aware time.")
-@click.option("--delay", type=click.FloatRange(min=0), metavar="SECONDS", help="Run once after S seconds.")
-@click.option("--every", type=click.FloatRange(min=0.001), metavar="SECONDS", help="Repeat every S seconds.")
+@click.option(
+    "--delay", type=click.FloatRange(min=0), metavar="SECONDS", help="Run once after S seconds."
+)
+@click.option(
+    "--every", type=click.FloatRange(min=0.001), metavar="SECONDS", help="Repeat every S seconds."
+)
 @click.option("--times", type=click.IntRange(min=1), help="With --every: total number of runs.")
 @click.option("--cron", metavar="EXPR", help="Cron expression (5 fields, or 6 with seconds first).")
 @click.option("--tz", default="UTC", show_default=True, help="With --cron: IANA timezone.")
-@click.option("--on-conflict", type=click.Choice([m.value for m in OnConflict]), default="error",
-              show_default=True)
+@click.option(
+    "--on-conflict",
+    type=click.Choice([m.value for m in OnConflict]),
+    default="error",
+    show_default=True,
+)
 @pass_state
 @clean_errors
-def enqueue(state: State, task: str, module: str, args_json: str | None, kwargs_json: str | None,
-            key: str | None, queue: str | None, priority: int | None, at: str | None,
-            delay: float | None, every: float | None, times: int | None, cron: str | None, tz: str,
-            on_conflict: str) -> None:
+def enqueue(
+    state: State,
+    task: str,
+    module: str,
+    args_json: str | None,
+    kwargs_json: str | None,
+    key: str | None,
+    queue: str | None,
+    priority: int | None,
+    at: str | None,
+    delay: float | None,
+    every: float | None,
+    times: int | None,
+    cron: str | None,
+    tz: str,
+    on_conflict: str,
+) -> None:
     """Enqueue TASK; prints the message id."""
-    chosen = [name for name, v in (("--at", at), ("--delay", delay), ("--every", every),
-                                   ("--cron", cron)) if v is not None]
+    chosen = [
+        name
+        for name, v in (("--at", at), ("--delay", delay), ("--every", every), ("--cron", cron))
+        if v is not None
+    ]
     if len(chosen) > 1:
         fail(f"give at most one of --at, --delay, --every, --cron (got {', '.join(chosen)})")
     if times is not None and every is None:
@@ -214,9 +281,17 @@ def enqueue(state: State, task: str, module: str, args_json: str | None, kwargs_
         trigger = Repeating(interval=timedelta(seconds=every), repeat_count=times)
     elif cron is not None:
         trigger = Cron(cron, tz=tz)
-    call = Call(task, parse_json(args_json, list, "--args"), parse_json(kwargs_json, dict, "--kwargs"),
-                key=key, at=when, delay=None if delay is None else timedelta(seconds=delay),
-                trigger=trigger, queue=queue, priority=priority)
+    call = Call(
+        task,
+        parse_json(args_json, list, "--args"),
+        parse_json(kwargs_json, dict, "--kwargs"),
+        key=key,
+        at=when,
+        delay=None if delay is None else timedelta(seconds=delay),
+        trigger=trigger,
+        queue=queue,
+        priority=priority,
+    )
     click.echo(app.enqueue(call, on_conflict=on_conflict))
     app.close()
 
@@ -240,8 +315,10 @@ def cancel(state: State, key: str | None, message_id: str | None, queue: str | N
     one_of(key, message_id)
     app = state.app()
     if not app.cancel(id=message_id, key=key, queue=queue):
-        fail(f"nothing to cancel for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
-             EXIT_NOT_FOUND)
+        fail(
+            f"nothing to cancel for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
+            EXIT_NOT_FOUND,
+        )
     click.echo("cancelled")
 
 
@@ -252,12 +329,17 @@ def cancel(state: State, key: str | None, message_id: str | None, queue: str | N
 @click.option("--json", "as_json", is_flag=True)
 @pass_state
 @clean_errors
-def show(state: State, key: str | None, message_id: str | None, queue: str | None, as_json: bool) -> None:
+def show(
+    state: State, key: str | None, message_id: str | None, queue: str | None, as_json: bool
+) -> None:
     """Show a scheduled or running message by key or id."""
     one_of(key, message_id)
     found = state.app().get(id=message_id, key=key, queue=queue)
     if found is None:
-        fail(f"no message with {'key ' + repr(key) if key else 'id ' + repr(message_id)}", EXIT_NOT_FOUND)
+        fail(
+            f"no message with {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
+            EXIT_NOT_FOUND,
+        )
     data = found.as_dict()
     if as_json:
         emit_json(data)
@@ -277,18 +359,59 @@ def stats(state: State, as_json: bool) -> None:
     """Per queue: ready, scheduled, in flight, poison, next due time and counters."""
     rows = state.app().backend.stats()
     if as_json:
-        emit_json([{"queue": s.queue, "ready": s.ready, "scheduled": s.scheduled,
-                    "in_flight": s.in_flight, "poison": s.poison, "next_due": iso(s.next_due_ms),
-                    "counters": s.counters, "shards": s.shards} for s in rows])
+        emit_json(
+            [
+                {
+                    "queue": s.queue,
+                    "ready": s.ready,
+                    "scheduled": s.scheduled,
+                    "in_flight": s.in_flight,
+                    "poison": s.poison,
+                    "next_due": iso(s.next_due_ms),
+                    "counters": s.counters,
+                    "shards": s.shards,
+                }
+                for s in rows
+            ]
+        )
         return
-    table = Table("queue", "ready", "scheduled", "in flight", "poison", "next due", "enqueued",
-                  "claimed", "acked", "redelivered", "retried", "poisoned", "empty polls")
+    table = Table(
+        "queue",
+        "ready",
+        "scheduled",
+        "in flight",
+        "poison",
+        "next due",
+        "enqueued",
+        "claimed",
+        "acked",
+        "redelivered",
+        "retried",
+        "poisoned",
+        "empty polls",
+    )
     for s in rows:
         c = s.counters
-        table.add_row(s.queue, str(s.ready), str(s.scheduled), str(s.in_flight), str(s.poison),
-                      iso(s.next_due_ms), *(str(c.get(n, 0)) for n in (
-                          "enqueued", "claimed", "acked", "redelivered", "retried", "poisoned",
-                          "empty_polls")))
+        table.add_row(
+            s.queue,
+            str(s.ready),
+            str(s.scheduled),
+            str(s.in_flight),
+            str(s.poison),
+            iso(s.next_due_ms),
+            *(
+                str(c.get(n, 0))
+                for n in (
+                    "enqueued",
+                    "claimed",
+                    "acked",
+                    "redelivered",
+                    "retried",
+                    "poisoned",
+                    "empty_polls",
+                )
+            ),
+        )
     Console().print(table)
 
 
@@ -301,17 +424,35 @@ def schedules(state: State, queue: str | None, as_json: bool) -> None:
     """Keyed recurring messages: trigger, next run, last run, misfires."""
     rows = state.app().schedules(queue)
     if as_json:
-        emit_json([{"queue": r.queue, "key": r.key, "task": r.task,
+        emit_json(
+            [
+                {
+                    "queue": r.queue,
+                    "key": r.key,
+                    "task": r.task,
                     "trigger": r.trigger.model_dump(mode="json", exclude_defaults=True),
-                    "next_run": r.next_run.isoformat(), "last_run": r.last_run and r.last_run.isoformat(),
-                    "misfires": r.misfires, "state": str(r.state)} for r in rows])
+                    "next_run": r.next_run.isoformat(),
+                    "last_run": r.last_run and r.last_run.isoformat(),
+                    "misfires": r.misfires,
+                    "state": str(r.state),
+                }
+                for r in rows
+            ]
+        )
         return
     table = Table("queue", "key", "task", "trigger", "next run", "last run", "misfires", "state")
     for r in rows:
         trigger = json.dumps(r.trigger.model_dump(mode="json", exclude_defaults=True))
-        table.add_row(r.queue, r.key, r.task, trigger, r.next_run.isoformat(timespec="seconds"),
-                      r.last_run.isoformat(timespec="seconds") if r.last_run else "-",
-                      str(r.misfires), str(r.state))
+        table.add_row(
+            r.queue,
+            r.key,
+            r.task,
+            trigger,
+            r.next_run.isoformat(timespec="seconds"),
+            r.last_run.isoformat(timespec="seconds") if r.last_run else "-",
+            str(r.misfires),
+            str(r.state),
+        )
     Console(width=200).print(table)
 
 
@@ -325,13 +466,23 @@ def poison() -> None:
 
 def poison_dict(record: Any) -> dict[str, Any]:
     try:
-        body: Any = Message.decode(record.envelope.body).model_dump(mode="json", exclude_defaults=True)
+        body: Any = Message.decode(record.envelope.body).model_dump(
+            mode="json", exclude_defaults=True
+        )
     except TickworkError:
         body = record.envelope.body.decode("utf-8", "replace")
-    return {"id": record.envelope.id, "queue": record.envelope.queue, "key": record.envelope.key,
-            "attempts": record.attempts, "failed_at": iso(record.failed_at_ms),
-            "reason": record.failure.reason, "error_type": record.failure.error_type,
-            "error": record.failure.message, "traceback": record.failure.traceback, "message": body}
+    return {
+        "id": record.envelope.id,
+        "queue": record.envelope.queue,
+        "key": record.envelope.key,
+        "attempts": record.attempts,
+        "failed_at": iso(record.failed_at_ms),
+        "reason": record.failure.reason,
+        "error_type": record.failure.error_type,
+        "error": record.failure.message,
+        "traceback": record.failure.traceback,
+        "message": body,
+    }
 
 
 @poison.command("list")
@@ -348,8 +499,14 @@ def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> N
         return
     table = Table("id", "queue", "key", "attempts", "failed at", "error")
     for r in records:
-        table.add_row(r["id"], r["queue"], r["key"] or "-", str(r["attempts"]), r["failed_at"],
-                      f"{r['error_type']}: {r['error']}"[:80])
+        table.add_row(
+            r["id"],
+            r["queue"],
+            r["key"] or "-",
+            str(r["attempts"]),
+            r["failed_at"],
+            f"{r['error_type']}: {r['error']}"[:80],
+        )
     Console(width=200).print(table)
 
 
@@ -367,11 +524,15 @@ def poison_show(state: State, message_id: str) -> None:
 
 @poison.command("replay")
 @click.argument("message_id", required=False)
-@click.option("--all", "replay_all", is_flag=True, help="Replay every poisoned message (of --queue).")
+@click.option(
+    "--all", "replay_all", is_flag=True, help="Replay every poisoned message (of --queue)."
+)
 @click.option("--queue", default=None)
 @pass_state
 @clean_errors
-def poison_replay(state: State, message_id: str | None, replay_all: bool, queue: str | None) -> None:
+def poison_replay(
+    state: State, message_id: str | None, replay_all: bool, queue: str | None
+) -> None:
     """Move poisoned messages back to their queue, due now, with fresh attempts."""
     if (message_id is None) == (not replay_all):
         fail("give a message id or --all")
@@ -392,5 +553,3 @@ def poison_purge(state: State, queue: str | None) -> None:
 
 def main() -> None:
     cli(prog_name="tickwork")
-
-

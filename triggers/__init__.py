@@ -12,4 +12,13 @@ from triggers.repeating import Repeating
 #: A trigger as stored in a message: pydantic picks the class from ``kind``.
 AnyTrigger = Annotated[RunOnce | Repeating | Cron, Field(discriminator="kind")]
 
-__all__ = ["AnyTrigger", "Cron", "Fire", "Misfire", "Repeating", "RunOnce", "Trigger", "require_aware"]
+__all__ = [
+    "AnyTrigger",
+    "Cron",
+    "Fire",
+    "Misfire",
+    "Repeating",
+    "RunOnce",
+    "Trigger",
+    "require_aware",
+]

@@ -90,11 +90,11 @@ class Trigger(BaseModel, ABC):
 
     @abstractmethod
     def candidate(self, now: datetime) -> Fire | None:
-        """The first occurrence on the grid, ignoring misfires (``now`` only for relative triggers)."""
+        """The first occurrence on the grid, ignoring misfires (``now`` anchors relative ones)."""
 
     @abstractmethod
     def after(self, at: datetime, occurrence: int) -> Fire | None:
-        """The grid occurrence strictly after ``at``, given that ``at`` was number ``occurrence``."""
+        """The grid occurrence strictly after ``at``, which was occurrence number ``occurrence``."""
 
     @property
     def recurring(self) -> bool:

@@ -163,7 +163,10 @@ class Cron(Trigger):
         """
         t = t.astimezone(UTC)
         zone = self._zone
-        offsets = [t.astimezone(zone).utcoffset(), (t + _MAX_DST_SHIFT).astimezone(zone).utcoffset()]
+        offsets = [
+            t.astimezone(zone).utcoffset(),
+            (t + _MAX_DST_SHIFT).astimezone(zone).utcoffset(),
+        ]
         smallest = min(o for o in offsets if o is not None)
         start_wall = t.replace(tzinfo=None) + smallest - timedelta(seconds=1)
         expr, seconds_first, _ = self._parsed

@@ -39,7 +39,10 @@ def run_handler(app: App, task_name: str, args: list[Any], kwargs: dict[str, Any
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Exception as err:
         return HandlerResult(
-            Verdict.FAIL, type(err).__qualname__, str(err), traceback.format_exc(),
+            Verdict.FAIL,
+            type(err).__qualname__,
+            str(err),
+            traceback.format_exc(),
             (time.perf_counter() - started) * 1000,
         )
     elapsed = (time.perf_counter() - started) * 1000
@@ -60,7 +63,8 @@ def load_app(reference: str) -> App:
     apps = [value for value in vars(module).values() if isinstance(value, App)]
     if len(apps) != 1:
         raise TypeError(
-            f"module {module_name!r} defines {len(apps)} App objects; name one as {module_name}:NAME"
+            f"module {module_name!r} defines {len(apps)} App objects; "
+            f"name one as {module_name}:NAME"
         )
     return apps[0]
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,7 +84,9 @@ class Worker:
         self.backend = app.backend
         self._counters = Counters()
         self._permits = Permits(self.config.permits)
-        self._results: queue_module.SimpleQueue[tuple[_Work, HandlerResult]] = queue_module.SimpleQueue()
+        self._results: queue_module.SimpleQueue[tuple[_Work, HandlerResult]] = (
+            queue_module.SimpleQueue()
+        )
         self._held: dict[str, _Work] = {}  # token -> work owned by this worker
         self._held_lock = threading.Lock()
         self._deadlines: dict[str, int] = {}
@@ -113,11 +116,14 @@ class Worker:
         if self.config.pool == "process":
             assert self.config.app_reference is not None
             self._executor = ProcessPoolExecutor(
-                self.config.concurrency, initializer=init_process,
+                self.config.concurrency,
+                initializer=init_process,
                 initargs=(self.config.app_reference,),
             )
         else:
-            self._executor = ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="tickwork-pool")
+            self._executor = ThreadPoolExecutor(
+                self.config.concurrency, thread_name_prefix="tickwork-pool"
+            )
         for name, target in (
             ("consumer", self._consume),
             ("timer", self._time),
@@ -127,8 +133,12 @@ class Worker:
             thread = threading.Thread(target=target, name=f"tickwork-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
-        log.info("worker started: queues=%s concurrency=%d pool=%s", ",".join(self.config.queues),
-                 self.config.concurrency, self.config.pool)
+        log.info(
+            "worker started: queues=%s concurrency=%d pool=%s",
+            ",".join(self.config.queues),
+            self.config.concurrency,
+            self.config.pool,
+        )
 
     def stop(self, force: bool = False) -> None:
         """Ask the worker to shut down (gracefully; at once with ``force``). Returns at once."""
@@ -233,7 +243,9 @@ class Worker:
                 batch = self.backend.claim(queue, wanted - claimed, self.config.lookahead_ms)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
-                    next_due = batch.next_due_ms if next_due is None else min(next_due, batch.next_due_ms)
+                    next_due = (
+                        batch.next_due_ms if next_due is None else min(next_due, batch.next_due_ms)
+                    )
                 for claim in batch.claims:
                     self._accept(claim)
         except BackendError as err:
@@ -257,8 +269,14 @@ class Worker:
             self._poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
             return
         if message.task not in self.app.tasks:
-            self._poison_now(claim, Failure(
-                "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"))
+            self._poison_now(
+                claim,
+                Failure(
+                    "unknown_task",
+                    "UnknownTask",
+                    f"no task named {message.task!r} is registered here",
+                ),
+            )
             return
         work = _Work(claim, message)
         with self._held_lock:
@@ -290,7 +308,9 @@ class Worker:
                     parked = self._wheel.drain()
                     break
                 expiration = self._wheel.next_expiration()
-                wait_s = 0.2 if expiration is None else max(0.0, (expiration - self._now_ms()) / 1000)
+                wait_s = (
+                    0.2 if expiration is None else max(0.0, (expiration - self._now_ms()) / 1000)
+                )
                 if wait_s > 0:
                     self._wheel_condition.wait(min(wait_s, 0.2))
                 due = self._wheel.advance(self._now_ms())
@@ -311,8 +331,11 @@ class Worker:
         late_ms = work.started_ms - work.claim.due_ms
         log.info(
             "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
-            message.task, message.id, message.scheduled_at.isoformat(timespec="milliseconds"),
-            to_datetime(work.started_ms).isoformat(timespec="milliseconds"), late_ms,
+            message.task,
+            message.id,
+            message.scheduled_at.isoformat(timespec="milliseconds"),
+            to_datetime(work.started_ms).isoformat(timespec="milliseconds"),
+            late_ms,
             work.claim.attempt,
         )
         future: Future[HandlerResult]
@@ -320,12 +343,14 @@ class Worker:
             if isinstance(executor, ProcessPoolExecutor):
                 future = executor.submit(run_in_process, message.task, message.args, message.kwargs)
             else:
-                future = executor.submit(run_handler, self.app, message.task, message.args, message.kwargs)
+                future = executor.submit(
+                    run_handler, self.app, message.task, message.args, message.kwargs
+                )
         except RuntimeError:  # the executor is shutting down
             self._release([work])
             return
         work.future = future
-        future.add_done_callback(lambda f, w=work: self._finished(w, f))
+        future.add_done_callback(partial(self._finished, work))
 
     def _finished(self, work: _Work, future: Future[HandlerResult]) -> None:
         if future.cancelled():
@@ -367,9 +392,13 @@ class Worker:
             if time.monotonic() - last_flush > 5:
                 self._flush_counters()
                 last_flush = time.monotonic()
-            if self._consumers_done.is_set() and self._stopping.is_set() and not batch:
-                if self._shutdown_step():
-                    break
+            if (
+                self._consumers_done.is_set()
+                and self._stopping.is_set()
+                and not batch
+                and self._shutdown_step()
+            ):
+                break
         self._flush_counters()
         self._acker_done.set()
 
@@ -400,7 +429,11 @@ class Worker:
                 continue
             done.append(work)
             if result.verdict is Verdict.REDELIVER:
-                log.info("%s id=%s returned False: due again when its lease ends", message.task, message.id)
+                log.info(
+                    "%s id=%s returned False: due again when its lease ends",
+                    message.task,
+                    message.id,
+                )
                 self._counters.add("redelivered")
             elif result.verdict is Verdict.FAIL and claim.attempt < message.max_attempts:
                 self._retry(work, result, now)
@@ -414,8 +447,11 @@ class Worker:
                 self._counters.add("stale", len(results) - held)
                 for (claim, _), ok in zip(acks, results, strict=True):
                     if not ok:
-                        log.warning("ack of %s refused: its lease was lost (it ran again elsewhere "
-                                    "or was cancelled); no next occurrence from this run", claim.id)
+                        log.warning(
+                            "ack of %s refused: its lease was lost (it ran again elsewhere "
+                            "or was cancelled); no next occurrence from this run",
+                            claim.id,
+                        )
         self._forget(ack_works + done)
 
     def _next(self, message: Message, now: int) -> Envelope | None:
@@ -429,9 +465,16 @@ class Worker:
         claim, message = work.claim, work.message
         policy = self.app.tasks[message.task].options.retry
         delay_s = policy.delay_s(claim.attempt) or policy.base_s
-        log.warning("%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs", message.task,
-                    message.id, claim.attempt, message.max_attempts, result.error_type,
-                    result.error, delay_s)
+        log.warning(
+            "%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs",
+            message.task,
+            message.id,
+            claim.attempt,
+            message.max_attempts,
+            result.error_type,
+            result.error,
+            delay_s,
+        )
         error = f"{result.error_type}: {result.error}"
         ok = self._with_retries(lambda: self.backend.retry(claim, now + int(delay_s * 1000), error))
         self._counters.add("retried" if ok else "stale")
@@ -439,8 +482,14 @@ class Worker:
     def _poison(self, work: _Work, result: HandlerResult, now: int) -> None:
         claim, message = work.claim, work.message
         reason = "exception" if result.verdict is Verdict.FAIL else "invalid"
-        log.error("%s id=%s goes to the poison queue after %d attempt(s): %s: %s", message.task,
-                  message.id, claim.attempt, result.error_type, result.error)
+        log.error(
+            "%s id=%s goes to the poison queue after %d attempt(s): %s: %s",
+            message.task,
+            message.id,
+            claim.attempt,
+            result.error_type,
+            result.error,
+        )
         failure = Failure(reason, result.error_type, result.error, result.traceback)
         nxt = self._next(message, now)
         ok = self._with_retries(lambda: self.backend.poison(claim, failure, nxt))
@@ -473,7 +522,9 @@ class Worker:
             return True
         if self._grace_deadline is None:
             self._grace_deadline = time.monotonic() + self.config.grace_s
-            log.info("waiting up to %.0fs for %d running handler(s)", self.config.grace_s, len(running))
+            log.info(
+                "waiting up to %.0fs for %d running handler(s)", self.config.grace_s, len(running)
+            )
         if self._force.is_set() or time.monotonic() >= self._grace_deadline:
             log.warning("abandoning %d running handler(s); their leases will expire", len(running))
             return True
@@ -494,7 +545,8 @@ class Worker:
             now = self._now_ms()
             with self._held_lock:
                 expiring = [
-                    w for token, w in self._held.items()
+                    w
+                    for token, w in self._held.items()
                     if self._deadlines.get(token, 0) - now < w.claim.timeout_ms / 2
                 ]
             by_timeout: dict[int, list[_Work]] = {}

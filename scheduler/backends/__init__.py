@@ -38,7 +38,9 @@ def open_backend(url: str, clock: Clock | None = None) -> Backend:
     scheme = urlsplit(url).scheme.lower()
     if scheme not in _SCHEMES:
         known = ", ".join(sorted(_SCHEMES))
-        raise ConfigurationError(f"unknown backend URL scheme {scheme!r} in {url!r}; known: {known}")
+        raise ConfigurationError(
+            f"unknown backend URL scheme {scheme!r} in {url!r}; known: {known}"
+        )
     module_name, class_name, extra = _SCHEMES[scheme]
     try:
         module = importlib.import_module(module_name)

@@ -208,7 +208,9 @@ class Backend(ABC):
     # -- the poison queue ----------------------------------------------------------------
 
     @abstractmethod
-    def poison(self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None) -> bool:
+    def poison(
+        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+    ) -> bool:
         """Move a claimed message to the poison store with why it failed and, in the same
         atomic step, store the next occurrence of its chain if given (a recurring task
         whose run failed for good still runs at its next time)."""

@@ -86,8 +86,13 @@ _COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_e
 
 def _stored(row: sqlite3.Row) -> StoredMessage:
     envelope = Envelope(
-        id=row[0], queue=row[1], key=row[2], priority=row[3], due_ms=row[5],
-        timeout_ms=row[6], body=row[9],
+        id=row[0],
+        queue=row[1],
+        key=row[2],
+        priority=row[3],
+        due_ms=row[5],
+        timeout_ms=row[6],
+        body=row[9],
     )
     return StoredMessage(envelope, _STATE_NAMES[row[4]], row[7], row[8])
 
@@ -104,7 +109,9 @@ class SQLiteBackend(Backend):
         clock: Clock | None = None,
     ) -> None:
         if synchronous.lower() not in ("full", "normal", "extra"):
-            raise ConfigurationError(f"synchronous must be full, normal or extra, not {synchronous!r}")
+            raise ConfigurationError(
+                f"synchronous must be full, normal or extra, not {synchronous!r}"
+            )
         self.path = path
         self._synchronous = synchronous.upper()
         self._busy_timeout_ms = busy_timeout_ms
@@ -126,7 +133,9 @@ class SQLiteBackend(Backend):
         if path.startswith("/") and not path.startswith("//") and parts.netloc == "":
             path = path[1:]  # sqlite:///rel.db -> rel.db ; sqlite:////abs.db -> /abs.db
         if not path:
-            raise ConfigurationError(f"SQLite URL {url!r} names no file (sqlite:///path/to/file.db)")
+            raise ConfigurationError(
+                f"SQLite URL {url!r} names no file (sqlite:///path/to/file.db)"
+            )
         options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         unknown = set(options) - {"synchronous", "busy_timeout_ms"}
         if unknown:
@@ -148,7 +157,9 @@ class SQLiteBackend(Backend):
             raise BackendError("the SQLite backend is closed")
         try:
             db = sqlite3.connect(
-                self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None,
+                self.path,
+                timeout=self._busy_timeout_ms / 1000,
+                isolation_level=None,
                 check_same_thread=False,
             )
             db.execute("PRAGMA journal_mode=WAL")
@@ -223,9 +234,10 @@ class SQLiteBackend(Backend):
             existing = self._existing(db, envelopes)
             if on_conflict is OnConflict.ERROR:
                 taken = [
-                    e.key for e in envelopes
-                    if e.key is not None and existing.get((e.queue, e.key), (e.id, e.body))
-                    != (e.id, e.body)
+                    e.key
+                    for e in envelopes
+                    if e.key is not None
+                    and existing.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
                 ]
                 if taken:
                     raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
@@ -236,8 +248,18 @@ class SQLiteBackend(Backend):
                     continue
                 state = READY if e.due_ms <= now else SCHEDULED
                 cursor = db.execute(
-                    sql, (e.id, e.queue, e.key, e.priority, state, e.due_ms, e.due_ms,
-                          e.timeout_ms, e.body),
+                    sql,
+                    (
+                        e.id,
+                        e.queue,
+                        e.key,
+                        e.priority,
+                        state,
+                        e.due_ms,
+                        e.due_ms,
+                        e.timeout_ms,
+                        e.body,
+                    ),
                 )
                 if cursor.rowcount == 0:
                     outcomes.append(Outcome.IGNORED if e.key is not None else Outcome.DUPLICATE)
@@ -258,7 +280,7 @@ class SQLiteBackend(Backend):
         holders: dict[tuple[str, str | None], tuple[str, bytes]] = {}
         keyed = [(e.queue, e.key) for e in envelopes if e.key is not None]
         for start in range(0, len(keyed), 500):
-            chunk = keyed[start:start + 500]
+            chunk = keyed[start : start + 500]
             where = " OR ".join(["(queue = ? AND key = ?)"] * len(chunk))
             params = [value for pair in chunk for value in pair]
             for queue, key, message_id, body in db.execute(
@@ -279,9 +301,11 @@ class SQLiteBackend(Backend):
         return None if row is None else _stored(row)
 
     def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
-        row = self._read().execute(
-            f"SELECT {_COLUMNS} FROM messages WHERE queue = ? AND key = ?", (queue, key)
-        ).fetchone()
+        row = (
+            self._read()
+            .execute(f"SELECT {_COLUMNS} FROM messages WHERE queue = ? AND key = ?", (queue, key))
+            .fetchone()
+        )
         return None if row is None else _stored(row)
 
     def delete(self, message_id: str, queue: str | None = None) -> bool:
@@ -317,18 +341,33 @@ class SQLiteBackend(Backend):
                 "UPDATE messages SET state = 1 WHERE queue = ? AND state = 0 AND at_ms <= ?",
                 (queue, now + lookahead_ms),
             )
-            rows = db.execute(
-                "SELECT id, key, body, attempt, due_ms, timeout_ms FROM messages "
-                "WHERE queue = ? AND state = 1 ORDER BY priority DESC, at_ms LIMIT ?",
-                (queue, limit),
-            ).fetchall() if limit > 0 else []
+            rows = (
+                db.execute(
+                    "SELECT id, key, body, attempt, due_ms, timeout_ms FROM messages "
+                    "WHERE queue = ? AND state = 1 ORDER BY priority DESC, at_ms LIMIT ?",
+                    (queue, limit),
+                ).fetchall()
+                if limit > 0
+                else []
+            )
             claims = []
             updates = []
             for message_id, key, body, attempt, due_ms, timeout_ms in rows:
                 token = secrets.token_hex(8)
                 deadline = max(now, due_ms) + timeout_ms
-                claims.append(Claim(message_id, queue, key, body, token, attempt + 1, due_ms,
-                                    deadline, timeout_ms))
+                claims.append(
+                    Claim(
+                        message_id,
+                        queue,
+                        key,
+                        body,
+                        token,
+                        attempt + 1,
+                        due_ms,
+                        deadline,
+                        timeout_ms,
+                    )
+                )
                 updates.append((token, deadline, message_id))
             db.executemany(
                 "UPDATE messages SET state = 2, token = ?, at_ms = ?, attempt = attempt + 1 "
@@ -365,9 +404,12 @@ class SQLiteBackend(Backend):
         acked: dict[str, int] = {}
         with self._write() as db:
             for claim, nxt in items:
-                held = db.execute(
-                    "DELETE FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
-                ).rowcount == 1
+                held = (
+                    db.execute(
+                        "DELETE FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
+                    ).rowcount
+                    == 1
+                )
                 results.append(held)
                 if not held:
                     continue
@@ -384,19 +426,31 @@ class SQLiteBackend(Backend):
             "INSERT OR IGNORE INTO messages "
             "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (nxt.id, nxt.queue, nxt.key, nxt.priority, READY if nxt.due_ms <= now else SCHEDULED,
-             nxt.due_ms, nxt.due_ms, nxt.timeout_ms, nxt.body),
+            (
+                nxt.id,
+                nxt.queue,
+                nxt.key,
+                nxt.priority,
+                READY if nxt.due_ms <= now else SCHEDULED,
+                nxt.due_ms,
+                nxt.due_ms,
+                nxt.timeout_ms,
+                nxt.body,
+            ),
         ).rowcount
         self._count(db, nxt.queue, "enqueued", inserted)
 
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
         with self._write() as db:
             state = READY if due_ms <= self.now_ms() else SCHEDULED
-            held = db.execute(
-                "UPDATE messages SET state = ?, at_ms = ?, due_ms = ?, token = NULL, last_error = ? "
-                "WHERE id = ? AND token = ?",
-                (state, due_ms, due_ms, error, claim.id, claim.token),
-            ).rowcount == 1
+            held = (
+                db.execute(
+                    "UPDATE messages SET state = ?, at_ms = ?, due_ms = ?, token = NULL, "
+                    "last_error = ? WHERE id = ? AND token = ?",
+                    (state, due_ms, due_ms, error, claim.id, claim.token),
+                ).rowcount
+                == 1
+            )
             self._count(db, claim.queue, "retried", int(held))
             return held
 
@@ -423,13 +477,16 @@ class SQLiteBackend(Backend):
                 db.execute(
                     "UPDATE messages SET at_ms = ? WHERE id = ? AND token = ?",
                     (deadline, c.id, c.token),
-                ).rowcount == 1
+                ).rowcount
+                == 1
                 for c in claims
             ]
 
     # -- the poison queue ----------------------------------------------------------------
 
-    def poison(self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None) -> bool:
+    def poison(
+        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+    ) -> bool:
         with self._write() as db:
             row = db.execute(
                 "SELECT priority FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
@@ -441,9 +498,20 @@ class SQLiteBackend(Backend):
                 "INSERT OR REPLACE INTO poison (id, queue, key, priority, timeout_ms, attempts, "
                 "failed_ms, reason, error_type, error, traceback, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (claim.id, claim.queue, claim.key, row[0], claim.timeout_ms, claim.attempt,
-                 self.now_ms(), failure.reason, failure.error_type, failure.message,
-                 failure.traceback, claim.body),
+                (
+                    claim.id,
+                    claim.queue,
+                    claim.key,
+                    row[0],
+                    claim.timeout_ms,
+                    claim.attempt,
+                    self.now_ms(),
+                    failure.reason,
+                    failure.error_type,
+                    failure.message,
+                    failure.traceback,
+                    claim.body,
+                ),
             )
             self._count(db, claim.queue, "poisoned", 1)
             if next_occurrence is not None:
@@ -471,9 +539,11 @@ class SQLiteBackend(Backend):
         return [self._poison_record(r) for r in rows]
 
     def poison_get(self, message_id: str) -> PoisonRecord | None:
-        row = self._read().execute(
-            f"SELECT {self._POISON_COLUMNS} FROM poison WHERE id = ?", (message_id,)
-        ).fetchone()
+        row = (
+            self._read()
+            .execute(f"SELECT {self._POISON_COLUMNS} FROM poison WHERE id = ?", (message_id,))
+            .fetchone()
+        )
         return None if row is None else self._poison_record(row)
 
     def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
@@ -505,10 +575,14 @@ class SQLiteBackend(Backend):
     # -- operations ----------------------------------------------------------------------
 
     def queues(self) -> list[str]:
-        rows = self._read().execute(
-            "SELECT queue FROM messages UNION SELECT queue FROM poison "
-            "UNION SELECT queue FROM counters ORDER BY 1"
-        ).fetchall()
+        rows = (
+            self._read()
+            .execute(
+                "SELECT queue FROM messages UNION SELECT queue FROM poison "
+                "UNION SELECT queue FROM counters ORDER BY 1"
+            )
+            .fetchall()
+        )
         return [r[0] for r in rows]
 
     def stats(self, queue: str | None = None) -> list[QueueStats]:
@@ -522,12 +596,24 @@ class SQLiteBackend(Backend):
                 "MIN(CASE WHEN state != 2 THEN at_ms END) FROM messages WHERE queue = ?",
                 (now, now, name),
             ).fetchone()
-            poison = db.execute("SELECT COUNT(*) FROM poison WHERE queue = ?", (name,)).fetchone()[0]
+            poison = db.execute("SELECT COUNT(*) FROM poison WHERE queue = ?", (name,)).fetchone()[
+                0
+            ]
             counters = dict(
                 db.execute("SELECT name, value FROM counters WHERE queue = ?", (name,)).fetchall()
             )
-            result.append(QueueStats(name, ready, scheduled, running, poison, next_due, counters,
-                                     {0: ready + scheduled + running}))
+            result.append(
+                QueueStats(
+                    name,
+                    ready,
+                    scheduled,
+                    running,
+                    poison,
+                    next_due,
+                    counters,
+                    {0: ready + scheduled + running},
+                )
+            )
         return result
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:

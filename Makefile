@@ -1,0 +1,39 @@
+# tickwork: `make demo` runs a worker on the embedded SQLite default; `make test` runs everything.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DB := $(CURDIR)/.demo/tickwork.db
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[dev,redis]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	rm -rf .demo && mkdir -p .demo
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/python -m examples.quickstart
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork worker -A examples.quickstart --duration 20
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork schedules
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork stats
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.sqlite_bench
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache
