@@ -1,0 +1,322 @@
+"""Trigger arithmetic: examples, properties (hypothesis) and a brute-force DST oracle."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from croniter import croniter
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triggers import Cron, Misfire, Repeating, RunOnce
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+ZONES = [
+    "America/New_York", "Europe/Berlin", "Australia/Sydney", "Australia/Lord_Howe",
+    "Pacific/Chatham", "Antarctica/Troll", "America/Santiago", "Europe/Dublin",
+    "Asia/Kolkata", "Asia/Kathmandu", "UTC",
+]
+EXPRESSIONS = ["0 * * * *", "30 1 * * *", "30 2 * * *", "0 0 * * *", "*/15 * * * *", "45 2 * * *"]
+MAX_SHIFT = timedelta(hours=3)
+
+
+# -- examples --------------------------------------------------------------------------------
+
+
+def test_run_once_at_and_delay() -> None:
+    assert RunOnce(at=T0).first(T0 - timedelta(hours=1)) == (T0, 0, 0)
+    anchored = RunOnce(delay=timedelta(seconds=30)).anchored(T0)
+    assert anchored.first(T0) == (T0 + timedelta(seconds=30), 0, 0)
+    assert RunOnce(at=T0).following(T0, 0, T0) is None
+    late = RunOnce(at=T0).first(T0 + timedelta(days=3))
+    assert late is not None and late.at == T0, "a late one-off still runs"
+
+
+def test_naive_datetimes_are_refused() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        RunOnce(at=datetime(2026, 1, 1))
+    with pytest.raises(ValueError, match="timezone-aware"):
+        Repeating(interval=timedelta(seconds=1), start=datetime(2026, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"expr": "61 * * * *"}, "invalid cron"),
+        ({"expr": "* * *"}, "fields"),
+        ({"expr": "0 0 30 2 *"}, "never fires"),
+        ({"expr": "* * * * *", "tz": "Mars/Olympus"}, "unknown timezone"),
+    ],
+)
+def test_bad_cron_is_one_clear_error(kwargs: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Cron(**kwargs)
+
+
+def test_bad_repeating_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Repeating(interval=timedelta(0))
+    with pytest.raises(ValueError):
+        Repeating(interval=timedelta(seconds=1), repeat_count=0)
+
+
+def test_quartz_seconds_first_with_question_mark() -> None:
+    cron = Cron("*/5 * * * * ?")
+    fires = []
+    t = T0
+    for _ in range(3):
+        fire = cron.following(t, 0, t)
+        assert fire is not None
+        fires.append(fire.at)
+        t = fire.at
+    assert fires == [T0 + timedelta(seconds=5 * i) for i in (1, 2, 3)]
+
+
+def test_quartz_numeric_days_of_week_start_on_sunday() -> None:
+    # Quartz 2-6 is MON-FRI; T0 is a Sunday
+    quartz = Cron("0 0 9 ? * 2-6")
+    named = Cron("0 9 * * MON-FRI")
+    assert quartz.first(T0) == named.first(T0)
+    first = quartz.first(T0)
+    assert first is not None and first.at.weekday() == 0
+
+
+def test_repeating_has_no_drift_and_keeps_its_count() -> None:
+    trigger = Repeating(interval=timedelta(minutes=10), repeat_count=3).anchored(T0)
+    first = trigger.first(T0)
+    assert first == (T0, 0, 0)
+    # acked 7 minutes late: the next is still on the grid
+    second = trigger.following(first.at, first.occurrence, T0 + timedelta(minutes=7))
+    assert second == (T0 + timedelta(minutes=10), 1, 0)
+    third = trigger.following(second.at, second.occurrence, second.at)
+    assert third == (T0 + timedelta(minutes=20), 2, 0)
+    assert trigger.following(third.at, third.occurrence, third.at) is None, "count is kept"
+
+
+def test_repeating_end_is_kept_from_one_occurrence_to_the_next() -> None:
+    trigger = Repeating(interval=timedelta(minutes=10), end=T0 + timedelta(minutes=25)).anchored(T0)
+    fire = trigger.first(T0)
+    seen = []
+    while fire is not None:
+        seen.append(fire.at)
+        fire = trigger.following(fire.at, fire.occurrence, fire.at)
+    assert seen == [T0 + timedelta(minutes=m) for m in (0, 10, 20)]
+
+
+def test_misfire_policies_after_downtime() -> None:
+    base = Repeating(interval=timedelta(minutes=1)).anchored(T0)
+    back = T0 + timedelta(minutes=10, seconds=30)  # occurrences 1..10 were missed
+    coalesce = base.following(T0, 0, back)
+    assert coalesce == (back, 10, 9), "run once now, standing for the latest missed"
+    after = base.following(coalesce.at, coalesce.occurrence, coalesce.at)
+    assert after is not None and after.at == T0 + timedelta(minutes=11), "then back on the grid"
+    skip = base.model_copy(update={"misfire": Misfire.SKIP}).following(T0, 0, back)
+    assert skip == (T0 + timedelta(minutes=11), 11, 10)
+    catch_up = base.model_copy(update={"misfire": Misfire.CATCH_UP})
+    assert catch_up.following(T0, 0, back) == (T0 + timedelta(minutes=1), 1, 0)
+    bounded = base.model_copy(update={"misfire": Misfire.CATCH_UP, "max_catch_up": 5})
+    assert bounded.following(T0, 0, back) == (back, 10, 9), "beyond the bound it coalesces"
+
+
+def test_cron_misfire_coalesce_then_grid() -> None:
+    cron = Cron("*/10 * * * *")
+    back = T0 + timedelta(hours=2, minutes=3)
+    fire = cron.following(T0, 0, back)
+    assert fire is not None and fire.at == back and fire.misfires == 11
+    nxt = cron.following(fire.at, fire.occurrence, fire.at)
+    assert nxt is not None and nxt.at == T0 + timedelta(hours=2, minutes=10)
+
+
+def test_late_but_single_occurrence_is_not_a_misfire() -> None:
+    cron = Cron("0 * * * *")
+    fire = cron.following(T0, 0, T0 + timedelta(hours=1, minutes=5))
+    assert fire == (T0 + timedelta(hours=1), 1, 0)
+
+
+def test_dst_worked_example_from_the_docstring() -> None:
+    zone = ZoneInfo("America/New_York")
+    start = datetime(2026, 11, 1, 0, 0, tzinfo=zone)
+    fixed = list(_fires(Cron("30 1 * * *", tz="America/New_York"), start, start + timedelta(hours=4)))
+    interval = list(_fires(Cron("30 * * * *", tz="America/New_York"), start, start + timedelta(hours=3)))
+    assert [f.astimezone(UTC).hour for f in fixed] == [5]
+    assert [f.astimezone(UTC).hour for f in interval] == [4, 5, 6, 7]
+
+
+def test_spring_forward_gap_fires_fixed_time_at_the_end_of_the_gap() -> None:
+    zone = ZoneInfo("America/New_York")
+    start = datetime(2026, 3, 8, 0, 0, tzinfo=zone)
+    fires = list(_fires(Cron("30 2 * * *", tz="America/New_York"), start, start + timedelta(hours=6)))
+    assert fires == [datetime(2026, 3, 8, 7, 0, tzinfo=UTC)]  # 03:00 EDT
+
+
+# -- the oracle ------------------------------------------------------------------------------
+
+
+def _fires(cron: Cron, start: datetime, end: datetime) -> list[datetime]:
+    out = []
+    t = start.astimezone(UTC)
+    while True:
+        fire = cron.following(t, 0, t)
+        if fire is None or fire.at > end:
+            return out
+        out.append(fire.at)
+        t = fire.at
+
+
+def _matcher(expr: str):  # type: ignore[no-untyped-def]
+    """A plain field-set matcher for 5-field expressions (independent of croniter iteration)."""
+    minutes, hours, days, months, weekdays = croniter.expand(expr)[0]
+
+    def allowed(values: list[object], value: int) -> bool:
+        return values == ["*"] or value in values
+
+    def match(wall: datetime) -> bool:
+        return (allowed(minutes, wall.minute) and allowed(hours, wall.hour)
+                and allowed(days, wall.day) and allowed(months, wall.month)
+                and allowed(weekdays, (wall.weekday() + 1) % 7))
+
+    return match
+
+
+def _oracle(expr: str, tz: str, start: datetime, end: datetime) -> list[datetime]:
+    """Walk UTC minutes, map each to wall time, apply the documented DST rules."""
+    zone = ZoneInfo(tz)
+    matches = _matcher(expr)
+    interval = "*" in expr.split()[1]
+    fires: list[datetime] = []
+    u = start.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    previous_wall = (u - timedelta(minutes=1)).astimezone(zone).replace(tzinfo=None)
+    while u <= end:
+        local = u.astimezone(zone)
+        wall = local.replace(tzinfo=None)
+        fire = False
+        if matches(wall):
+            ambiguous = wall.replace(tzinfo=zone, fold=0).utcoffset() != wall.replace(
+                tzinfo=zone, fold=1).utcoffset()
+            fire = interval or not (ambiguous and local.fold == 1)
+        skipped = wall - previous_wall - timedelta(minutes=1)
+        if not fire and not interval and timedelta(0) < skipped <= MAX_SHIFT:
+            w = previous_wall + timedelta(minutes=1)
+            while w < wall and not fire:
+                fire = matches(w)
+                w += timedelta(minutes=1)
+        if fire:
+            fires.append(u)
+        previous_wall = wall
+        u += timedelta(minutes=1)
+    return fires
+
+
+def _transitions(tz: str, year: int) -> list[datetime]:
+    zone = ZoneInfo(tz)
+    found = []
+    t = datetime(year, 1, 1, tzinfo=UTC)
+    offset = t.astimezone(zone).utcoffset()
+    while t.year == year:
+        nxt = t + timedelta(hours=1)
+        if nxt.astimezone(zone).utcoffset() != offset:
+            found.append(nxt)
+            offset = nxt.astimezone(zone).utcoffset()
+        t = nxt
+    return found
+
+
+@pytest.mark.parametrize("tz", ZONES)
+def test_cron_matches_the_brute_force_oracle_around_every_transition(tz: str) -> None:
+    transitions = _transitions(tz, 2026) or [datetime(2026, 6, 1, tzinfo=UTC)]
+    expressions = EXPRESSIONS if tz != "Pacific/Chatham" else [*EXPRESSIONS, "45 3 * * *"]
+    for transition in transitions:
+        start, end = transition - timedelta(days=2), transition + timedelta(days=2)
+        for expr in expressions:
+            got = _fires(Cron(expr, tz=tz), start, end)
+            want = _oracle(expr, tz, start, end)
+            assert got == want, f"{expr!r} in {tz} around {transition}"
+
+
+def test_fixed_time_daily_fires_at_most_once_per_local_day_in_apia() -> None:
+    zone = ZoneInfo("Pacific/Apia")  # skipped 2011-12-30 entirely
+    start = datetime(2011, 12, 27, tzinfo=zone)
+    fires = _fires(Cron("0 9 * * *", tz="Pacific/Apia"), start, start + timedelta(days=7))
+    days = [f.astimezone(zone).date() for f in fires]
+    assert len(days) == len(set(days)) == 6
+
+
+# -- properties ------------------------------------------------------------------------------
+
+times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2037, 12, 31),
+                     timezones=st.just(UTC))
+cron_fields = st.tuples(
+    st.sampled_from(["*", "0", "*/7", "15,45", "5-10"]),
+    st.sampled_from(["*", "2", "*/3", "1-4", "9"]),
+    st.sampled_from(["*", "1", "15", "28"]),
+    st.sampled_from(["*", "3", "*/2"]),
+    st.sampled_from(["*", "MON-FRI", "0", "SAT,SUN"]),
+).map(" ".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(expr=cron_fields, tz=st.sampled_from(ZONES), t=times)
+def test_cron_next_is_strictly_later_and_idempotent(expr: str, tz: str, t: datetime) -> None:
+    cron = Cron(expr, tz=tz)
+    fire = cron.following(t, 0, t)
+    assert fire is not None and fire.at > t
+    again = cron.following(fire.at - timedelta(microseconds=1), 0, fire.at - timedelta(microseconds=1))
+    assert again is not None and again.at == fire.at
+
+
+@settings(max_examples=200, deadline=None)
+@given(expr=cron_fields, tz=st.sampled_from(ZONES), t=times, gap=st.integers(1, 10**6))
+def test_cron_next_is_monotone(expr: str, tz: str, t: datetime, gap: int) -> None:
+    cron = Cron(expr, tz=tz)
+    later = t + timedelta(seconds=gap)
+    a, b = cron.following(t, 0, t), cron.following(later, 0, later)
+    assert a is not None and b is not None and a.at <= b.at
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seconds=st.integers(1, 400 * 86400),
+    start=times,
+    steps=st.integers(1, 50),
+    lag=st.floats(0, 0.99),
+)
+def test_repeating_stays_on_its_grid(seconds: int, start: datetime, steps: int, lag: float) -> None:
+    interval = timedelta(seconds=seconds)
+    trigger = Repeating(interval=interval).anchored(start)
+    fire = trigger.first(start)
+    assert fire is not None
+    for k in range(1, steps):
+        now = fire.at + interval * lag  # each ack arrives late, but before the next is due
+        fire = trigger.following(fire.at, fire.occurrence, now)
+        assert fire is not None and fire.at == start + k * interval and fire.occurrence == k
+
+
+@settings(max_examples=200, deadline=None)
+@given(missed=st.integers(2, 300), bound=st.integers(1, 100))
+def test_catch_up_is_bounded(missed: int, bound: int) -> None:
+    trigger = Repeating(interval=timedelta(minutes=1), misfire=Misfire.CATCH_UP,
+                        max_catch_up=bound).anchored(T0)
+    now = T0 + timedelta(minutes=missed, seconds=1)
+    runs = 0
+    fire = trigger.following(T0, 0, now)
+    while fire is not None and fire.at <= now:
+        runs += 1
+        fire = trigger.following(fire.at, fire.occurrence, now)
+    assert runs == (missed if missed <= bound else 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(expr=cron_fields, tz=st.sampled_from(ZONES))
+def test_triggers_survive_json(expr: str, tz: str) -> None:
+    from pydantic import TypeAdapter
+
+    from triggers import AnyTrigger
+
+    adapter: TypeAdapter[object] = TypeAdapter(AnyTrigger)
+    for trigger in (Cron(expr, tz=tz, jitter=timedelta(seconds=2)),
+                    Repeating(interval=timedelta(seconds=3), repeat_count=4).anchored(T0),
+                    RunOnce(at=T0)):
+        dumped = trigger.model_dump_json(exclude_defaults=True)
+        assert adapter.validate_json(dumped) == trigger
