@@ -165,7 +165,7 @@ class App:
         lease length in seconds, kept alive by heartbeats while the handler runs."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
-            task_name = name or f"{module_name(function.__module__)}.{function.__qualname__}"
+            task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
             options = TaskOptions(
                 name=task_name,
                 queue=queue or self.settings.default_queue,
@@ -179,7 +179,7 @@ class App:
 
     def register_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass (called by ``app.Task.__init_subclass__``)."""
-        task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__qualname__}"
+        task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__name__}"
 
         def run_instance(*args: Any, **kwargs: Any) -> Any:
             return cls().run(*args, **kwargs)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, ge
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticSerializationError
 
 from scheduler.errors import InvalidMessage
 from scheduler.retry import RetryPolicy
@@ -93,7 +94,12 @@ class Arguments:
     ) -> tuple[list[Any], dict[str, Any]]:
         """Validate and return (args, kwargs) as JSON-ready values; raise ``InvalidMessage``."""
         bound = self._bind(args, kwargs)
-        dumped = self._validated(bound).model_dump(mode="json", exclude_unset=True)
+        try:
+            dumped = self._validated(bound).model_dump(mode="json", exclude_unset=True)
+        except PydanticSerializationError as err:
+            raise InvalidMessage(
+                f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
+            ) from err
         named = min(len(args), len(self._positional))
         json_args = [dumped[name] for name in self._positional[:named]] + list(args[named:])
         json_kwargs = {k: dumped.get(k, v) for k, v in kwargs.items()}

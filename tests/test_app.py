@@ -1,0 +1,285 @@
+"""The producer API: tasks, validation, keys, bulk enqueue, periodic install, settings."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scheduler import (
+    App,
+    Call,
+    ConfigurationError,
+    InvalidMessage,
+    KeyConflict,
+    ManualClock,
+    Message,
+    Outcome,
+    RetryPolicy,
+    Settings,
+    State,
+    UnknownTask,
+)
+from triggers import Cron, Repeating
+
+
+@pytest.fixture
+def app(sqlite_url: str) -> App:
+    application = App(sqlite_url)
+
+    @application.task(queue="default", retries=3, timeout=30)
+    def send_report(customer_id: int, fmt: str = "pdf") -> None: ...
+
+    @application.task(name="stamp")
+    def stamp(when: datetime, *tags: str, **extra: int) -> None: ...
+
+    return application
+
+
+def test_task_name_defaults_to_module_and_function(app: App) -> None:
+    assert "tests.test_app.send_report" in app.tasks
+    assert "stamp" in app.tasks
+
+
+def test_delay_returns_an_id_and_stores_a_ready_message(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    message_id = task.delay(42)
+    found = app.get(id=message_id)
+    assert found is not None and found.state is State.READY
+    assert found.message.args == [42] and found.message.max_attempts == 4
+    assert found.message.timeout_s == 30
+
+
+def test_bad_arguments_fail_at_once_and_write_nothing(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    with pytest.raises(InvalidMessage, match="customer_id"):
+        task.delay("x")
+    with pytest.raises(InvalidMessage, match="signature"):
+        task.delay(1, 2, 3)
+    with pytest.raises(InvalidMessage, match="signature"):
+        task.delay(1, colour="red")
+    assert app.backend.stats() == []
+
+
+def test_arguments_are_coerced_and_rebuilt_with_their_types(app: App) -> None:
+    task = app.tasks["stamp"]
+    when = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
+    message_id = task.delay(when, "a", "b", weight=3)
+    found = app.get(id=message_id)
+    assert found is not None
+    assert found.message.args == [when.isoformat().replace("+00:00", "Z"), "a", "b"]
+    args, kwargs = task.arguments.rebuild(found.message.args, found.message.kwargs)
+    assert args == (when, "a", "b") and kwargs == {"weight": 3}
+
+
+def test_unknown_task_is_refused(app: App) -> None:
+    with pytest.raises(UnknownTask):
+        app.enqueue(Call("no.such.task"))
+
+
+def test_non_json_arguments_are_refused(sqlite_url: str) -> None:
+    app = App(sqlite_url)
+
+    @app.task
+    def anything(value: object) -> None: ...
+
+    with pytest.raises(InvalidMessage, match="JSON"):
+        anything.delay(object())
+
+
+def test_payload_limit(sqlite_url: str) -> None:
+    app = App(sqlite_url, settings=Settings(backend=sqlite_url, max_payload_bytes=400))
+
+    @app.task
+    def big(text: str) -> None: ...
+
+    big.delay("small")
+    with pytest.raises(InvalidMessage, match="limit"):
+        big.delay("x" * 1000)
+
+
+def test_naive_at_is_refused(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    with pytest.raises(InvalidMessage, match="timezone-aware"):
+        task.schedule(args=(1,), at=datetime(2030, 1, 1))
+
+
+def test_schedule_with_key_and_conflicts(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    hourly = Repeating(interval=timedelta(hours=1), repeat_count=5)
+    first = task.schedule(args=(42,), trigger=hourly, key="report:42")
+    with pytest.raises(KeyConflict):
+        task.schedule(args=(43,), trigger=hourly, key="report:42")
+    assert task.schedule(args=(44,), key="report:42", on_conflict="ignore") == first
+    found = app.get(key="report:42")
+    assert found is not None and found.message.args == [42]
+    cron = Cron("0 9 * * MON-FRI", tz="Europe/Paris")
+    task.schedule(args=(42,), trigger=cron, key="report:42", on_conflict="replace")
+    found = app.get(key="report:42")
+    assert found is not None and isinstance(found.message.trigger, Cron)
+    assert found.state is State.SCHEDULED
+    assert app.cancel(key="report:42") and app.get(key="report:42") is None
+    assert not app.cancel(key="report:42")
+    with pytest.raises(InvalidMessage, match="on_conflict"):
+        task.schedule(args=(1,), key="x", on_conflict="overwrite")
+
+
+def test_get_and_cancel_need_exactly_one_handle(app: App) -> None:
+    with pytest.raises(InvalidMessage):
+        app.get()
+    with pytest.raises(InvalidMessage):
+        app.cancel(id="a", key="b")
+
+
+def test_keyed_ids_are_deterministic(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    a = task.schedule(args=(1,), key="k", delay=timedelta(hours=1))
+    app.cancel(key="k")
+    b = task.schedule(args=(1,), key="k", delay=timedelta(hours=1))
+    assert a == b
+    assert task.schedule(args=(1,), key="k", queue="other") != a
+
+
+def test_enqueue_many_counts_outcomes(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    calls = [task.call(i).options(key=f"k{i}") for i in range(2500)]
+    report = app.enqueue_many(calls, on_conflict="ignore", batch_size=1000)
+    assert report.enqueued == 2500 and len(report.ids) == 2500
+    again = app.enqueue_many(calls, on_conflict="ignore")
+    assert again.enqueued == 0 and again.skipped == 2500
+
+
+def test_enqueue_many_validates_each_batch_before_writing(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    calls = [task.call(1), task.call("bad")]
+    with pytest.raises(InvalidMessage):
+        app.enqueue_many(calls)
+    assert app.backend.stats() == []
+
+
+def test_task_classes(sqlite_url: str) -> None:
+    app = App(sqlite_url)
+
+    class Reindex(app.Task):  # type: ignore[name-defined,misc]
+        queue = "indexing"
+        retries = 2
+
+        def run(self, index: str) -> str:
+            return f"reindexed {index}"
+
+    name = "tests.test_app.Reindex"
+    assert name in app.tasks
+    message_id = Reindex.delay("users")
+    found = app.get(id=message_id, queue="indexing")
+    assert found is not None and found.message.max_attempts == 3
+    assert app.tasks[name].run(["users"], {}) == "reindexed users"
+    with pytest.raises(InvalidMessage):
+        Reindex.delay(index=3.5)
+
+
+def test_periodic_is_installed_once_by_many_workers(sqlite_url: str) -> None:
+    apps = []
+    for _ in range(10):
+        app = App(sqlite_url)
+
+        @app.periodic(Cron("*/5 * * * * ?"), name="beat")
+        def beat() -> None: ...
+
+        apps.append(app)
+    barrier = threading.Barrier(10)
+    outcomes: list[list[Outcome]] = []
+
+    def install(app: App) -> None:
+        barrier.wait()
+        outcomes.append(app.install_periodic())
+
+    threads = [threading.Thread(target=install, args=(a,)) for a in apps]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    flat = [o for result in outcomes for o in result]
+    assert flat.count(Outcome.ENQUEUED) == 1, flat
+    schedules = apps[0].schedules()
+    assert len(schedules) == 1 and schedules[0].key == "periodic:beat"
+    assert apps[0].backend.stats()[0].scheduled + apps[0].backend.stats()[0].ready == 1
+
+
+def test_periodic_with_a_changed_trigger_is_replaced(sqlite_url: str) -> None:
+    first = App(sqlite_url)
+    first.periodic(Cron("0 * * * *"), name="beat")(lambda: None)
+    first.install_periodic()
+    second = App(sqlite_url)
+    second.periodic(Cron("30 * * * *"), name="beat")(lambda: None)
+    assert second.install_periodic() == [Outcome.REPLACED]
+    (info,) = second.schedules()
+    assert isinstance(info.trigger, Cron) and info.trigger.expr == "30 * * * *"
+
+
+def test_next_occurrence_is_deterministic(sqlite_url: str) -> None:
+    clock = ManualClock(1_800_000_000_000)
+    app = App(sqlite_url, clock=clock)
+
+    @app.task
+    def tick() -> None: ...
+
+    message_id = tick.schedule(trigger=Repeating(interval=timedelta(minutes=1)), key="t")
+    found = app.get(id=message_id)
+    assert found is not None
+    a = app.next_occurrence(found.message, clock.now_ms())
+    b = app.next_occurrence(found.message, clock.now_ms() + 5)
+    assert a is not None and b is not None and a.id == b.id == f"{message_id}.1"
+    assert Message.decode(a.body).last_run_at == found.message.scheduled_at
+
+
+def test_settings_from_environment_and_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "tickwork.toml"
+    config.write_text('[tickwork]\nbackend = "sqlite:///from-file.db"\ndefault_queue = "files"\n')
+    monkeypatch.setenv("TICKWORK_CONFIG", str(config))
+    assert Settings.load().backend == "sqlite:///from-file.db"
+    monkeypatch.setenv("TICKWORK_BACKEND", "sqlite:///from-env.db")
+    settings = Settings.load()
+    assert settings.backend == "sqlite:///from-env.db" and settings.default_queue == "files"
+    assert Settings.load(backend="sqlite:///arg.db").backend == "sqlite:///arg.db"
+    monkeypatch.setenv("TICKWORK_MAX_PAYLOAD_BYTES", "-5")
+    with pytest.raises(ConfigurationError):
+        Settings.load()
+
+
+def test_bad_backend_urls_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="unknown backend URL scheme"):
+        App("postgres://x").backend  # noqa: B018
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        App(f"sqlite:///{tmp_path}/missing/dir/x.db").backend  # noqa: B018
+    with pytest.raises(ConfigurationError, match="option"):
+        App(f"sqlite:///{tmp_path}/x.db?colour=red").backend  # noqa: B018
+
+
+def test_message_decode_rejects_garbage() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from scheduler import DecodeError
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.binary(max_size=300))
+    def check(data: bytes) -> None:
+        try:
+            Message.decode(data)
+        except DecodeError:
+            pass
+
+    check()
+
+
+def test_retry_policy_backoff() -> None:
+    policy = RetryPolicy(retries=5, jitter=False)
+    assert [policy.delay_s(a) for a in range(1, 7)] == [1, 2, 4, 8, 16, None]
+    capped = RetryPolicy(retries=20, jitter=False)
+    assert capped.delay_s(15) == 300
+    jittered = RetryPolicy(retries=3)
+    for _ in range(100):
+        delay = jittered.delay_s(2)
+        assert delay is not None and 1 <= delay <= 2
