@@ -1,0 +1,15 @@
+"""Tasks for the process-pool test (imported by each pool process)."""
+
+from scheduler import App
+
+app = App()
+
+
+@app.task
+def square(n: int) -> int:
+    return n * n
+
+
+@app.task
+def crash() -> None:
+    1 / 0  # noqa: B018

@@ -1,0 +1,89 @@
+"""Fault test: SIGKILL a worker process mid-batch; a second worker completes everything."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from scheduler import App
+
+N = 1500
+
+
+def completed(path: Path) -> Counter[int]:
+    if not path.exists():
+        return Counter()
+    return Counter(int(line) for line in path.read_text().split())
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tickwork", "worker", "-A", "tests.crash_tasks",
+             "--concurrency", "4", "--log-level", "warning"],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )
+
+
+def wait_until(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, str]) -> None:
+    url = f"sqlite:///{tmp_path / 'crash.db'}"
+    done = tmp_path / "done.txt"
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
+    os.environ["TICKWORK_BACKEND"] = url
+    try:
+        import importlib
+
+        import tests.crash_tasks as tasks
+
+        tasks = importlib.reload(tasks)
+        report = tasks.app.enqueue_many(tasks.record.call(n) for n in range(N))
+        assert report.enqueued == N
+        tasks.app.close()
+    finally:
+        del os.environ["TICKWORK_BACKEND"]
+
+    app = App(url)
+    first = start_worker(env, tmp_path / "first.log")
+
+    def mid_batch() -> bool:
+        return (
+            sum(completed(done).values()) >= N // 4
+            and app.backend.stats("default")[0].in_flight > 0
+        )
+
+    assert wait_until(mid_batch, 60), "first worker stalled"
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    killed_at = completed(done)
+    assert len(killed_at) < N, "the kill must land mid-run"
+    in_flight = app.backend.stats("default")[0].in_flight
+    assert in_flight > 0, "the killed worker held leases"
+
+    second = start_worker(env, tmp_path / "second.log")
+    try:
+        assert wait_until(lambda: len(completed(done)) == N, 120), "messages were lost"
+        assert wait_until(lambda: app.backend.stats("default")[0].in_flight == 0, 30)
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    runs = completed(done)
+    assert set(runs) == set(range(N))
+    duplicates = sum(runs.values()) - N
+    assert duplicates <= in_flight, "only messages in flight at the kill may run twice"
+    stats = app.backend.stats("default")[0]
+    assert (stats.ready, stats.scheduled, stats.in_flight, stats.poison) == (0, 0, 0, 0)
+    app.close()

@@ -1,0 +1,303 @@
+"""The dispatcher: every outcome of a handler, leases, chains, shutdown, pools."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pytest
+
+from scheduler import App, Message
+from scheduler.backends import Envelope, State
+from triggers import Repeating
+from workers import Worker, WorkerConfig
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+@contextmanager
+def running(app: App, **config: object) -> Iterator[Worker]:
+    config.setdefault("grace_s", 5.0)
+    config.setdefault("poll_interval_s", 0.05)
+    worker = Worker(app, WorkerConfig(**config))  # type: ignore[arg-type]
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        assert worker.join(30), "worker did not shut down"
+
+
+class Runs:
+    """A thread-safe record of handler calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self.lock = threading.Lock()
+
+    def add(self, *item: object) -> None:
+        with self.lock:
+            self.calls.append(item)
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self.calls)
+
+
+@pytest.fixture
+def app(sqlite_url: str) -> Iterator[App]:
+    application = App(sqlite_url)
+    yield application
+    application.close()
+
+
+def test_handler_that_returns_is_acked(app: App) -> None:
+    runs = Runs()
+
+    @app.task
+    def work(n: int) -> None:
+        runs.add(n)
+
+    for i in range(50):
+        work.delay(i)
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.acked == 50)
+    assert sorted(c[0] for c in runs.calls) == list(range(50))  # type: ignore[type-var]
+    stats = app.backend.stats("default")[0]
+    assert (stats.ready, stats.in_flight) == (0, 0)
+
+
+def test_false_means_redelivered_after_the_lease(app: App) -> None:
+    runs = Runs()
+
+    @app.task(timeout=0.5)
+    def flaky() -> bool:
+        runs.add(time.monotonic())
+        return len(runs) >= 2
+
+    flaky.delay()
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.acked == 1)
+    assert len(runs) == 2
+    assert runs.calls[1][0] - runs.calls[0][0] >= 0.4  # type: ignore[operator]
+
+
+def test_exception_retries_with_backoff_then_poisons(app: App) -> None:
+    runs = Runs()
+
+    @app.task(retries=2)
+    def broken() -> None:
+        runs.add(time.monotonic())
+        raise ValueError("boom")
+
+    from scheduler import RetryPolicy
+
+    app.tasks["tests.test_worker.broken"].options = app.tasks[
+        "tests.test_worker.broken"
+    ].options.model_copy(update={"retry": RetryPolicy(retries=2, base_s=0.2, jitter=False)})
+    message_id = broken.delay()
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.poisoned == 1)
+    assert len(runs) == 3 and worker.stats.retried == 2
+    gaps = [b[0] - a[0] for a, b in zip(runs.calls, runs.calls[1:], strict=False)]  # type: ignore[operator]
+    assert gaps[0] >= 0.18 and gaps[1] >= 0.38, f"backoff must grow, not hot-loop: {gaps}"
+    (record,) = app.backend.poison_list("default")
+    assert record.envelope.id == message_id and record.attempts == 3
+    assert record.failure.error_type == "ValueError" and "boom" in record.failure.message
+    assert "Traceback" in record.failure.traceback
+
+
+def test_delayed_failing_message_does_not_hot_loop(app: App) -> None:
+    runs = Runs()
+
+    @app.task(retries=50)
+    def broken() -> None:
+        runs.add(1)
+        raise RuntimeError("nope")
+
+    broken.schedule(delay=timedelta(milliseconds=100))
+    with running(app):
+        time.sleep(1.5)
+    # backoff 1 s (jittered to >= 0.5 s) after the first failure: at most 3 runs in 1.5 s
+    assert 1 <= len(runs) <= 3
+
+
+def test_recurring_chain_runs_on_its_grid_and_stops(app: App) -> None:
+    runs = Runs()
+
+    @app.task
+    def tick() -> None:
+        runs.add(time.time())
+
+    tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=200), repeat_count=4), key="t")
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.acked == 4)
+        time.sleep(0.5)
+    assert len(runs) == 4 and app.get(key="t") is None
+
+
+def test_cancel_while_running_does_not_resurrect_the_chain(app: App) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    @app.task
+    def slow() -> None:
+        started.set()
+        release.wait(10)
+
+    slow.schedule(trigger=Repeating(interval=timedelta(milliseconds=100)), key="chain")
+    with running(app) as worker:
+        assert started.wait(10)
+        got = app.get(key="chain")
+        assert got is not None and got.state is State.RUNNING
+        assert app.cancel(key="chain")
+        release.set()
+        wait_for(lambda: worker.stats.stale == 1)
+        time.sleep(0.3)
+    assert app.get(key="chain") is None
+    assert app.backend.stats("default")[0].scheduled == 0
+
+
+def test_outliving_the_lease_does_not_fork_the_chain(app: App) -> None:
+    """Astyanax #218. The lease heartbeat is paused, so the slow run's lease expires and a
+    second run starts; only one next occurrence may come out of the two."""
+    runs = Runs()
+    first_release = threading.Event()
+
+    @app.task(timeout=0.3)
+    def tick(n: int) -> None:
+        runs.add(n)
+        if len(runs) == 1:
+            first_release.wait(5)  # outlives its 0.3 s lease
+
+    tick.schedule(args=(1,), trigger=Repeating(interval=timedelta(hours=1)), key="chain")
+    worker = Worker(app, WorkerConfig(poll_interval_s=0.05, grace_s=5))
+    worker._heartbeat = lambda: worker._acker_done.wait()  # type: ignore[method-assign]
+    worker.start()
+    try:
+        wait_for(lambda: len(runs) == 2)  # redelivered after the lease expired
+        wait_for(lambda: worker.stats.acked == 1)
+        first_release.set()
+        wait_for(lambda: worker.stats.stale == 1)
+    finally:
+        worker.stop()
+        worker.join(10)
+        worker._shutdown_pool()
+    chain = [m for m in app.backend.keyed("default")]
+    assert len(chain) == 1 and chain[0].envelope.id.endswith(".1")
+
+
+def test_heartbeat_keeps_a_long_handler_from_running_twice(app: App) -> None:
+    runs = Runs()
+
+    @app.task(timeout=0.4)
+    def long() -> None:
+        runs.add(1)
+        time.sleep(1.5)
+
+    long.delay()
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.acked == 1)
+    assert len(runs) == 1 and worker.stats.stale == 0
+
+
+def test_priority_order_among_due_messages(app: App) -> None:
+    order = Runs()
+
+    @app.task
+    def job(name: str) -> None:
+        order.add(name)
+
+    for name, priority in [("low", 0), ("high", 10), ("mid", 5)]:
+        job.schedule(args=(name,), priority=priority)
+    with running(app, concurrency=1, prefetch=0) as worker:
+        wait_for(lambda: worker.stats.acked == 3)
+    assert [c[0] for c in order.calls] == ["high", "mid", "low"]
+
+
+def test_unknown_task_and_undecodable_body_go_to_poison(app: App) -> None:
+    @app.task
+    def known() -> None: ...
+
+    app.backend.enqueue([Envelope("garbage", "default", None, 0, app.clock.now_ms(), 1000, b"\xff{")])
+    message = Message.decode(app.get(id=known.delay()).message.encode())  # type: ignore[union-attr]
+    foreign = message.model_copy(update={"id": "foreign", "task": "not.registered"})
+    app.backend.enqueue([foreign.envelope(app.clock.now_ms())])
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.poisoned == 2 and worker.stats.acked == 1)
+    reasons = {r.envelope.id: r.failure.reason for r in app.backend.poison_list()}
+    assert reasons == {"garbage": "undecodable", "foreign": "unknown_task"}
+
+
+def test_graceful_shutdown_releases_unstarted_claims_at_once(app: App) -> None:
+    started = threading.Event()
+
+    @app.task
+    def slow() -> None:
+        started.set()
+        time.sleep(0.5)
+
+    for _ in range(10):
+        slow.delay()
+    worker = Worker(app, WorkerConfig(concurrency=1, prefetch=9, poll_interval_s=0.05))
+    worker.start()
+    assert started.wait(10)
+    worker.stop()
+    assert worker.join(10)
+    stats = app.backend.stats("default")[0]
+    assert worker.stats.acked == 1 and worker.stats.released == 9
+    assert (stats.ready, stats.in_flight) == (9, 0), "released claims are due again at once"
+
+
+def test_timing_wheel_fires_on_time(app: App) -> None:
+    lateness: list[float] = []
+
+    @app.task
+    def on_time(due: float) -> None:
+        lateness.append(time.time() - due)
+
+    now = time.time()
+    for i in range(20):
+        due = now + 0.3 + i * 0.05
+        on_time.schedule(args=(due,), delay=timedelta(seconds=due - time.time()))
+    with running(app, lookahead_ms=1000) as worker:
+        wait_for(lambda: worker.stats.acked == 20)
+    assert min(lateness) >= -0.002, "nothing may run before it is due"
+
+
+def test_burst_exits_when_idle(app: App) -> None:
+    @app.task
+    def job() -> None: ...
+
+    for _ in range(5):
+        job.delay()
+    worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
+    stats = worker.run()
+    assert stats.acked == 5
+
+
+def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TICKWORK_BACKEND", sqlite_url)
+    import importlib
+
+    import tests.process_tasks as module
+
+    module = importlib.reload(module)
+    for i in range(6):
+        module.square.delay(i)
+    module.crash.delay()
+    config = WorkerConfig(pool="process", concurrency=2, burst=True, poll_interval_s=0.05,
+                          app_reference="tests.process_tasks")
+    stats = Worker(module.app, config).run()
+    assert stats.acked == 6 and stats.poisoned == 1
+    (record,) = module.app.backend.poison_list()
+    assert record.failure.error_type == "ZeroDivisionError"
+    module.app.close()
