@@ -24,9 +24,21 @@ def completed(path: Path) -> Counter[int]:
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "tickwork", "worker", "-A", "tests.crash_tasks",
-             "--concurrency", "4", "--log-level", "warning"],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+            [
+                sys.executable,
+                "-m",
+                "tickwork",
+                "worker",
+                "-A",
+                "tests.crash_tasks",
+                "--concurrency",
+                "4",
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
         )
 
 

@@ -14,9 +14,17 @@ from triggers import Cron, Misfire, Repeating, RunOnce
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ZONES = [
-    "America/New_York", "Europe/Berlin", "Australia/Sydney", "Australia/Lord_Howe",
-    "Pacific/Chatham", "Antarctica/Troll", "America/Santiago", "Europe/Dublin",
-    "Asia/Kolkata", "Asia/Kathmandu", "UTC",
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Sydney",
+    "Australia/Lord_Howe",
+    "Pacific/Chatham",
+    "Antarctica/Troll",
+    "America/Santiago",
+    "Europe/Dublin",
+    "Asia/Kolkata",
+    "Asia/Kathmandu",
+    "UTC",
 ]
 EXPRESSIONS = ["0 * * * *", "30 1 * * *", "30 2 * * *", "0 0 * * *", "*/15 * * * *", "45 2 * * *"]
 MAX_SHIFT = timedelta(hours=3)
@@ -138,8 +146,12 @@ def test_late_but_single_occurrence_is_not_a_misfire() -> None:
 def test_dst_worked_example_from_the_docstring() -> None:
     zone = ZoneInfo("America/New_York")
     start = datetime(2026, 11, 1, 0, 0, tzinfo=zone)
-    fixed = list(_fires(Cron("30 1 * * *", tz="America/New_York"), start, start + timedelta(hours=4)))
-    interval = list(_fires(Cron("30 * * * *", tz="America/New_York"), start, start + timedelta(hours=3)))
+    fixed = list(
+        _fires(Cron("30 1 * * *", tz="America/New_York"), start, start + timedelta(hours=4))
+    )
+    interval = list(
+        _fires(Cron("30 * * * *", tz="America/New_York"), start, start + timedelta(hours=3))
+    )
     assert [f.astimezone(UTC).hour for f in fixed] == [5]
     assert [f.astimezone(UTC).hour for f in interval] == [4, 5, 6, 7]
 
@@ -147,7 +159,9 @@ def test_dst_worked_example_from_the_docstring() -> None:
 def test_spring_forward_gap_fires_fixed_time_at_the_end_of_the_gap() -> None:
     zone = ZoneInfo("America/New_York")
     start = datetime(2026, 3, 8, 0, 0, tzinfo=zone)
-    fires = list(_fires(Cron("30 2 * * *", tz="America/New_York"), start, start + timedelta(hours=6)))
+    fires = list(
+        _fires(Cron("30 2 * * *", tz="America/New_York"), start, start + timedelta(hours=6))
+    )
     assert fires == [datetime(2026, 3, 8, 7, 0, tzinfo=UTC)]  # 03:00 EDT
 
 
@@ -173,9 +187,13 @@ def _matcher(expr: str):  # type: ignore[no-untyped-def]
         return values == ["*"] or value in values
 
     def match(wall: datetime) -> bool:
-        return (allowed(minutes, wall.minute) and allowed(hours, wall.hour)
-                and allowed(days, wall.day) and allowed(months, wall.month)
-                and allowed(weekdays, (wall.weekday() + 1) % 7))
+        return (
+            allowed(minutes, wall.minute)
+            and allowed(hours, wall.hour)
+            and allowed(days, wall.day)
+            and allowed(months, wall.month)
+            and allowed(weekdays, (wall.weekday() + 1) % 7)
+        )
 
     return match
 
@@ -193,8 +211,10 @@ def _oracle(expr: str, tz: str, start: datetime, end: datetime) -> list[datetime
         wall = local.replace(tzinfo=None)
         fire = False
         if matches(wall):
-            ambiguous = wall.replace(tzinfo=zone, fold=0).utcoffset() != wall.replace(
-                tzinfo=zone, fold=1).utcoffset()
+            ambiguous = (
+                wall.replace(tzinfo=zone, fold=0).utcoffset()
+                != wall.replace(tzinfo=zone, fold=1).utcoffset()
+            )
             fire = interval or not (ambiguous and local.fold == 1)
         skipped = wall - previous_wall - timedelta(minutes=1)
         if not fire and not interval and timedelta(0) < skipped <= MAX_SHIFT:
@@ -245,8 +265,9 @@ def test_fixed_time_daily_fires_at_most_once_per_local_day_in_apia() -> None:
 
 # -- properties ------------------------------------------------------------------------------
 
-times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2037, 12, 31),
-                     timezones=st.just(UTC))
+times = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2037, 12, 31), timezones=st.just(UTC)
+)
 cron_fields = st.tuples(
     st.sampled_from(["*", "0", "*/7", "15,45", "5-10"]),
     st.sampled_from(["*", "2", "*/3", "1-4", "9"]),
@@ -262,7 +283,9 @@ def test_cron_next_is_strictly_later_and_idempotent(expr: str, tz: str, t: datet
     cron = Cron(expr, tz=tz)
     fire = cron.following(t, 0, t)
     assert fire is not None and fire.at > t
-    again = cron.following(fire.at - timedelta(microseconds=1), 0, fire.at - timedelta(microseconds=1))
+    again = cron.following(
+        fire.at - timedelta(microseconds=1), 0, fire.at - timedelta(microseconds=1)
+    )
     assert again is not None and again.at == fire.at
 
 
@@ -296,8 +319,9 @@ def test_repeating_stays_on_its_grid(seconds: int, start: datetime, steps: int, 
 @settings(max_examples=200, deadline=None)
 @given(missed=st.integers(2, 300), bound=st.integers(1, 100))
 def test_catch_up_is_bounded(missed: int, bound: int) -> None:
-    trigger = Repeating(interval=timedelta(minutes=1), misfire=Misfire.CATCH_UP,
-                        max_catch_up=bound).anchored(T0)
+    trigger = Repeating(
+        interval=timedelta(minutes=1), misfire=Misfire.CATCH_UP, max_catch_up=bound
+    ).anchored(T0)
     now = T0 + timedelta(minutes=missed, seconds=1)
     runs = 0
     fire = trigger.following(T0, 0, now)
@@ -315,8 +339,10 @@ def test_triggers_survive_json(expr: str, tz: str) -> None:
     from triggers import AnyTrigger
 
     adapter: TypeAdapter[object] = TypeAdapter(AnyTrigger)
-    for trigger in (Cron(expr, tz=tz, jitter=timedelta(seconds=2)),
-                    Repeating(interval=timedelta(seconds=3), repeat_count=4).anchored(T0),
-                    RunOnce(at=T0)):
+    for trigger in (
+        Cron(expr, tz=tz, jitter=timedelta(seconds=2)),
+        Repeating(interval=timedelta(seconds=3), repeat_count=4).anchored(T0),
+        RunOnce(at=T0),
+    ):
         dumped = trigger.model_dump_json(exclude_defaults=True)
         assert adapter.validate_json(dumped) == trigger

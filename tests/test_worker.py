@@ -227,7 +227,9 @@ def test_unknown_task_and_undecodable_body_go_to_poison(app: App) -> None:
     @app.task
     def known() -> None: ...
 
-    app.backend.enqueue([Envelope("garbage", "default", None, 0, app.clock.now_ms(), 1000, b"\xff{")])
+    app.backend.enqueue(
+        [Envelope("garbage", "default", None, 0, app.clock.now_ms(), 1000, b"\xff{")]
+    )
     message = Message.decode(app.get(id=known.delay()).message.encode())  # type: ignore[union-attr]
     foreign = message.model_copy(update={"id": "foreign", "task": "not.registered"})
     app.backend.enqueue([foreign.envelope(app.clock.now_ms())])
@@ -294,8 +296,13 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(6):
         module.square.delay(i)
     module.crash.delay()
-    config = WorkerConfig(pool="process", concurrency=2, burst=True, poll_interval_s=0.05,
-                          app_reference="tests.process_tasks")
+    config = WorkerConfig(
+        pool="process",
+        concurrency=2,
+        burst=True,
+        poll_interval_s=0.05,
+        app_reference="tests.process_tasks",
+    )
     stats = Worker(module.app, config).run()
     assert stats.acked == 6 and stats.poisoned == 1
     (record,) = module.app.backend.poison_list()

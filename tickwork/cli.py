@@ -103,6 +103,11 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
 
+def console() -> Console:
+    """A console that does not squash tables when output goes to a pipe or a file."""
+    return Console() if sys.stdout.isatty() else Console(width=220)
+
+
 def iso(ms: int | None) -> str:
     return "-" if ms is None else to_datetime(ms).isoformat(timespec="milliseconds")
 
@@ -412,7 +417,7 @@ def stats(state: State, as_json: bool) -> None:
                 )
             ),
         )
-    Console().print(table)
+    console().print(table)
 
 
 @cli.command()
@@ -453,7 +458,7 @@ def schedules(state: State, queue: str | None, as_json: bool) -> None:
             str(r.misfires),
             str(r.state),
         )
-    Console(width=200).print(table)
+    console().print(table)
 
 
 # -- poison ----------------------------------------------------------------------------------
@@ -507,7 +512,7 @@ def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> N
             r["failed_at"],
             f"{r['error_type']}: {r['error']}"[:80],
         )
-    Console(width=200).print(table)
+    console().print(table)
 
 
 @poison.command("show")

@@ -147,8 +147,12 @@ def test_claim_returns_due_messages_once(harness: BackendHarness) -> None:
 
 def test_claim_never_returns_a_message_early(harness: BackendHarness) -> None:
     b = harness.backend
-    b.enqueue([env(harness, "soon", due_in_ms=1_000, priority=100),
-               env(harness, "now", timeout_ms=60_000)])
+    b.enqueue(
+        [
+            env(harness, "soon", due_in_ms=1_000, priority=100),
+            env(harness, "now", timeout_ms=60_000),
+        ]
+    )
     batch = b.claim("q", 10)
     assert [c.id for c in batch.claims] == ["now"]
     assert b.claim("q", 10).next_due_ms is not None
@@ -166,9 +170,14 @@ def test_lookahead_claims_messages_due_soon(harness: BackendHarness) -> None:
 
 def test_higher_priority_first_among_due(harness: BackendHarness) -> None:
     b = harness.backend
-    b.enqueue([env(harness, "low", priority=0), env(harness, "high", priority=9),
-               env(harness, "mid", priority=5), env(harness, "future-top", priority=99,
-                                                     due_in_ms=60_000)])
+    b.enqueue(
+        [
+            env(harness, "low", priority=0),
+            env(harness, "high", priority=9),
+            env(harness, "mid", priority=5),
+            env(harness, "future-top", priority=99, due_in_ms=60_000),
+        ]
+    )
     assert [c.id for c in b.claim("q", 10).claims] == ["high", "mid", "low"]
 
 
@@ -377,8 +386,14 @@ def test_stats_and_counters(harness: BackendHarness) -> None:
     s = b.stats("q")[0]
     assert (s.ready, s.scheduled, s.in_flight, s.poison) == (1, 2, 0, 1)
     assert s.next_due_ms is not None
-    for name, value in {"enqueued": 5, "claimed": 3, "acked": 1, "retried": 1, "poisoned": 1,
-                        "empty_polls": 2}.items():
+    for name, value in {
+        "enqueued": 5,
+        "claimed": 3,
+        "acked": 1,
+        "retried": 1,
+        "poisoned": 1,
+        "empty_polls": 2,
+    }.items():
         assert s.counters.get(name) == value, name
     assert "q" in b.queues()
 

@@ -1,0 +1,15 @@
+"""Tasks for the CLI tests."""
+
+from scheduler import App
+
+app = App()
+
+
+@app.task
+def greet(name: str, times: int = 1) -> None:
+    print(f"hello {name}" * times)
+
+
+@app.task(retries=0)
+def explode() -> None:
+    raise RuntimeError("kaboom")

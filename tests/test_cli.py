@@ -1,0 +1,216 @@
+"""The command line, through click's runner and through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tickwork.cli import cli
+
+
+@pytest.fixture
+def run(sqlite_url: str):  # type: ignore[no-untyped-def]
+    runner = CliRunner()
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(cli, ["--backend", sqlite_url, *args], catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+def test_enqueue_show_cancel_by_key(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run(
+        "enqueue",
+        "tests.cli_tasks.greet",
+        "-A",
+        "tests.cli_tasks",
+        "--args",
+        '["ada"]',
+        "--kwargs",
+        '{"times": 2}',
+        "--key",
+        "g1",
+        "--delay",
+        "60",
+    )
+    assert code == 0
+    message_id = out.strip()
+    code, out, _ = run("show", "--key", "g1", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["id"] == message_id and data["args"] == ["ada"]
+    assert data["kwargs"] == {"times": 2} and data["state"] == "scheduled"
+    code, out, _ = run("show", "--id", message_id)
+    assert code == 0 and "scheduled" in out
+    assert run("cancel", "--key", "g1")[0] == 0
+    code, _, err = run("cancel", "--key", "g1")
+    assert code == 1 and err.count("\n") == 1 and "nothing to cancel" in err
+    code, _, err = run("show", "--key", "g1")
+    assert code == 1 and "no message" in err
+
+
+def test_enqueue_repeating_and_cron_then_schedules(run) -> None:  # type: ignore[no-untyped-def]
+    assert (
+        run(
+            "enqueue",
+            "tests.cli_tasks.greet",
+            "-A",
+            "tests.cli_tasks",
+            "--args",
+            '["a"]',
+            "--every",
+            "30",
+            "--times",
+            "3",
+            "--key",
+            "every",
+        )[0]
+        == 0
+    )
+    assert (
+        run(
+            "enqueue",
+            "tests.cli_tasks.greet",
+            "-A",
+            "tests.cli_tasks",
+            "--args",
+            '["b"]',
+            "--cron",
+            "0 9 * * MON-FRI",
+            "--tz",
+            "Europe/Paris",
+            "--key",
+            "cron",
+        )[0]
+        == 0
+    )
+    code, out, _ = run("schedules", "--json")
+    rows = {r["key"]: r for r in json.loads(out)}
+    assert code == 0 and set(rows) == {"every", "cron"}
+    assert rows["cron"]["trigger"]["tz"] == "Europe/Paris"
+    assert rows["every"]["trigger"]["repeat_count"] == 3
+    code, out, _ = run("schedules")
+    assert code == 0 and "every" in out
+
+
+def test_on_conflict_modes(run) -> None:  # type: ignore[no-untyped-def]
+    base = (
+        "enqueue",
+        "tests.cli_tasks.greet",
+        "-A",
+        "tests.cli_tasks",
+        "--key",
+        "k",
+        "--delay",
+        "60",
+    )
+    assert run(*base, "--args", '["a"]')[0] == 0
+    code, _, err = run(*base, "--args", '["b"]')
+    assert code == 2 and "already has a message with key" in err
+    assert run(*base, "--args", '["c"]', "--on-conflict", "replace")[0] == 0
+    assert json.loads(run("show", "--key", "k", "--json")[1])["args"] == ["c"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--args", "[1, 2"], "not valid JSON"),
+        (["--args", '{"a": 1}'], "JSON array"),
+        (["--args", '["x"]', "--kwargs", '{"times": "many"}'], "times"),
+        (["--args", '["x"]', "--at", "2030-01-01T00:00:00"], "no timezone"),
+        (["--args", '["x"]', "--at", "tomorrow"], "ISO 8601"),
+        (["--args", '["x"]', "--delay", "5", "--every", "5"], "at most one"),
+        (["--args", '["x"]', "--times", "5"], "--times needs --every"),
+        (["--args", '["x"]', "--cron", "61 * * * *"], "invalid cron"),
+        (["--args", '["x"]', "--cron", "* * * * *", "--tz", "Nowhere/City"], "unknown timezone"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(run, args: list[str], needle: str) -> None:  # type: ignore[no-untyped-def]
+    code, _out, err = run("enqueue", "tests.cli_tasks.greet", "-A", "tests.cli_tasks", *args)
+    assert code == 2, err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    stats = json.loads(run("stats", "--json")[1])
+    assert sum(q["ready"] + q["scheduled"] for q in stats) == 0
+
+
+def test_unknown_task_and_module(run) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run("enqueue", "nope", "-A", "tests.cli_tasks")
+    assert code == 2 and "no task named 'nope'" in err
+    code, _, err = run("enqueue", "nope", "-A", "no_such_module_anywhere")
+    assert code == 2 and "cannot load the app" in err
+
+
+def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-def]
+    run("enqueue", "tests.cli_tasks.greet", "-A", "tests.cli_tasks", "--args", '["w"]')
+    run("enqueue", "tests.cli_tasks.explode", "-A", "tests.cli_tasks")
+    code, _, _ = run("worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning")
+    assert code == 0
+    stats = {q["queue"]: q for q in json.loads(run("stats", "--json")[1])}
+    counters = stats["default"]["counters"]
+    assert counters["acked"] == 1 and counters["poisoned"] == 1 and stats["default"]["poison"] == 1
+    code, out, _ = run("stats")
+    assert code == 0 and "default" in out
+    (record,) = json.loads(run("poison", "list", "--json")[1])
+    assert record["error_type"] == "RuntimeError" and "kaboom" in record["error"]
+    shown = json.loads(run("poison", "show", record["id"])[1])
+    assert "Traceback" in shown["traceback"]
+    assert run("poison", "show", "missing")[0] == 1
+    assert run("poison", "replay", record["id"])[1].strip() == "replayed 1"
+    run("worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning")
+    assert run("poison", "replay", "--all")[1].strip() == "replayed 1"
+    assert run("poison", "replay")[0] == 2
+    assert run("poison", "purge")[1].strip() == "purged 0"
+    run("worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning")
+    assert run("poison", "purge", "--queue", "default")[1].strip() == "purged 1"
+
+
+def test_the_real_console_script(
+    sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    exe = shutil.which("tickwork", path=str(Path(__file__).resolve().parents[1] / ".venv" / "bin"))
+    assert exe is not None, "the console script is installed by make"
+    env = {**clean_env, "TICKWORK_BACKEND": sqlite_url}
+    done = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0 and "worker" in done.stdout and "poison" in done.stdout
+    done = subprocess.run(
+        [exe, "enqueue", "tests.cli_tasks.greet", "-A", "tests.cli_tasks", "--args", '["cli"]'],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [exe, "worker", "-A", "tests.cli_tasks", "--burst"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        check=False,
+    )
+    assert done.returncode == 0 and "hello cli" in done.stdout
+    assert "fire tests.cli_tasks.greet" in done.stderr and "scheduled=" in done.stderr
+    done = subprocess.run(
+        [exe, "--backend", "nosuch://x", "stats"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert (
+        done.returncode == 2 and done.stderr.count("\n") == 1 and "unknown backend" in done.stderr
+    )
+    done = subprocess.run(
+        [exe, "--backend", f"sqlite:///{tmp_path}/no/dir/x.db", "stats"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
