@@ -20,11 +20,11 @@ from scheduler.backends import (
 from scheduler.clock import Clock, SystemClock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage, UnknownTask
 from scheduler.ids import keyed_chain_id, new_chain_id, occurrence_id
-from scheduler.message import Message, ScheduledMessage
+from scheduler.message import Message, ScheduledMessage, encode_fields
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Arguments, Call, TaskClass, TaskFunction, TaskOptions
-from triggers import Cron, Repeating, RunOnce, Trigger, require_aware
+from triggers import Cron, Fire, Repeating, Trigger, require_aware
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -233,68 +233,82 @@ class App:
 
     # -- producing -----------------------------------------------------------------------
 
-    def build(self, call: Call, now_ms: int | None = None) -> tuple[Message, Envelope]:
-        """Validate ``call`` and build its first message; raises ``InvalidMessage``."""
+    def build(
+        self, call: Call, now_ms: int | None = None, now: datetime | None = None
+    ) -> tuple[str, Envelope]:
+        """Validate ``call`` and build its first message: (id, envelope). Raises
+        ``InvalidMessage``; writes nothing. ``now_ms``/``now`` let a bulk caller pass the
+        clock reading once."""
         task = self.lookup(call.task)
-        now_ms = self.clock.now_ms() if now_ms is None else now_ms
-        now = to_datetime(now_ms)
+        if now_ms is None:
+            now_ms = self.clock.now_ms()
+            now = None
+        if now is None:
+            now = to_datetime(now_ms)
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
         queue = call.queue or task.options.queue
-        if sum(x is not None for x in (call.at, call.delay, call.trigger)) > 1:
-            raise InvalidMessage("give at most one of at=, delay= and trigger=")
-        trigger: Trigger | None = call.trigger
-        try:
-            if call.at is not None:
-                plan: Trigger = RunOnce(at=require_aware(call.at, "at"))
-            elif call.delay is not None:
-                plan = RunOnce(delay=call.delay).anchored(now)
-            else:
-                plan = trigger.anchored(now) if trigger is not None else RunOnce(at=now)
-        except ValueError as err:
-            raise InvalidMessage(str(err)) from err
-        if trigger is not None:
-            trigger = plan
-        fire = plan.first(now)
-        if fire is None:
-            raise InvalidMessage(f"trigger {plan!r} never fires after {now.isoformat()}")
+        _check_scalars(call, queue)
+        stored, fire, jitter_s = _plan(call, now)
         chain = keyed_chain_id(queue, call.key) if call.key is not None else new_chain_id(now_ms)
-        message = Message(
-            id=occurrence_id(chain, fire.occurrence),
+        message_id = occurrence_id(chain, fire.occurrence)
+        priority = task.options.priority if call.priority is None else call.priority
+        # every field was validated above, so encode directly instead of through a model
+        body = encode_fields(
+            id=message_id,
             queue=queue,
             task=task.name,
+            chain=chain,
+            scheduled_at=fire.at,
+            enqueued_at=now,
             args=args,
             kwargs=kwargs,
             key=call.key,
-            priority=task.options.priority if call.priority is None else call.priority,
-            trigger=trigger if isinstance(trigger, Repeating | Cron) else None,
-            chain=chain,
+            priority=priority,
+            trigger=None
+            if stored is None
+            else stored.model_dump(mode="json", exclude_defaults=True),
             occurrence=fire.occurrence,
-            scheduled_at=fire.at,
-            enqueued_at=now,
             max_attempts=task.options.retry.max_attempts,
             timeout_s=task.options.timeout_s,
-            headers=dict(call.headers or {}),
+            headers=call.headers,
             misfires=fire.misfires,
         )
-        return message, self._envelope(message, plan, fire.at)
+        return message_id, self._envelope_for(
+            message_id,
+            queue,
+            call.key,
+            priority,
+            task.options.timeout_s,
+            body,
+            fire.at,
+            jitter_s,
+        )
 
-    def _envelope(self, message: Message, trigger: Trigger, at: datetime) -> Envelope:
-        body = message.encode()
+    def _envelope_for(
+        self,
+        message_id: str,
+        queue: str,
+        key: str | None,
+        priority: int,
+        timeout_s: float,
+        body: bytes,
+        at: datetime,
+        jitter_s: float,
+    ) -> Envelope:
         if len(body) > self.settings.max_payload_bytes:
             raise InvalidMessage(
-                f"message for task {message.task!r} is {len(body)} bytes, over the "
+                f"message {message_id} is {len(body)} bytes, over the "
                 f"{self.settings.max_payload_bytes}-byte limit (max_payload_bytes)"
             )
-        jitter = trigger.jitter.total_seconds()
-        due = at + timedelta(seconds=self._rng.uniform(0, jitter)) if jitter else at
-        return message.envelope(to_ms(due), body)
+        due = at + timedelta(seconds=self._rng.uniform(0, jitter_s)) if jitter_s else at
+        return Envelope(message_id, queue, key, priority, to_ms(due), int(timeout_s * 1000), body)
 
     def enqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
         """Validate and store one invocation; returns its message id."""
         mode = _conflict_mode(on_conflict)
-        message, envelope = self.build(call)
+        message_id, envelope = self.build(call)
         self.backend.enqueue([envelope], mode)
-        return message.id
+        return message_id
 
     def enqueue_many(
         self,
@@ -310,6 +324,7 @@ class App:
         report = EnqueueReport()
         batch: list[Envelope] = []
         now_ms = self.clock.now_ms()
+        now = to_datetime(now_ms)
 
         def flush() -> None:
             for outcome in self.backend.enqueue(batch, mode):
@@ -317,8 +332,8 @@ class App:
             batch.clear()
 
         for call in calls:
-            message, envelope = self.build(call, now_ms)
-            report.ids.append(message.id)
+            message_id, envelope = self.build(call, now_ms, now)
+            report.ids.append(message_id)
             batch.append(envelope)
             if len(batch) >= batch_size:
                 flush()
@@ -413,7 +428,54 @@ class App:
                 "misfires": message.misfires + fire.misfires,
             }
         )
-        return self._envelope(nxt, message.trigger, fire.at)
+        return self._envelope_for(
+            nxt.id,
+            nxt.queue,
+            nxt.key,
+            nxt.priority,
+            nxt.timeout_s,
+            nxt.encode(),
+            fire.at,
+            message.trigger.jitter.total_seconds(),
+        )
+
+
+def _check_scalars(call: Call, queue: str) -> None:
+    if not isinstance(queue, str) or not queue:
+        raise InvalidMessage(f"queue must be a non-empty string, not {queue!r}")
+    if call.key is not None and (not isinstance(call.key, str) or not call.key):
+        raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
+    if call.priority is not None and (
+        not isinstance(call.priority, int) or isinstance(call.priority, bool)
+    ):
+        raise InvalidMessage(f"priority must be an integer, not {call.priority!r}")
+    if call.headers is not None and not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
+    ):
+        raise InvalidMessage("headers must map strings to strings")
+
+
+def _plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
+    """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
+    if sum(x is not None for x in (call.at, call.delay, call.trigger)) > 1:
+        raise InvalidMessage("give at most one of at=, delay= and trigger=")
+    try:
+        if call.trigger is None:
+            if call.at is not None:
+                return None, Fire(require_aware(call.at, "at"), 0), 0.0
+            if call.delay is not None:
+                if call.delay < timedelta(0):
+                    raise ValueError("delay must not be negative")
+                return None, Fire(now + call.delay, 0), 0.0
+            return None, Fire(now, 0), 0.0
+        plan = call.trigger.anchored(now)
+    except ValueError as err:
+        raise InvalidMessage(str(err)) from err
+    fire = plan.first(now)
+    if fire is None:
+        raise InvalidMessage(f"trigger {plan!r} never fires after {now.isoformat()}")
+    stored = plan if isinstance(plan, Repeating | Cron) else None
+    return stored, fire, plan.jitter.total_seconds()
 
 
 def module_name(name: str) -> str:

@@ -7,6 +7,8 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 class Clock(Protocol):
     """Wall-clock milliseconds since the epoch."""
@@ -43,5 +45,6 @@ def to_datetime(ms: int) -> datetime:
 
 
 def to_ms(value: datetime) -> int:
-    """An aware datetime to epoch milliseconds."""
-    return int(value.timestamp() * 1000)
+    """An aware datetime to epoch milliseconds, rounded up so nothing runs early."""
+    delta = value - _EPOCH
+    return delta.days * 86_400_000 + delta.seconds * 1000 + -(-delta.microseconds // 1000)

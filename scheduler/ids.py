@@ -12,12 +12,32 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
+import threading
+
+_lock = threading.Lock()
+_last = [0, 0]  # the last (milliseconds, random part) handed out by this process
+
+
+def _forget_after_fork() -> None:
+    _last[0] = _last[1] = 0  # a child must not continue its parent's sequence
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def new_chain_id(now_ms: int) -> str:
-    """A fresh, time-ordered id for an unkeyed message."""
-    return f"{now_ms:011x}{secrets.randbits(64):016x}"
+    """A fresh id for an unkeyed message, increasing within a process (monotonic ULID
+    style: in the same millisecond the random part counts up), so a bulk insert appends
+    to the index instead of splitting pages at random."""
+    with _lock:
+        if now_ms <= _last[0]:
+            now_ms, random_part = _last[0], (_last[1] + 1) & 0xFFFF_FFFF_FFFF_FFFF
+        else:
+            random_part = secrets.randbits(63)
+        _last[0], _last[1] = now_ms, random_part
+    return f"{now_ms:011x}{random_part:016x}"
 
 
 def keyed_chain_id(queue: str, key: str) -> str:

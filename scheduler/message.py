@@ -6,12 +6,14 @@ on the backend's ``Claim``. A message's body is written once and never rewritten
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import to_json
 
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.clock import to_datetime
@@ -64,6 +66,54 @@ class Message(BaseModel):
             timeout_ms=int(self.timeout_s * 1000),
             body=self.encode() if body is None else body,
         )
+
+
+def encode_fields(
+    *,
+    id: str,
+    queue: str,
+    task: str,
+    chain: str,
+    scheduled_at: datetime,
+    enqueued_at: datetime,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    key: str | None,
+    priority: int,
+    trigger: dict[str, Any] | None,
+    occurrence: int,
+    max_attempts: int,
+    timeout_s: float,
+    headers: Mapping[str, str] | None,
+    misfires: int,
+) -> bytes:
+    """Encode already-validated message fields exactly as ``Message.encode`` would (fields
+    at their defaults left out) without building a model: the bulk enqueue path."""
+    fields: dict[str, Any] = {"id": id, "queue": queue, "task": task}
+    if args:
+        fields["args"] = args
+    if kwargs:
+        fields["kwargs"] = kwargs
+    if key is not None:
+        fields["key"] = key
+    if priority:
+        fields["priority"] = priority
+    if trigger is not None:
+        fields["trigger"] = trigger
+    fields["chain"] = chain
+    if occurrence:
+        fields["occurrence"] = occurrence
+    fields["scheduled_at"] = scheduled_at
+    fields["enqueued_at"] = enqueued_at
+    if max_attempts != 1:
+        fields["max_attempts"] = max_attempts
+    if timeout_s != 300.0:
+        fields["timeout_s"] = timeout_s
+    if headers:
+        fields["headers"] = dict(headers)
+    if misfires:
+        fields["misfires"] = misfires
+    return to_json(fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,28 +56,42 @@ class Arguments:
         self.model: type[BaseModel] = create_model(
             f"{task_name}:arguments", __config__=ConfigDict(arbitrary_types_allowed=True), **fields
         )
-        self._var_positional = next(
-            (p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None
-        )
-        self._var_keyword = next((p.name for p in parameters if p.kind is p.VAR_KEYWORD), None)
+        self._skipped = {p.name for p in parameters if p.kind in _SKIPPED_KINDS}
         self._positional = [
             p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
+        self._names = set(fields)
+        # no *args, **kwargs or positional-only parameters: calls map onto names directly
+        self._simple = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
 
-    def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> inspect.BoundArguments:
-        try:
-            return self.signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise InvalidMessage(
-                f"arguments for task {self.task_name!r} do not match its signature: {err}"
-            ) from err
+    def _mismatch(self, detail: object) -> InvalidMessage:
+        return InvalidMessage(
+            f"arguments for task {self.task_name!r} do not match its signature: {detail}"
+        )
 
-    def _validated(self, bound: inspect.BoundArguments) -> BaseModel:
-        named = {
-            k: v
-            for k, v in bound.arguments.items()
-            if k not in (self._var_positional, self._var_keyword)
-        }
+    def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Map a call onto parameter names as ``Signature.bind`` does (without its cost for
+        simple signatures); missing required arguments are left for pydantic to report."""
+        if not self._simple:
+            try:
+                bound = self.signature.bind(*args, **kwargs)
+            except TypeError as err:
+                raise self._mismatch(err) from err
+            return {k: v for k, v in bound.arguments.items() if k not in self._skipped}
+        if len(args) > len(self._positional):
+            raise self._mismatch(
+                f"takes {len(self._positional)} positional arguments but {len(args)} were given"
+            )
+        named = dict(zip(self._positional, args, strict=False))
+        for name, value in kwargs.items():
+            if name in named:
+                raise self._mismatch(f"multiple values for argument {name!r}")
+            if name not in self._names:
+                raise self._mismatch(f"an unexpected keyword argument {name!r}")
+            named[name] = value
+        return named
+
+    def _validate(self, named: dict[str, Any]) -> BaseModel:
         try:
             return self.model.model_validate(named)
         except PydanticValidationError as err:
@@ -93,9 +107,10 @@ class Arguments:
         self, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[list[Any], dict[str, Any]]:
         """Validate and return (args, kwargs) as JSON-ready values; raise ``InvalidMessage``."""
-        bound = self._bind(args, kwargs)
         try:
-            dumped = self._validated(bound).model_dump(mode="json", exclude_unset=True)
+            dumped = self._validate(self._named(args, kwargs)).model_dump(
+                mode="json", exclude_unset=True
+            )
         except PydanticSerializationError as err:
             raise InvalidMessage(
                 f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
@@ -103,21 +118,25 @@ class Arguments:
         named = min(len(args), len(self._positional))
         json_args = [dumped[name] for name in self._positional[:named]] + list(args[named:])
         json_kwargs = {k: dumped.get(k, v) for k, v in kwargs.items()}
-        try:
-            json.dumps(json_args)
-            json.dumps(json_kwargs)
-        except (TypeError, ValueError) as err:
-            raise InvalidMessage(
-                f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
-            ) from err
+        if not self._simple:  # values taken by *args / **kwargs were not validated
+            try:
+                json.dumps(json_args)
+                json.dumps(json_kwargs)
+            except (TypeError, ValueError) as err:
+                raise InvalidMessage(
+                    f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
+                ) from err
         return json_args, json_kwargs
 
     def rebuild(
         self, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Validate stored JSON arguments and return typed (args, kwargs) to call with."""
-        bound = self._bind(args, kwargs)
-        model = self._validated(bound)
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise self._mismatch(err) from err
+        model = self._validate({k: v for k, v in bound.arguments.items() if k not in self._skipped})
         for name in type(model).model_fields:
             if name in bound.arguments:
                 bound.arguments[name] = getattr(model, name)

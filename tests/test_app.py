@@ -284,3 +284,22 @@ def test_retry_policy_backoff() -> None:
     for _ in range(100):
         delay = jittered.delay_s(2)
         assert delay is not None and 1 <= delay <= 2
+
+
+def test_fast_encoding_matches_the_model(app: App) -> None:
+    """Bulk enqueue encodes fields directly; the bytes must be what the model would write."""
+    task = app.tasks["tests.test_app.send_report"]
+    cases = [
+        task.call(1),
+        task.call(2, fmt="csv").options(key="k2", priority=3, headers={"h": "v"}),
+        task.call(3).options(
+            trigger=Cron("*/5 * * * * ?", tz="Europe/Paris", jitter=timedelta(seconds=1))
+        ),
+        task.call(4).options(trigger=Repeating(interval=timedelta(hours=1), repeat_count=2)),
+        task.call(5).options(at=datetime(2031, 1, 1, tzinfo=UTC)),
+    ]
+    for call in cases:
+        _, envelope = app.build(call)
+        message = Message.decode(envelope.body)
+        assert message.encode() == envelope.body
+        assert Message.model_validate(message.model_dump()) == message

@@ -222,33 +222,45 @@ class SQLiteBackend(Backend):
         if not envelopes:
             return []
         now = self.now_ms()
-        outcomes: list[Outcome] = []
-        per_queue: dict[str, int] = {}
-        verb = {OnConflict.REPLACE: "INSERT OR REPLACE", OnConflict.IGNORE: "INSERT OR IGNORE"}
-        sql = (
-            f"{verb.get(on_conflict, 'INSERT OR IGNORE')} INTO messages "
-            "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
+        replace = on_conflict is OnConflict.REPLACE
         with self._write() as db:
-            existing = self._existing(db, envelopes)
+            if on_conflict is not OnConflict.REPLACE and all(e.key is None for e in envelopes):
+                done = self._insert_fresh(db, envelopes, now)
+                if done is not None:
+                    return done
+            holders = self._key_holders(db, envelopes)
+            present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
             if on_conflict is OnConflict.ERROR:
                 taken = [
                     e.key
                     for e in envelopes
                     if e.key is not None
-                    and existing.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
+                    and holders.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
                 ]
                 if taken:
                     raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
+            outcomes: list[Outcome] = []
+            rows = []
+            per_queue: dict[str, int] = {}
             for e in envelopes:
-                holder = existing.get((e.queue, e.key)) if e.key is not None else None
-                if holder == (e.id, e.body) and on_conflict is not OnConflict.REPLACE:
-                    outcomes.append(Outcome.DUPLICATE)
-                    continue
+                if e.key is not None:
+                    holder = holders.get((e.queue, e.key))
+                    if holder == (e.id, e.body) and not replace:
+                        outcomes.append(Outcome.DUPLICATE)
+                        continue
+                    if holder is not None and on_conflict is OnConflict.IGNORE:
+                        outcomes.append(Outcome.IGNORED)
+                        continue
+                    outcomes.append(Outcome.ENQUEUED if holder is None else Outcome.REPLACED)
+                    holders[(e.queue, e.key)] = (e.id, e.body)
+                else:
+                    if e.id in present and not replace:
+                        outcomes.append(Outcome.DUPLICATE)
+                        continue
+                    outcomes.append(Outcome.REPLACED if e.id in present else Outcome.ENQUEUED)
+                    present.add(e.id)
                 state = READY if e.due_ms <= now else SCHEDULED
-                cursor = db.execute(
-                    sql,
+                rows.append(
                     (
                         e.id,
                         e.queue,
@@ -259,28 +271,68 @@ class SQLiteBackend(Backend):
                         e.due_ms,
                         e.timeout_ms,
                         e.body,
-                    ),
+                    )
                 )
-                if cursor.rowcount == 0:
-                    outcomes.append(Outcome.IGNORED if e.key is not None else Outcome.DUPLICATE)
-                    continue
-                outcomes.append(Outcome.REPLACED if holder is not None else Outcome.ENQUEUED)
-                if e.key is not None:
-                    existing[(e.queue, e.key)] = (e.id, e.body)
                 per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
+            # REPLACE also removes a row that holds the key under another id (even a leased
+            # one: its holder's ack is then refused, so a replaced chain cannot resurrect)
+            db.executemany(
+                f"INSERT {'OR REPLACE ' if replace else ''}INTO messages "
+                "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
             for queue, count in per_queue.items():
                 self._count(db, queue, "enqueued", count)
         return outcomes
 
+    def _insert_fresh(
+        self, db: sqlite3.Connection, envelopes: Sequence[Envelope], now: int
+    ) -> list[Outcome] | None:
+        """Fast path for unkeyed messages with fresh ids: one ``executemany``. Returns None
+        (having written nothing) if some id is already stored, for the careful path."""
+        rows = [
+            (
+                e.id,
+                e.queue,
+                None,
+                e.priority,
+                READY if e.due_ms <= now else SCHEDULED,
+                e.due_ms,
+                e.due_ms,
+                e.timeout_ms,
+                e.body,
+            )
+            for e in envelopes
+        ]
+        db.execute("SAVEPOINT fresh")
+        try:
+            db.executemany(
+                "INSERT INTO messages (id, queue, key, priority, state, at_ms, due_ms, "
+                "timeout_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        except sqlite3.IntegrityError:
+            db.execute("ROLLBACK TO fresh")
+            db.execute("RELEASE fresh")
+            return None
+        db.execute("RELEASE fresh")
+        per_queue: dict[str, int] = {}
+        for e in envelopes:
+            per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
+        for queue, count in per_queue.items():
+            self._count(db, queue, "enqueued", count)
+        return [Outcome.ENQUEUED] * len(envelopes)
+
     @staticmethod
-    def _existing(
+    def _key_holders(
         db: sqlite3.Connection, envelopes: Sequence[Envelope]
-    ) -> dict[tuple[str, str | None], tuple[str, bytes]]:
+    ) -> dict[tuple[str, str], tuple[str, bytes]]:
         """Who holds each key among ``envelopes`` now: (queue, key) -> (id, body)."""
-        holders: dict[tuple[str, str | None], tuple[str, bytes]] = {}
+        holders: dict[tuple[str, str], tuple[str, bytes]] = {}
         keyed = [(e.queue, e.key) for e in envelopes if e.key is not None]
-        for start in range(0, len(keyed), 500):
-            chunk = keyed[start : start + 500]
+        for start in range(0, len(keyed), 400):
+            chunk = keyed[start : start + 400]
             where = " OR ".join(["(queue = ? AND key = ?)"] * len(chunk))
             params = [value for pair in chunk for value in pair]
             for queue, key, message_id, body in db.execute(
@@ -288,6 +340,18 @@ class SQLiteBackend(Backend):
             ):
                 holders[(queue, key)] = (message_id, body)
         return holders
+
+    @staticmethod
+    def _present_ids(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+        present: set[str] = set()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            present.update(
+                row[0]
+                for row in db.execute(f"SELECT id FROM messages WHERE id IN ({marks})", chunk)
+            )
+        return present
 
     # -- reading and cancelling ----------------------------------------------------------
 

@@ -1,0 +1,120 @@
+"""Backend-agnostic benchmark scenarios: bulk enqueue, end-to-end processing, lateness.
+
+Run one backend: ``python -m bench.engine --backend sqlite:///bench.db`` (JSON on stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import time
+from datetime import timedelta
+from typing import Any
+
+from bench.common import emit, machine, summary_ms
+from scheduler import App
+from workers import Worker, WorkerConfig
+
+
+def fresh_app(url: str) -> tuple[App, Any]:
+    import importlib
+
+    import bench.tasks as tasks
+
+    tasks = importlib.reload(tasks)
+    tasks.app.use_backend(url)
+    for queue in ("bench", "timed"):
+        tasks.app.backend.purge(queue)
+    return tasks.app, tasks
+
+
+def bulk_enqueue(url: str, count: int, batch: int) -> dict[str, Any]:
+    app, tasks = fresh_app(url)
+    calls = [tasks.noop.call(i) for i in range(count)]
+    started = time.perf_counter()
+    report = app.enqueue_many(calls, batch_size=batch)
+    elapsed = time.perf_counter() - started
+    assert report.enqueued == count
+    app.backend.purge("bench")
+    app.close()
+    return {
+        "messages": count,
+        "batch_size": batch,
+        "seconds": round(elapsed, 3),
+        "per_second": round(count / elapsed),
+    }
+
+
+def end_to_end(url: str, count: int, concurrency: int, prefetch: int, batch: int) -> dict[str, Any]:
+    app, tasks = fresh_app(url)
+    app.enqueue_many((tasks.noop.call(i) for i in range(count)), batch_size=5000)
+    config = WorkerConfig(
+        queues=("bench",),
+        concurrency=concurrency,
+        prefetch=prefetch,
+        batch_size=batch,
+        burst=True,
+        install_periodic=False,
+        poll_interval_s=0.01,
+    )
+    worker = Worker(app, config)
+    started = time.perf_counter()
+    stats = worker.run()
+    elapsed = time.perf_counter() - started
+    assert stats.acked == count, stats
+    app.close()
+    return {
+        "messages": count,
+        "concurrency": concurrency,
+        "prefetch": prefetch,
+        "batch_size": batch,
+        "seconds": round(elapsed, 3),
+        "per_second": round(count / elapsed),
+    }
+
+
+def lateness(url: str, count: int, spread_s: float, lead_s: float) -> dict[str, Any]:
+    app, tasks = fresh_app(url)
+    tasks.lateness.clear()
+    start = time.time() + lead_s
+    dues = sorted(start + random.uniform(0, spread_s) for _ in range(count))
+    now = time.time()
+    app.enqueue_many(
+        (tasks.timed.call(due).options(delay=timedelta(seconds=due - now)) for due in dues),
+        batch_size=1000,
+    )
+    worker = Worker(app, WorkerConfig(queues=("timed",), concurrency=8, install_periodic=False))
+    worker.start()
+    deadline = time.time() + lead_s + spread_s + 30
+    while len(tasks.lateness) < count and time.time() < deadline:
+        time.sleep(0.05)
+    worker.stop()
+    worker.join(30)
+    app.close()
+    late = list(tasks.lateness)
+    assert len(late) == count, f"{len(late)} of {count} ran"
+    early = sum(1 for v in late if v < 0)
+    return {"messages": count, "spread_s": spread_s, **summary_ms(late), "early": early}
+
+
+def run_all(url: str, scale: float) -> dict[str, Any]:
+    logging.getLogger("tickwork").setLevel(logging.WARNING)
+    return {
+        "backend": url.split("://")[0],
+        "bulk_enqueue": bulk_enqueue(url, int(100_000 * scale), 5000),
+        "end_to_end": end_to_end(url, int(50_000 * scale), 8, 200, 200),
+        "lateness": lateness(url, int(5_000 * scale), 10.0, 2.0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply message counts")
+    args = parser.parse_args()
+    emit({"machine": machine(), "results": run_all(args.backend, args.scale)})
+
+
+if __name__ == "__main__":
+    main()
