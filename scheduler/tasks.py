@@ -132,6 +132,10 @@ class Arguments:
         self, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Validate stored JSON arguments and return typed (args, kwargs) to call with."""
+        if self._simple:  # every parameter can be passed by name
+            named = self._named(args, kwargs)
+            model = self._validate(named)
+            return (), {name: getattr(model, name) for name in named}
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as err:

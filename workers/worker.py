@@ -25,9 +25,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from scheduler import App, BackendError, DecodeError, Message, TickworkError
 from scheduler.backends import Claim, Envelope, Failure
 from scheduler.clock import to_datetime
-from workers.execution import HandlerResult, Verdict, init_process, run_handler, run_in_process
+from workers.execution import HandlerResult, Verdict
 from workers.flow import Counters, Permits, WorkerStats
+from workers.pool import ProcessPool, ThreadPool
 from workers.timing_wheel import TimingWheel
 
 log = logging.getLogger("tickwork.worker")
@@ -68,7 +67,6 @@ class WorkerConfig(BaseModel):
 class _Work:
     claim: Claim
     message: Message
-    future: Future[HandlerResult] | None = None
     started_ms: int = 0
 
 
@@ -87,9 +85,9 @@ class Worker:
         self._results: queue_module.SimpleQueue[tuple[_Work, HandlerResult]] = (
             queue_module.SimpleQueue()
         )
-        self._held: dict[str, _Work] = {}  # token -> work owned by this worker
+        self._held: dict[tuple[str, str], _Work] = {}  # (id, token) -> work owned here
         self._held_lock = threading.Lock()
-        self._deadlines: dict[str, int] = {}
+        self._deadlines: dict[tuple[str, str], int] = {}
         self._stopping = threading.Event()
         self._force = threading.Event()
         self._consumers_done = threading.Event()
@@ -98,7 +96,7 @@ class Worker:
         self._wheel_condition = threading.Condition()
         self._wheel: TimingWheel[_Work] = TimingWheel(1, 20, self._now_ms())
         self._threads: list[threading.Thread] = []
-        self._executor: Executor | None = None
+        self._pool: ThreadPool[_Work] | ProcessPool[_Work] | None = None
         self._pending_empty_polls = 0
         self._grace_deadline: float | None = None
 
@@ -115,15 +113,11 @@ class Worker:
             self.app.install_periodic()
         if self.config.pool == "process":
             assert self.config.app_reference is not None
-            self._executor = ProcessPoolExecutor(
-                self.config.concurrency,
-                initializer=init_process,
-                initargs=(self.config.app_reference,),
+            self._pool = ProcessPool(
+                self.config.app_reference, self.config.concurrency, self._finished
             )
         else:
-            self._executor = ThreadPoolExecutor(
-                self.config.concurrency, thread_name_prefix="tickwork-pool"
-            )
+            self._pool = ThreadPool(self.app, self.config.concurrency, self._finished)
         for name, target in (
             ("consumer", self._consume),
             ("timer", self._time),
@@ -280,8 +274,8 @@ class Worker:
             return
         work = _Work(claim, message)
         with self._held_lock:
-            self._held[claim.token] = work
-            self._deadlines[claim.token] = claim.deadline_ms
+            self._held[claim.id, claim.token] = work
+            self._deadlines[claim.id, claim.token] = claim.deadline_ms
         if claim.due_ms > self._now_ms():
             with self._wheel_condition:
                 if self._wheel.add(work, claim.due_ms):
@@ -321,45 +315,26 @@ class Worker:
     # -- pool ----------------------------------------------------------------------------
 
     def _submit(self, work: _Work) -> None:
-        executor = self._executor
-        assert executor is not None
+        pool = self._pool
+        assert pool is not None
         if self._stopping.is_set():
             self._release([work])
             return
         message = work.message
         work.started_ms = self._now_ms()
-        late_ms = work.started_ms - work.claim.due_ms
-        log.info(
-            "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
-            message.task,
-            message.id,
-            message.scheduled_at.isoformat(timespec="milliseconds"),
-            to_datetime(work.started_ms).isoformat(timespec="milliseconds"),
-            late_ms,
-            work.claim.attempt,
-        )
-        future: Future[HandlerResult]
-        try:
-            if isinstance(executor, ProcessPoolExecutor):
-                future = executor.submit(run_in_process, message.task, message.args, message.kwargs)
-            else:
-                future = executor.submit(
-                    run_handler, self.app, message.task, message.args, message.kwargs
-                )
-        except RuntimeError:  # the executor is shutting down
-            self._release([work])
-            return
-        work.future = future
-        future.add_done_callback(partial(self._finished, work))
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
+                message.task,
+                message.id,
+                message.scheduled_at.isoformat(timespec="milliseconds"),
+                to_datetime(work.started_ms).isoformat(timespec="milliseconds"),
+                work.started_ms - work.claim.due_ms,
+                work.claim.attempt,
+            )
+        pool.submit(work, message.task, message.args, message.kwargs)
 
-    def _finished(self, work: _Work, future: Future[HandlerResult]) -> None:
-        if future.cancelled():
-            return  # released by the shutdown path
-        error = future.exception()
-        if error is not None:  # e.g. a pool process died
-            result = HandlerResult(Verdict.FAIL, type(error).__name__, str(error))
-        else:
-            result = future.result()
+    def _finished(self, work: _Work, result: HandlerResult) -> None:
         self._results.put((work, result))
 
     def _release(self, works: list[_Work]) -> None:
@@ -377,8 +352,8 @@ class Worker:
     def _forget(self, works: list[_Work]) -> None:
         with self._held_lock:
             for work in works:
-                self._held.pop(work.claim.token, None)
-                self._deadlines.pop(work.claim.token, None)
+                self._held.pop((work.claim.id, work.claim.token), None)
+                self._deadlines.pop((work.claim.id, work.claim.token), None)
         self._permits.give(len(works))
 
     # -- acker ---------------------------------------------------------------------------
@@ -425,7 +400,10 @@ class Worker:
             if result.verdict is Verdict.ACK:
                 acks.append((claim, self._next(message, now)))
                 ack_works.append(work)
-                log.info("done %s id=%s in %.1fms", message.task, message.id, result.duration_ms)
+                if log.isEnabledFor(logging.INFO):
+                    log.info(
+                        "done %s id=%s in %.1fms", message.task, message.id, result.duration_ms
+                    )
                 continue
             done.append(work)
             if result.verdict is Verdict.REDELIVER:
@@ -512,10 +490,8 @@ class Worker:
 
     def _shutdown_step(self) -> bool:
         """During shutdown: release unstarted work, wait for running work; True when done."""
-        with self._held_lock:
-            works = list(self._held.values())
-        unstarted = [w for w in works if w.future is not None and w.future.cancel()]
-        self._release(unstarted)
+        if self._pool is not None:
+            self._release(self._pool.unstarted())
         with self._held_lock:
             running = list(self._held.values())
         if not running:
@@ -546,8 +522,8 @@ class Worker:
             with self._held_lock:
                 expiring = [
                     w
-                    for token, w in self._held.items()
-                    if self._deadlines.get(token, 0) - now < w.claim.timeout_ms / 2
+                    for handle, w in self._held.items()
+                    if self._deadlines.get(handle, 0) - now < w.claim.timeout_ms / 2
                 ]
             by_timeout: dict[int, list[_Work]] = {}
             for work in expiring:
@@ -560,12 +536,12 @@ class Worker:
                     continue
                 with self._held_lock:
                     for work, ok in zip(works, held, strict=True):
-                        if ok and work.claim.token in self._deadlines:
-                            self._deadlines[work.claim.token] = now + timeout_ms
+                        if ok and (work.claim.id, work.claim.token) in self._deadlines:
+                            self._deadlines[work.claim.id, work.claim.token] = now + timeout_ms
                         elif not ok:
                             log.warning("lease of %s was lost while it ran", work.claim.id)
         self._shutdown_pool()
 
     def _shutdown_pool(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=not self._force.is_set(), cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=not self._force.is_set())

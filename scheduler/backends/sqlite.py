@@ -405,39 +405,26 @@ class SQLiteBackend(Backend):
                 "UPDATE messages SET state = 1 WHERE queue = ? AND state = 0 AND at_ms <= ?",
                 (queue, now + lookahead_ms),
             )
+            # one statement leases the whole batch; the batch's token fences each message
+            # (a message is in at most one live batch, so a per-batch token is enough)
+            token = secrets.token_hex(8)
             rows = (
                 db.execute(
-                    "SELECT id, key, body, attempt, due_ms, timeout_ms FROM messages "
-                    "WHERE queue = ? AND state = 1 ORDER BY priority DESC, at_ms LIMIT ?",
-                    (queue, limit),
+                    "UPDATE messages SET state = 2, token = ?, attempt = attempt + 1, "
+                    "at_ms = MAX(?, due_ms) + timeout_ms WHERE id IN ("
+                    "SELECT id FROM messages WHERE queue = ? AND state = 1 "
+                    "ORDER BY priority DESC, at_ms LIMIT ?) "
+                    "RETURNING id, key, body, attempt, due_ms, at_ms, timeout_ms, priority",
+                    (token, now, queue, limit),
                 ).fetchall()
                 if limit > 0
                 else []
             )
-            claims = []
-            updates = []
-            for message_id, key, body, attempt, due_ms, timeout_ms in rows:
-                token = secrets.token_hex(8)
-                deadline = max(now, due_ms) + timeout_ms
-                claims.append(
-                    Claim(
-                        message_id,
-                        queue,
-                        key,
-                        body,
-                        token,
-                        attempt + 1,
-                        due_ms,
-                        deadline,
-                        timeout_ms,
-                    )
-                )
-                updates.append((token, deadline, message_id))
-            db.executemany(
-                "UPDATE messages SET state = 2, token = ?, at_ms = ?, attempt = attempt + 1 "
-                "WHERE id = ?",
-                updates,
-            )
+            rows.sort(key=lambda r: (-r[7], r[4]))  # RETURNING order is unspecified
+            claims = [
+                Claim(message_id, queue, key, body, token, attempt, due_ms, deadline, timeout_ms)
+                for message_id, key, body, attempt, due_ms, deadline, timeout_ms, _ in rows
+            ]
             self._count(db, queue, "claimed", len(claims))
             next_due = None
             if not claims:
