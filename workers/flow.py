@@ -19,11 +19,19 @@ class Permits:
         self._free = total
         self._condition = threading.Condition()
 
-    def take(self, wanted: int, timeout_s: float) -> int:
-        """Take up to ``wanted`` permits, waiting up to ``timeout_s`` for at least one."""
+    def take(self, wanted: int, timeout_s: float, linger_s: float = 0.0) -> int:
+        """Take up to ``wanted`` permits, waiting up to ``timeout_s`` for at least one.
+
+        As in Pulsar's flow control, it prefers to refill in bulk: it waits up to
+        ``linger_s`` for half of all permits (or ``wanted``) to be free before settling for
+        fewer, so a busy worker claims a few large batches instead of many tiny ones.
+        """
+        bulk = min(wanted, max(1, self.total // 2))
         with self._condition:
             if not self._condition.wait_for(lambda: self._free > 0, timeout_s):
                 return 0
+            if self._free < bulk and linger_s > 0:
+                self._condition.wait_for(lambda: self._free >= bulk, linger_s)
             taken = min(wanted, self._free)
             self._free -= taken
             return taken

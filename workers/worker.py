@@ -204,7 +204,7 @@ class Worker:
         idle_s = 0.01
         try:
             while not self._stopping.is_set():
-                wanted = self._permits.take(self.config.batch_size, timeout_s=0.2)
+                wanted = self._permits.take(self.config.batch_size, timeout_s=0.2, linger_s=0.01)
                 if not wanted:
                     continue
                 claimed, next_due = self._claim_round(wanted)

@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS messages (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (queue, key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_ready ON messages (queue, priority DESC, at_ms) WHERE state = 1;
-CREATE INDEX IF NOT EXISTS messages_timed ON messages (queue, state, at_ms) WHERE state != 1;
+CREATE INDEX IF NOT EXISTS messages_scheduled ON messages (queue, at_ms) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS messages_leased ON messages (queue, at_ms) WHERE state = 2;
 CREATE TABLE IF NOT EXISTS poison (
     id          TEXT PRIMARY KEY,
     queue       TEXT NOT NULL,
@@ -429,8 +430,11 @@ class SQLiteBackend(Backend):
             next_due = None
             if not claims:
                 next_due = db.execute(
-                    "SELECT MIN(at_ms) FROM messages WHERE queue = ? AND state IN (0, 2)",
-                    (queue,),
+                    "SELECT MIN(at) FROM ("
+                    "SELECT MIN(at_ms) AS at FROM messages WHERE queue = ? AND state = 0 "
+                    "UNION ALL "
+                    "SELECT MIN(at_ms) FROM messages WHERE queue = ? AND state = 2)",
+                    (queue, queue),
                 ).fetchone()[0]
         return ClaimBatch(claims, next_due)
 
