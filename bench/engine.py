@@ -9,7 +9,7 @@ import argparse
 import logging
 import random
 import time
-from datetime import timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from bench.common import emit, machine, summary_ms
@@ -46,7 +46,10 @@ def bulk_enqueue(url: str, count: int, batch: int) -> dict[str, Any]:
     }
 
 
-def end_to_end(url: str, count: int, concurrency: int, prefetch: int, batch: int) -> dict[str, Any]:
+def end_to_end(
+    url: str, count: int, concurrency: int, prefetch: int | None, batch: int
+) -> dict[str, Any]:
+    """One worker (this process) drains ``count`` pre-enqueued no-op messages."""
     app, tasks = fresh_app(url)
     app.enqueue_many((tasks.noop.call(i) for i in range(count)), batch_size=5000)
     config = WorkerConfig(
@@ -79,9 +82,8 @@ def lateness(url: str, count: int, spread_s: float, lead_s: float) -> dict[str, 
     tasks.lateness.clear()
     start = time.time() + lead_s
     dues = sorted(start + random.uniform(0, spread_s) for _ in range(count))
-    now = time.time()
     app.enqueue_many(
-        (tasks.timed.call(due).options(delay=timedelta(seconds=due - now)) for due in dues),
+        (tasks.timed.call(due).options(at=datetime.fromtimestamp(due, UTC)) for due in dues),
         batch_size=1000,
     )
     worker = Worker(app, WorkerConfig(queues=("timed",), concurrency=8, install_periodic=False))
@@ -98,13 +100,33 @@ def lateness(url: str, count: int, spread_s: float, lead_s: float) -> dict[str, 
     return {"messages": count, "spread_s": spread_s, **summary_ms(late), "early": early}
 
 
+def claim_latency(url: str, pending: int, samples: int = 200) -> dict[str, Any]:
+    """Time one claim of 100 plus its ack with ``pending`` messages waiting."""
+    app, tasks = fresh_app(url)
+    app.enqueue_many((tasks.noop.call(i) for i in range(pending)), batch_size=10_000)
+    backend = app.backend
+    timings = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        claims = backend.claim("bench", 100).claims
+        timings.append(time.perf_counter() - started)
+        backend.ack([(c, None) for c in claims])
+        backend.enqueue([app.build(tasks.noop.call(0))[1] for _ in claims])
+    backend.purge("bench")
+    app.close()
+    return {"pending": pending, "claim_batch": 100, **summary_ms(timings)}
+
+
 def run_all(url: str, scale: float) -> dict[str, Any]:
     logging.getLogger("tickwork").setLevel(logging.WARNING)
     return {
         "backend": url.split("://")[0],
         "bulk_enqueue": bulk_enqueue(url, int(100_000 * scale), 5000),
-        "end_to_end": end_to_end(url, int(50_000 * scale), 8, 200, 200),
+        "end_to_end_defaults": end_to_end(url, int(50_000 * scale), 8, None, 100),
+        "end_to_end_batch_500": end_to_end(url, int(50_000 * scale), 8, 500, 500),
         "lateness": lateness(url, int(5_000 * scale), 10.0, 2.0),
+        "claim_latency_10k": claim_latency(url, int(10_000 * scale)),
+        "claim_latency_1m": claim_latency(url, int(1_000_000 * scale)),
     }
 
 
