@@ -33,7 +33,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 bench: $(STAMP)
-	$(BIN)/python -m bench.sqlite_bench
+	$(BIN)/python -m bench.run --out bench/results/latest.json
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

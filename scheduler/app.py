@@ -282,6 +282,8 @@ class App:
             body,
             fire.at,
             jitter_s,
+            now,
+            now_ms,
         )
 
     def _envelope_for(
@@ -294,6 +296,8 @@ class App:
         body: bytes,
         at: datetime,
         jitter_s: float,
+        now: datetime | None = None,
+        now_ms: int | None = None,
     ) -> Envelope:
         if len(body) > self.settings.max_payload_bytes:
             raise InvalidMessage(
@@ -301,7 +305,8 @@ class App:
                 f"{self.settings.max_payload_bytes}-byte limit (max_payload_bytes)"
             )
         due = at + timedelta(seconds=self._rng.uniform(0, jitter_s)) if jitter_s else at
-        return Envelope(message_id, queue, key, priority, to_ms(due), int(timeout_s * 1000), body)
+        due_ms = now_ms if now_ms is not None and due is now else to_ms(due)
+        return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body)
 
     def enqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
         """Validate and store one invocation; returns its message id."""
@@ -457,7 +462,7 @@ def _check_scalars(call: Call, queue: str) -> None:
 
 def _plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
     """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
-    if sum(x is not None for x in (call.at, call.delay, call.trigger)) > 1:
+    if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
         raise InvalidMessage("give at most one of at=, delay= and trigger=")
     try:
         if call.trigger is None:

@@ -60,6 +60,8 @@ class Arguments:
         self._positional = [
             p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
+        self._validator = self.model.__pydantic_validator__
+        self._serializer = self.model.__pydantic_serializer__
         self._names = set(fields)
         # no *args, **kwargs or positional-only parameters: calls map onto names directly
         self._simple = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
@@ -92,8 +94,9 @@ class Arguments:
         return named
 
     def _validate(self, named: dict[str, Any]) -> BaseModel:
-        try:
-            return self.model.model_validate(named)
+        try:  # pydantic-core directly: the same validation without the wrapper's overhead
+            model: BaseModel = self._validator.validate_python(named)
+            return model
         except PydanticValidationError as err:
             problems = "; ".join(
                 f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
@@ -108,8 +111,8 @@ class Arguments:
     ) -> tuple[list[Any], dict[str, Any]]:
         """Validate and return (args, kwargs) as JSON-ready values; raise ``InvalidMessage``."""
         try:
-            dumped = self._validate(self._named(args, kwargs)).model_dump(
-                mode="json", exclude_unset=True
+            dumped = self._serializer.to_python(
+                self._validate(self._named(args, kwargs)), mode="json", exclude_unset=True
             )
         except PydanticSerializationError as err:
             raise InvalidMessage(

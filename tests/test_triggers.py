@@ -346,3 +346,26 @@ def test_triggers_survive_json(expr: str, tz: str) -> None:
     ):
         dumped = trigger.model_dump_json(exclude_defaults=True)
         assert adapter.validate_json(dumped) == trigger
+
+
+quartz_days = st.lists(st.integers(1, 7), min_size=1, max_size=3, unique=True)
+NAMES = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    second=st.integers(0, 59),
+    minute=st.integers(0, 59),
+    hour=st.sampled_from(["*", "3", "14", "*/5"]),
+    days=quartz_days,
+    tz=st.sampled_from(ZONES),
+    t=times,
+)
+def test_quartz_numeric_days_equal_named_days(
+    second: int, minute: int, hour: str, days: list[int], tz: str, t: datetime
+) -> None:
+    numeric = Cron(f"{second} {minute} {hour} ? * {','.join(map(str, days))}", tz=tz)
+    named = Cron(f"{second} {minute} {hour} ? * {','.join(NAMES[d - 1] for d in days)}", tz=tz)
+    a, b = numeric.following(t, 0, t), named.following(t, 0, t)
+    assert a is not None and b is not None and a.at == b.at
+    assert a.at.astimezone(ZoneInfo(tz)).second == second or a.at > t

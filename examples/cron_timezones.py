@@ -1,0 +1,57 @@
+"""Cron in a timezone, Quartz syntax, and what DST does to a schedule.
+
+python -m examples.cron_timezones        # prints the next fires; enqueues two schedules
+tickwork worker -A examples.cron_timezones --duration 15
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from scheduler import App
+from triggers import Cron
+
+app = App()
+
+
+@app.task
+def market_open(exchange: str) -> None:
+    print(f"  -> {exchange} opens", flush=True)
+
+
+def show_fires(cron: Cron, start: datetime, count: int) -> None:
+    print(f"{cron.expr!r} in {cron.tz}:")
+    at = start
+    for _ in range(count):
+        fire = cron.following(at, 0, at)
+        assert fire is not None
+        local = fire.at.astimezone(cron._zone)
+        print(f"   {fire.at.isoformat()}  local {local.isoformat()}")
+        at = fire.at
+
+
+def main() -> None:
+    # fixed-time schedule across New York's fall-back change: 01:30 runs once
+    show_fires(Cron("30 1 * * *", tz="America/New_York"), datetime(2026, 10, 31, tzinfo=UTC), 3)
+    # interval schedule across the same change: 01:30 EDT and 01:30 EST both run
+    show_fires(Cron("30 * * * *", tz="America/New_York"), datetime(2026, 11, 1, 4, tzinfo=UTC), 4)
+    # Quartz weekdays are 1 (SUN) to 7 (SAT): 2-6 is MON-FRI
+    show_fires(Cron("0 0 9 ? * 2-6", tz="Europe/Paris"), datetime(2026, 11, 20, tzinfo=UTC), 3)
+
+    market_open.schedule(
+        args=("XPAR",),
+        trigger=Cron("0 0 9 ? * MON-FRI", tz="Europe/Paris"),
+        key="open:XPAR",
+        on_conflict="replace",
+    )
+    market_open.schedule(
+        args=("demo",),
+        trigger=Cron("*/3 * * * * ?", tz="Asia/Kathmandu"),
+        key="open:demo",
+        on_conflict="replace",
+    )
+    app.close()
+
+
+if __name__ == "__main__":
+    main()
