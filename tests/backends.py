@@ -2,19 +2,65 @@
 
 SQLite runs on a ``ManualClock`` (tests move time instantly). Server backends use the
 server's clock, so ``advance`` sleeps for real there; tests are written to work either way.
+Each Redis test gets its own key prefix, so tests never see each other's data.
 """
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from scheduler import Backend, ManualClock, open_backend
+from tests.servers import RedisClusterServers, RedisServer
 
-BACKEND_NAMES = ["sqlite"]
+BACKEND_NAMES = ["sqlite", "redis", "redis-cluster"]
+
+
+class Servers:
+    """Servers started on first use and stopped at the end of the test session."""
+
+    redis: RedisServer | None = None
+    cluster: RedisClusterServers | None = None
+
+    @classmethod
+    def redis_url(cls) -> str:
+        if url := os.environ.get("TICKWORK_TEST_REDIS_URL"):
+            return url
+        if cls.redis is None:
+            cls.redis = RedisServer()
+        return cls.redis.url
+
+    @classmethod
+    def cluster_url(cls) -> str:
+        if url := os.environ.get("TICKWORK_TEST_REDIS_CLUSTER_URL"):
+            return url
+        if cls.cluster is None:
+            cls.cluster = RedisClusterServers()
+        return cls.cluster.url
+
+    @classmethod
+    def stop_all(cls) -> None:
+        if cls.redis is not None:
+            cls.redis.stop()
+            cls.redis = None
+        if cls.cluster is not None:
+            cls.cluster.stop()
+            cls.cluster = None
+
+
+def backend_url(name: str, tmp_path: Path) -> str:
+    """A URL for a fresh, empty backend of kind ``name``."""
+    if name == "sqlite":
+        return f"sqlite:///{tmp_path / 'tickwork.db'}"
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    base = Servers.redis_url() if name == "redis" else Servers.cluster_url()
+    separator = "&" if "?" in base else "?"
+    return f"{base}{separator}prefix={prefix}"
 
 
 @dataclass
@@ -41,13 +87,10 @@ class BackendHarness:
 
 @contextmanager
 def make_harness(name: str, tmp_path: Path) -> Iterator[BackendHarness]:
-    if name == "sqlite":
-        clock = ManualClock()
-        url = f"sqlite:///{tmp_path / 'contract.db'}"
-        backend = open_backend(url, clock=clock)
-        try:
-            yield BackendHarness(name, url, backend, clock)
-        finally:
-            backend.close()
-        return
-    raise ValueError(f"unknown backend {name!r}")
+    clock = ManualClock() if name == "sqlite" else None
+    url = backend_url(name, tmp_path)
+    backend = open_backend(url, clock=clock)
+    try:
+        yield BackendHarness(name, url, backend, clock)
+    finally:
+        backend.close()

@@ -13,7 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.backends import BACKEND_NAMES, BackendHarness, make_harness  # noqa: E402
+from tests.backends import BACKEND_NAMES, BackendHarness, Servers, make_harness  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_servers() -> Iterator[None]:
+    yield
+    Servers.stop_all()
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,185 @@
+"""Real servers for the tests: a Redis server and a three-node Redis Cluster on loopback.
+
+The harness installs Debian's ``redis-server`` package when the binary is missing, starts
+each server on a free port in a temporary folder, and stops what it started. Set
+``TICKWORK_TEST_REDIS_URL`` (and ``TICKWORK_TEST_REDIS_CLUSTER_URL``) to use existing
+servers instead. A server that cannot be started fails the tests; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(cluster_bus: bool = False) -> int:
+    """A free loopback port; with ``cluster_bus`` also port + 10000 (Redis Cluster's bus)."""
+    for _ in range(200):
+        port = random.randrange(20000, 30000)
+        if _bindable(port) and (not cluster_bus or _bindable(port + 10000)):
+            return port
+    raise RuntimeError("no free loopback port found")
+
+
+def ensure_redis_installed() -> None:
+    if shutil.which("redis-server") and shutil.which("redis-cli"):
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "redis-server", "redis-tools"],
+    ):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
+    if not shutil.which("redis-server"):
+        raise RuntimeError("redis-server is still missing after apt-get install")
+
+
+def wait_for_port(port: int, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")
+
+
+class RedisServer:
+    """One ``redis-server`` process on a free loopback port."""
+
+    def __init__(self, *extra: str, port: int | None = None, folder: Path | None = None) -> None:
+        ensure_redis_installed()
+        self.port = port or free_port(cluster_bus="--cluster-enabled" in extra)
+        self.folder = folder or Path(tempfile.mkdtemp(prefix="tickwork-redis-"))
+        self.extra = extra
+        self.process: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        command = [
+            "redis-server",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.folder),
+            "--save",
+            "",
+            "--protected-mode",
+            "yes",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.folder / "redis.log"),
+            *self.extra,
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_for_port(self.port)
+
+    def kill(self) -> None:
+        """SIGKILL, as in a crash."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+            self.process = None
+
+
+class RedisClusterServers:
+    """Three masters on loopback, joined with ``redis-cli --cluster create``."""
+
+    def __init__(self) -> None:
+        ensure_redis_installed()
+        self.nodes = [
+            RedisServer(
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "5000",
+                "--appendonly",
+                "no",
+            )
+            for _ in range(3)
+        ]
+        addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
+        done = subprocess.run(
+            [
+                "redis-cli",
+                "--cluster",
+                "create",
+                *addresses,
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        if done.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout}{done.stderr}")
+        self._wait_ok()
+
+    def _wait_ok(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            states = [
+                subprocess.run(
+                    ["redis-cli", "-p", str(n.port), "cluster", "info"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
+                for n in self.nodes
+            ]
+            if all("cluster_state:ok" in s for s in states):
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
