@@ -7,11 +7,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from scheduler import App, Message
 from scheduler.backends import Envelope, State
+from tests.backends import BACKEND_NAMES, backend_url
 from triggers import Repeating
 from workers import Worker, WorkerConfig
 
@@ -53,9 +55,10 @@ class Runs:
             return len(self.calls)
 
 
-@pytest.fixture
-def app(sqlite_url: str) -> Iterator[App]:
-    application = App(sqlite_url)
+@pytest.fixture(params=BACKEND_NAMES)
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+    """An app on a fresh backend of each kind: every dispatcher test runs on each."""
+    application = App(backend_url(request.param, tmp_path))
     yield application
     application.close()
 

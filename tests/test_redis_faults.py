@@ -1,0 +1,143 @@
+"""Redis faults: kill -9 the server mid-run (appendfsync always), restart it, lose nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from scheduler import BackendUnavailable, ConfigurationError, open_backend
+from tests.servers import RedisServer, free_port
+
+N = 2000
+
+
+def completed(path: Path) -> Counter[int]:
+    if not path.exists():
+        return Counter()
+    return Counter(int(line) for line in path.read_text().split())
+
+
+def wait_until(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def enqueue(url: str, numbers: range) -> None:
+    from tests.crash_tasks import app, record
+
+    app.use_backend(url)
+    report = app.enqueue_many(record.call(n) for n in numbers)
+    assert report.enqueued == len(numbers)
+    app.close()
+
+
+def test_kill_9_the_server_mid_run_loses_nothing(tmp_path: Path, clean_env: dict[str, str]) -> None:
+    server = RedisServer("--appendonly", "yes", "--appendfsync", "always", folder=tmp_path)
+    url = server.url + "?prefix=durable"
+    done = tmp_path / "done.txt"
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        enqueue(url, range(N))
+        with (tmp_path / "worker.log").open("ab") as log:
+            worker = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tickwork",
+                    "worker",
+                    "-A",
+                    "tests.crash_tasks",
+                    "--concurrency",
+                    "4",
+                    "--log-level",
+                    "warning",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        assert wait_until(lambda: sum(completed(done).values()) >= N // 3, 60), "worker stalled"
+        server.kill()
+        before_restart = completed(done)
+        assert len(before_restart) < N, "the kill must land mid-run"
+        time.sleep(1.0)
+        server.start()
+        enqueue(url, range(N, N + 500))  # the restarted server takes new work at once
+        assert wait_until(lambda: len(completed(done)) == N + 500, 120), (
+            f"lost messages: {N + 500 - len(completed(done))} never ran; "
+            f"log: {(tmp_path / 'worker.log').read_text()[-2000:]}"
+        )
+        assert worker.poll() is None, "the worker must survive the outage"
+        backend = open_backend(url)
+        assert wait_until(lambda: backend.stats("default")[0].in_flight == 0, 30)
+        stats = backend.stats("default")[0]
+        assert (stats.ready, stats.scheduled, stats.poison) == (0, 0, 0)
+        backend.close()
+    finally:
+        if worker is not None:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(30)
+        server.stop()
+    runs = completed(done)
+    assert set(runs) == set(range(N + 500))
+    duplicates = sum(runs.values()) - (N + 500)
+    # only messages held by the worker when the server died may run twice: acks are durable
+    assert duplicates <= 4 + 8, (duplicates, len(before_restart))
+
+
+def test_unreachable_server_is_one_clear_error() -> None:
+    port = free_port()
+    with pytest.raises(BackendUnavailable, match=f"127.0.0.1:{port}"):
+        open_backend(f"redis://127.0.0.1:{port}/0")
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:6379/0?shards=zero", "redis://127.0.0.1:6379/0?shards=0"]
+)
+def test_bad_redis_options(url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        open_backend(url)
+
+
+def test_password_and_acl_user_from_the_url(tmp_path: Path) -> None:
+    server = RedisServer("--requirepass", "s3cret", folder=tmp_path)
+    try:
+        subprocess.run(
+            [
+                "redis-cli",
+                "-p",
+                str(server.port),
+                "-a",
+                "s3cret",
+                "--no-auth-warning",
+                "ACL",
+                "SETUSER",
+                "worker",
+                "on",
+                ">pw",
+                "~*",
+                "&*",
+                "+@all",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        for creds in (":s3cret@", "worker:pw@"):
+            backend = open_backend(f"redis://{creds}127.0.0.1:{server.port}/0")
+            assert backend.now_ms() > 0
+            backend.close()
+        with pytest.raises(BackendUnavailable):
+            open_backend(f"redis://worker:wrong@127.0.0.1:{server.port}/0")
+    finally:
+        server.stop()
