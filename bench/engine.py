@@ -117,6 +117,29 @@ def claim_latency(url: str, pending: int, samples: int = 200) -> dict[str, Any]:
     return {"pending": pending, "claim_batch": 100, **summary_ms(timings)}
 
 
+def redis_memory(url: str, count: int) -> dict[str, Any]:
+    """Server memory per pending message with a 100-byte payload (INFO memory delta / N)."""
+    import redis
+
+    app, tasks = fresh_app(url)
+    app.backend.purge("memory")
+    client = redis.Redis.from_url(url.split("?")[0])
+    before = int(client.info("memory")["used_memory"])
+    data = "x" * 100
+    app.enqueue_many((tasks.payload.call(data) for _ in range(count)), batch_size=5000)
+    after = int(client.info("memory")["used_memory"])
+    _, sample = app.build(tasks.payload.call(data))
+    app.backend.purge("memory")
+    client.close()
+    app.close()
+    return {
+        "messages": count,
+        "payload_bytes": 100,
+        "encoded_message_bytes": len(sample.body),
+        "bytes_per_message": round((after - before) / count, 1),
+    }
+
+
 def run_all(url: str, scale: float) -> dict[str, Any]:
     logging.getLogger("tickwork").setLevel(logging.WARNING)
     return {
@@ -124,9 +147,16 @@ def run_all(url: str, scale: float) -> dict[str, Any]:
         "bulk_enqueue": bulk_enqueue(url, int(100_000 * scale), 5000),
         "end_to_end_defaults": end_to_end(url, int(50_000 * scale), 8, None, 100),
         "end_to_end_batch_500": end_to_end(url, int(50_000 * scale), 8, 500, 500),
-        "lateness": lateness(url, int(5_000 * scale), 10.0, 2.0),
+        "lateness": lateness(
+            url, int((5_000 if url.startswith("sqlite") else 10_000) * scale), 10.0, 2.0
+        ),
         "claim_latency_10k": claim_latency(url, int(10_000 * scale)),
         "claim_latency_1m": claim_latency(url, int(1_000_000 * scale)),
+        **(
+            {"memory": redis_memory(url, int(1_000_000 * scale))}
+            if url.startswith("redis://")
+            else {}
+        ),
     }
 
 

@@ -18,3 +18,8 @@ def noop(n: int) -> None:
 @app.task(queue="timed")
 def timed(due: float) -> None:
     lateness.append(time.time() - due)
+
+
+@app.task(queue="memory")
+def payload(data: str) -> None:
+    return None

@@ -36,6 +36,11 @@ class Permits:
             self._free -= taken
             return taken
 
+    def force(self, count: int) -> None:
+        """Take ``count`` permits now, even into debt (a timer fired: it must run)."""
+        with self._condition:
+            self._free -= count
+
     def give(self, count: int) -> None:
         if count:
             with self._condition:

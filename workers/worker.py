@@ -55,6 +55,7 @@ class WorkerConfig(BaseModel):
     poll_interval_s: float = Field(default=1.0, gt=0)
     grace_s: float = Field(default=30.0, ge=0)
     burst: bool = False
+    timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
     install_periodic: bool = True
     app_reference: str | None = None  # "module" or "module:app", needed by the process pool
 
@@ -68,6 +69,7 @@ class _Work:
     claim: Claim
     message: Message
     started_ms: int = 0
+    holds_permit: bool = True  # parked in the timing wheel: no permit until it fires
 
 
 class Worker:
@@ -234,7 +236,8 @@ class Worker:
             for queue in self.config.queues:
                 if claimed >= wanted:
                     break
-                batch = self.backend.claim(queue, wanted - claimed, self.config.lookahead_ms)
+                lookahead = self.config.lookahead_ms if self._has_timer_room() else 0
+                batch = self.backend.claim(queue, wanted - claimed, lookahead)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
                     next_due = (
@@ -250,6 +253,10 @@ class Worker:
             self._permits.give(wanted - claimed)
         self._counters.add("claimed", claimed)
         return claimed, next_due
+
+    def _has_timer_room(self) -> bool:
+        with self._wheel_condition:
+            return self._wheel.size < self.config.timer_capacity
 
     def _idle(self) -> bool:
         with self._held_lock:
@@ -278,9 +285,15 @@ class Worker:
             self._deadlines[claim.id, claim.token] = claim.deadline_ms
         if claim.due_ms > self._now_ms():
             with self._wheel_condition:
-                if self._wheel.add(work, claim.due_ms):
+                parked = self._wheel.add(work, claim.due_ms)
+                if parked:
                     self._wheel_condition.notify()
-                    return
+            if parked:
+                # a parked message waits for its time, not for a worker: its lease counts
+                # from its due time, so it gives its permit back until it fires
+                work.holds_permit = False
+                self._permits.give(1)
+                return
         self._submit(work)
 
     def _poison_now(self, claim: Claim, failure: Failure) -> None:
@@ -309,6 +322,8 @@ class Worker:
                     self._wheel_condition.wait(min(wait_s, 0.2))
                 due = self._wheel.advance(self._now_ms())
             for work in due:
+                self._permits.force(1)  # may overdraw: the consumer waits until it is paid back
+                work.holds_permit = True
                 self._submit(work)
         self._release(parked)
 
@@ -354,7 +369,7 @@ class Worker:
             for work in works:
                 self._held.pop((work.claim.id, work.claim.token), None)
                 self._deadlines.pop((work.claim.id, work.claim.token), None)
-        self._permits.give(len(works))
+        self._permits.give(sum(work.holds_permit for work in works))
 
     # -- acker ---------------------------------------------------------------------------
 

@@ -3,12 +3,14 @@ script per state change, one round trip per batch.
 
 URLs::
 
-    redis://[user:password@]host:6379/0?shards=4&prefix=tw
+    redis://[user:password@]host:6379/0?shards=1&prefix=tw
     rediss://...                                   (TLS; ssl_cert_reqs etc. as in redis-py)
     redis+cluster://[user:password@]host:7000,host:7001?shards=16
 
-Layout: every queue has ``shards`` shards (stored under ``{prefix}:meta:{queue}`` on first
-use so every client agrees). The keys of one shard share the hash tag
+Layout: every queue has ``shards`` shards (default 1; stored under ``{prefix}:meta:{queue}``
+on first use so every client agrees). More shards spread a queue over several cluster
+slots (and nodes); priority is then strict within a shard and within each claimed batch,
+but only best-effort across shards, as in dyno-queues. The keys of one shard share the hash tag
 ``{prefix:queue:n}``, so a shard lives in one cluster slot; the key list and what each
 holds is at the top of ``redis_scripts.py``. A keyed message lives in the shard chosen by
 a stable hash of its key; an unkeyed one in the shard of its chain's first id (a random,
@@ -80,7 +82,7 @@ class RedisBackend(Backend):
         self,
         client: redis.Redis | RedisCluster,
         *,
-        shards: int = 4,
+        shards: int = 1,
         prefix: str = "tw",
         cluster: bool = False,
         description: str = "redis",
@@ -109,7 +111,7 @@ class RedisBackend(Backend):
         options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         ours = {k: options.pop(k) for k in list(options) if k in _OPTIONS}
         try:
-            shards = int(ours.get("shards", 4))
+            shards = int(ours.get("shards", 1))
         except ValueError as err:
             raise ConfigurationError(f"shards must be an integer in {url!r}") from err
         prefix = ours.get("prefix", "tw")
