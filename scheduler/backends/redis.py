@@ -59,11 +59,20 @@ from scheduler.ids import stable_shard
 T = TypeVar("T")
 
 _OPTIONS = {"shards", "prefix", "sweep"}
-_SWEEP = 1000  # expired leases / due messages moved per claim, at most
+_SWEEP = 1000
+_OUTCOMES = {
+    outcome.value.encode(): outcome for outcome in Outcome
+}  # expired leases / due messages moved per claim, at most
 
 
 def _chain_root(message_id: str) -> str:
     return message_id.split(".", 1)[0]
+
+
+def _record(e: Envelope) -> bytes:
+    """The stored form of a message: a small header, the key, then the body."""
+    key = (e.key or "").encode()
+    return b"%d|%d|%d|%d|%s%s" % (e.priority, e.timeout_ms, e.due_ms, len(key), key, e.body)
 
 
 def _parse_record(record: bytes) -> tuple[int, int, int, str | None, bytes]:
@@ -185,9 +194,10 @@ class RedisBackend(Backend):
         return count
 
     def _shard_for(self, queue: str, message_id: str, key: str | None) -> int:
-        return stable_shard(
-            key if key is not None else _chain_root(message_id), self.shard_count(queue)
-        )
+        count = self.shard_count(queue)
+        if count == 1:
+            return 0
+        return stable_shard(key if key is not None else _chain_root(message_id), count)
 
     def _run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
         return self._call(self._scripts[name], keys=self._shard_keys(queue, shard), args=list(args))
@@ -234,7 +244,7 @@ class RedisBackend(Backend):
             args: list[Any] = [on_conflict.value, len(indexes)]
             for i in indexes:
                 e = envelopes[i]
-                args += [e.id, e.key or "", e.priority, e.due_ms, e.timeout_ms, e.body]
+                args += [e.id, e.key or "", e.priority, e.due_ms, _record(e)]
             calls.append((queue, shard, args))
         replies = self._run_many("enqueue", calls)
         outcomes: list[Outcome | None] = [None] * len(envelopes)
@@ -244,7 +254,7 @@ class RedisBackend(Backend):
                 conflicts += [k.decode() for k in reply[1:]]
                 continue
             for i, outcome in zip(indexes, reply, strict=True):
-                outcomes[i] = Outcome(outcome.decode())
+                outcomes[i] = _OUTCOMES[outcome]
         if conflicts:
             raise KeyConflict(envelopes[0].queue, conflicts)
         return [o for o in outcomes if o is not None]
@@ -422,7 +432,10 @@ class RedisBackend(Backend):
             args: list[Any] = [len(indexes)]
             for i in indexes:
                 claim, nxt = items[i]
-                args += [claim.id, claim.token, *self._next_args(nxt)]
+                if nxt is None:
+                    args += [claim.id, claim.token, 0]
+                else:
+                    args += [claim.id, claim.token, 1, *self._next_args(nxt)]
             calls.append((queue, shard, args))
         results = [False] * len(items)
         for (_, indexes), reply in zip(groups.items(), self._run_many("ack", calls), strict=True):

@@ -87,19 +87,22 @@ local function holds(id, token)
 end
 """
 
-# ARGV: mode, count, then count x (id, key, priority, due_ms, timeout_ms, body)
+# ARGV: mode, count, then count x (id, key, priority, due_ms, record)
+# (the client builds each record; unkeyed fresh messages take a fast path: HSETNX, and one
+# ZADD per thousand messages)
 ENQUEUE = (
     PRELUDE
     + r"""
 local mode, count = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
-local function arg(i, f) return ARGV[2 + (i - 1) * 6 + f] end
+local function arg(i, f) return ARGV[2 + (i - 1) * 5 + f] end
 local function same(holder, i)
     if holder ~= arg(i, 1) then return false end
-    local record = redis.call('HGET', M, holder)
-    if not record then return false end
-    local _, _, _, _, body = parse(record)
-    return body == arg(i, 6)
+    local stored = redis.call('HGET', M, holder)
+    if not stored then return false end
+    local _, _, _, _, old = parse(stored)
+    local _, _, _, _, new = parse(arg(i, 5))
+    return old == new
 end
 if mode == 'error' then
     local taken = {}
@@ -115,39 +118,60 @@ if mode == 'error' then
         return taken
     end
 end
+local ready, scheduled, added = {}, {}, 0
+local function flush(force)
+    if #ready >= 2000 or (force and #ready > 0) then
+        redis.call('ZADD', R, unpack(ready)); ready = {}
+    end
+    if #scheduled >= 2000 or (force and #scheduled > 0) then
+        redis.call('ZADD', S, unpack(scheduled)); scheduled = {}
+    end
+end
+local function queue_up(id, priority, due)
+    if due <= now then
+        ready[#ready + 1] = ready_score(priority, due); ready[#ready + 1] = id
+    else
+        scheduled[#scheduled + 1] = due; scheduled[#scheduled + 1] = id
+    end
+    added = added + 1
+    flush(false)
+end
 local out = {}
 for i = 1, count do
-    local id, key, body = arg(i, 1), arg(i, 2), arg(i, 6)
-    local priority, due, timeout = tonumber(arg(i, 3)), tonumber(arg(i, 4)), tonumber(arg(i, 5))
-    if key == '' then key = false end
-    local outcome
-    if key then
-        local holder = redis.call('HGET', K, key)
-        if holder and same(holder, i) and mode ~= 'replace' then
-            outcome = 'duplicate'
-        elseif holder and mode == 'ignore' then
-            outcome = 'ignored'
-        else
-            if holder then remove(holder); outcome = 'replaced' else outcome = 'enqueued' end
-            if redis.call('HEXISTS', M, id) == 1 then remove(id) end
-            insert(id, key, priority, due, timeout, body, now)
-        end
-    else
-        if redis.call('HEXISTS', M, id) == 1 then
-            if mode == 'replace' then
-                remove(id)
-                insert(id, false, priority, due, timeout, body, now)
-                outcome = 'replaced'
+    local id, key, record = arg(i, 1), arg(i, 2), arg(i, 5)
+    local priority, due = tonumber(arg(i, 3)), tonumber(arg(i, 4))
+    if key == '' then
+        if mode ~= 'replace' then
+            if redis.call('HSETNX', M, id, record) == 1 then
+                queue_up(id, priority, due)
+                out[i] = 'enqueued'
             else
-                outcome = 'duplicate'
+                out[i] = 'duplicate'
             end
         else
-            insert(id, false, priority, due, timeout, body, now)
-            outcome = 'enqueued'
+            flush(true)
+            out[i] = remove(id) and 'replaced' or 'enqueued'
+            redis.call('HSET', M, id, record)
+            queue_up(id, priority, due)
+        end
+    else
+        flush(true)
+        local holder = redis.call('HGET', K, key)
+        if holder and same(holder, i) and mode ~= 'replace' then
+            out[i] = 'duplicate'
+        elseif holder and mode == 'ignore' then
+            out[i] = 'ignored'
+        else
+            if holder then remove(holder); out[i] = 'replaced' else out[i] = 'enqueued' end
+            if redis.call('HEXISTS', M, id) == 1 then remove(id) end
+            redis.call('HSET', M, id, record)
+            redis.call('HSET', K, key, id)
+            queue_up(id, priority, due)
         end
     end
-    out[i] = outcome
 end
+flush(true)
+if added > 0 then redis.call('HINCRBY', C, 'enqueued', added) end
 return out
 """
 )
@@ -220,26 +244,28 @@ return out
 """
 )
 
-# ARGV: count, then count x (id, token, next_id or '', next_key, next_priority,
-#       next_due, next_timeout, next_body)
+# ARGV: count, then per item: id, token, has_next ('0' | '1') and, when '1', the next
+#       occurrence's id, key, priority, due_ms, timeout_ms, body
 ACK = (
     PRELUDE
     + r"""
 local count = tonumber(ARGV[1])
 local now = now_ms()
-local out, acked = {}, 0
+local out, acked, at = {}, 0, 2
 for i = 1, count do
-    local base = 1 + (i - 1) * 8
-    local id, token, next_id = ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]
+    local id, token, has_next = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+    local nxt = at + 3
+    at = at + 3
+    if has_next == '1' then at = at + 6 end
     if holds(id, token) then
         remove(id)
         acked = acked + 1
         out[i] = 1
-        if next_id ~= '' and redis.call('HEXISTS', M, next_id) == 0 then
-            local key = ARGV[base + 4]
+        if has_next == '1' and redis.call('HEXISTS', M, ARGV[nxt]) == 0 then
+            local key = ARGV[nxt + 1]
             if key == '' then key = false end
-            insert(next_id, key, tonumber(ARGV[base + 5]), tonumber(ARGV[base + 6]),
-                   tonumber(ARGV[base + 7]), ARGV[base + 8], now)
+            insert(ARGV[nxt], key, tonumber(ARGV[nxt + 2]), tonumber(ARGV[nxt + 3]),
+                   tonumber(ARGV[nxt + 4]), ARGV[nxt + 5], now)
         end
     else
         out[i] = 0
