@@ -33,7 +33,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 bench: $(STAMP)
-	$(BIN)/python -m bench.run --out bench/results/latest.json
+	$(BIN)/python -m bench.with_servers --out bench/results/latest.json
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -451,9 +451,13 @@ def _check_scalars(call: Call, queue: str) -> None:
     if call.key is not None and (not isinstance(call.key, str) or not call.key):
         raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
     if call.priority is not None and (
-        not isinstance(call.priority, int) or isinstance(call.priority, bool)
+        not isinstance(call.priority, int)
+        or isinstance(call.priority, bool)
+        or not -1000 <= call.priority <= 1000
     ):
-        raise InvalidMessage(f"priority must be an integer, not {call.priority!r}")
+        raise InvalidMessage(
+            f"priority must be an integer from -1000 to 1000, not {call.priority!r}"
+        )
     if call.headers is not None and not all(
         isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
     ):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -179,7 +179,7 @@ class TaskOptions(BaseModel):
     queue: str = "default"
     retry: RetryPolicy = RetryPolicy()
     timeout_s: float = 300.0
-    priority: int = 0
+    priority: int = Field(default=0, ge=-1000, le=1000)
 
 
 class TaskFunction(Generic[P, R]):

@@ -303,3 +303,11 @@ def test_fast_encoding_matches_the_model(app: App) -> None:
         message = Message.decode(envelope.body)
         assert message.encode() == envelope.body
         assert Message.model_validate(message.model_dump()) == message
+
+
+def test_priority_is_bounded(app: App) -> None:
+    task = app.tasks["tests.test_app.send_report"]
+    task.schedule(args=(1,), priority=1000)
+    for bad in (1001, -1001, "high", True):
+        with pytest.raises(InvalidMessage, match="priority"):
+            task.schedule(args=(1,), priority=bad)  # type: ignore[arg-type]
