@@ -19,7 +19,7 @@ from scheduler.backends import (
 )
 from scheduler.clock import Clock, SystemClock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage, UnknownTask
-from scheduler.ids import keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
 from scheduler.message import Message, ScheduledMessage, encode_fields
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
@@ -194,6 +194,11 @@ class App:
         arguments = Arguments(cls.run, task_name, skip_self=True)
         return self._add(TaskFunction(self, run_instance, options, arguments))
 
+    def include(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
+        """Register a task defined on another app (e.g. a producer that imports the
+        workers' task module but talks to its own backend)."""
+        return self._add(task)
+
     def _add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
         if task.name in self.tasks:
             raise InvalidMessage(f"a task named {task.name!r} is already registered")
@@ -249,7 +254,12 @@ class App:
         queue = call.queue or task.options.queue
         _check_scalars(call, queue)
         stored, fire, jitter_s = _plan(call, now)
-        chain = keyed_chain_id(queue, call.key) if call.key is not None else new_chain_id(now_ms)
+        if call.key is not None:
+            chain = keyed_chain_id(queue, call.key)
+        elif call.identity is not None:
+            chain = identity_chain_id(queue, call.identity)
+        else:
+            chain = new_chain_id(now_ms)
         message_id = occurrence_id(chain, fire.occurrence)
         priority = task.options.priority if call.priority is None else call.priority
         # every field was validated above, so encode directly instead of through a model

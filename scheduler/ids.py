@@ -46,6 +46,12 @@ def keyed_chain_id(queue: str, key: str) -> str:
     return f"k{digest}"
 
 
+def identity_chain_id(queue: str, identity: str) -> str:
+    """The deterministic chain id of an unkeyed message with a caller-given identity."""
+    digest = hashlib.blake2b(f"{queue}\x00{identity}".encode(), digest_size=12).hexdigest()
+    return f"i{digest}"
+
+
 def occurrence_id(chain: str, occurrence: int) -> str:
     """The id of occurrence number ``occurrence`` of ``chain``."""
     return chain if occurrence == 0 else f"{chain}.{occurrence}"

@@ -164,6 +164,9 @@ class Call:
     queue: str | None = None
     priority: int | None = None
     headers: Mapping[str, str] | None = None
+    #: For an unkeyed message: a deterministic identity (any string), so that sending the
+    #: same call again (a Spark task retry) names the same message instead of a new one.
+    identity: str | None = None
 
     def options(self, **changes: Any) -> Call:
         """A copy with other options (``key=``, ``at=``, ``trigger=``, ...)."""

@@ -1,0 +1,278 @@
+"""Enqueue from PySpark: one scheduled message per DataFrame row, in bulk and idempotently.
+
+Two front doors share one per-partition core (``scheduler.spark.rows``)::
+
+    from scheduler.spark import enqueue_dataframe, register
+    result = enqueue_dataframe(df, backend="redis://...", task="billing.tasks.send_invoice",
+                               args=["customer_id"], kwargs={"amount": "amount_due"},
+                               key="invoice_key", at="send_at", queue="billing")
+    result.enqueued, result.skipped, result.failed
+
+    register(spark)
+    df.write.format("tickwork").option("backend", "...").option("task", "...") \\
+        .option("args", "customer_id").mode("append").save()
+
+Each partition opens one connection and writes batches (``batch_size`` rows per
+transaction or round trip). Ids derive from the key column, or, for rows without a key,
+from the columns named by ``identity`` (default: the row's task, arguments and time), so a
+Spark task retry or speculative copy writes nothing twice. Needs the ``spark`` extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from scheduler.backends import OnConflict
+from scheduler.clock import SystemClock
+from scheduler.errors import ConfigurationError, InvalidMessage
+from scheduler.spark.rows import InvalidRows, PartitionResult, RowMapping, write_rows
+from triggers import Trigger
+
+try:
+    import pyarrow as pa
+except ImportError as err:  # pragma: no cover - depends on the environment
+    raise ConfigurationError(
+        "scheduler.spark needs the 'spark' extra: pip install 'tickwork[spark]'"
+    ) from err
+
+OUTPUT_SCHEMA = "kind string, enqueued long, skipped long, failed long, row string, reason string"
+_ARROW_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("enqueued", pa.int64()),
+        ("skipped", pa.int64()),
+        ("failed", pa.int64()),
+        ("row", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+
+
+@dataclass
+class EnqueueResult:
+    """Counts the driver can trust (from successful task attempts only).
+
+    ``enqueued``: rows stored by this job. ``skipped``: rows already stored (their key was
+    taken, or an identical message was there, e.g. written by a retried attempt).
+    ``failed``: invalid rows. ``examples``: up to five (row, reason) pairs. ``rejected``:
+    with ``on_invalid="reject"``, a cached DataFrame of (row, reason) for every invalid row.
+    """
+
+    enqueued: int = 0
+    skipped: int = 0
+    failed: int = 0
+    partitions: int = 0
+    examples: list[tuple[str, str]] = field(default_factory=list)
+    rejected: Any = None
+
+
+def _partition_batches(
+    mapping: RowMapping,
+    after_batch: Callable[[int], None] | None,
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function: write this partition, yield its counts and rejects."""
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for batch in batches:
+            yield from batch.to_pylist()
+
+    result = write_rows(mapping, rows(), after_batch)
+    yield from result_batches(result)
+
+
+def result_batches(result: PartitionResult) -> Iterator[pa.RecordBatch]:
+    yield pa.RecordBatch.from_pylist(
+        [
+            {
+                "kind": "count",
+                "enqueued": result.enqueued,
+                "skipped": result.skipped,
+                "failed": result.failed,
+                "row": None,
+                "reason": None,
+            }
+        ],
+        schema=_ARROW_SCHEMA,
+    )
+    for start in range(0, len(result.rejected), 10_000):
+        chunk = result.rejected[start : start + 10_000]
+        yield pa.RecordBatch.from_pylist(
+            [
+                {
+                    "kind": "rejected",
+                    "enqueued": 0,
+                    "skipped": 0,
+                    "failed": 0,
+                    "row": row,
+                    "reason": reason,
+                }
+                for row, reason in chunk
+            ],
+            schema=_ARROW_SCHEMA,
+        )
+
+
+def build_mapping(
+    backend: str,
+    task: str,
+    *,
+    args: Sequence[str] = (),
+    kwargs: Mapping[str, str] | None = None,
+    key: str | None = None,
+    at: str | None = None,
+    cron: str | None = None,
+    tz: str = "UTC",
+    trigger: Trigger | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    identity: Sequence[str] | None = None,
+    on_conflict: str = "ignore",
+    on_invalid: str = "fail",
+    batch_size: int = 1000,
+    schema: Mapping[str, type] | None = None,
+    task_module: str | None = None,
+) -> RowMapping:
+    """Check the options once, on the driver, and freeze them for the executors."""
+    if on_invalid not in ("fail", "reject"):
+        raise InvalidMessage(f"on_invalid must be 'fail' or 'reject', not {on_invalid!r}")
+    try:
+        mode = OnConflict(on_conflict)
+    except ValueError:
+        raise InvalidMessage(
+            f"on_conflict must be 'error', 'ignore' or 'replace', not {on_conflict!r}"
+        ) from None
+    if sum(x is not None for x in (at, cron, trigger)) > 1:
+        raise InvalidMessage("give at most one of at=, cron= and trigger=")
+    if batch_size < 1:
+        raise InvalidMessage("batch_size must be at least 1")
+    if cron is not None:
+        from triggers import Cron
+
+        try:
+            Cron("* * * * *", tz=tz)
+        except ValueError as err:
+            raise InvalidMessage(f"unknown timezone {tz!r}") from err
+    return RowMapping(
+        backend=backend,
+        task=task,
+        now_ms=SystemClock().now_ms(),
+        args=tuple(args),
+        kwargs=tuple((kwargs or {}).items()),
+        key=key,
+        at=at,
+        cron=cron,
+        tz=tz,
+        trigger=trigger,
+        queue=queue,
+        priority=priority,
+        identity=None if identity is None else tuple(identity),
+        on_conflict=mode,
+        on_invalid=on_invalid,
+        batch_size=batch_size,
+        schema=None if schema is None else tuple(schema.items()),
+        task_module=task_module,
+    )
+
+
+def enqueue_dataframe(
+    df: Any,
+    backend: str,
+    task: str,
+    *,
+    args: Sequence[str] = (),
+    kwargs: Mapping[str, str] | None = None,
+    key: str | None = None,
+    at: str | None = None,
+    cron: str | None = None,
+    tz: str = "UTC",
+    trigger: Trigger | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    identity: Sequence[str] | None = None,
+    on_conflict: str = "ignore",
+    on_invalid: str = "fail",
+    batch_size: int = 1000,
+    max_partitions: int | None = None,
+    schema: Mapping[str, type] | None = None,
+    task_module: str | None = None,
+    after_batch: Callable[[int], None] | None = None,
+) -> EnqueueResult:
+    """Turn every row of ``df`` into a scheduled message of ``task`` on ``backend``.
+
+    Columns: ``args`` (positional arguments), ``kwargs`` (argument name -> column),
+    ``key`` (dedupe, lookup, cancel), ``at`` (a timestamp: run once then) or ``cron`` (a
+    cron expression per row, in ``tz``); or one ``trigger`` for all rows. Arguments are
+    validated against the task's signature where its module imports on the executors,
+    else against ``schema`` (argument name -> Python type). Invalid rows fail the job
+    (``on_invalid="fail"``, at the first one) or are counted and returned
+    (``"reject"``). ``max_partitions`` bounds concurrent connections to the backend.
+    ``after_batch(rows_so_far)`` runs on the executor after each written batch.
+    """
+    mapping = build_mapping(
+        backend,
+        task,
+        args=args,
+        kwargs=kwargs,
+        key=key,
+        at=at,
+        cron=cron,
+        tz=tz,
+        trigger=trigger,
+        queue=queue,
+        priority=priority,
+        identity=identity,
+        on_conflict=on_conflict,
+        on_invalid=on_invalid,
+        batch_size=batch_size,
+        schema=schema,
+        task_module=task_module,
+    )
+    missing = [c for c in mapping.columns if c not in df.columns]
+    if missing:
+        raise InvalidMessage(f"no column named {', '.join(map(repr, missing))} in the DataFrame")
+    master = df.sparkSession.sparkContext.master
+    if backend.startswith("sqlite") and not master.startswith("local"):
+        raise ConfigurationError(
+            "a sqlite:// backend is one file on one machine; executors of a "
+            f"{master!r} cluster cannot share it: use Redis or Cassandra"
+        )
+    projected = df.select(*mapping.columns) if mapping.columns else df.select()
+    if max_partitions is not None:
+        projected = projected.coalesce(max_partitions)
+    out = projected.mapInArrow(partial(_partition_batches, mapping, after_batch), OUTPUT_SCHEMA)
+    from pyspark import StorageLevel
+
+    out = out.persist(StorageLevel.MEMORY_AND_DISK)
+    counts = (
+        out.where("kind = 'count'")
+        .groupBy()
+        .agg({"enqueued": "sum", "skipped": "sum", "failed": "sum", "kind": "count"})
+        .collect()[0]
+    )
+    rejected = out.where("kind = 'rejected'").select("row", "reason")
+    examples = [(r["row"], r["reason"]) for r in rejected.limit(5).collect()]
+    result = EnqueueResult(
+        enqueued=int(counts["sum(enqueued)"] or 0),
+        skipped=int(counts["sum(skipped)"] or 0),
+        failed=int(counts["sum(failed)"] or 0),
+        partitions=int(counts["count(kind)"] or 0),
+        examples=examples,
+        rejected=rejected if mapping.on_invalid == "reject" else None,
+    )
+    if mapping.on_invalid != "reject":
+        out.unpersist()
+    return result
+
+
+def register(spark: Any) -> None:
+    """Make ``df.write.format("tickwork")`` available in ``spark`` (Spark 4+)."""
+    from scheduler.spark.datasource import TickworkDataSource
+
+    spark.dataSource.register(TickworkDataSource)
+
+
+__all__ = ["EnqueueResult", "InvalidRows", "RowMapping", "enqueue_dataframe", "register"]

@@ -1,0 +1,226 @@
+"""The per-partition core of the Spark integration: Arrow batches of rows in, messages out.
+
+It runs on the executors, once per partition, for both front doors (``enqueue_dataframe``
+and the ``tickwork`` data source). It opens one backend connection per partition, builds
+and validates a message per row, and writes them in batches (one transaction, pipeline or
+round trip per batch). It imports nothing from pyspark, so it is tested on plain Arrow data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from scheduler.app import App
+from scheduler.backends import Envelope, OnConflict, Outcome
+from scheduler.clock import to_datetime
+from scheduler.errors import InvalidMessage, TickworkError
+from scheduler.retry import RetryPolicy
+from scheduler.tasks import Arguments, Call, TaskFunction, TaskOptions
+from triggers import Cron, Trigger
+
+
+class InvalidRows(TickworkError):
+    """Rows could not become messages and ``on_invalid="fail"`` was chosen."""
+
+
+@dataclass(frozen=True)
+class RowMapping:
+    """How a row becomes a message. Plain, picklable configuration shipped to executors."""
+
+    backend: str
+    task: str
+    now_ms: int
+    args: tuple[str, ...] = ()
+    kwargs: tuple[tuple[str, str], ...] = ()
+    key: str | None = None
+    at: str | None = None
+    cron: str | None = None
+    tz: str = "UTC"
+    trigger: Trigger | None = None
+    queue: str | None = None
+    priority: int | None = None
+    identity: tuple[str, ...] | None = None
+    on_conflict: OnConflict = OnConflict.IGNORE
+    on_invalid: str = "fail"
+    batch_size: int = 1000
+    schema: tuple[tuple[str, type], ...] | None = None
+    task_module: str | None = None
+    examples: int = 5
+
+    @property
+    def columns(self) -> list[str]:
+        """Every input column the mapping reads, in a stable order."""
+        names = [*self.args, *(column for _, column in self.kwargs)]
+        names += [c for c in (self.key, self.at, self.cron) if c is not None]
+        names += list(self.identity or ())
+        return list(dict.fromkeys(names))
+
+
+@dataclass
+class PartitionResult:
+    """What one partition did. ``rejected`` holds (row as JSON, reason) pairs."""
+
+    enqueued: int = 0
+    skipped: int = 0
+    failed: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, outcomes: Iterable[Outcome]) -> None:
+        for outcome in outcomes:
+            if outcome in (Outcome.ENQUEUED, Outcome.REPLACED):
+                self.enqueued += 1
+            else:
+                self.skipped += 1
+
+
+def resolve_task(app: App, mapping: RowMapping) -> TaskFunction[..., Any]:
+    """The registered task if its module imports here; else one built from ``schema``."""
+    module_name = mapping.task_module or mapping.task.rpartition(".")[0]
+    problem = f"task {mapping.task!r} is not importable here"
+    if module_name:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            problem = f"cannot import {module_name!r} for task {mapping.task!r}: {err}"
+        else:
+            for value in vars(module).values():
+                if isinstance(value, App) and mapping.task in value.tasks:
+                    return app.include(value.tasks[mapping.task])
+            problem = f"module {module_name!r} registers no task named {mapping.task!r}"
+    if mapping.schema is None:
+        raise InvalidMessage(
+            f"{problem}; install the task's module on the executors or pass schema="
+        )
+    return app.include(declared_task(app, mapping))
+
+
+def declared_task(app: App, mapping: RowMapping) -> TaskFunction[..., Any]:
+    """A stand-in task whose signature is the declared ``schema`` (name -> type)."""
+    assert mapping.schema is not None
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind)
+        for name, kind in mapping.schema
+    ]
+
+    def declared(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a task declared by schema only is validated here, never run")
+
+    declared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    declared.__annotations__ = dict(mapping.schema)
+    options = TaskOptions(
+        name=mapping.task, queue=mapping.queue or app.settings.default_queue, retry=RetryPolicy()
+    )
+    return TaskFunction(app, declared, options, Arguments(declared, mapping.task))
+
+
+def _aware(value: Any, column: str) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidMessage(f"{column} {value!r} is not an ISO 8601 time") from None
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if not isinstance(value, datetime):
+        raise InvalidMessage(f"{column} must be a timestamp, not {type(value).__name__}")
+    if value.tzinfo is None:
+        raise InvalidMessage(f"{column} {value.isoformat()} has no timezone")
+    return value
+
+
+def row_call(mapping: RowMapping, row: dict[str, Any]) -> Call:
+    """The invocation a row stands for; raises ``InvalidMessage`` for a bad row."""
+    args = [row[c] for c in mapping.args]
+    kwargs = {name: row[column] for name, column in mapping.kwargs}
+    key = None
+    if mapping.key is not None:
+        key = row[mapping.key]
+        if key is None or key == "":
+            raise InvalidMessage(f"key column {mapping.key!r} is empty")
+        key = str(key)
+    at = None
+    trigger = mapping.trigger
+    if mapping.at is not None:
+        if row[mapping.at] is None:
+            raise InvalidMessage(f"at column {mapping.at!r} is empty")
+        at = _aware(row[mapping.at], f"at column {mapping.at!r}")
+    if mapping.cron is not None:
+        expression = row[mapping.cron]
+        if not isinstance(expression, str):
+            raise InvalidMessage(f"cron column {mapping.cron!r} is empty")
+        try:
+            trigger = Cron(expression, tz=mapping.tz)
+        except ValueError as err:
+            raise InvalidMessage(str(err).splitlines()[-1].strip() or str(err)) from None
+    identity = None
+    if key is None:
+        if mapping.identity is not None:
+            identity = json.dumps([row[c] for c in mapping.identity], default=str)
+        else:  # the row's whole content: identical rows are one message
+            identity = json.dumps(
+                [
+                    mapping.task,
+                    args,
+                    kwargs,
+                    row.get(mapping.at) if mapping.at else None,
+                    row.get(mapping.cron) if mapping.cron else None,
+                ],
+                default=str,
+                sort_keys=True,
+            )
+    return Call(
+        mapping.task,
+        args,
+        kwargs,
+        key=key,
+        at=at,
+        trigger=trigger,
+        queue=mapping.queue,
+        priority=mapping.priority,
+        identity=identity,
+    )
+
+
+def write_rows(
+    mapping: RowMapping,
+    rows: Iterator[dict[str, Any]],
+    after_batch: Callable[[int], None] | None = None,
+) -> PartitionResult:
+    """Validate and write ``rows``: one connection, one backend write per batch."""
+    result = PartitionResult()
+    app = App(mapping.backend)
+    try:
+        resolve_task(app, mapping)
+        now = to_datetime(mapping.now_ms)
+        pending: list[Envelope] = []
+
+        def flush() -> None:
+            result.add(app.backend.enqueue(pending, mapping.on_conflict))
+            pending.clear()
+            if after_batch is not None:
+                after_batch(result.enqueued + result.skipped)
+
+        for row in rows:
+            try:
+                _, envelope = app.build(row_call(mapping, row), mapping.now_ms, now)
+            except InvalidMessage as err:
+                reason = str(err)
+                if mapping.on_invalid == "fail":
+                    raise InvalidRows(f"row {json.dumps(row, default=str)}: {reason}") from None
+                result.failed += 1
+                result.rejected.append((json.dumps(row, default=str), reason))
+                continue
+            pending.append(envelope)
+            if len(pending) >= mapping.batch_size:
+                flush()
+        if pending:
+            flush()
+    finally:
+        app.close()
+    return result

@@ -1,0 +1,10 @@
+"""Tasks for the Spark tests (imported on the executors)."""
+
+from scheduler import App
+
+app = App()
+
+
+@app.task(queue="billing")
+def send_invoice(customer_id: int, amount: float, currency: str = "EUR") -> None:
+    print(f"invoice {customer_id}: {amount} {currency}")
