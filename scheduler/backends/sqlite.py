@@ -35,12 +35,15 @@ from scheduler.backends.base import (
 from scheduler.clock import Clock, SystemClock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError, KeyConflict
 
-#: The whole storage schema. ``at_ms`` is the due time of a waiting message and the lease
-#: deadline of a running one; ``due_ms`` always keeps the due time. States: 0 scheduled
-#: (due later), 1 ready (due; claim order is priority, then due time), 2 leased.
+#: The whole storage schema. Messages live in a rowid table (appended in arrival order) with
+#: a unique index on ``id``: keyed ids are hashes, and inserting them at random into a
+#: clustered primary key holding the bodies was 2.5x slower. ``at_ms`` is the due time of a
+#: waiting message and the lease deadline of a running one; ``due_ms`` always keeps the due
+#: time. States: 0 scheduled (due later), 1 ready (due; claim order is priority, then due
+#: time), 2 leased.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
-    id          TEXT PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
     queue       TEXT NOT NULL,
     key         TEXT,
     priority    INTEGER NOT NULL,
@@ -52,7 +55,7 @@ CREATE TABLE IF NOT EXISTS messages (
     token       TEXT,
     last_error  TEXT,
     body        BLOB NOT NULL
-) WITHOUT ROWID;
+);
 CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (queue, key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_ready ON messages (queue, priority DESC, at_ms) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS messages_scheduled ON messages (queue, at_ms) WHERE state = 0;
@@ -166,6 +169,7 @@ class SQLiteBackend(Backend):
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            db.execute("PRAGMA cache_size=-65536")  # 64 MiB: keyed ids insert at random
         except sqlite3.Error as err:
             raise BackendUnavailable(f"cannot open SQLite database {self.path!r}: {err}") from err
         self._local.db = db
@@ -331,15 +335,19 @@ class SQLiteBackend(Backend):
     ) -> dict[tuple[str, str], tuple[str, bytes]]:
         """Who holds each key among ``envelopes`` now: (queue, key) -> (id, body)."""
         holders: dict[tuple[str, str], tuple[str, bytes]] = {}
-        keyed = [(e.queue, e.key) for e in envelopes if e.key is not None]
-        for start in range(0, len(keyed), 400):
-            chunk = keyed[start : start + 400]
-            where = " OR ".join(["(queue = ? AND key = ?)"] * len(chunk))
-            params = [value for pair in chunk for value in pair]
-            for queue, key, message_id, body in db.execute(
-                f"SELECT queue, key, id, body FROM messages WHERE {where}", params
-            ):
-                holders[(queue, key)] = (message_id, body)
+        by_queue: dict[str, list[str]] = {}
+        for e in envelopes:
+            if e.key is not None:
+                by_queue.setdefault(e.queue, []).append(e.key)
+        for queue, keys in by_queue.items():
+            for start in range(0, len(keys), 900):
+                chunk = keys[start : start + 900]
+                marks = ",".join("?" * len(chunk))
+                for key, message_id, body in db.execute(
+                    f"SELECT key, id, body FROM messages WHERE queue = ? AND key IN ({marks})",
+                    [queue, *chunk],
+                ):
+                    holders[(queue, key)] = (message_id, body)
         return holders
 
     @staticmethod
@@ -412,8 +420,8 @@ class SQLiteBackend(Backend):
             rows = (
                 db.execute(
                     "UPDATE messages SET state = 2, token = ?, attempt = attempt + 1, "
-                    "at_ms = MAX(?, due_ms) + timeout_ms WHERE id IN ("
-                    "SELECT id FROM messages WHERE queue = ? AND state = 1 "
+                    "at_ms = MAX(?, due_ms) + timeout_ms WHERE rowid IN ("
+                    "SELECT rowid FROM messages WHERE queue = ? AND state = 1 "
                     "ORDER BY priority DESC, at_ms LIMIT ?) "
                     "RETURNING id, key, body, attempt, due_ms, at_ms, timeout_ms, priority",
                     (token, now, queue, limit),
