@@ -10,11 +10,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "__init__")
+APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app lives elsewhere
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> None:
-    env = {**clean_env, "TICKWORK_BACKEND": f"sqlite:///{tmp_path / 'ex.db'}"}
+    env = {**clean_env, "TICKWORK_BACKEND": f"sqlite:///{tmp_path / 'ex.db'}",
+           "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
         [sys.executable, "-m", f"examples.{name}"],
         cwd=ROOT,
@@ -32,7 +34,7 @@ def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> N
             "tickwork",
             "worker",
             "-A",
-            f"examples.{name}",
+            APP_OF.get(name, f"examples.{name}"),
             "--duration",
             "2",
             "--log-level",
