@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scheduler import Backend, ManualClock, open_backend
-from tests.servers import RedisClusterServers, RedisServer
+from tests.servers import CassandraNode, RedisClusterServers, RedisServer
 
-BACKEND_NAMES = ["sqlite", "redis", "redis-cluster"]
+BACKEND_NAMES = ["sqlite", "redis", "redis-cluster", "cassandra"]
 
 
 class Servers:
@@ -26,6 +26,15 @@ class Servers:
 
     redis: RedisServer | None = None
     cluster: RedisClusterServers | None = None
+    cassandra: CassandraNode | None = None
+
+    @classmethod
+    def cassandra_hosts(cls) -> str:
+        if hosts := os.environ.get("TICKWORK_TEST_CASSANDRA_HOSTS"):
+            return hosts
+        if cls.cassandra is None:
+            cls.cassandra = CassandraNode()
+        return cls.cassandra.hosts
 
     @classmethod
     def redis_url(cls) -> str:
@@ -51,6 +60,9 @@ class Servers:
         if cls.cluster is not None:
             cls.cluster.stop()
             cls.cluster = None
+        if cls.cassandra is not None:
+            cls.cassandra.stop()
+            cls.cassandra = None
 
 
 def backend_url(name: str, tmp_path: Path, shards: int | None = None) -> str:
@@ -58,6 +70,9 @@ def backend_url(name: str, tmp_path: Path, shards: int | None = None) -> str:
     if name == "sqlite":
         return f"sqlite:///{tmp_path / 'tickwork.db'}"
     prefix = f"t{uuid.uuid4().hex[:12]}"
+    if name == "cassandra":  # a keyspace per test; consistency ONE on a single node
+        url = f"cassandra://{Servers.cassandra_hosts()}/{prefix}?consistency=ONE"
+        return url if shards is None else f"{url}&shards={shards}"
     base = Servers.redis_url() if name == "redis" else Servers.cluster_url()
     separator = "&" if "?" in base else "?"
     url = f"{base}{separator}prefix={prefix}"
@@ -90,7 +105,7 @@ class BackendHarness:
 def make_harness(name: str, tmp_path: Path) -> Iterator[BackendHarness]:
     clock = ManualClock() if name == "sqlite" else None
     # the cluster runs the contract with queues spread over three shards (slots)
-    url = backend_url(name, tmp_path, shards=3 if name == "redis-cluster" else None)
+    url = backend_url(name, tmp_path, shards=3 if name in ("redis-cluster", "cassandra") else None)
     backend = open_backend(url, clock=clock)
     try:
         yield BackendHarness(name, url, backend, clock)

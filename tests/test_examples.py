@@ -15,8 +15,11 @@ APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app live
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> None:
-    env = {**clean_env, "TICKWORK_BACKEND": f"sqlite:///{tmp_path / 'ex.db'}",
-           "PYSPARK_PYTHON": sys.executable}
+    env = {
+        **clean_env,
+        "TICKWORK_BACKEND": f"sqlite:///{tmp_path / 'ex.db'}",
+        "PYSPARK_PYTHON": sys.executable,
+    }
     done = subprocess.run(
         [sys.executable, "-m", f"examples.{name}"],
         cwd=ROOT,

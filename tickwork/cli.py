@@ -29,6 +29,7 @@ from scheduler import (
     OnConflict,
     TickworkError,
 )
+from scheduler.backends import open_backend
 from scheduler.clock import to_datetime
 from scheduler.message import Message
 from triggers import Cron, Repeating, Trigger
@@ -554,6 +555,35 @@ def poison_replay(
 def poison_purge(state: State, queue: str | None) -> None:
     """Delete poisoned messages (of --queue, or all)."""
     click.echo(f"purged {state.app().backend.poison_purge(queue)}")
+
+
+# -- cassandra -------------------------------------------------------------------------------
+
+
+@cli.group()
+def cassandra() -> None:
+    """Cassandra backend administration."""
+
+
+@cassandra.command("create-schema")
+@click.option(
+    "--replication-factor",
+    type=click.IntRange(min=1),
+    default=None,
+    help="For a new keyspace [the URL's replication_factor, else 1].",
+)
+@pass_state
+@clean_errors
+def create_schema(state: State, replication_factor: int | None) -> None:
+    """Create the keyspace and tables named by --backend (idempotent)."""
+    url = state.backend or os.environ.get("TICKWORK_BACKEND", "")
+    if not url.startswith("cassandra://"):
+        fail("give a cassandra:// URL with --backend or TICKWORK_BACKEND")
+    if replication_factor is not None:
+        url += ("&" if "?" in url else "?") + f"replication_factor={replication_factor}"
+    backend = open_backend(url)  # creates the schema unless create_schema=false
+    backend.close()
+    click.echo("schema ready")
 
 
 def main() -> None:

@@ -193,7 +193,8 @@ def test_claim_from_an_empty_queue_reports_next_due(harness: BackendHarness) -> 
 
 def test_concurrent_claims_never_hand_out_a_message_twice(harness: BackendHarness) -> None:
     b = harness.backend
-    b.enqueue([env(harness, f"m{i}") for i in range(400)])
+    # leases long enough that none expires while the clients drain the queue
+    b.enqueue([env(harness, f"m{i}", timeout_ms=120_000) for i in range(400)])
     seen: list[str] = []
     lock = threading.Lock()
     clients = [harness.reopen() for _ in range(4)]

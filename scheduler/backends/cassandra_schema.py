@@ -1,0 +1,80 @@
+"""The Cassandra backend's schema, in one place, with why each table looks as it does.
+
+Astyanax's layout in CQL: pending messages live in partitions keyed
+``(queue, bucket, shard)``; ``bucket`` is ``(due_ms // bucket_ms) % buckets``, a rolling
+ring of time buckets, so most traffic hits one partition at a time and a bucket's
+tombstones are compacted away before the ring comes round to it again; ``shard`` spreads
+load and lock contention. Rows cluster by due time then id, so "what is due" is one range
+read per partition (a claim reads every bucket of a shard in one ``IN`` query).
+
+Deviations from Astyanax, on purpose:
+- The shard lock is a row of its own table, written only with lightweight transactions
+  (LWT rows are never mixed with plain writes); it carries a **fence**, a timestamp that
+  grows with every acquisition. Every write a claim makes, and every ack of that claim,
+  uses ``USING TIMESTAMP`` derived from the fence, so a consumer whose lock expired cannot
+  overwrite a newer holder's leases (last write wins in Cassandra).
+- In-flight messages (Astyanax's timeout entries) live in ``leases``, partitioned by
+  ``(queue, shard)`` and keyed by message id: at most the in-flight count per partition,
+  and a message has at most one lease, whichever claim wrote it last.
+- Within the due messages read, higher priority goes first (a claim reads up to 4x its
+  batch of due rows and takes the best); priority never makes a message run early.
+
+Table options: pending and lease tables use leveled compaction (reads touch few SSTables
+in a delete-heavy workload) and ``gc_grace_seconds = 3600``: tombstones of consumed
+messages go away after an hour instead of ten days, long enough for hinted handoff and
+repair on small clusters (Astyanax used 5 s, which lets deleted messages resurrect after
+a replica misses a delete; an hour is the compromise). Run repair more often than that.
+"""
+
+from __future__ import annotations
+
+QUEUE_TABLE_OPTIONS = (
+    "WITH compaction = {'class': 'LeveledCompactionStrategy'} AND gc_grace_seconds = 3600"
+)
+
+TABLES = {
+    "queue_meta": """
+        CREATE TABLE IF NOT EXISTS {ks}.queue_meta (
+            queue text PRIMARY KEY, shards int, buckets int, bucket_ms bigint)""",
+    "queue_messages": """
+        CREATE TABLE IF NOT EXISTS {ks}.queue_messages (
+            queue text, bucket int, shard int, due_ms bigint, id text,
+            priority int, key text, timeout_ms int, attempt int, body blob, last_error text,
+            PRIMARY KEY ((queue, bucket, shard), due_ms, id)) """
+    + QUEUE_TABLE_OPTIONS,
+    "shard_locks": """
+        CREATE TABLE IF NOT EXISTS {ks}.shard_locks (
+            queue text, shard int, owner text, expires_ms bigint, fence bigint,
+            PRIMARY KEY ((queue, shard)))""",
+    "leases": """
+        CREATE TABLE IF NOT EXISTS {ks}.leases (
+            queue text, shard int, id text, lease_token text, deadline_ms bigint, due_ms bigint,
+            priority int, key text, timeout_ms int, attempt int, body blob, last_error text,
+            PRIMARY KEY ((queue, shard), id)) """
+    + QUEUE_TABLE_OPTIONS,
+    "message_index": """
+        CREATE TABLE IF NOT EXISTS {ks}.message_index (
+            queue text, id text, bucket int, shard int, due_ms bigint, leased boolean,
+            PRIMARY KEY ((queue, id))) """
+    + QUEUE_TABLE_OPTIONS,
+    "key_index": """
+        CREATE TABLE IF NOT EXISTS {ks}.key_index (
+            queue text, shard int, key text, id text,
+            PRIMARY KEY ((queue, shard), key)) """
+    + QUEUE_TABLE_OPTIONS,
+    "poison": """
+        CREATE TABLE IF NOT EXISTS {ks}.poison (
+            queue text, id text, key text, priority int, timeout_ms int, attempts int,
+            failed_ms bigint, reason text, error_type text, error text, traceback text,
+            body blob, PRIMARY KEY ((queue), id))""",
+    "counters": """
+        CREATE TABLE IF NOT EXISTS {ks}.counters (
+            queue text, name text, value counter, PRIMARY KEY ((queue), name))""",
+    "queues": """
+        CREATE TABLE IF NOT EXISTS {ks}.queues (
+            registry int, queue text, PRIMARY KEY ((registry), queue))""",
+}
+
+KEYSPACE = """
+    CREATE KEYSPACE IF NOT EXISTS {ks}
+    WITH replication = {'class': 'SimpleStrategy', 'replication_factor': {rf}}"""
