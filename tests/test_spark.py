@@ -68,6 +68,12 @@ def stored(url: str, queue: str = "billing") -> int:
         app.close()
 
 
+def purge(url: str) -> None:
+    app = App(url)
+    app.backend.purge("billing")
+    app.close()
+
+
 def test_enqueue_rows_and_rerun_idempotently(spark, url: str) -> None:  # type: ignore[no-untyped-def]
     from scheduler.spark import enqueue_dataframe
 
@@ -125,7 +131,7 @@ def test_a_retried_partition_writes_nothing_twice(spark, url: str) -> None:  # t
         assert result.enqueued + result.skipped == 800
         assert result.skipped >= 100, "the retry found the first attempt's rows"
         assert stored(url) == 800
-        App(url).backend.purge("billing")
+        purge(url)
 
 
 def test_invalid_rows_are_rejected_with_examples(spark, url: str) -> None:  # type: ignore[no-untyped-def]
@@ -230,8 +236,13 @@ def test_rows_without_a_key_use_their_content_or_identity_columns(spark, url: st
     by_content = enqueue_dataframe(
         df, url, TASK, args=["customer_id"], kwargs={"amount": "amount_due"}, queue="billing"
     )
-    assert by_content.enqueued == 2 and by_content.skipped == 1, "identical rows are one message"
-    App(url).backend.purge("billing")
+    assert stored(url) == 2, "identical rows are one message"
+    assert by_content.enqueued + by_content.skipped == 3
+    if not url.startswith("cassandra"):
+        # SQLite and Redis check and write atomically; on Cassandra two partitions writing
+        # the same id at once may both count it as enqueued (the store still holds one)
+        assert by_content.enqueued == 2 and by_content.skipped == 1
+    purge(url)
     by_identity = enqueue_dataframe(
         df,
         url,

@@ -376,7 +376,6 @@ class CassandraBackend(Backend):
     ) -> list[Outcome]:
         if not envelopes:
             return []
-        now = self.now_ms()
         holders = self._holders(envelopes)
         present = self._present(envelopes)
         if on_conflict is OnConflict.ERROR:
@@ -417,8 +416,8 @@ class CassandraBackend(Backend):
                 outcomes.append(Outcome.REPLACED if e.id in present else Outcome.ENQUEUED)
             present.add(e.id)
             self._insert(
-                batch, e._replace(due_ms=max(e.due_ms, now)) if e.due_ms < now else e, ts + 1
-            )
+                batch, e, ts + 1
+            )  # the due time is part of the row's key: identical re-sends land on one row
             batches.append(batch)
             counts[e.queue] = counts.get(e.queue, 0) + 1
         self._execute_many(batches)
