@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 from scheduler import App, Message
 from scheduler.backends import Envelope, State
 from tests.backends import BACKEND_NAMES, backend_url
-from triggers import Repeating
+from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
 
 
@@ -141,7 +141,9 @@ def test_recurring_chain_runs_on_its_grid_and_stops(app: App) -> None:
     def tick() -> None:
         runs.add(time.time())
 
-    tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=200), repeat_count=4), key="t")
+    # catch_up: every run happens even if a slow start makes the first ones late
+    grid = Repeating(interval=timedelta(milliseconds=200), repeat_count=4, misfire=Misfire.CATCH_UP)
+    tick.schedule(trigger=grid, key="t")
     with running(app) as worker:
         wait_for(lambda: worker.stats.acked == 4)
         time.sleep(0.5)
@@ -272,7 +274,7 @@ def test_timing_wheel_fires_on_time(app: App) -> None:
     now = time.time()
     for i in range(20):
         due = now + 0.3 + i * 0.05
-        on_time.schedule(args=(due,), delay=timedelta(seconds=due - time.time()))
+        on_time.schedule(args=(due,), at=datetime.fromtimestamp(due, UTC))
     with running(app, lookahead_ms=1000) as worker:
         wait_for(lambda: worker.stats.acked == 20)
     assert min(lateness) >= -0.002, "nothing may run before it is due"

@@ -215,7 +215,8 @@ class Worker:
                     continue
                 self._counters.add("empty_polls")
                 self._pending_empty_polls += 1
-                if self.config.burst and self._idle():
+                nothing_due = next_due is None or next_due > self._now_ms()
+                if self.config.burst and self._idle() and nothing_due:
                     log.info("burst: nothing due or running; stopping")
                     self.stop()
                     break

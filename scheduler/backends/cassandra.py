@@ -597,6 +597,18 @@ class CassandraBackend(Backend):
         return [(start + i) % count for i in range(count)]
 
     def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+        batch = self._claim_once(queue, limit, lookahead_ms)
+        if batch.claims or batch.next_due_ms is None:
+            return batch
+        if batch.next_due_ms <= self.now_ms() + lookahead_ms:
+            # something older than the recent window is due: read everything, once
+            with self._guard:
+                for shard in range(self.meta(queue).shards):
+                    self._catch_up[(queue, shard)] = 0.0
+            return self._claim_once(queue, limit, lookahead_ms)
+        return batch
+
+    def _claim_once(self, queue: str, limit: int, lookahead_ms: int) -> ClaimBatch:
         found: list[tuple[int, Claim]] = []  # (priority, claim)
         for shard in self._shards_from(queue):
             if len(found) >= limit:
@@ -637,7 +649,7 @@ class CassandraBackend(Backend):
             )
         )
         full_read = start < 0
-        if full_read and len(rows) < limit * 4:
+        if full_read and len(rows) <= limit:  # everything due was claimed: back to recent
             self._catch_up[(queue, shard)] = time.monotonic() + _CATCH_UP_EVERY_S
         rows.sort(key=lambda r: (-r.priority, r.due_ms, r.id))
         token = str(fence)
@@ -813,23 +825,41 @@ class CassandraBackend(Backend):
             )
 
     def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+        """One read of the leases per shard, then logged batches of ``_CHUNK`` acks."""
+        leases = self._held_many([claim for claim, _ in items])
         results = []
         batches = []
+        batch = self._batch()
         acked: dict[str, int] = {}
         for claim, nxt in items:
-            lease = self._held(claim)
-            if lease is None:
+            lease = leases.get((claim.queue, claim.id))
+            if lease is None or lease.lease_token != claim.token:
                 results.append(False)
                 continue
-            batch = self._batch()
             self._finish(batch, claim, lease, nxt)
-            batches.append(batch)
             results.append(True)
             acked[claim.queue] = acked.get(claim.queue, 0) + 1
+            if sum(acked.values()) % _CHUNK == 0:
+                batches.append(batch)
+                batch = self._batch()
+        if len(batch) > 0:
+            batches.append(batch)
         self._execute_many(batches)
         for queue, count in acked.items():
             self._count(queue, "acked", count)
         return results
+
+    def _held_many(self, claims: Sequence[Claim]) -> dict[tuple[str, str], Any]:
+        """The current lease rows of ``claims``, by (queue, id): one query per shard."""
+        groups: dict[tuple[str, int], list[str]] = {}
+        for claim in claims:
+            shard = self._shard(claim.queue, claim.id, claim.key)
+            groups.setdefault((claim.queue, shard), []).append(claim.id)
+        found = {}
+        for (queue, shard), ids in groups.items():
+            for row in self._run(self._prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids)):
+                found[(queue, row.id)] = row
+        return found
 
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
         lease = self._held(claim)

@@ -148,3 +148,5 @@ SELECT_POISON_2 = "SELECT * FROM poison WHERE queue = ? AND id = ?"
 SELECT_POISON_3 = "SELECT id FROM poison WHERE queue = ?"
 
 SELECT_COUNTERS = "SELECT name, value FROM counters WHERE queue = ?"
+
+SELECT_LEASES_BY_IDS = "SELECT * FROM leases WHERE queue = ? AND shard = ? AND id IN ?"

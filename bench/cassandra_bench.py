@@ -1,0 +1,48 @@
+"""The benchmark scenarios on a local Cassandra node started here (as the tests do).
+
+    python -m bench.cassandra_bench [--out FILE]
+
+Sizes are smaller than for SQLite and Redis: a single 2-core node with a 1 GiB heap
+writes about a thousand messages per second, so 1,000,000 would take most of an hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import uuid
+from pathlib import Path
+
+from bench.common import emit, machine
+from bench.engine import bulk_enqueue, claim_latency, end_to_end, lateness
+from tests.servers import CassandraNode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    logging.getLogger("tickwork").setLevel(logging.WARNING)
+    logging.getLogger("cassandra").setLevel(logging.ERROR)
+    node = CassandraNode()
+    try:
+        url = f"cassandra://{node.hosts}/bench{uuid.uuid4().hex[:6]}?consistency=ONE"
+        results = {
+            "bulk_enqueue": bulk_enqueue(url, 10_000, 5000),
+            "end_to_end_defaults": end_to_end(url, 10_000, 8, None, 100),
+            "end_to_end_batch_500": end_to_end(url, 10_000, 8, 500, 500),
+            "lateness": lateness(url, 2_000, 10.0, 2.0),
+            "claim_latency_10k": claim_latency(url, 10_000, 100),
+            "claim_latency_100k": claim_latency(url, 100_000, 100),
+        }
+    finally:
+        node.stop()
+    result = {"machine": machine(), "backend": "cassandra", "results": results}
+    emit(result)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
