@@ -120,7 +120,8 @@ class CassandraBackend(Backend):
         self._metas: dict[str, QueueMeta] = {}
         self._owner = secrets.token_hex(8)
         self._offset_ms = 0
-        self._catch_up: dict[tuple[str, int], float] = {}
+        self._catch_up: dict[tuple[str, int, str], float] = {}
+        self._deep_done: set[tuple[str, int, str]] = set()
         self._cursor: dict[str, int] = {}
         self._guard = threading.Lock()
         self._prepared: dict[str, PreparedStatement] = {}
@@ -604,7 +605,7 @@ class CassandraBackend(Backend):
             # something older than the recent window is due: read everything, once
             with self._guard:
                 for shard in range(self.meta(queue).shards):
-                    self._catch_up[(queue, shard)] = 0.0
+                    self._deep_done.discard((queue, shard, "due"))
             return self._claim_once(queue, limit, lookahead_ms)
         return batch
 
@@ -627,30 +628,44 @@ class CassandraBackend(Backend):
             return ClaimBatch([claim for _, claim in found], None)
         return ClaimBatch([], self._next_due(queue))
 
-    def _due_range_start(self, queue: str, shard: int) -> int:
-        """Recent due times only, except when catching up (at start, then every 10 s, and
-        while a full read keeps filling batches): that keeps tombstones of consumed
-        messages out of most reads."""
-        due = self._catch_up.get((queue, shard), 0.0)
-        if time.monotonic() >= due:
+    def _range_start(self, queue: str, shard: int, kind: str) -> int:
+        """Where a read of due times ("due") or lease deadlines ("lease") starts.
+
+        Normally the recent window (now - 5 s), which keeps the tombstones of consumed
+        messages out of the read. The first read of a shard by this client goes back to
+        the beginning (a backlog left while no worker ran); every 10 s, and while a read
+        keeps finding more than a batch, it goes back one turn of the bucket ring.
+        """
+        now = self.now_ms()
+        with self._guard:
+            deep = (queue, shard, kind) not in self._deep_done
+            self._deep_done.add((queue, shard, kind))
+            catch_up_at = self._catch_up.get((queue, shard, kind), 0.0)
+        if deep:
             return -(2**62)
-        return self.now_ms() - _RECENT_MS
+        if time.monotonic() >= catch_up_at:
+            meta = self.meta(queue)
+            return now - meta.buckets * meta.bucket_ms
+        return now - _RECENT_MS
 
     def _claim_shard(
         self, queue: str, shard: int, fence: int, limit: int, lookahead_ms: int
     ) -> list[tuple[int, Claim]]:
         meta = self.meta(queue)
         now = self.now_ms()
-        start = self._due_range_start(queue, shard)
+        start = self._range_start(queue, shard, "due")
         rows = list(
             self._run(
                 self._prepare(cql.SELECT_QUEUE_MESSAGES),
                 (queue, list(range(meta.buckets)), shard, start, now + lookahead_ms, limit * 4),
             )
         )
-        full_read = start < 0
-        if full_read and len(rows) <= limit:  # everything due was claimed: back to recent
-            self._catch_up[(queue, shard)] = time.monotonic() + _CATCH_UP_EVERY_S
+        if len(rows) <= limit:  # everything due was claimed: recent reads until the next check
+            with self._guard:
+                if self._catch_up.get((queue, shard, "due"), 0.0) <= time.monotonic():
+                    self._catch_up[(queue, shard, "due")] = time.monotonic() + _CATCH_UP_EVERY_S
+        else:
+            self._catch_up[(queue, shard, "due")] = 0.0
         rows.sort(key=lambda r: (-r.priority, r.due_ms, r.id))
         token = str(fence)
         claims: list[tuple[int, Claim]] = []
@@ -720,6 +735,18 @@ class CassandraBackend(Backend):
                     fence + _CLAIM_WRITE,
                 ),
             )
+            _add(
+                batch,
+                self._prepare(cql.INSERT_LEASE_DEADLINE),
+                (
+                    queue,
+                    shard,
+                    self._bucket(queue, deadline),
+                    deadline,
+                    row.id,
+                    fence + _CLAIM_WRITE,
+                ),
+            )
             claims.append(
                 (
                     row.priority,
@@ -745,43 +772,77 @@ class CassandraBackend(Backend):
         return claims
 
     def _expire(self, queue: str, shard: int, fence: int) -> int:
-        """Under the shard lock: leases past their deadline become due again."""
+        """Under the shard lock: leases past their deadline become due again. Reads the
+        deadlines of the recent window (all of them when catching up), then the leases they
+        point to; a deadline whose lease is gone or was extended is stale and is deleted."""
         now = self.now_ms()
-        rows = self._run(self._prepare(cql.SELECT_LEASES), (queue, shard))
-        expired = [r for r in rows if r.deadline_ms <= now]
+        buckets = list(range(self.meta(queue).buckets))
+        start = self._range_start(queue, shard, "lease")
+        deadlines = list(
+            self._run(
+                self._prepare(cql.SELECT_LEASE_DEADLINES), (queue, shard, buckets, start, now)
+            )
+        )
+        with self._guard:
+            if self._catch_up.get((queue, shard, "lease"), 0.0) <= time.monotonic():
+                self._catch_up[(queue, shard, "lease")] = time.monotonic() + _CATCH_UP_EVERY_S
+        if not deadlines:
+            return 0
+        claims = [Claim(r.id, queue, None, b"", "", 0, 0, 0, 0) for r in deadlines]
+        leases = self._held_many(claims, shard)
         batches = []
-        for row in expired:
+        expired = 0
+        for row in deadlines:
             batch = self._batch()
             _add(
                 batch,
-                self._prepare(cql.DELETE_LEASES),
-                (fence, queue, shard, row.id),
+                self._prepare(cql.DELETE_LEASE_DEADLINE),
+                (
+                    fence,
+                    queue,
+                    shard,
+                    self._bucket(queue, row.deadline_ms),
+                    row.deadline_ms,
+                    row.id,
+                ),
             )
-            envelope = Envelope(
-                row.id, queue, row.key, row.priority, max(row.due_ms, now), row.timeout_ms, row.body
-            )
-            self._insert(batch, envelope, fence + _EXPIRE_INSERT, row.attempt, row.last_error)
+            lease = leases.get((queue, row.id))
+            if lease is not None and lease.deadline_ms <= now:
+                _add(batch, self._prepare(cql.DELETE_LEASES), (fence, queue, shard, row.id))
+                envelope = Envelope(
+                    row.id,
+                    queue,
+                    lease.key,
+                    lease.priority,
+                    max(lease.due_ms, now),
+                    lease.timeout_ms,
+                    lease.body,
+                )
+                self._insert(
+                    batch, envelope, fence + _EXPIRE_INSERT, lease.attempt, lease.last_error
+                )
+                expired += 1
+                leases.pop((queue, row.id))
             batches.append(batch)
         self._execute_many(batches)
         if expired:
-            self._catch_up[(queue, shard)] = 0.0
-            self._count(queue, "redelivered", len(expired))
-        return len(expired)
+            self._catch_up[(queue, shard, "due")] = 0.0
+            self._count(queue, "redelivered", expired)
+        return expired
 
     def _next_due(self, queue: str) -> int | None:
+        """The earliest due time or lease deadline from the recent window on."""
         meta = self.meta(queue)
+        buckets = list(range(meta.buckets))
+        since = self.now_ms() - _RECENT_MS
         candidates = []
         for shard in range(meta.shards):
-            rows = self._run(
-                self._prepare(cql.SELECT_QUEUE_MESSAGES_2),
-                (queue, list(range(meta.buckets)), shard),
-            )
+            rows = self._run(self._prepare(cql.SELECT_NEXT_DUE), (queue, buckets, shard, since))
             candidates += [r.due_ms for r in rows]
-            leases = self._run(
-                self._prepare(cql.SELECT_LEASES_2),
-                (queue, shard),
+            rows = self._run(
+                self._prepare(cql.SELECT_NEXT_LEASE_DEADLINE), (queue, shard, buckets, since)
             )
-            candidates += [r.deadline_ms for r in leases]
+            candidates += [r.deadline_ms for r in rows]
         return min(candidates) if candidates else None
 
     def _held(self, claim: Claim) -> Any:
@@ -802,6 +863,18 @@ class CassandraBackend(Backend):
             batch,
             self._prepare(cql.DELETE_MESSAGE_INDEX),
             (fence + _ACK_DELETE, claim.queue, claim.id),
+        )
+        _add(
+            batch,
+            self._prepare(cql.DELETE_LEASE_DEADLINE),
+            (
+                fence + _ACK_DELETE,
+                claim.queue,
+                shard,
+                self._bucket(claim.queue, lease.deadline_ms),
+                lease.deadline_ms,
+                claim.id,
+            ),
         )
         return fence
 
@@ -849,12 +922,14 @@ class CassandraBackend(Backend):
             self._count(queue, "acked", count)
         return results
 
-    def _held_many(self, claims: Sequence[Claim]) -> dict[tuple[str, str], Any]:
+    def _held_many(
+        self, claims: Sequence[Claim], shard: int | None = None
+    ) -> dict[tuple[str, str], Any]:
         """The current lease rows of ``claims``, by (queue, id): one query per shard."""
         groups: dict[tuple[str, int], list[str]] = {}
         for claim in claims:
-            shard = self._shard(claim.queue, claim.id, claim.key)
-            groups.setdefault((claim.queue, shard), []).append(claim.id)
+            where = shard if shard is not None else self._shard(claim.queue, claim.id, claim.key)
+            groups.setdefault((claim.queue, where), []).append(claim.id)
         found = {}
         for (queue, shard), ids in groups.items():
             for row in self._run(self._prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids)):
@@ -896,7 +971,9 @@ class CassandraBackend(Backend):
                 batch, envelope, fence + _ACK_INSERT, max(lease.attempt - 1, 0), lease.last_error
             )
             self._run(batch)
-            self._catch_up[(claim.queue, self._shard(claim.queue, claim.id, claim.key))] = 0.0
+            self._catch_up[(claim.queue, self._shard(claim.queue, claim.id, claim.key), "due")] = (
+                0.0
+            )
             released += 1
         return released
 
@@ -909,10 +986,25 @@ class CassandraBackend(Backend):
                 results.append(False)
                 continue
             shard = self._shard(claim.queue, claim.id, claim.key)
-            self._run(
+            batch = self._batch()
+            _add(
+                batch,
                 self._prepare(cql.UPDATE_LEASES),
                 (int(claim.token) + _ACK_DELETE, deadline, claim.queue, shard, claim.id),
             )
+            _add(
+                batch,
+                self._prepare(cql.INSERT_LEASE_DEADLINE),
+                (
+                    claim.queue,
+                    shard,
+                    self._bucket(claim.queue, deadline),
+                    deadline,
+                    claim.id,
+                    int(claim.token) + _ACK_DELETE,
+                ),
+            )
+            self._run(batch)
             results.append(True)
         return results
 

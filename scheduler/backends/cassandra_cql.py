@@ -150,3 +150,28 @@ SELECT_POISON_3 = "SELECT id FROM poison WHERE queue = ?"
 SELECT_COUNTERS = "SELECT name, value FROM counters WHERE queue = ?"
 
 SELECT_LEASES_BY_IDS = "SELECT * FROM leases WHERE queue = ? AND shard = ? AND id IN ?"
+
+INSERT_LEASE_DEADLINE = (
+    "INSERT INTO lease_deadlines (queue, shard, bucket, deadline_ms, id) "
+    "VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?"
+)
+
+DELETE_LEASE_DEADLINE = (
+    "DELETE FROM lease_deadlines USING TIMESTAMP ? "
+    "WHERE queue = ? AND shard = ? AND bucket = ? AND deadline_ms = ? AND id = ?"
+)
+
+SELECT_LEASE_DEADLINES = (
+    "SELECT deadline_ms, id FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
+    "AND deadline_ms > ? AND deadline_ms <= ?"
+)
+
+SELECT_NEXT_LEASE_DEADLINE = (
+    "SELECT deadline_ms FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
+    "AND deadline_ms > ? PER PARTITION LIMIT 1"
+)
+
+SELECT_NEXT_DUE = (
+    "SELECT due_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
+    "AND due_ms > ? PER PARTITION LIMIT 1"
+)

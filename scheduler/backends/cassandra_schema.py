@@ -14,8 +14,10 @@ Deviations from Astyanax, on purpose:
   uses ``USING TIMESTAMP`` derived from the fence, so a consumer whose lock expired cannot
   overwrite a newer holder's leases (last write wins in Cassandra).
 - In-flight messages (Astyanax's timeout entries) live in ``leases``, partitioned by
-  ``(queue, shard)`` and keyed by message id: at most the in-flight count per partition,
-  and a message has at most one lease, whichever claim wrote it last.
+  ``(queue, shard)`` and keyed by message id (point reads only: a message has at most one
+  lease, whichever claim wrote it last), and their deadlines in ``lease_deadlines``, in
+  the time bucket of the deadline like Astyanax's timeout entries, so finding expired
+  leases is a range read over recent deadlines that skips older tombstones.
 - Within the due messages read, higher priority goes first (a claim reads up to 4x its
   batch of due rows and takes the best); priority never makes a message run early.
 
@@ -51,6 +53,11 @@ TABLES = {
             queue text, shard int, id text, lease_token text, deadline_ms bigint, due_ms bigint,
             priority int, key text, timeout_ms int, attempt int, body blob, last_error text,
             PRIMARY KEY ((queue, shard), id)) """
+    + QUEUE_TABLE_OPTIONS,
+    "lease_deadlines": """
+        CREATE TABLE IF NOT EXISTS {ks}.lease_deadlines (
+            queue text, shard int, bucket int, deadline_ms bigint, id text,
+            PRIMARY KEY ((queue, shard, bucket), deadline_ms, id)) """
     + QUEUE_TABLE_OPTIONS,
     "message_index": """
         CREATE TABLE IF NOT EXISTS {ks}.message_index (
