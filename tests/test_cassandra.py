@@ -65,6 +65,9 @@ def test_a_dead_lock_holder_blocks_its_shard_only_until_the_lock_ttl() -> None:
     finally:
         if holder.poll() is None:
             holder.kill()
+            holder.wait(10)
+        if holder.stdout is not None:
+            holder.stdout.close()
         backend.close()
 
 
