@@ -6,19 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections import Counter
 from pathlib import Path
 
 from scheduler import App
+from tests.helpers import completed, wait_until
 
 N = 1500
-
-
-def completed(path: Path) -> Counter[int]:
-    if not path.exists():
-        return Counter()
-    return Counter(int(line) for line in path.read_text().split())
 
 
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -40,15 +33,6 @@ def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
-
-
-def wait_until(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, str]) -> None:

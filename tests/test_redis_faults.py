@@ -6,30 +6,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from scheduler import BackendUnavailable, ConfigurationError, open_backend
+from tests.helpers import completed, wait_until
 from tests.servers import RedisServer, free_port
 
 N = 2000
-
-
-def completed(path: Path) -> Counter[int]:
-    if not path.exists():
-        return Counter()
-    return Counter(int(line) for line in path.read_text().split())
-
-
-def wait_until(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def enqueue(url: str, numbers: range) -> None:
