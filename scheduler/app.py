@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler.backends import (
@@ -498,12 +499,17 @@ def _plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, flo
 
 
 def module_name(name: str) -> str:
-    """The importable name of a module, also for one run as ``python -m package.module``
-    (whose ``__name__`` is ``__main__``), so producers and workers agree on task names."""
+    """The importable name of a module, also for one run as ``python -m package.module`` or
+    ``python module.py`` (whose ``__name__`` is ``__main__``), so producers and workers
+    agree on task names."""
     if name == "__main__":
-        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
         if spec is not None and spec.name:
             return str(spec.name)
+        path = getattr(main, "__file__", None)
+        if path:  # ``python app.py``: the name a worker gets with ``-A app``
+            return Path(path).stem
     return name
 
 

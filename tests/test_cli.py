@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,37 @@ def test_the_real_console_script(
         check=False,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_a_script_run_directly_names_tasks_as_its_worker_will(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """``python app.py`` enqueues ``app.send``, the task ``tickwork worker -A app`` runs."""
+    script = tmp_path / "app.py"
+    script.write_text(
+        "from scheduler import App\n"
+        "app = App()\n"
+        "@app.task\n"
+        "def send(n: int) -> None: print('sent', n)\n"
+        "if __name__ == '__main__':\n"
+        "    print(sorted(app.tasks)); send.delay(1)\n"
+    )
+    env = {**clean_env, "TICKWORK_BACKEND": f"sqlite:///{tmp_path / 'app.db'}"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and "['app.send']" in done.stdout, done.stderr
+    worker = subprocess.run(
+        [sys.executable, "-m", "tickwork", "worker", "-A", "app", "--burst"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert worker.returncode == 0 and "sent 1" in worker.stdout, worker.stderr
