@@ -122,6 +122,7 @@ class CassandraBackend(Backend):
         self._offset_ms = 0
         self._catch_up: dict[tuple[str, int, str], float] = {}
         self._deep_done: set[tuple[str, int, str]] = set()
+        self._low: dict[tuple[str, int, int], int] = {}  # (queue, shard, bucket) -> due
         self._cursor: dict[str, int] = {}
         self._guard = threading.Lock()
         self._prepared: dict[str, PreparedStatement] = {}
@@ -628,44 +629,35 @@ class CassandraBackend(Backend):
             return ClaimBatch([claim for _, claim in found], None)
         return ClaimBatch([], self._next_due(queue))
 
-    def _range_start(self, queue: str, shard: int, kind: str) -> int:
-        """Where a read of due times ("due") or lease deadlines ("lease") starts.
+    def _range_start(self, queue: str, shard: int, kind: str) -> tuple[int, bool]:
+        """Where a read of due times ("due") or lease deadlines ("lease") starts, and
+        whether it is a normal read (which may start at the buckets' low watermarks).
 
-        Normally the recent window (now - 5 s), which keeps the tombstones of consumed
-        messages out of the read. The first read of a shard by this client goes back to
-        the beginning (a backlog left while no worker ran); every 10 s, and while a read
-        keeps finding more than a batch, it goes back one turn of the bucket ring.
+        The first read of a shard by this client goes back to the beginning (a backlog
+        left while no worker ran); every 10 s a sweep goes back one turn of the bucket
+        ring (stragglers enqueued with a past due time); otherwise the read starts at the
+        recent window (now - 5 s) or, for due times, at each bucket's low watermark, so
+        the tombstones of consumed messages are not read again and again.
         """
         now = self.now_ms()
         with self._guard:
             deep = (queue, shard, kind) not in self._deep_done
             self._deep_done.add((queue, shard, kind))
-            catch_up_at = self._catch_up.get((queue, shard, kind), 0.0)
+            sweep = time.monotonic() >= self._catch_up.get((queue, shard, kind), 0.0)
+            if deep or sweep:
+                self._catch_up[(queue, shard, kind)] = time.monotonic() + _CATCH_UP_EVERY_S
         if deep:
-            return -(2**62)
-        if time.monotonic() >= catch_up_at:
+            return -(2**62), False
+        if sweep:
             meta = self.meta(queue)
-            return now - meta.buckets * meta.bucket_ms
-        return now - _RECENT_MS
+            return now - meta.buckets * meta.bucket_ms, False
+        return now - _RECENT_MS, True
 
     def _claim_shard(
         self, queue: str, shard: int, fence: int, limit: int, lookahead_ms: int
     ) -> list[tuple[int, Claim]]:
-        meta = self.meta(queue)
         now = self.now_ms()
-        start = self._range_start(queue, shard, "due")
-        rows = list(
-            self._run(
-                self._prepare(cql.SELECT_QUEUE_MESSAGES),
-                (queue, list(range(meta.buckets)), shard, start, now + lookahead_ms, limit * 4),
-            )
-        )
-        if len(rows) <= limit:  # everything due was claimed: recent reads until the next check
-            with self._guard:
-                if self._catch_up.get((queue, shard, "due"), 0.0) <= time.monotonic():
-                    self._catch_up[(queue, shard, "due")] = time.monotonic() + _CATCH_UP_EVERY_S
-        else:
-            self._catch_up[(queue, shard, "due")] = 0.0
+        rows, truncated = self._read_due(queue, shard, now + lookahead_ms, limit * 4)
         rows.sort(key=lambda r: (-r.priority, r.due_ms, r.id))
         token = str(fence)
         claims: list[tuple[int, Claim]] = []
@@ -769,7 +761,63 @@ class CassandraBackend(Backend):
         if len(batch) > 0:
             batches.append(batch)
         self._execute_many(batches)
+        self._advance_watermarks(queue, shard, rows, {c.id for _, c in claims}, truncated, now)
         return claims
+
+    def _read_due(
+        self, queue: str, shard: int, end: int, limit: int
+    ) -> tuple[list[Any], dict[int, bool]]:
+        """Due rows of every bucket of a shard (one concurrent read per bucket), each read
+        starting at the bucket's low watermark: below it everything was consumed, so the
+        tombstones there are not read again. Returns the rows and, per bucket, whether its
+        read hit the limit."""
+        meta = self.meta(queue)
+        start, normal = self._range_start(queue, shard, "due")
+        args = []
+        for bucket in range(meta.buckets):
+            low = self._low.get((queue, shard, bucket)) if normal else None
+            args.append((queue, bucket, shard, low if low is not None else start, end, limit))
+        rows: list[Any] = []
+        truncated: dict[int, bool] = {}
+        try:
+            results = execute_concurrent_with_args(
+                self._session, self._prepare(cql.SELECT_DUE_IN_BUCKET), args, concurrency=16
+            )
+        except NoHostAvailable as err:
+            raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
+        for (ok, result), arg in zip(results, args, strict=True):
+            if not ok:
+                raise BackendError(f"Cassandra error: {result}")
+            bucket_rows = list(result)
+            truncated[arg[1]] = len(bucket_rows) >= limit
+            rows += bucket_rows
+        return rows, truncated
+
+    def _advance_watermarks(
+        self,
+        queue: str,
+        shard: int,
+        rows: list[Any],
+        claimed: set[str],
+        truncated: dict[int, bool],
+        now: int,
+    ) -> None:
+        """Move each bucket's low watermark up to where unclaimed rows begin (never past
+        the recent window, where new messages still arrive)."""
+        by_bucket: dict[int, list[Any]] = {}
+        for row in rows:
+            by_bucket.setdefault(row.bucket, []).append(row)
+        ceiling = now - _RECENT_MS
+        with self._guard:
+            for bucket, is_truncated in truncated.items():
+                seen = by_bucket.get(bucket, [])
+                left = [r.due_ms for r in seen if r.id not in claimed]
+                candidate = ceiling
+                if left:
+                    candidate = min(left) - 1
+                if is_truncated and seen:
+                    candidate = min(candidate, max(r.due_ms for r in seen) - 1)
+                self._low[(queue, shard, bucket)] = min(candidate, ceiling)
 
     def _expire(self, queue: str, shard: int, fence: int) -> int:
         """Under the shard lock: leases past their deadline become due again. Reads the
@@ -777,15 +825,12 @@ class CassandraBackend(Backend):
         point to; a deadline whose lease is gone or was extended is stale and is deleted."""
         now = self.now_ms()
         buckets = list(range(self.meta(queue).buckets))
-        start = self._range_start(queue, shard, "lease")
+        start, _ = self._range_start(queue, shard, "lease")
         deadlines = list(
             self._run(
                 self._prepare(cql.SELECT_LEASE_DEADLINES), (queue, shard, buckets, start, now)
             )
         )
-        with self._guard:
-            if self._catch_up.get((queue, shard, "lease"), 0.0) <= time.monotonic():
-                self._catch_up[(queue, shard, "lease")] = time.monotonic() + _CATCH_UP_EVERY_S
         if not deadlines:
             return 0
         claims = [Claim(r.id, queue, None, b"", "", 0, 0, 0, 0) for r in deadlines]

@@ -175,3 +175,9 @@ SELECT_NEXT_DUE = (
     "SELECT due_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
     "AND due_ms > ? PER PARTITION LIMIT 1"
 )
+
+SELECT_DUE_IN_BUCKET = (
+    "SELECT bucket, due_ms, id, priority, key, timeout_ms, attempt, body, last_error FROM "
+    "queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND due_ms > ? AND "
+    "due_ms <= ? LIMIT ?"
+)
