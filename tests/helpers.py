@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,3 +25,31 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def start_record_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A ``tickwork worker`` process for ``tests.crash_tasks``, logging to ``log``."""
+    command = [
+        sys.executable,
+        "-m",
+        "tickwork",
+        "worker",
+        "-A",
+        "tests.crash_tasks",
+        "--concurrency",
+        "4",
+        "--log-level",
+        "warning",
+    ]
+    with log.open("ab") as stderr:
+        return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def enqueue_records(url: str, numbers: range) -> None:
+    """Enqueue ``tests.crash_tasks.record(n)`` for each number on the backend at ``url``."""
+    from tests.crash_tasks import app, record
+
+    app.use_backend(url)
+    report = app.enqueue_many(record.call(n) for n in numbers)
+    assert report.enqueued == len(numbers)
+    app.close()

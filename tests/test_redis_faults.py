@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from scheduler import BackendUnavailable, ConfigurationError, open_backend
-from tests.helpers import completed, wait_until
+from tests.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.servers import RedisServer, free_port
 
 N = 2000
-
-
-def enqueue(url: str, numbers: range) -> None:
-    from tests.crash_tasks import app, record
-
-    app.use_backend(url)
-    report = app.enqueue_many(record.call(n) for n in numbers)
-    assert report.enqueued == len(numbers)
-    app.close()
 
 
 def test_kill_9_the_server_mid_run_loses_nothing(tmp_path: Path, clean_env: dict[str, str]) -> None:
@@ -33,32 +23,15 @@ def test_kill_9_the_server_mid_run_loses_nothing(tmp_path: Path, clean_env: dict
     env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
     worker: subprocess.Popen[bytes] | None = None
     try:
-        enqueue(url, range(N))
-        with (tmp_path / "worker.log").open("ab") as log:
-            worker = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tickwork",
-                    "worker",
-                    "-A",
-                    "tests.crash_tasks",
-                    "--concurrency",
-                    "4",
-                    "--log-level",
-                    "warning",
-                ],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
+        enqueue_records(url, range(N))
+        worker = start_record_worker(env, tmp_path / "worker.log")
         assert wait_until(lambda: sum(completed(done).values()) >= N // 3, 60), "worker stalled"
         server.kill()
         before_restart = completed(done)
         assert len(before_restart) < N, "the kill must land mid-run"
         time.sleep(1.0)
         server.start()
-        enqueue(url, range(N, N + 500))  # the restarted server takes new work at once
+        enqueue_records(url, range(N, N + 500))  # the restarted server takes new work at once
         assert wait_until(lambda: len(completed(done)) == N + 500, 120), (
             f"lost messages: {N + 500 - len(completed(done))} never ran; "
             f"log: {(tmp_path / 'worker.log').read_text()[-2000:]}"
