@@ -68,6 +68,16 @@ def stored(url: str, queue: str = "billing") -> int:
         app.close()
 
 
+def enqueue_invoices(df, url: str, **options):  # type: ignore[no-untyped-def]
+    """``enqueue_dataframe`` of TASK with the invoice columns as its arguments."""
+    from scheduler.spark import enqueue_dataframe
+
+    options.setdefault("queue", "billing")
+    return enqueue_dataframe(
+        df, url, TASK, args=["customer_id"], kwargs={"amount": "amount_due"}, **options
+    )
+
+
 def purge(url: str) -> None:
     app = App(url)
     app.backend.purge("billing")
@@ -75,21 +85,18 @@ def purge(url: str) -> None:
 
 
 def test_enqueue_rows_and_rerun_idempotently(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import enqueue_dataframe
 
     df = invoices(spark, 1000)
     options = dict(
-        args=["customer_id"],
-        kwargs={"amount": "amount_due"},
         key="invoice_key",
         at="send_at",
         queue="billing",
         batch_size=200,
     )
-    first = enqueue_dataframe(df, url, TASK, **options)  # type: ignore[arg-type]
+    first = enqueue_invoices(df, url, **options)  # type: ignore[arg-type]
     assert (first.enqueued, first.skipped, first.failed) == (1000, 0, 0)
     assert first.partitions == 4
-    again = enqueue_dataframe(df, url, TASK, **options)  # type: ignore[arg-type]
+    again = enqueue_invoices(df, url, **options)  # type: ignore[arg-type]
     assert (again.enqueued, again.skipped, again.failed) == (0, 1000, 0)
     assert stored(url) == 1000
     app = App(url)
@@ -105,7 +112,6 @@ def test_enqueue_rows_and_rerun_idempotently(spark, url: str) -> None:  # type: 
 
 
 def test_a_retried_partition_writes_nothing_twice(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import enqueue_dataframe
 
     def fail_first_attempt(rows_so_far: int) -> None:
         from pyspark import TaskContext
@@ -116,12 +122,9 @@ def test_a_retried_partition_writes_nothing_twice(spark, url: str) -> None:  # t
 
     for keyed in (True, False):
         df = invoices(spark, 800, partitions=2)
-        result = enqueue_dataframe(
+        result = enqueue_invoices(
             df,
             url,
-            TASK,
-            args=["customer_id"],
-            kwargs={"amount": "amount_due"},
             key="invoice_key" if keyed else None,
             queue="billing",
             batch_size=100,
@@ -135,16 +138,12 @@ def test_a_retried_partition_writes_nothing_twice(spark, url: str) -> None:  # t
 
 
 def test_invalid_rows_are_rejected_with_examples(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import enqueue_dataframe
 
     rows = [("1", 10.0, "a"), ("two", 20.0, "b"), ("3", 30.0, None), ("4", 40.0, "d")]
     df = spark.createDataFrame(rows, "customer_id string, amount_due double, k string")
-    result = enqueue_dataframe(
+    result = enqueue_invoices(
         df,
         url,
-        TASK,
-        args=["customer_id"],
-        kwargs={"amount": "amount_due"},
         key="k",
         queue="billing",
         on_invalid="reject",
@@ -157,13 +156,10 @@ def test_invalid_rows_are_rejected_with_examples(spark, url: str) -> None:  # ty
 
 
 def test_invalid_rows_can_fail_the_job(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import enqueue_dataframe
 
     df = spark.createDataFrame([("x", 1.0)], "customer_id string, amount_due double")
     with pytest.raises(Exception, match="invalid arguments"):
-        enqueue_dataframe(
-            df, url, TASK, args=["customer_id"], kwargs={"amount": "amount_due"}, queue="billing"
-        )
+        enqueue_invoices(df, url, queue="billing")
 
 
 def test_bad_options_fail_on_the_driver(spark, url: str) -> None:  # type: ignore[no-untyped-def]
@@ -177,7 +173,6 @@ def test_bad_options_fail_on_the_driver(spark, url: str) -> None:  # type: ignor
 
 
 def test_cron_triggers_from_a_column(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import enqueue_dataframe
 
     rows = [
         (1, 1.0, "c1", "0 9 * * MON-FRI"),
@@ -185,12 +180,9 @@ def test_cron_triggers_from_a_column(spark, url: str) -> None:  # type: ignore[n
         (3, 3.0, "c3", "not a cron"),
     ]
     df = spark.createDataFrame(rows, "customer_id long, amount_due double, k string, expr string")
-    result = enqueue_dataframe(
+    result = enqueue_invoices(
         df,
         url,
-        TASK,
-        args=["customer_id"],
-        kwargs={"amount": "amount_due"},
         key="k",
         cron="expr",
         tz="Europe/Paris",
@@ -229,13 +221,10 @@ def test_declared_schema_when_the_task_module_is_not_importable(spark, url: str)
 
 
 def test_rows_without_a_key_use_their_content_or_identity_columns(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import enqueue_dataframe
 
     rows = [(1, 1.0, "r1"), (1, 1.0, "r2"), (2, 2.0, "r3")]
     df = spark.createDataFrame(rows, "customer_id long, amount_due double, row_id string")
-    by_content = enqueue_dataframe(
-        df, url, TASK, args=["customer_id"], kwargs={"amount": "amount_due"}, queue="billing"
-    )
+    by_content = enqueue_invoices(df, url, queue="billing")
     assert stored(url) == 2, "identical rows are one message"
     assert by_content.enqueued + by_content.skipped == 3
     if not url.startswith("cassandra"):
@@ -243,22 +232,16 @@ def test_rows_without_a_key_use_their_content_or_identity_columns(spark, url: st
         # the same id at once may both count it as enqueued (the store still holds one)
         assert by_content.enqueued == 2 and by_content.skipped == 1
     purge(url)
-    by_identity = enqueue_dataframe(
+    by_identity = enqueue_invoices(
         df,
         url,
-        TASK,
-        args=["customer_id"],
-        kwargs={"amount": "amount_due"},
         queue="billing",
         identity=["row_id"],
     )
     assert by_identity.enqueued == 3
-    again = enqueue_dataframe(
+    again = enqueue_invoices(
         df,
         url,
-        TASK,
-        args=["customer_id"],
-        kwargs={"amount": "amount_due"},
         queue="billing",
         identity=["row_id"],
     )
