@@ -354,6 +354,25 @@ class CassandraBackend(Backend):
             )
         return True
 
+    def _key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
+        """key -> id for those of ``keys`` that are held: concurrent point reads."""
+        args = [(queue, self._key_shard(queue, key), key) for key in set(keys)]
+        if not args:
+            return {}
+        try:
+            results = execute_concurrent_with_args(
+                self._session, self._prepare(cql.SELECT_KEY_INDEX_WITH_KEY), args, concurrency=64
+            )
+        except NoHostAvailable as err:
+            raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
+        found = {}
+        for ok, result in results:
+            if not ok:
+                raise BackendError(f"Cassandra error: {result}")
+            for row in result:
+                found[str(row.key)] = str(row.id)
+        return found
+
     def _key_holder(self, queue: str, key: str) -> str | None:
         row = self._run(
             self._prepare(cql.SELECT_KEY_INDEX),
@@ -445,16 +464,17 @@ class CassandraBackend(Backend):
     def _holders(
         self, envelopes: Sequence[Envelope]
     ) -> dict[tuple[str, str | None], tuple[str, bytes]]:
-        keyed = list({(e.queue, e.key) for e in envelopes if e.key is not None})
+        """(queue, key) -> (id, body) of the messages holding the keys of ``envelopes``."""
+        by_queue: dict[str, set[str]] = {}
+        for e in envelopes:
+            if e.key is not None:
+                by_queue.setdefault(e.queue, set()).add(e.key)
         holders: dict[tuple[str, str | None], tuple[str, bytes]] = {}
-        for queue, key in keyed:
-            assert key is not None
-            holder = self._key_holder(queue, key)
-            if holder is None:
-                continue
-            stored = self.get(holder, queue)
-            if stored is not None:
-                holders[(queue, key)] = (holder, stored.envelope.body)
+        for queue, keys in by_queue.items():
+            for key, holder in self._key_holders(queue, keys).items():
+                stored = self.get(holder, queue)  # only for keys already taken
+                if stored is not None:
+                    holders[(queue, key)] = (holder, stored.envelope.body)
         return holders
 
     def _present(self, envelopes: Sequence[Envelope]) -> set[str]:
@@ -659,14 +679,21 @@ class CassandraBackend(Backend):
         now = self.now_ms()
         rows, truncated = self._read_due(queue, shard, now + lookahead_ms, limit * 4)
         rows.sort(key=lambda r: (-r.priority, r.due_ms, r.id))
+        holders: dict[str, str] = {}
+        checked: set[str] = set()
         token = str(fence)
         claims: list[tuple[int, Claim]] = []
         batches = []
         batch = self._batch()
-        for row in rows:
+        for position, row in enumerate(rows):
             if len(claims) >= limit:
                 break
-            if row.key is not None and self._key_holder(queue, row.key) != row.id:
+            if row.key is not None and row.key not in checked:
+                # check the keys of the next batch of candidates in one concurrent read
+                ahead = [r.key for r in rows[position : position + limit] if r.key is not None]
+                holders.update(self._key_holders(queue, ahead))
+                checked.update(ahead)
+            if row.key is not None and holders.get(row.key) != row.id:
                 orphan = self._batch()  # its key was cancelled or replaced meanwhile
                 _add(
                     orphan,
@@ -833,8 +860,7 @@ class CassandraBackend(Backend):
         )
         if not deadlines:
             return 0
-        claims = [Claim(r.id, queue, None, b"", "", 0, 0, 0, 0) for r in deadlines]
-        leases = self._held_many(claims, shard)
+        leases = self._leases_by_id(queue, shard, list({r.id for r in deadlines}))
         batches = []
         expired = 0
         for row in deadlines:
@@ -851,7 +877,7 @@ class CassandraBackend(Backend):
                     row.id,
                 ),
             )
-            lease = leases.get((queue, row.id))
+            lease = leases.get(row.id)
             if lease is not None and lease.deadline_ms <= now:
                 _add(batch, self._prepare(cql.DELETE_LEASES), (fence, queue, shard, row.id))
                 envelope = Envelope(
@@ -867,7 +893,7 @@ class CassandraBackend(Backend):
                     batch, envelope, fence + _EXPIRE_INSERT, lease.attempt, lease.last_error
                 )
                 expired += 1
-                leases.pop((queue, row.id))
+                leases.pop(row.id)
             batches.append(batch)
         self._execute_many(batches)
         if expired:
@@ -924,13 +950,19 @@ class CassandraBackend(Backend):
         return fence
 
     def _finish(
-        self, batch: BatchStatement, claim: Claim, lease: Any, nxt: Envelope | None
+        self,
+        batch: BatchStatement,
+        claim: Claim,
+        lease: Any,
+        nxt: Envelope | None,
+        key_holder: str | None,
     ) -> None:
-        """Drop the lease, and hand the key (if any) to the next occurrence or release it."""
+        """Drop the lease, and hand the key (if any) to the next occurrence or release it
+        (``key_holder``: who holds the claim's key now, read beforehand)."""
         fence = self._drop_lease(batch, claim, lease)
         if nxt is not None:
             self._insert(batch, nxt, fence + _ACK_INSERT)
-        elif claim.key is not None and self._key_holder(claim.queue, claim.key) == claim.id:
+        elif claim.key is not None and key_holder == claim.id:
             _add(
                 batch,
                 self._prepare(cql.DELETE_KEY_INDEX),
@@ -945,6 +977,15 @@ class CassandraBackend(Backend):
     def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
         """One read of the leases per shard, then logged batches of ``_CHUNK`` acks."""
         leases = self._held_many([claim for claim, _ in items])
+        keys: dict[str, list[str]] = {}
+        for claim, nxt in items:
+            if claim.key is not None and nxt is None:
+                keys.setdefault(claim.queue, []).append(claim.key)
+        holders = {
+            (queue, key): holder
+            for queue, names in keys.items()
+            for key, holder in self._key_holders(queue, names).items()
+        }
         results = []
         batches = []
         batch = self._batch()
@@ -954,7 +995,8 @@ class CassandraBackend(Backend):
             if lease is None or lease.lease_token != claim.token:
                 results.append(False)
                 continue
-            self._finish(batch, claim, lease, nxt)
+            holder = None if claim.key is None else holders.get((claim.queue, claim.key))
+            self._finish(batch, claim, lease, nxt, holder)
             results.append(True)
             acked[claim.queue] = acked.get(claim.queue, 0) + 1
             if sum(acked.values()) % _CHUNK == 0:
@@ -967,19 +1009,21 @@ class CassandraBackend(Backend):
             self._count(queue, "acked", count)
         return results
 
-    def _held_many(
-        self, claims: Sequence[Claim], shard: int | None = None
-    ) -> dict[tuple[str, str], Any]:
+    def _held_many(self, claims: Sequence[Claim]) -> dict[tuple[str, str], Any]:
         """The current lease rows of ``claims``, by (queue, id): one query per shard."""
         groups: dict[tuple[str, int], list[str]] = {}
         for claim in claims:
-            where = shard if shard is not None else self._shard(claim.queue, claim.id, claim.key)
-            groups.setdefault((claim.queue, where), []).append(claim.id)
+            shard = self._shard(claim.queue, claim.id, claim.key)
+            groups.setdefault((claim.queue, shard), []).append(claim.id)
         found = {}
         for (queue, shard), ids in groups.items():
-            for row in self._run(self._prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids)):
-                found[(queue, row.id)] = row
+            for message_id, row in self._leases_by_id(queue, shard, ids).items():
+                found[(queue, message_id)] = row
         return found
+
+    def _leases_by_id(self, queue: str, shard: int, ids: list[str]) -> dict[str, Any]:
+        rows = self._run(self._prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids))
+        return {str(row.id): row for row in rows}
 
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
         lease = self._held(claim)
@@ -1074,7 +1118,8 @@ class CassandraBackend(Backend):
         if lease is None:
             return False
         batch = self._batch()
-        self._finish(batch, claim, lease, next_occurrence)
+        holder = None if claim.key is None else self._key_holder(claim.queue, claim.key)
+        self._finish(batch, claim, lease, next_occurrence, holder)
         _add(
             batch,
             self._prepare(cql.INSERT_POISON),

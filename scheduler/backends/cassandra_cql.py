@@ -181,3 +181,7 @@ SELECT_DUE_IN_BUCKET = (
     "queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND due_ms > ? AND "
     "due_ms <= ? LIMIT ?"
 )
+
+SELECT_KEY_INDEX_WITH_KEY = (
+    "SELECT key, id FROM key_index WHERE queue = ? AND shard = ? AND key = ?"
+)
