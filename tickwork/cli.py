@@ -199,7 +199,7 @@ def worker(
     runner = Worker(app, config)
     runner.run(duration)
     app.close()
-    if runner._force.is_set():
+    if runner.forced:
         os._exit(1)  # running handlers were abandoned: do not wait for their threads
 
 

@@ -47,11 +47,6 @@ class Permits:
                 self._free += count
                 self._condition.notify_all()
 
-    @property
-    def in_use(self) -> int:
-        with self._condition:
-            return self.total - self._free
-
 
 @dataclass
 class WorkerStats:

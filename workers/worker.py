@@ -149,6 +149,11 @@ class Worker:
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
+    @property
+    def forced(self) -> bool:
+        """True when the worker was stopped at once (running handlers were abandoned)."""
+        return self._force.is_set()
+
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait for a stopped worker to finish its shutdown; True when it has."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
