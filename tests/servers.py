@@ -319,8 +319,8 @@ _JVM_OPTIONS = [
     "-Dio.netty.tryReflectionSetAccessible=true",
     "-Dio.netty.allocator.useCacheForAllThreads=true",
     "-Dio.netty.allocator.maxOrder=11",
-    "-Xms1G",
-    "-Xmx1G",
+    "-Xms2G",  # a keyspace per test: about 100 keyspaces of 10 tables fill 1 GiB
+    "-Xmx2G",
     "-XX:OnOutOfMemoryError=kill -9 %p",
     "-Dcassandra-foreground=yes",
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",

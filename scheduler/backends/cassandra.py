@@ -5,13 +5,23 @@ URL: ``cassandra://host1,host2:9042/keyspace?consistency=QUORUM&replication_fact
 shards=1&buckets=16&bucket_seconds=60&lock_ttl_ms=10000&username=u&password=p&ssl=true``
 
 The consume cycle, per shard: take the shard lock with a lightweight transaction (which
-also hands out a new fence) -> make expired leases due again -> read up to 4x the batch of
-due messages across the shard's time buckets (one ``IN`` query) -> one logged batch per
-chunk that deletes them from the queue and writes their leases, every write ``USING
-TIMESTAMP`` the fence -> release the lock. Ack reads its lease and, if the token (the
-fence) still matches, deletes it and writes the next occurrence in one batch, with
-timestamps just above the fence, so a stale consumer can neither overwrite a newer lease
-nor resurrect an occurrence that already ran.
+also hands out a new fence and the shard's read positions) -> make expired leases due
+again -> read up to 4x the batch of due messages after the read position -> logged
+batches that delete them from the queue and write their leases, every write ``USING
+TIMESTAMP`` the fence -> release the lock, storing the advanced read positions. Ack reads
+its lease and, if the token (the fence) still matches, deletes it and writes the next
+occurrence in one batch, with timestamps just above the fence, so a stale consumer can
+neither overwrite a newer lease nor resurrect an occurrence that already ran.
+
+Tombstones: a consumed message leaves a tombstone until compaction after
+``gc_grace_seconds``. Reads never start at the beginning of a partition: the shard's
+**read position** ``(ready_ms, id)`` moves past every consumed row (never past one that was
+left, nor closer than ``_READ_MARGIN_MS`` to now, where rows still arrive), so a claim
+reads only live rows plus the few consumed in the last moment. Rows are clustered by their
+**ready time**, the due time or, for a message written more than ``_CLAMP_MS`` after it
+was due, the time it was written, so no row lands behind the read position; a **sweep
+position** trails ``_SWEEP_LAG_MS`` behind and picks up any row that still did (a write
+delayed by seconds). Lease deadlines get the same treatment (``expired_ms``).
 
 Times: due times compare against the coordinator's clock (the offset is measured at
 connect). Cassandra orders writes by timestamp, so producer and worker clocks must be in
@@ -26,7 +36,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -62,6 +72,8 @@ from scheduler.clock import Clock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError, KeyConflict
 from scheduler.ids import stable_shard
 
+Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
+
 _OPTIONS = {
     "consistency",
     "replication_factor",
@@ -74,7 +86,8 @@ _OPTIONS = {
     "ssl",
     "create_schema",
 }
-_CHUNK = 20  # messages per logged batch: keeps batches under Cassandra's size warnings
+_CHUNK = 20  # claims or acks per logged batch
+_BATCH_BYTES = 4_000  # enqueue: messages per logged batch up to about this size
 _FENCE_STEP = 1000  # microseconds between two holders' fences
 # Write timestamps relative to a claim's fence, in the order the writes must win:
 _EXPIRE_INSERT = 1  # an expired lease's message is pending again (its lease deleted at +0)
@@ -82,9 +95,22 @@ _CLAIM_DELETE = 2  # the claim removes the pending row ...
 _CLAIM_WRITE = 3  # ... and writes the lease
 _ACK_DELETE = 4  # ack / retry / release / poison drop the lease (extend also writes here)
 _ACK_INSERT = 5  # and write the next occurrence (or the retried message)
-_RECENT_MS = 5_000  # a claim reads due times newer than now - this, unless catching up
-_CATCH_UP_EVERY_S = 10.0
+_READ_MARGIN_MS = 250  # the read position stays this far behind now
+_CLAMP_MS = 100  # a message written this long after its due time is stored as ready now
+_SWEEP_LAG_MS = 5_000  # the sweep for rows that landed behind the read position trails so far
+_END_ID = "\U0010ffff"  # sorts after every id: (ms, _END_ID) is "all of that millisecond"
+_ORIGIN: Position = (-(2**62), "")
 _TABLE = re.compile(r"\b(FROM|INTO|UPDATE)\s+(" + "|".join(TABLES) + r")\b")
+
+
+@dataclass(frozen=True)
+class ShardState:
+    """A held shard lock, and the shard's positions as its last holder left them."""
+
+    fence: int
+    read: Position  # every pending row at or before it was consumed ...
+    swept: Position  # ... even rows that landed late, up to here
+    expired_ms: int  # lease deadlines at or before it were handled
 
 
 @dataclass(frozen=True)
@@ -120,9 +146,7 @@ class CassandraBackend(Backend):
         self._metas: dict[str, QueueMeta] = {}
         self._owner = secrets.token_hex(8)
         self._offset_ms = 0
-        self._catch_up: dict[tuple[str, int, str], float] = {}
-        self._deep_done: set[tuple[str, int, str]] = set()
-        self._low: dict[tuple[str, int, int], int] = {}  # (queue, shard, bucket) -> due
+        self._positions: dict[tuple[str, int], Position] = {}  # last read position seen
         self._cursor: dict[str, int] = {}
         self._guard = threading.Lock()
         self._prepared: dict[str, PreparedStatement] = {}
@@ -240,14 +264,14 @@ class CassandraBackend(Backend):
             return found
         d = self._defaults
         self._run(
-            self._prepare(cql.INSERT_QUEUE_META),
+            self._prepare(cql.INSERT_META),
             (queue, d.shards, d.buckets, d.bucket_ms),
         )
         row = self._run(
-            self._prepare(cql.SELECT_QUEUE_META),
+            self._prepare(cql.SELECT_META),
             (queue,),
         ).one()
-        self._run(self._prepare(cql.INSERT_QUEUES), (queue,))
+        self._run(self._prepare(cql.REGISTER_QUEUE), (queue,))
         found = QueueMeta(row.shards, row.buckets, row.bucket_ms)
         self._metas[queue] = found
         return found
@@ -265,11 +289,17 @@ class CassandraBackend(Backend):
     def _count(self, queue: str, name: str, delta: int) -> None:
         if delta:
             self._run(
-                self._prepare(cql.UPDATE_COUNTERS),
+                self._prepare(cql.ADD_COUNTER),
                 (delta, queue, name),
             )
 
     # -- writes shared by several operations ---------------------------------------------
+
+    def _ready_ms(self, due_ms: int) -> int:
+        """Where a message due at ``due_ms`` is stored: its due time, or now if it is
+        written late, so that it never lands behind a consumer's read position."""
+        now = self.now_ms()
+        return due_ms if due_ms >= now - _CLAMP_MS else now
 
     def _insert(
         self,
@@ -280,18 +310,19 @@ class CassandraBackend(Backend):
         error: str | None = None,
     ) -> None:
         """Add the writes that store ``e`` as pending (queue row, index, key)."""
-        due = max(e.due_ms, 0)
+        ready = self._ready_ms(e.due_ms)
         shard = self._shard(e.queue, e.id, e.key)
-        bucket = self._bucket(e.queue, due)
+        bucket = self._bucket(e.queue, ready)
         _add(
             batch,
-            self._prepare(cql.INSERT_QUEUE_MESSAGES),
+            self._prepare(cql.INSERT_PENDING),
             (
                 e.queue,
                 bucket,
                 shard,
-                due,
+                ready,
                 e.id,
+                e.due_ms,
                 e.priority,
                 e.key,
                 e.timeout_ms,
@@ -301,90 +332,73 @@ class CassandraBackend(Backend):
                 ts,
             ),
         )
-        _add(
-            batch,
-            self._prepare(cql.INSERT_MESSAGE_INDEX),
-            (e.queue, e.id, bucket, shard, due, ts),
-        )
+        _add(batch, self._prepare(cql.INSERT_INDEX), (e.queue, e.id, bucket, shard, ready, ts))
         if e.key is not None:
             _add(
                 batch,
-                self._prepare(cql.INSERT_KEY_INDEX),
+                self._prepare(cql.INSERT_KEY),
                 (e.queue, self._key_shard(e.queue, e.key), e.key, e.id, ts),
             )
 
     def _remove(self, batch: BatchStatement, queue: str, message_id: str, ts: int) -> bool:
         """Add the deletes that remove a message wherever it is; False if it is not stored."""
-        where = self._run(
-            self._prepare(cql.SELECT_MESSAGE_INDEX_2),
-            (queue, message_id),
-        ).one()
+        where = self._run(self._prepare(cql.SELECT_INDEX), (queue, message_id)).one()
         if where is None:
             return False
         key = None
         if where.leased:
             lease = self._lease(queue, where.shard, message_id)
             key = lease.key if lease is not None else None
-            _add(
-                batch,
-                self._prepare(cql.DELETE_LEASES),
-                (ts, queue, where.shard, message_id),
-            )
+            _add(batch, self._prepare(cql.DELETE_LEASE), (ts, queue, where.shard, message_id))
         else:
-            row = self._run(
-                self._prepare(cql.SELECT_QUEUE_MESSAGES_5),
-                (queue, where.bucket, where.shard, where.due_ms, message_id),
-            ).one()
+            place = (queue, where.bucket, where.shard, where.ready_ms, message_id)
+            row = self._run(self._prepare(cql.SELECT_PENDING), place).one()
             key = row.key if row is not None else None
-            _add(
-                batch,
-                self._prepare(cql.DELETE_QUEUE_MESSAGES),
-                (ts, queue, where.bucket, where.shard, where.due_ms, message_id),
-            )
-        _add(
-            batch,
-            self._prepare(cql.DELETE_MESSAGE_INDEX),
-            (ts, queue, message_id),
-        )
+            _add(batch, self._prepare(cql.DELETE_PENDING), (ts, *place))
+        _add(batch, self._prepare(cql.DELETE_INDEX), (ts, queue, message_id))
         if key is not None and self._key_holder(queue, key) == message_id:
             _add(
                 batch,
-                self._prepare(cql.DELETE_KEY_INDEX),
+                self._prepare(cql.DELETE_KEY),
                 (ts, queue, self._key_shard(queue, key), key),
             )
         return True
 
-    def _key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
-        """key -> id for those of ``keys`` that are held: concurrent point reads."""
-        args = [(queue, self._key_shard(queue, key), key) for key in set(keys)]
+    def _concurrently(self, statement: PreparedStatement, args: list[Any]) -> list[Any]:
+        """Run ``statement`` once per parameter tuple, concurrently; the results in order."""
         if not args:
-            return {}
+            return []
         try:
             results = execute_concurrent_with_args(
-                self._session, self._prepare(cql.SELECT_KEY_INDEX_WITH_KEY), args, concurrency=64
+                self._session, statement, [_unset_nulls(a) for a in args], concurrency=64
             )
         except NoHostAvailable as err:
             raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
-        found = {}
+        found = []
         for ok, result in results:
             if not ok:
                 raise BackendError(f"Cassandra error: {result}")
-            for row in result:
-                found[str(row.key)] = str(row.id)
+            found.append(result)
         return found
 
+    def _key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
+        """key -> id for those of ``keys`` that are held: one ``IN`` read per shard and 100."""
+        by_shard: dict[int, list[str]] = {}
+        for key in set(keys):
+            by_shard.setdefault(self._key_shard(queue, key), []).append(key)
+        args = [
+            (queue, shard, names[i : i + 100])
+            for shard, names in by_shard.items()
+            for i in range(0, len(names), 100)
+        ]
+        results = self._concurrently(self._prepare(cql.SELECT_KEYS), args)
+        return {str(row.key): str(row.id) for result in results for row in result}
+
     def _key_holder(self, queue: str, key: str) -> str | None:
-        row = self._run(
-            self._prepare(cql.SELECT_KEY_INDEX),
-            (queue, self._key_shard(queue, key), key),
-        ).one()
-        return None if row is None else str(row.id)
+        return self._key_holders(queue, [key]).get(key)
 
     def _lease(self, queue: str, shard: int, message_id: str) -> Any:
-        return self._run(
-            self._prepare(cql.SELECT_LEASES_3),
-            (queue, shard, message_id),
-        ).one()
+        return self._run(self._prepare(cql.SELECT_LEASE), (queue, shard, message_id)).one()
 
     @staticmethod
     def _batch() -> BatchStatement:
@@ -395,6 +409,8 @@ class CassandraBackend(Backend):
     def enqueue(
         self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
     ) -> list[Outcome]:
+        """Logged batches of several messages each (a batch is atomic, so a message's row
+        and its index entries are written together)."""
         if not envelopes:
             return []
         holders = self._holders(envelopes)
@@ -410,11 +426,11 @@ class CassandraBackend(Backend):
                 raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
         outcomes: list[Outcome] = []
         batches: list[BatchStatement] = []
+        batch, size = self._batch(), 0
         counts: dict[str, int] = {}
         for e in envelopes:
             ts = self._now_us()
             holder = holders.get((e.queue, e.key)) if e.key is not None else None
-            batch = self._batch()
             if e.key is not None:
                 if holder == (e.id, e.body) and on_conflict is not OnConflict.REPLACE:
                     outcomes.append(Outcome.DUPLICATE)
@@ -436,11 +452,14 @@ class CassandraBackend(Backend):
                     self._remove(batch, e.queue, e.id, ts)
                 outcomes.append(Outcome.REPLACED if e.id in present else Outcome.ENQUEUED)
             present.add(e.id)
-            self._insert(
-                batch, e, ts + 1
-            )  # the due time is part of the row's key: identical re-sends land on one row
-            batches.append(batch)
+            self._insert(batch, e, ts + 1)
             counts[e.queue] = counts.get(e.queue, 0) + 1
+            size += len(e.body) + 200
+            if size >= _BATCH_BYTES:
+                batches.append(batch)
+                batch, size = self._batch(), 0
+        if len(batch) > 0:
+            batches.append(batch)
         self._execute_many(batches)
         for queue, count in counts.items():
             self._count(queue, "enqueued", count)
@@ -478,27 +497,26 @@ class CassandraBackend(Backend):
         return holders
 
     def _present(self, envelopes: Sequence[Envelope]) -> set[str]:
-        statement = self._prepare(cql.SELECT_MESSAGE_INDEX)
-        args = [(e.queue, e.id) for e in envelopes]
-        found: set[str] = set()
-        try:
-            for ok, result in execute_concurrent_with_args(
-                self._session, statement, args, concurrency=64
-            ):
-                if ok:
-                    found.update(str(row.id) for row in result)
-        except NoHostAvailable as err:
-            raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
-        return found
+        by_queue: dict[str, list[str]] = {}
+        for e in envelopes:
+            by_queue.setdefault(e.queue, []).append(e.id)
+        return {
+            message_id
+            for queue, ids in by_queue.items()
+            for message_id in self._indexed(queue, ids)
+        }
+
+    def _indexed(self, queue: str, ids: list[str]) -> dict[str, Any]:
+        """The index rows of those of ``ids`` that are stored: one ``IN`` read per 100."""
+        chunks = [(queue, ids[i : i + 100]) for i in range(0, len(ids), 100)]
+        results = self._concurrently(self._prepare(cql.SELECT_INDEX_BY_IDS), chunks)
+        return {str(row.id): row for result in results for row in result}
 
     # -- reading and cancelling ----------------------------------------------------------
 
     def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
         for name in [queue] if queue is not None else self.queues():
-            where = self._run(
-                self._prepare(cql.SELECT_MESSAGE_INDEX_2),
-                (name, message_id),
-            ).one()
+            where = self._run(self._prepare(cql.SELECT_INDEX), (name, message_id)).one()
             if where is None:
                 continue
             if where.leased:
@@ -516,15 +534,15 @@ class CassandraBackend(Backend):
                 )
                 return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
             row = self._run(
-                self._prepare(cql.SELECT_QUEUE_MESSAGES_6),
-                (name, where.bucket, where.shard, where.due_ms, message_id),
+                self._prepare(cql.SELECT_PENDING),
+                (name, where.bucket, where.shard, where.ready_ms, message_id),
             ).one()
             if row is None:
                 continue
             envelope = Envelope(
                 message_id, name, row.key, row.priority, row.due_ms, row.timeout_ms, row.body
             )
-            state = State.SCHEDULED if row.due_ms > self.now_ms() else State.READY
+            state = State.SCHEDULED if row.ready_ms > self.now_ms() else State.READY
             return StoredMessage(envelope, state, row.attempt, row.last_error)
         return None
 
@@ -549,7 +567,7 @@ class CassandraBackend(Backend):
         found = self._remove(batch, queue, holder, ts)
         _add(
             batch,
-            self._prepare(cql.DELETE_KEY_INDEX),
+            self._prepare(cql.DELETE_KEY),
             (ts, queue, self._key_shard(queue, key), key),
         )
         self._run(batch)
@@ -559,21 +577,17 @@ class CassandraBackend(Backend):
         found = []
         for name in [queue] if queue is not None else self.queues():
             for shard in range(self.meta(name).shards):
-                rows = self._run(
-                    self._prepare(cql.SELECT_KEY_INDEX_2),
-                    (name, shard),
-                )
-                for row in rows:
+                for row in self._run(self._prepare(cql.SELECT_SHARD_KEYS), (name, shard)):
                     stored = self.get(row.id, name)
                     if stored is not None:
                         found.append(stored)
         return found
 
-    # -- the shard lock ------------------------------------------------------------------
+    # -- the shard lock and the shard's positions ----------------------------------------
 
-    def _lock(self, queue: str, shard: int) -> int | None:
-        """Take the shard lock (LWT); returns the new fence, or None if another holds it
-        (or the lightweight transaction lost a race with another contender)."""
+    def _lock(self, queue: str, shard: int) -> ShardState | None:
+        """Take the shard lock (LWT); returns the new fence with the shard's positions, or
+        None if another holds it (or the lightweight transaction lost a race)."""
         try:
             return self._try_lock(queue, shard)
         except BackendError as err:
@@ -581,33 +595,48 @@ class CassandraBackend(Backend):
                 return None  # Paxos contention: treat the shard as busy
             raise
 
-    def _try_lock(self, queue: str, shard: int) -> int | None:
+    def _lock_row(self, queue: str, shard: int) -> Any:
+        return self._run(self._prepare(cql.SELECT_LOCK), (queue, shard)).one()
+
+    def _try_lock(self, queue: str, shard: int) -> ShardState | None:
         now = self.now_ms()
-        row = self._run(
-            self._prepare(cql.SELECT_SHARD_LOCKS),
-            (queue, shard),
-        ).one()
+        row = self._lock_row(queue, shard)
         if row is not None and row.owner is not None and (row.expires_ms or 0) > now:
             return None
         previous = row.fence if row is not None and row.fence is not None else 0
         fence = max(self._now_us(), previous + _FENCE_STEP)
         if row is None:
             result = self._run(
-                self._prepare(cql.INSERT_SHARD_LOCKS),
+                self._prepare(cql.INSERT_LOCK),
                 (queue, shard, self._owner, now + self._lock_ttl_ms, fence),
             )
         else:
             result = self._run(
-                self._prepare(cql.UPDATE_SHARD_LOCKS_2),
+                self._prepare(cql.TAKE_LOCK),
                 (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence),
             )
-        return fence if result.was_applied else None
+        if not result.was_applied:
+            return None
+        read, swept, expired_ms = _positions(row)
+        return ShardState(fence, read, swept, expired_ms)
 
-    def _unlock(self, queue: str, shard: int, fence: int) -> None:
+    def _unlock(self, queue: str, shard: int, state: ShardState) -> None:
+        """Release the lock and store the positions (only if the lock is still ours)."""
         self._run(
-            self._prepare(cql.UPDATE_SHARD_LOCKS),
-            (queue, shard, fence),
+            self._prepare(cql.RELEASE_LOCK),
+            (
+                state.read[0],
+                state.read[1],
+                state.swept[0],
+                state.swept[1],
+                state.expired_ms,
+                queue,
+                shard,
+                state.fence,
+            ),
         )
+        with self._guard:
+            self._positions[(queue, shard)] = state.read
 
     # -- consuming -----------------------------------------------------------------------
 
@@ -619,255 +648,185 @@ class CassandraBackend(Backend):
         return [(start + i) % count for i in range(count)]
 
     def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
-        batch = self._claim_once(queue, limit, lookahead_ms)
-        if batch.claims or batch.next_due_ms is None:
-            return batch
-        if batch.next_due_ms <= self.now_ms() + lookahead_ms:
-            # something older than the recent window is due: read everything, once
-            with self._guard:
-                for shard in range(self.meta(queue).shards):
-                    self._deep_done.discard((queue, shard, "due"))
-            return self._claim_once(queue, limit, lookahead_ms)
-        return batch
-
-    def _claim_once(self, queue: str, limit: int, lookahead_ms: int) -> ClaimBatch:
         found: list[tuple[int, Claim]] = []  # (priority, claim)
         for shard in self._shards_from(queue):
             if len(found) >= limit:
                 break
-            fence = self._lock(queue, shard)
-            if fence is None:
+            state = self._lock(queue, shard)
+            if state is None:
                 continue  # another consumer holds it: skip, as Astyanax does
+            after = state
             try:
-                self._expire(queue, shard, fence)
-                found += self._claim_shard(queue, shard, fence, limit - len(found), lookahead_ms)
+                _, after = self._expire(queue, shard, after)
+                claims, after = self._claim_shard(
+                    queue, shard, after, limit - len(found), lookahead_ms
+                )
+                found += claims
             finally:
-                self._unlock(queue, shard, fence)
+                self._unlock(queue, shard, after)
         if found:
             self._count(queue, "claimed", len(found))
             found.sort(key=lambda pair: (-pair[0], pair[1].due_ms))  # merge the shards' batches
             return ClaimBatch([claim for _, claim in found], None)
         return ClaimBatch([], self._next_due(queue))
 
-    def _range_start(self, queue: str, shard: int, kind: str) -> tuple[int, bool]:
-        """Where a read of due times ("due") or lease deadlines ("lease") starts, and
-        whether it is a normal read (which may start at the buckets' low watermarks).
+    def _buckets_between(self, queue: str, first_ms: int, last_ms: int) -> list[int]:
+        """The buckets that hold times ``first_ms`` to ``last_ms``, oldest first."""
+        meta = self.meta(queue)
+        first, last = first_ms // meta.bucket_ms, last_ms // meta.bucket_ms
+        if last - first + 1 >= meta.buckets:
+            return list(range(meta.buckets))
+        return [slot % meta.buckets for slot in range(first, last + 1)]
 
-        The first read of a shard by this client goes back to the beginning (a backlog
-        left while no worker ran); every 10 s a sweep goes back one turn of the bucket
-        ring (stragglers enqueued with a past due time); otherwise the read starts at the
-        recent window (now - 5 s) or, for due times, at each bucket's low watermark, so
-        the tombstones of consumed messages are not read again and again.
-        """
-        now = self.now_ms()
-        with self._guard:
-            deep = (queue, shard, kind) not in self._deep_done
-            self._deep_done.add((queue, shard, kind))
-            sweep = time.monotonic() >= self._catch_up.get((queue, shard, kind), 0.0)
-            if deep or sweep:
-                self._catch_up[(queue, shard, kind)] = time.monotonic() + _CATCH_UP_EVERY_S
-        if deep:
-            return -(2**62), False
-        if sweep:
-            meta = self.meta(queue)
-            return now - meta.buckets * meta.bucket_ms, False
-        return now - _RECENT_MS, True
+    def _read_between(
+        self, queue: str, shard: int, after: Position, upto: Position, limit: int
+    ) -> tuple[list[Any], Position]:
+        """Pending rows with ``after < (ready_ms, id) <= upto``, oldest first, up to
+        ``limit`` per bucket, and how far the rows returned are complete: a bucket whose
+        read hit the limit is only known up to its last row."""
+        buckets = self._buckets_between(queue, after[0], upto[0])
+        args = [(queue, b, shard, *after, *upto, limit) for b in buckets]
+        seen = upto
+        rows: list[Any] = []
+        for result in self._concurrently(self._prepare(cql.SELECT_PENDING_BETWEEN), args):
+            bucket_rows = list(result)
+            if len(bucket_rows) >= limit:
+                seen = min(seen, (bucket_rows[-1].ready_ms, bucket_rows[-1].id))
+            rows += bucket_rows
+        rows = [r for r in rows if (r.ready_ms, r.id) <= seen]
+        rows.sort(key=lambda r: (r.ready_ms, r.id))
+        return rows, seen
 
     def _claim_shard(
-        self, queue: str, shard: int, fence: int, limit: int, lookahead_ms: int
-    ) -> list[tuple[int, Claim]]:
+        self, queue: str, shard: int, state: ShardState, limit: int, lookahead_ms: int
+    ) -> tuple[list[tuple[int, Claim]], ShardState]:
+        """Claim up to ``limit`` due messages of a locked shard: the rows after the read
+        position plus any row the sweep finds behind it; returns the claims and the
+        shard's advanced positions."""
         now = self.now_ms()
-        rows, truncated = self._read_due(queue, shard, now + lookahead_ms, limit * 4)
-        rows.sort(key=lambda r: (-r.priority, r.due_ms, r.id))
-        holders: dict[str, str] = {}
-        checked: set[str] = set()
-        token = str(fence)
+        window = limit * 4
+        # a late row was written at most _SWEEP_LAG_MS after its ready time, so the sweep
+        # looks at ready times between 2x and 1x that lag ago that the read position passed
+        sweep_from = max(state.swept, (now - 2 * _SWEEP_LAG_MS, ""))
+        sweep_to = min(state.read, (now - _SWEEP_LAG_MS, _END_ID))
+        late: list[Any] = []
+        late_seen = sweep_from
+        if sweep_from < sweep_to:
+            late, late_seen = self._read_between(queue, shard, sweep_from, sweep_to, window)
+        rows, seen = self._read_between(
+            queue, shard, state.read, (now + lookahead_ms, _END_ID), window
+        )
+        candidates = sorted(late + rows, key=lambda r: (-r.priority, r.ready_ms, r.id))[:limit]
+        orphans = self._orphans(queue, candidates)
         claims: list[tuple[int, Claim]] = []
         batches = []
         batch = self._batch()
-        for position, row in enumerate(rows):
-            if len(claims) >= limit:
-                break
-            if row.key is not None and row.key not in checked:
-                # check the keys of the next batch of candidates in one concurrent read
-                ahead = [r.key for r in rows[position : position + limit] if r.key is not None]
-                holders.update(self._key_holders(queue, ahead))
-                checked.update(ahead)
-            if row.key is not None and holders.get(row.key) != row.id:
-                orphan = self._batch()  # its key was cancelled or replaced meanwhile
+        for row in candidates:
+            place = (queue, row.bucket, shard, row.ready_ms, row.id)
+            if row.id in orphans:  # cancelled, replaced or written twice meanwhile
+                orphan = self._batch()
                 _add(
-                    orphan,
-                    self._prepare(cql.DELETE_QUEUE_MESSAGES),
-                    (
-                        fence + _CLAIM_DELETE,
-                        queue,
-                        self._bucket(queue, row.due_ms),
-                        shard,
-                        row.due_ms,
-                        row.id,
-                    ),
+                    orphan, self._prepare(cql.DELETE_PENDING), (state.fence + _CLAIM_DELETE, *place)
                 )
                 batches.append(orphan)
                 continue
-            deadline = max(now, row.due_ms) + row.timeout_ms
-            attempt = (row.attempt or 0) + 1
-            _add(
-                batch,
-                self._prepare(cql.DELETE_QUEUE_MESSAGES),
-                (
-                    fence + _CLAIM_DELETE,
-                    queue,
-                    self._bucket(queue, row.due_ms),
-                    shard,
-                    row.due_ms,
-                    row.id,
-                ),
-            )
-            _add(
-                batch,
-                self._prepare(cql.INSERT_LEASES),
-                (
-                    queue,
-                    shard,
-                    row.id,
-                    token,
-                    deadline,
-                    row.due_ms,
-                    row.priority,
-                    row.key,
-                    row.timeout_ms,
-                    attempt,
-                    row.body,
-                    row.last_error,
-                    fence + _CLAIM_WRITE,
-                ),
-            )
-            _add(
-                batch,
-                self._prepare(cql.INSERT_MESSAGE_INDEX_2),
-                (
-                    queue,
-                    row.id,
-                    self._bucket(queue, row.due_ms),
-                    shard,
-                    row.due_ms,
-                    fence + _CLAIM_WRITE,
-                ),
-            )
-            _add(
-                batch,
-                self._prepare(cql.INSERT_LEASE_DEADLINE),
-                (
-                    queue,
-                    shard,
-                    self._bucket(queue, deadline),
-                    deadline,
-                    row.id,
-                    fence + _CLAIM_WRITE,
-                ),
-            )
-            claims.append(
-                (
-                    row.priority,
-                    Claim(
-                        row.id,
-                        queue,
-                        row.key,
-                        row.body,
-                        token,
-                        attempt,
-                        row.due_ms,
-                        deadline,
-                        row.timeout_ms,
-                    ),
-                )
-            )
+            claim = self._lease_writes(batch, queue, state.fence, shard, row, now)
+            claims.append((row.priority, claim))
             if len(claims) % _CHUNK == 0:
                 batches.append(batch)
                 batch = self._batch()
         if len(batch) > 0:
             batches.append(batch)
         self._execute_many(batches)
-        self._advance_watermarks(queue, shard, rows, {c.id for _, c in claims}, truncated, now)
-        return claims
+        consumed = {row.id for row in candidates}
+        read = _advance(state.read, rows, consumed, seen, (now - _READ_MARGIN_MS, _END_ID))
+        swept = _advance(sweep_from, late, consumed, late_seen, sweep_to)
+        return claims, ShardState(state.fence, read, swept, state.expired_ms)
 
-    def _read_due(
-        self, queue: str, shard: int, end: int, limit: int
-    ) -> tuple[list[Any], dict[int, bool]]:
-        """Due rows of every bucket of a shard (one concurrent read per bucket), each read
-        starting at the bucket's low watermark: below it everything was consumed, so the
-        tombstones there are not read again. Returns the rows and, per bucket, whether its
-        read hit the limit."""
-        meta = self.meta(queue)
-        start, normal = self._range_start(queue, shard, "due")
-        args = []
-        for bucket in range(meta.buckets):
-            low = self._low.get((queue, shard, bucket)) if normal else None
-            args.append((queue, bucket, shard, low if low is not None else start, end, limit))
-        rows: list[Any] = []
-        truncated: dict[int, bool] = {}
-        try:
-            results = execute_concurrent_with_args(
-                self._session, self._prepare(cql.SELECT_DUE_IN_BUCKET), args, concurrency=16
-            )
-        except NoHostAvailable as err:
-            raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
-        for (ok, result), arg in zip(results, args, strict=True):
-            if not ok:
-                raise BackendError(f"Cassandra error: {result}")
-            bucket_rows = list(result)
-            truncated[arg[1]] = len(bucket_rows) >= limit
-            rows += bucket_rows
-        return rows, truncated
+    def _orphans(self, queue: str, rows: list[Any]) -> set[str]:
+        """Ids of ``rows`` that must not run: their key now belongs to another message, or
+        (for rows stored as ready later than due, which a concurrent identical re-send can
+        write twice) the index points elsewhere."""
+        keys = [r.key for r in rows if r.key is not None]
+        holders = self._key_holders(queue, keys) if keys else {}
+        orphans = {r.id for r in rows if r.key is not None and holders.get(r.key) != r.id}
+        moved = [r for r in rows if r.ready_ms != r.due_ms and r.id not in orphans]
+        where = self._indexed(queue, [r.id for r in moved])
+        for row in moved:
+            found = where.get(row.id)
+            if found is None or found.leased or found.ready_ms != row.ready_ms:
+                orphans.add(row.id)
+        return orphans
 
-    def _advance_watermarks(
-        self,
-        queue: str,
-        shard: int,
-        rows: list[Any],
-        claimed: set[str],
-        truncated: dict[int, bool],
-        now: int,
-    ) -> None:
-        """Move each bucket's low watermark up to where unclaimed rows begin (never past
-        the recent window, where new messages still arrive)."""
-        by_bucket: dict[int, list[Any]] = {}
-        for row in rows:
-            by_bucket.setdefault(row.bucket, []).append(row)
-        ceiling = now - _RECENT_MS
-        with self._guard:
-            for bucket, is_truncated in truncated.items():
-                seen = by_bucket.get(bucket, [])
-                left = [r.due_ms for r in seen if r.id not in claimed]
-                candidate = ceiling
-                if left:
-                    candidate = min(left) - 1
-                if is_truncated and seen:
-                    candidate = min(candidate, max(r.due_ms for r in seen) - 1)
-                self._low[(queue, shard, bucket)] = min(candidate, ceiling)
+    def _lease_writes(
+        self, batch: BatchStatement, queue: str, fence: int, shard: int, row: Any, now: int
+    ) -> Claim:
+        """Add the writes that move a pending row to a lease; returns the claim."""
+        deadline = max(now, row.ready_ms) + row.timeout_ms
+        attempt = (row.attempt or 0) + 1
+        token = str(fence)
+        _add(
+            batch,
+            self._prepare(cql.DELETE_PENDING),
+            (fence + _CLAIM_DELETE, queue, row.bucket, shard, row.ready_ms, row.id),
+        )
+        _add(
+            batch,
+            self._prepare(cql.INSERT_LEASE),
+            (
+                queue,
+                shard,
+                row.id,
+                token,
+                deadline,
+                row.due_ms,
+                row.priority,
+                row.key,
+                row.timeout_ms,
+                attempt,
+                row.body,
+                row.last_error,
+                fence + _CLAIM_WRITE,
+            ),
+        )
+        _add(
+            batch,
+            self._prepare(cql.INSERT_INDEX_LEASED),
+            (queue, row.id, row.bucket, shard, row.ready_ms, fence + _CLAIM_WRITE),
+        )
+        _add(
+            batch,
+            self._prepare(cql.INSERT_DEADLINE),
+            (queue, shard, self._bucket(queue, deadline), deadline, row.id, fence + _CLAIM_WRITE),
+        )
+        return Claim(
+            row.id, queue, row.key, row.body, token, attempt, row.due_ms, deadline, row.timeout_ms
+        )
 
-    def _expire(self, queue: str, shard: int, fence: int) -> int:
+    def _expire(self, queue: str, shard: int, state: ShardState) -> tuple[int, ShardState]:
         """Under the shard lock: leases past their deadline become due again. Reads the
-        deadlines of the recent window (all of them when catching up), then the leases they
-        point to; a deadline whose lease is gone or was extended is stale and is deleted."""
+        deadlines after the shard's expiry position, then the leases they point to; a
+        deadline whose lease is gone or was extended is stale and is deleted."""
         now = self.now_ms()
-        buckets = list(range(self.meta(queue).buckets))
-        start, _ = self._range_start(queue, shard, "lease")
+        after = state.expired_ms
+        buckets = self._buckets_between(queue, after + 1, now)
         deadlines = list(
             self._run(
-                self._prepare(cql.SELECT_LEASE_DEADLINES), (queue, shard, buckets, start, now)
+                self._prepare(cql.SELECT_DEADLINES_BETWEEN), (queue, shard, buckets, after, now)
             )
         )
+        moved = replace(state, expired_ms=max(after, now - _READ_MARGIN_MS))
         if not deadlines:
-            return 0
+            return 0, moved
         leases = self._leases_by_id(queue, shard, list({r.id for r in deadlines}))
         batches = []
         expired = 0
+        fence = state.fence
         for row in deadlines:
             batch = self._batch()
             _add(
                 batch,
-                self._prepare(cql.DELETE_LEASE_DEADLINE),
+                self._prepare(cql.DELETE_DEADLINE),
                 (
                     fence,
                     queue,
@@ -879,13 +838,13 @@ class CassandraBackend(Backend):
             )
             lease = leases.get(row.id)
             if lease is not None and lease.deadline_ms <= now:
-                _add(batch, self._prepare(cql.DELETE_LEASES), (fence, queue, shard, row.id))
+                _add(batch, self._prepare(cql.DELETE_LEASE), (fence, queue, shard, row.id))
                 envelope = Envelope(
                     row.id,
                     queue,
                     lease.key,
                     lease.priority,
-                    max(lease.due_ms, now),
+                    lease.due_ms,
                     lease.timeout_ms,
                     lease.body,
                 )
@@ -897,23 +856,29 @@ class CassandraBackend(Backend):
             batches.append(batch)
         self._execute_many(batches)
         if expired:
-            self._catch_up[(queue, shard, "due")] = 0.0
             self._count(queue, "redelivered", expired)
-        return expired
+        return expired, moved
+
+    def _known_position(self, queue: str, shard: int) -> Position:
+        with self._guard:
+            known = self._positions.get((queue, shard))
+        if known is None:
+            known, _, _ = _positions(self._lock_row(queue, shard))
+        return known
 
     def _next_due(self, queue: str) -> int | None:
-        """The earliest due time or lease deadline from the recent window on."""
+        """The earliest ready time after each shard's read position. Lease deadlines are
+        not included: an expired lease is found by the next claim (workers poll at least
+        every ``poll_interval_s``)."""
         meta = self.meta(queue)
         buckets = list(range(meta.buckets))
-        since = self.now_ms() - _RECENT_MS
         candidates = []
         for shard in range(meta.shards):
-            rows = self._run(self._prepare(cql.SELECT_NEXT_DUE), (queue, buckets, shard, since))
-            candidates += [r.due_ms for r in rows]
+            after = self._known_position(queue, shard)
             rows = self._run(
-                self._prepare(cql.SELECT_NEXT_LEASE_DEADLINE), (queue, shard, buckets, since)
+                self._prepare(cql.SELECT_FIRST_PENDING_AFTER), (queue, buckets, shard, *after)
             )
-            candidates += [r.deadline_ms for r in rows]
+            candidates += [r.ready_ms for r in rows]
         return min(candidates) if candidates else None
 
     def _held(self, claim: Claim) -> Any:
@@ -924,28 +889,15 @@ class CassandraBackend(Backend):
 
     def _drop_lease(self, batch: BatchStatement, claim: Claim, lease: Any) -> int:
         fence = int(claim.token)
+        ts = fence + _ACK_DELETE
         shard = self._shard(claim.queue, claim.id, claim.key)
+        deadline_bucket = self._bucket(claim.queue, lease.deadline_ms)
+        _add(batch, self._prepare(cql.DELETE_LEASE), (ts, claim.queue, shard, claim.id))
+        _add(batch, self._prepare(cql.DELETE_INDEX), (ts, claim.queue, claim.id))
         _add(
             batch,
-            self._prepare(cql.DELETE_LEASES),
-            (fence + _ACK_DELETE, claim.queue, shard, claim.id),
-        )
-        _add(
-            batch,
-            self._prepare(cql.DELETE_MESSAGE_INDEX),
-            (fence + _ACK_DELETE, claim.queue, claim.id),
-        )
-        _add(
-            batch,
-            self._prepare(cql.DELETE_LEASE_DEADLINE),
-            (
-                fence + _ACK_DELETE,
-                claim.queue,
-                shard,
-                self._bucket(claim.queue, lease.deadline_ms),
-                lease.deadline_ms,
-                claim.id,
-            ),
+            self._prepare(cql.DELETE_DEADLINE),
+            (ts, claim.queue, shard, deadline_bucket, lease.deadline_ms, claim.id),
         )
         return fence
 
@@ -963,15 +915,11 @@ class CassandraBackend(Backend):
         if nxt is not None:
             self._insert(batch, nxt, fence + _ACK_INSERT)
         elif claim.key is not None and key_holder == claim.id:
+            key_shard = self._key_shard(claim.queue, claim.key)
             _add(
                 batch,
-                self._prepare(cql.DELETE_KEY_INDEX),
-                (
-                    fence + _ACK_DELETE,
-                    claim.queue,
-                    self._key_shard(claim.queue, claim.key),
-                    claim.key,
-                ),
+                self._prepare(cql.DELETE_KEY),
+                (fence + _ACK_DELETE, claim.queue, key_shard, claim.key),
             )
 
     def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
@@ -1052,17 +1000,13 @@ class CassandraBackend(Backend):
                 claim.queue,
                 claim.key,
                 lease.priority,
-                max(lease.due_ms, self.now_ms()),
+                lease.due_ms,
                 claim.timeout_ms,
                 claim.body,
             )
-            self._insert(
-                batch, envelope, fence + _ACK_INSERT, max(lease.attempt - 1, 0), lease.last_error
-            )
+            attempt = max(lease.attempt - 1, 0)
+            self._insert(batch, envelope, fence + _ACK_INSERT, attempt, lease.last_error)
             self._run(batch)
-            self._catch_up[(claim.queue, self._shard(claim.queue, claim.id, claim.key), "due")] = (
-                0.0
-            )
             released += 1
         return released
 
@@ -1075,23 +1019,17 @@ class CassandraBackend(Backend):
                 results.append(False)
                 continue
             shard = self._shard(claim.queue, claim.id, claim.key)
+            ts = int(claim.token) + _ACK_DELETE
             batch = self._batch()
             _add(
                 batch,
-                self._prepare(cql.UPDATE_LEASES),
-                (int(claim.token) + _ACK_DELETE, deadline, claim.queue, shard, claim.id),
+                self._prepare(cql.EXTEND_LEASE),
+                (ts, deadline, claim.queue, shard, claim.id),
             )
             _add(
                 batch,
-                self._prepare(cql.INSERT_LEASE_DEADLINE),
-                (
-                    claim.queue,
-                    shard,
-                    self._bucket(claim.queue, deadline),
-                    deadline,
-                    claim.id,
-                    int(claim.token) + _ACK_DELETE,
-                ),
+                self._prepare(cql.INSERT_DEADLINE),
+                (claim.queue, shard, self._bucket(claim.queue, deadline), deadline, claim.id, ts),
             )
             self._run(batch)
             results.append(True)
@@ -1100,13 +1038,15 @@ class CassandraBackend(Backend):
     def requeue_expired(self, queue: str) -> int:
         count = 0
         for shard in range(self.meta(queue).shards):
-            fence = self._lock(queue, shard)
-            if fence is None:
+            state = self._lock(queue, shard)
+            if state is None:
                 continue
+            after = state
             try:
-                count += self._expire(queue, shard, fence)
+                expired, after = self._expire(queue, shard, state)
+                count += expired
             finally:
-                self._unlock(queue, shard, fence)
+                self._unlock(queue, shard, after)
         return count
 
     # -- the poison queue ----------------------------------------------------------------
@@ -1164,7 +1104,7 @@ class CassandraBackend(Backend):
 
     def poison_get(self, message_id: str) -> PoisonRecord | None:
         for name in self.queues():
-            row = self._run(self._prepare(cql.SELECT_POISON_2), (name, message_id)).one()
+            row = self._run(self._prepare(cql.SELECT_POISON_ONE), (name, message_id)).one()
             if row is not None:
                 return self._poison_record(row)
         return None
@@ -1197,7 +1137,7 @@ class CassandraBackend(Backend):
         purged = 0
         for name in [queue] if queue is not None else self.queues():
             purged += len(self.poison_list(name, limit=10**9))
-            self._run(self._prepare(cql.DELETE_POISON_2), (name,))
+            self._run(self._prepare(cql.DELETE_QUEUE_POISON), (name,))
         return purged
 
     # -- operations ----------------------------------------------------------------------
@@ -1207,32 +1147,26 @@ class CassandraBackend(Backend):
         return sorted(str(r.queue) for r in rows)
 
     def stats(self, queue: str | None = None) -> list[QueueStats]:
+        """Counts from the live rows only: pending rows after each shard's sweep position
+        and leases with a deadline after its expiry position (older ones are tombstones)."""
         result = []
         now = self.now_ms()
         for name in [queue] if queue is not None else self.queues():
-            meta = self.meta(name)
             ready = scheduled = in_flight = 0
             next_due: int | None = None
             per_shard: dict[int, int] = {}
-            for shard in range(meta.shards):
-                rows = self._run(
-                    self._prepare(cql.SELECT_QUEUE_MESSAGES_3),
-                    (name, list(range(meta.buckets)), shard),
-                )
-                dues = [r.due_ms for r in rows]
-                leases = list(
-                    self._run(
-                        self._prepare(cql.SELECT_LEASES_4),
-                        (name, shard),
-                    )
-                )
+            for shard in range(self.meta(name).shards):
+                # an id stored twice (two identical late writes at once) counts once
+                rows = self._pending_after_sweep(name, shard)
+                dues = list({str(row.id): row.ready_ms for row in rows}.values())
+                leases = self._live_leases(name, shard)
                 ready += sum(d <= now for d in dues)
                 scheduled += sum(d > now for d in dues)
                 in_flight += len(leases)
                 per_shard[shard] = len(dues) + len(leases)
                 if dues:
                     next_due = min(dues) if next_due is None else min(next_due, min(dues))
-            poison = len(list(self._run(self._prepare(cql.SELECT_POISON_3), (name,))))
+            poison = len(list(self._run(self._prepare(cql.SELECT_POISON_IDS), (name,))))
             counters = {
                 str(r.name): int(r.value)
                 for r in self._run(self._prepare(cql.SELECT_COUNTERS), (name,))
@@ -1242,47 +1176,80 @@ class CassandraBackend(Backend):
             )
         return result
 
+    def _pending_after_sweep(self, queue: str, shard: int) -> list[Any]:
+        """(ready_ms, id) of every pending row of a shard: those after its sweep position
+        (at or before it everything was consumed)."""
+        _, swept, _ = _positions(self._lock_row(queue, shard))
+        buckets = list(range(self.meta(queue).buckets))
+        return list(
+            self._run(self._prepare(cql.SELECT_PENDING_AFTER), (queue, buckets, shard, *swept))
+        )
+
+    def _live_leases(self, queue: str, shard: int) -> list[str]:
+        """Ids of a shard's leases: found through deadlines after the expiry position."""
+        _, _, expired_ms = _positions(self._lock_row(queue, shard))
+        buckets = list(range(self.meta(queue).buckets))
+        rows = self._run(
+            self._prepare(cql.SELECT_DEADLINES_AFTER), (queue, shard, buckets, expired_ms)
+        )
+        return list(self._leases_by_id(queue, shard, list({str(r.id) for r in rows})))
+
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         for name, delta in deltas.items():
             self._count(queue, name, delta)
 
     def purge(self, queue: str) -> int:
+        """Delete every pending and in-flight message (whole partitions at once)."""
         meta = self.meta(queue)
         removed = 0
         ts = self._now_us()
         for shard in range(meta.shards):
-            rows = list(
-                self._run(
-                    self._prepare(cql.SELECT_QUEUE_MESSAGES_4),
-                    (queue, list(range(meta.buckets)), shard),
-                )
-            )
-            rows += list(
-                self._run(
-                    self._prepare(cql.SELECT_LEASES_4),
-                    (queue, shard),
-                )
-            )
-            removed += len(rows)
-            for row in rows:
-                self._run(
-                    self._prepare(cql.DELETE_MESSAGE_INDEX),
-                    (ts, queue, row.id),
-                )
-            for bucket in range(meta.buckets):
-                self._run(
-                    self._prepare(cql.DELETE_QUEUE_MESSAGES_2),
-                    (ts, queue, bucket, shard),
-                )
-            self._run(
-                self._prepare(cql.DELETE_LEASES_2),
-                (ts, queue, shard),
-            )
-            self._run(
-                self._prepare(cql.DELETE_KEY_INDEX_2),
-                (ts, queue, shard),
+            ids = list({str(row.id) for row in self._pending_after_sweep(queue, shard)})
+            ids += self._live_leases(queue, shard)
+            removed += len(ids)
+            self._execute_many(
+                [self._prepare(cql.DELETE_INDEX).bind((ts, queue, i)) for i in ids]
+                + [
+                    self._prepare(cql.DELETE_BUCKET).bind((ts, queue, bucket, shard))
+                    for bucket in range(meta.buckets)
+                ]
+                + [
+                    self._prepare(cql.DELETE_DEADLINE_BUCKET).bind((ts, queue, shard, bucket))
+                    for bucket in range(meta.buckets)
+                ]
+                + [
+                    self._prepare(statement).bind((ts, queue, shard))
+                    for statement in (cql.DELETE_SHARD_LEASES, cql.DELETE_SHARD_KEYS)
+                ]
             )
         return removed
+
+
+def _positions(lock_row: Any) -> tuple[Position, Position, int]:
+    """The read, sweep and expiry positions stored in a shard's lock row (the origin for a
+    shard never consumed)."""
+    if lock_row is None:
+        return _ORIGIN, _ORIGIN, _ORIGIN[0]
+    read = _ORIGIN if lock_row.read_ms is None else (lock_row.read_ms, lock_row.read_id or "")
+    swept = _ORIGIN if lock_row.swept_ms is None else (lock_row.swept_ms, lock_row.swept_id or "")
+    expired = _ORIGIN[0] if lock_row.expired_ms is None else lock_row.expired_ms
+    return read, swept, expired
+
+
+def _advance(
+    start: Position, rows: list[Any], consumed: set[str], seen: Position, ceiling: Position
+) -> Position:
+    """How far a position may move after a read from ``start`` that returned ``rows``
+    (oldest first, complete up to ``seen``) of which ``consumed`` were taken: up to the
+    row before the first one left, never past ``ceiling`` and never back."""
+    position = seen
+    previous = start
+    for row in rows:
+        if row.id not in consumed:
+            position = previous
+            break
+        previous = (row.ready_ms, row.id)
+    return max(start, min(position, ceiling))
 
 
 def _add(batch: BatchStatement, statement: PreparedStatement, params: Any) -> None:

@@ -1,187 +1,141 @@
 """Every CQL statement the Cassandra backend runs, by name (tables in ``cassandra_schema``).
 
-Table names are qualified with the keyspace when the statements are prepared.
+Table names are qualified with the keyspace when the statements are prepared. Positions in
+a shard's pending rows are ``(ready_ms, id)`` pairs, compared as tuples.
 """
 
-SELECT_MESSAGE_INDEX = "SELECT id FROM message_index WHERE queue = ? AND id = ?"
+# -- queue metadata --------------------------------------------------------------------------
 
-INSERT_QUEUE_META = (
+INSERT_META = (
     "INSERT INTO queue_meta (queue, shards, buckets, bucket_ms) VALUES (?, ?, ?, ?) IF NOT EXISTS"
 )
+SELECT_META = "SELECT shards, buckets, bucket_ms FROM queue_meta WHERE queue = ?"
+REGISTER_QUEUE = "INSERT INTO queues (registry, queue) VALUES (0, ?)"
+SELECT_QUEUES = "SELECT queue FROM queues WHERE registry = 0"
+ADD_COUNTER = "UPDATE counters SET value = value + ? WHERE queue = ? AND name = ?"
+SELECT_COUNTERS = "SELECT name, value FROM counters WHERE queue = ?"
 
-INSERT_QUEUES = "INSERT INTO queues (registry, queue) VALUES (0, ?)"
+# -- pending messages ------------------------------------------------------------------------
 
-INSERT_QUEUE_MESSAGES = (
-    "INSERT INTO queue_messages (queue, bucket, shard, due_ms, id, priority, key, "
-    "timeout_ms, attempt, body, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+INSERT_PENDING = (
+    "INSERT INTO queue_messages (queue, bucket, shard, ready_ms, id, due_ms, priority, key, "
+    "timeout_ms, attempt, body, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "USING TIMESTAMP ?"
 )
+DELETE_PENDING = (
+    "DELETE FROM queue_messages USING TIMESTAMP ? WHERE queue = ? AND bucket = ? AND "
+    "shard = ? AND ready_ms = ? AND id = ?"
+)
+DELETE_BUCKET = (
+    "DELETE FROM queue_messages USING TIMESTAMP ? WHERE queue = ? AND bucket = ? AND shard = ?"
+)
+SELECT_PENDING = (
+    "SELECT * FROM queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND "
+    "ready_ms = ? AND id = ?"
+)
+# One bucket's rows between two positions, oldest first: the claim and sweep reads.
+SELECT_PENDING_BETWEEN = (
+    "SELECT bucket, ready_ms, id, due_ms, priority, key, timeout_ms, attempt, body, "
+    "last_error FROM queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND "
+    "(ready_ms, id) > (?, ?) AND (ready_ms, id) <= (?, ?) LIMIT ?"
+)
+# Every pending row after a position (stats, purge): below it everything was consumed.
+SELECT_PENDING_AFTER = (
+    "SELECT ready_ms, id FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
+    "AND (ready_ms, id) > (?, ?)"
+)
+SELECT_FIRST_PENDING_AFTER = (
+    "SELECT ready_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
+    "AND (ready_ms, id) > (?, ?) PER PARTITION LIMIT 1"
+)
 
-INSERT_MESSAGE_INDEX = (
-    "INSERT INTO message_index (queue, id, bucket, shard, due_ms, leased) VALUES (?, ?, "
+# -- where a message is, by id ---------------------------------------------------------------
+
+INSERT_INDEX = (
+    "INSERT INTO message_index (queue, id, bucket, shard, ready_ms, leased) VALUES (?, ?, "
     "?, ?, ?, false) USING TIMESTAMP ?"
 )
-
-DELETE_MESSAGE_INDEX = "DELETE FROM message_index USING TIMESTAMP ? WHERE queue = ? AND id = ?"
-
-DELETE_KEY_INDEX = (
-    "DELETE FROM key_index USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND key = ?"
+INSERT_INDEX_LEASED = (
+    "INSERT INTO message_index (queue, id, bucket, shard, ready_ms, leased) VALUES (?, ?, "
+    "?, ?, ?, true) USING TIMESTAMP ?"
+)
+DELETE_INDEX = "DELETE FROM message_index USING TIMESTAMP ? WHERE queue = ? AND id = ?"
+SELECT_INDEX = (
+    "SELECT bucket, shard, ready_ms, leased FROM message_index WHERE queue = ? AND id = ?"
 )
 
-UPDATE_SHARD_LOCKS = (
-    "UPDATE shard_locks SET owner = null, expires_ms = 0 WHERE queue = ? AND shard = ? IF fence = ?"
+SELECT_INDEX_BY_IDS = "SELECT id, ready_ms, leased FROM message_index WHERE queue = ? AND id IN ?"
+
+# -- keys --------------------------------------------------------------------------------------
+
+INSERT_KEY = "INSERT INTO key_index (queue, shard, key, id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
+DELETE_KEY = "DELETE FROM key_index USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND key = ?"
+DELETE_SHARD_KEYS = "DELETE FROM key_index USING TIMESTAMP ? WHERE queue = ? AND shard = ?"
+SELECT_KEYS = "SELECT key, id FROM key_index WHERE queue = ? AND shard = ? AND key IN ?"
+SELECT_SHARD_KEYS = "SELECT key, id FROM key_index WHERE queue = ? AND shard = ?"
+
+# -- the shard lock and the shard's read positions (lightweight transactions only) -----------
+
+SELECT_LOCK = (
+    "SELECT owner, expires_ms, fence, read_ms, read_id, swept_ms, swept_id, expired_ms "
+    "FROM shard_locks WHERE queue = ? AND shard = ?"
 )
-
-SELECT_LEASES = "SELECT * FROM leases WHERE queue = ? AND shard = ?"
-
-DELETE_LEASES = "DELETE FROM leases USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND id = ?"
-
-INSERT_POISON = (
-    "INSERT INTO poison (queue, id, key, priority, timeout_ms, attempts, failed_ms, "
-    "reason, error_type, error, traceback, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-    " ?)"
+INSERT_LOCK = (
+    "INSERT INTO shard_locks (queue, shard, owner, expires_ms, fence) VALUES (?, ?, ?, ?, ?) "
+    "IF NOT EXISTS"
 )
-
-SELECT_QUEUES = "SELECT queue FROM queues WHERE registry = 0"
-
-UPDATE_COUNTERS = "UPDATE counters SET value = value + ? WHERE queue = ? AND name = ?"
-
-INSERT_KEY_INDEX = (
-    "INSERT INTO key_index (queue, shard, key, id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
-)
-
-DELETE_QUEUE_MESSAGES = (
-    "DELETE FROM queue_messages USING TIMESTAMP ? WHERE queue = ? AND bucket = ? AND "
-    "shard = ? AND due_ms = ? AND id = ?"
-)
-
-INSERT_SHARD_LOCKS = (
-    "INSERT INTO shard_locks (queue, shard, owner, expires_ms, fence) VALUES (?, ?, ?, ?,"
-    " ?) IF NOT EXISTS"
-)
-
-UPDATE_SHARD_LOCKS_2 = (
+TAKE_LOCK = (
     "UPDATE shard_locks SET owner = ?, expires_ms = ?, fence = ? WHERE queue = ? AND "
     "shard = ? IF fence = ?"
 )
-
-SELECT_QUEUE_MESSAGES = (
-    "SELECT due_ms, id, priority, key, timeout_ms, attempt, body, last_error FROM "
-    "queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? AND due_ms > ? AND "
-    "due_ms <= ? LIMIT ?"
+RELEASE_LOCK = (
+    "UPDATE shard_locks SET owner = null, expires_ms = 0, read_ms = ?, read_id = ?, "
+    "swept_ms = ?, swept_id = ?, expired_ms = ? WHERE queue = ? AND shard = ? IF fence = ?"
 )
 
-INSERT_LEASES = (
+# -- leases (in-flight messages) and their deadlines -----------------------------------------
+
+INSERT_LEASE = (
     "INSERT INTO leases (queue, shard, id, lease_token, deadline_ms, due_ms, priority, "
     "key, timeout_ms, attempt, body, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
     " ?) USING TIMESTAMP ?"
 )
-
-INSERT_MESSAGE_INDEX_2 = (
-    "INSERT INTO message_index (queue, id, bucket, shard, due_ms, leased) VALUES (?, ?, "
-    "?, ?, ?, true) USING TIMESTAMP ?"
-)
-
-SELECT_QUEUE_MESSAGES_2 = (
-    "SELECT due_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? PER "
-    "PARTITION LIMIT 1"
-)
-
-SELECT_LEASES_2 = "SELECT deadline_ms FROM leases WHERE queue = ? AND shard = ?"
-
-UPDATE_LEASES = (
+EXTEND_LEASE = (
     "UPDATE leases USING TIMESTAMP ? SET deadline_ms = ? WHERE queue = ? AND shard = ? AND id = ?"
 )
-
-SELECT_POISON = "SELECT * FROM poison WHERE queue = ?"
-
-DELETE_POISON = "DELETE FROM poison WHERE queue = ? AND id = ?"
-
-DELETE_POISON_2 = "DELETE FROM poison WHERE queue = ?"
-
-DELETE_LEASES_2 = "DELETE FROM leases USING TIMESTAMP ? WHERE queue = ? AND shard = ?"
-
-DELETE_KEY_INDEX_2 = "DELETE FROM key_index USING TIMESTAMP ? WHERE queue = ? AND shard = ?"
-
-SELECT_QUEUE_META = "SELECT shards, buckets, bucket_ms FROM queue_meta WHERE queue = ?"
-
-SELECT_MESSAGE_INDEX_2 = (
-    "SELECT bucket, shard, due_ms, leased FROM message_index WHERE queue = ? AND id = ?"
-)
-
-SELECT_KEY_INDEX = "SELECT id FROM key_index WHERE queue = ? AND shard = ? AND key = ?"
-
-SELECT_LEASES_3 = "SELECT * FROM leases WHERE queue = ? AND shard = ? AND id = ?"
-
-SELECT_KEY_INDEX_2 = "SELECT key, id FROM key_index WHERE queue = ? AND shard = ?"
-
-SELECT_SHARD_LOCKS = (
-    "SELECT owner, expires_ms, fence FROM shard_locks WHERE queue = ? AND shard = ?"
-)
-
-SELECT_QUEUE_MESSAGES_3 = (
-    "SELECT due_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ?"
-)
-
-SELECT_QUEUE_MESSAGES_4 = (
-    "SELECT id FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ?"
-)
-
-SELECT_LEASES_4 = "SELECT id FROM leases WHERE queue = ? AND shard = ?"
-
-DELETE_QUEUE_MESSAGES_2 = (
-    "DELETE FROM queue_messages USING TIMESTAMP ? WHERE queue = ? AND bucket = ? AND shard = ?"
-)
-
-SELECT_QUEUE_MESSAGES_5 = (
-    "SELECT key FROM queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND "
-    "due_ms = ? AND id = ?"
-)
-
-SELECT_QUEUE_MESSAGES_6 = (
-    "SELECT * FROM queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND due_ms"
-    " = ? AND id = ?"
-)
-
-SELECT_POISON_2 = "SELECT * FROM poison WHERE queue = ? AND id = ?"
-
-SELECT_POISON_3 = "SELECT id FROM poison WHERE queue = ?"
-
-SELECT_COUNTERS = "SELECT name, value FROM counters WHERE queue = ?"
-
+DELETE_LEASE = "DELETE FROM leases USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND id = ?"
+DELETE_SHARD_LEASES = "DELETE FROM leases USING TIMESTAMP ? WHERE queue = ? AND shard = ?"
+SELECT_LEASE = "SELECT * FROM leases WHERE queue = ? AND shard = ? AND id = ?"
 SELECT_LEASES_BY_IDS = "SELECT * FROM leases WHERE queue = ? AND shard = ? AND id IN ?"
 
-INSERT_LEASE_DEADLINE = (
+INSERT_DEADLINE = (
     "INSERT INTO lease_deadlines (queue, shard, bucket, deadline_ms, id) "
     "VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?"
 )
-
-DELETE_LEASE_DEADLINE = (
+DELETE_DEADLINE = (
     "DELETE FROM lease_deadlines USING TIMESTAMP ? "
     "WHERE queue = ? AND shard = ? AND bucket = ? AND deadline_ms = ? AND id = ?"
 )
-
-SELECT_LEASE_DEADLINES = (
+DELETE_DEADLINE_BUCKET = (
+    "DELETE FROM lease_deadlines USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND bucket = ?"
+)
+SELECT_DEADLINES_BETWEEN = (
     "SELECT deadline_ms, id FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
     "AND deadline_ms > ? AND deadline_ms <= ?"
 )
-
-SELECT_NEXT_LEASE_DEADLINE = (
-    "SELECT deadline_ms FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
-    "AND deadline_ms > ? PER PARTITION LIMIT 1"
+SELECT_DEADLINES_AFTER = (
+    "SELECT deadline_ms, id FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
+    "AND deadline_ms > ?"
 )
 
-SELECT_NEXT_DUE = (
-    "SELECT due_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
-    "AND due_ms > ? PER PARTITION LIMIT 1"
-)
+# -- the poison queue ------------------------------------------------------------------------
 
-SELECT_DUE_IN_BUCKET = (
-    "SELECT bucket, due_ms, id, priority, key, timeout_ms, attempt, body, last_error FROM "
-    "queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND due_ms > ? AND "
-    "due_ms <= ? LIMIT ?"
+INSERT_POISON = (
+    "INSERT INTO poison (queue, id, key, priority, timeout_ms, attempts, failed_ms, "
+    "reason, error_type, error, traceback, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-SELECT_KEY_INDEX_WITH_KEY = (
-    "SELECT key, id FROM key_index WHERE queue = ? AND shard = ? AND key = ?"
-)
+SELECT_POISON = "SELECT * FROM poison WHERE queue = ?"
+SELECT_POISON_ONE = "SELECT * FROM poison WHERE queue = ? AND id = ?"
+SELECT_POISON_IDS = "SELECT id FROM poison WHERE queue = ?"
+DELETE_POISON = "DELETE FROM poison WHERE queue = ? AND id = ?"
+DELETE_QUEUE_POISON = "DELETE FROM poison WHERE queue = ?"

@@ -40,13 +40,14 @@ TABLES = {
             queue text PRIMARY KEY, shards int, buckets int, bucket_ms bigint)""",
     "queue_messages": """
         CREATE TABLE IF NOT EXISTS {ks}.queue_messages (
-            queue text, bucket int, shard int, due_ms bigint, id text,
+            queue text, bucket int, shard int, ready_ms bigint, id text, due_ms bigint,
             priority int, key text, timeout_ms int, attempt int, body blob, last_error text,
-            PRIMARY KEY ((queue, bucket, shard), due_ms, id)) """
+            PRIMARY KEY ((queue, bucket, shard), ready_ms, id)) """
     + QUEUE_TABLE_OPTIONS,
     "shard_locks": """
         CREATE TABLE IF NOT EXISTS {ks}.shard_locks (
             queue text, shard int, owner text, expires_ms bigint, fence bigint,
+            read_ms bigint, read_id text, swept_ms bigint, swept_id text, expired_ms bigint,
             PRIMARY KEY ((queue, shard)))""",
     "leases": """
         CREATE TABLE IF NOT EXISTS {ks}.leases (
@@ -61,7 +62,7 @@ TABLES = {
     + QUEUE_TABLE_OPTIONS,
     "message_index": """
         CREATE TABLE IF NOT EXISTS {ks}.message_index (
-            queue text, id text, bucket int, shard int, due_ms bigint, leased boolean,
+            queue text, id text, bucket int, shard int, ready_ms bigint, leased boolean,
             PRIMARY KEY ((queue, id))) """
     + QUEUE_TABLE_OPTIONS,
     "key_index": """

@@ -402,6 +402,9 @@ def test_stats_and_counters(harness: BackendHarness) -> None:
 def test_purge_a_queue(harness: BackendHarness) -> None:
     b = harness.backend
     b.enqueue([env(harness, f"m{i}") for i in range(3)] + [env(harness, "o", queue="other")])
-    claim_all(harness, limit=1)
+    assert len(b.claim("q", 1).claims) == 1  # one in flight, two pending
     assert b.purge("q") == 3
+    s = b.stats("q")[0]
+    assert (s.ready, s.scheduled, s.in_flight) == (0, 0, 0)
+    assert b.get("m0", "q") is None
     assert claim_all(harness) == [] and len(claim_all(harness, "other")) == 1
