@@ -235,7 +235,7 @@ range_request_timeout: 10000ms
 truncate_request_timeout: 60000ms
 tombstone_warn_threshold: 1000
 tombstone_failure_threshold: 100000
-batch_size_warn_threshold: 64KiB
+batch_size_warn_threshold: 16KiB
 batch_size_fail_threshold: 640KiB
 """
 
