@@ -164,3 +164,22 @@ def test_a_row_written_behind_the_read_position_is_still_delivered() -> None:
         assert found == ["late"], "the sweep picks up rows that landed behind the position"
     finally:
         backend.close()
+
+
+def test_a_long_waiting_oldest_message_is_not_starved_by_higher_priorities() -> None:
+    backend = open_backend(url())
+    assert isinstance(backend, CassandraBackend)
+    try:
+        backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
+        now = backend.now_ms()
+        backend.enqueue(
+            [Envelope("old-low", "q", None, 0, now - 20_000, 60_000, b"x")]
+            + [Envelope(f"high{i}", "q", None, 9, now - 1_000, 60_000, b"x") for i in range(5)]
+        )
+        ids = [c.id for c in backend.claim("q", 3).claims]
+        assert ids[:2] == ["high0", "high1"] and ids[2] == "old-low"
+        # fresher low-priority messages still wait for higher ones
+        backend.enqueue([Envelope("new-low", "q", None, 0, now - 500, 60_000, b"x")])
+        assert [c.id for c in backend.claim("q", 3).claims] == ["high2", "high3", "high4"]
+    finally:
+        backend.close()

@@ -100,6 +100,8 @@ _ACK_INSERT = 5  # and write the next occurrence (or the retried message)
 _READ_MARGIN_MS = 250  # the read position stays this far behind now
 _CLAMP_MS = 100  # a message written this long after its due time is stored as ready now
 _SWEEP_LAG_MS = 5_000  # the sweep for rows that landed behind the read position trails so far
+_BUSY_RETRY_MS = 50  # a shard locked by another consumer is worth a look this soon
+_AGED_MS = 10_000  # a row due this long is claimed even if higher priorities wait
 _END_ID = "\U0010ffff"  # sorts after every id: (ms, _END_ID) is "all of that millisecond"
 _ORIGIN: Position = (-(2**62), "")
 _TABLE = re.compile(r"\b(FROM|INTO|UPDATE)\s+(" + "|".join(TABLES) + r")\b")
@@ -600,6 +602,9 @@ class CassandraBackend(Backend):
     def _try_lock(self, queue: str, shard: int) -> ShardState | None:
         now = self.now_ms()
         row = self._lock_row(queue, shard)
+        read, swept, expired_ms = _positions(row)
+        with self._guard:
+            self._positions[(queue, shard)] = read  # fresh even if another holds the lock
         if row is not None and row.owner is not None and (row.expires_ms or 0) > now:
             return None
         previous = row.fence if row is not None and row.fence is not None else 0
@@ -614,10 +619,7 @@ class CassandraBackend(Backend):
                 self._prepare(cql.TAKE_LOCK),
                 (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence),
             )
-        if not result.was_applied:
-            return None
-        read, swept, expired_ms = _positions(row)
-        return ShardState(fence, read, swept, expired_ms)
+        return ShardState(fence, read, swept, expired_ms) if result.was_applied else None
 
     def _unlock(self, queue: str, shard: int, state: ShardState) -> None:
         """Release the lock and store the positions (only if the lock is still ours)."""
@@ -648,12 +650,16 @@ class CassandraBackend(Backend):
 
     def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
         found: list[tuple[int, Claim]] = []  # (priority, claim)
+        held: list[int] = []
+        busy = False
         for shard in self._shards_from(queue):
             if len(found) >= limit:
                 break
             state = self._lock(queue, shard)
             if state is None:
-                continue  # another consumer holds it: skip, as Astyanax does
+                busy = True  # another consumer holds it: skip, as Astyanax does
+                continue
+            held.append(shard)
             after = state
             try:
                 _, after = self._expire(queue, shard, after)
@@ -667,7 +673,11 @@ class CassandraBackend(Backend):
             self._count(queue, "claimed", len(found))
             found.sort(key=lambda pair: (-pair[0], pair[1].due_ms))  # merge the shards' batches
             return ClaimBatch([claim for _, claim in found], None)
-        return ClaimBatch([], self._next_due(queue))
+        next_due = self._next_due(queue, held)
+        if busy:  # another consumer is claiming there: look again soon
+            soon = self.now_ms() + _BUSY_RETRY_MS
+            next_due = soon if next_due is None else min(next_due, soon)
+        return ClaimBatch([], next_due)
 
     def _buckets_between(self, queue: str, first_ms: int, last_ms: int) -> list[int]:
         """The buckets that hold times ``first_ms`` to ``last_ms``, oldest first."""
@@ -716,6 +726,10 @@ class CassandraBackend(Backend):
             queue, shard, state.read, (now + lookahead_ms, _END_ID), window
         )
         candidates = sorted(late + rows, key=lambda r: (-r.priority, r.ready_ms, r.id))[:limit]
+        if rows and rows[0] not in candidates and rows[0].ready_ms <= now - _AGED_MS:
+            # the oldest row has waited long behind higher priorities: it takes the last
+            # place, so the read position moves on instead of re-reading what was consumed
+            candidates[-1] = rows[0]
         orphans = self._orphans(queue, candidates)
         claims: list[tuple[int, Claim]] = []
         batches = _Batches()
@@ -806,7 +820,9 @@ class CassandraBackend(Backend):
                 self._prepare(cql.SELECT_DEADLINES_BETWEEN), (queue, shard, buckets, after, now)
             )
         )
-        moved = replace(state, expired_ms=max(after, now - _READ_MARGIN_MS))
+        # deadlines are written far ahead of now (a lease lasts the task's timeout), so
+        # none can land at or before now after this read
+        moved = replace(state, expired_ms=max(after, now))
         if not deadlines:
             return 0, moved
         leases = self._leases_by_id(queue, shard, list({r.id for r in deadlines}))
@@ -850,22 +866,15 @@ class CassandraBackend(Backend):
             self._count(queue, "redelivered", expired)
         return expired, moved
 
-    def _known_position(self, queue: str, shard: int) -> Position:
-        with self._guard:
-            known = self._positions.get((queue, shard))
-        if known is None:
-            known, _, _ = _positions(self._lock_row(queue, shard))
-        return known
-
-    def _next_due(self, queue: str) -> int | None:
-        """The earliest ready time after each shard's read position. Lease deadlines are
-        not included: an expired lease is found by the next claim (workers poll at least
-        every ``poll_interval_s``)."""
-        meta = self.meta(queue)
-        buckets = list(range(meta.buckets))
+    def _next_due(self, queue: str, shards: list[int]) -> int | None:
+        """The earliest ready time after the read positions of ``shards`` (just claimed
+        from, so their positions are fresh). Lease deadlines are not included: an expired
+        lease is found by the next claim (workers poll at least every ``poll_interval_s``)."""
+        buckets = list(range(self.meta(queue).buckets))
         candidates = []
-        for shard in range(meta.shards):
-            after = self._known_position(queue, shard)
+        for shard in shards:
+            with self._guard:
+                after = self._positions.get((queue, shard), _ORIGIN)
             rows = self._run(
                 self._prepare(cql.SELECT_FIRST_PENDING_AFTER), (queue, buckets, shard, *after)
             )

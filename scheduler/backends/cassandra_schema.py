@@ -1,25 +1,32 @@
 """The Cassandra backend's schema, in one place, with why each table looks as it does.
 
 Astyanax's layout in CQL: pending messages live in partitions keyed
-``(queue, bucket, shard)``; ``bucket`` is ``(due_ms // bucket_ms) % buckets``, a rolling
+``(queue, bucket, shard)``; ``bucket`` is ``(ready_ms // bucket_ms) % buckets``, a rolling
 ring of time buckets, so most traffic hits one partition at a time and a bucket's
 tombstones are compacted away before the ring comes round to it again; ``shard`` spreads
-load and lock contention. Rows cluster by due time then id, so "what is due" is one range
-read per partition (a claim reads every bucket of a shard in one ``IN`` query).
+load and lock contention. Rows cluster by ready time (the due time, or the write time
+for a message written after it was due) then id, so "what is due" is one range read per
+bucket, starting at the shard's read position (below it everything was consumed, so the
+read skips the tombstones of consumed messages).
 
 Deviations from Astyanax, on purpose:
 - The shard lock is a row of its own table, written only with lightweight transactions
   (LWT rows are never mixed with plain writes); it carries a **fence**, a timestamp that
-  grows with every acquisition. Every write a claim makes, and every ack of that claim,
-  uses ``USING TIMESTAMP`` derived from the fence, so a consumer whose lock expired cannot
-  overwrite a newer holder's leases (last write wins in Cassandra).
+  grows with every acquisition, and the shard's read, sweep and lease-expiry positions,
+  which the holder stores when it releases the lock (only if the lock is still its own).
+  Every write a claim makes, and every ack of that claim, uses ``USING TIMESTAMP``
+  derived from the fence, so a consumer whose lock expired cannot overwrite a newer
+  holder's leases (last write wins in Cassandra).
 - In-flight messages (Astyanax's timeout entries) live in ``leases``, partitioned by
   ``(queue, shard)`` and keyed by message id (point reads only: a message has at most one
   lease, whichever claim wrote it last), and their deadlines in ``lease_deadlines``, in
   the time bucket of the deadline like Astyanax's timeout entries, so finding expired
-  leases is a range read over recent deadlines that skips older tombstones.
+  leases is a range read from the shard's expiry position that skips older tombstones.
 - Within the due messages read, higher priority goes first (a claim reads up to 4x its
-  batch of due rows and takes the best); priority never makes a message run early.
+  batch of due rows and takes the best); priority never makes a message run early. The
+  oldest due row of a shard, once due for 10 s, takes the last place of a claim even if
+  higher priorities wait: the read position cannot pass a row left behind, so without
+  this a long run of higher-priority messages would leave ever more tombstones to re-read.
 
 Table options: pending and lease tables use leveled compaction (reads touch few SSTables
 in a delete-heavy workload) and ``gc_grace_seconds = 3600``: tombstones of consumed
