@@ -183,3 +183,20 @@ def test_a_long_waiting_oldest_message_is_not_starved_by_higher_priorities() -> 
         assert [c.id for c in backend.claim("q", 3).claims] == ["high2", "high3", "high4"]
     finally:
         backend.close()
+
+
+def test_a_message_written_after_the_lock_was_taken_is_claimed_once() -> None:
+    backend = open_backend(url())
+    assert isinstance(backend, CassandraBackend)
+    try:
+        backend.meta("q")
+        state = backend._lock("q", 0)
+        assert state is not None
+        time.sleep(0.01)  # the producer stamps its write after the fence
+        backend.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+        claims, after = backend._claim_shard("q", 0, state, 10, 0)
+        backend._unlock("q", 0, after)
+        assert [c.id for _, c in claims] == ["m"]
+        assert backend.claim("q", 10).claims == [], "the claim's delete must win"
+    finally:
+        backend.close()

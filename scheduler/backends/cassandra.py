@@ -726,10 +726,16 @@ class CassandraBackend(Backend):
             queue, shard, state.read, (now + lookahead_ms, _END_ID), window
         )
         candidates = sorted(late + rows, key=lambda r: (-r.priority, r.ready_ms, r.id))[:limit]
-        if rows and rows[0] not in candidates and rows[0].ready_ms <= now - _AGED_MS:
+        oldest = rows[0] if rows else None
+        if (
+            candidates
+            and oldest is not None
+            and oldest not in candidates
+            and oldest.ready_ms <= now - _AGED_MS
+        ):
             # the oldest row has waited long behind higher priorities: it takes the last
             # place, so the read position moves on instead of re-reading what was consumed
-            candidates[-1] = rows[0]
+            candidates[-1] = oldest
         orphans = self._orphans(queue, candidates)
         claims: list[tuple[int, Claim]] = []
         batches = _Batches()
@@ -737,7 +743,7 @@ class CassandraBackend(Backend):
             if row.id in orphans:  # cancelled, replaced or written twice meanwhile
                 place = (queue, row.bucket, shard, row.ready_ms, row.id)
                 delete = self._prepare(cql.DELETE_PENDING)
-                _add(batches.current, delete, (state.fence + _CLAIM_DELETE, *place))
+                _add(batches.current, delete, (_claim_delete_ts(state.fence, row), *place))
             else:
                 claim = self._lease_writes(batches.current, queue, state.fence, shard, row, now)
                 claims.append((row.priority, claim))
@@ -773,7 +779,7 @@ class CassandraBackend(Backend):
         _add(
             batch,
             self._prepare(cql.DELETE_PENDING),
-            (fence + _CLAIM_DELETE, queue, row.bucket, shard, row.ready_ms, row.id),
+            (_claim_delete_ts(fence, row), queue, row.bucket, shard, row.ready_ms, row.id),
         )
         _add(
             batch,
@@ -1218,6 +1224,12 @@ class CassandraBackend(Backend):
                 ]
             )
         return removed
+
+
+def _claim_delete_ts(fence: int, row: Any) -> int:
+    """The timestamp that deletes a claimed pending row: above the fence, and above the
+    row's own write, which a producer may have stamped after the fence was taken."""
+    return max(fence + _CLAIM_DELETE, int(row.written) + 1)
 
 
 def _positions(lock_row: Any) -> tuple[Position, Position, int]:

@@ -36,8 +36,8 @@ SELECT_PENDING = (
 # One bucket's rows between two positions, oldest first: the claim and sweep reads.
 SELECT_PENDING_BETWEEN = (
     "SELECT bucket, ready_ms, id, due_ms, priority, key, timeout_ms, attempt, body, "
-    "last_error FROM queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND "
-    "(ready_ms, id) > (?, ?) AND (ready_ms, id) <= (?, ?) LIMIT ?"
+    "last_error, WRITETIME(body) AS written FROM queue_messages WHERE queue = ? AND "
+    "bucket = ? AND shard = ? AND (ready_ms, id) > (?, ?) AND (ready_ms, id) <= (?, ?) LIMIT ?"
 )
 # Every pending row after a position (stats, purge): below it everything was consumed.
 SELECT_PENDING_AFTER = (
