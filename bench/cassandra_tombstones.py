@@ -70,13 +70,18 @@ def _produce(url: str, total: int, done: threading.Event, errors: list[str]) -> 
 
 
 def _consume(
-    url: str, total: int, counter: list[int], lock: threading.Lock, errors: list[str]
+    url: str,
+    total: int,
+    seen: set[str],
+    counter: list[int],
+    lock: threading.Lock,
+    errors: list[str],
 ) -> None:
     backend = _connect(url)
     try:
         while True:
             with lock:
-                if counter[0] >= total or errors:
+                if len(seen) >= total or errors:
                     return
             claims = backend.claim(QUEUE, 500).claims
             if not claims:
@@ -85,6 +90,7 @@ def _consume(
             backend.ack([(c, None) for c in claims])
             with lock:
                 counter[0] += len(claims)
+                seen.update(c.id for c in claims)
     except Exception as err:
         errors.append(f"consumer: {err!r}")
     finally:
@@ -95,10 +101,12 @@ def _pass_through(url: str, total: int) -> dict[str, Any]:
     """Run producer and consumers; sample the tombstone metric while they run."""
     observer = _connect(url)
     done, lock = threading.Event(), threading.Lock()
-    counter, errors = [0], []
+    counter: list[int] = [0]
+    errors: list[str] = []
+    seen: set[str] = set()
     threads = [threading.Thread(target=_produce, args=(url, total, done, errors))]
     threads += [
-        threading.Thread(target=_consume, args=(url, total, counter, lock, errors))
+        threading.Thread(target=_consume, args=(url, total, seen, counter, lock, errors))
         for _ in range(2)
     ]
     started = time.perf_counter()
@@ -124,7 +132,9 @@ def _pass_through(url: str, total: int) -> dict[str, Any]:
     observer.close()
     return {
         "messages": total,
-        "passed": counter[0],
+        "passed": len(seen),
+        "claims": counter[0],
+        "delivered_twice": counter[0] - len(seen),
         "seconds": round(elapsed, 1),
         "per_second": round(counter[0] / elapsed),
         "errors": errors,
