@@ -10,12 +10,11 @@ single node shares the 2 cores with the benchmark. The tombstone check is its ow
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import uuid
 from pathlib import Path
 
-from bench.common import emit, machine
+from bench.common import report
 from bench.engine import bulk_enqueue, claim_latency, end_to_end, lateness
 from tests.servers import CassandraNode
 
@@ -39,10 +38,7 @@ def main() -> None:
         }
     finally:
         node.stop()
-    result = {"machine": machine(), "backend": "cassandra", "results": results}
-    emit(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    report("cassandra", results, args.out)
 
 
 if __name__ == "__main__":

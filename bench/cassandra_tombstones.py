@@ -14,7 +14,6 @@ messages pending, its partitions now holding a million tombstones.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 import threading
@@ -23,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.common import emit, machine, summary_ms
+from bench.common import report, summary_ms
 from scheduler import open_backend
 from scheduler.backends import Envelope
 from scheduler.backends.cassandra import CassandraBackend
@@ -183,10 +182,7 @@ def main() -> None:
         }
     finally:
         node.stop()
-    result = {"machine": machine(), "backend": "cassandra", "results": results}
-    emit(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    report("cassandra", results, args.out)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -42,3 +43,11 @@ def summary_ms(values_s: list[float]) -> dict[str, float]:
 
 def emit(result: dict[str, Any]) -> None:
     print(json.dumps(result, indent=2))
+
+
+def report(backend: str, results: dict[str, Any], out: Path | None) -> None:
+    """Print one run's results with the machine's facts, and write them to ``out``."""
+    result = {"machine": machine(), "backend": backend, "results": results}
+    emit(result)
+    if out:
+        out.write_text(json.dumps(result, indent=2) + "\n")

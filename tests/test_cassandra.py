@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,14 @@ def test_bad_cassandra_urls(bad: str) -> None:
         open_backend(bad)
 
 
+@pytest.fixture
+def backend() -> Iterator[CassandraBackend]:
+    opened = open_backend(url())
+    assert isinstance(opened, CassandraBackend)
+    yield opened
+    opened.close()
+
+
 def _tombstones_per_read(backend: CassandraBackend, table: str) -> float:
     """The most tombstone cells one read of ``table`` scanned (the node's own metric)."""
     row = backend._session.execute(
@@ -141,62 +150,53 @@ def test_draining_a_backlog_does_not_reread_consumed_messages() -> None:
         second.close()
 
 
-def test_a_row_written_behind_the_read_position_is_still_delivered() -> None:
-    backend = open_backend(url())
-    assert isinstance(backend, CassandraBackend)
-    try:
-        now = backend.now_ms()
-        backend.enqueue([Envelope("first", "q", None, 0, now, 60_000, b"x")])
-        assert [c.id for c in backend.claim("q", 10).claims] == ["first"]
-        time.sleep(0.5)
-        assert backend.claim("q", 10).claims == []  # the read position is now past `now`
-        # a write that took seconds to land: its row is older than the read position
-        backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
-        backend.enqueue([Envelope("late", "q", None, 0, now + 1, 60_000, b"x")])
-        stored = backend.get("late", "q")
-        assert stored is not None and stored.envelope.due_ms == now + 1
-        assert backend.claim("q", 10).claims == [], "the row is behind the read position"
-        found: list[str] = []
-        deadline = time.monotonic() + 30
-        while not found and time.monotonic() < deadline:
-            found = [c.id for c in backend.claim("q", 10).claims]
-            time.sleep(0.2)
-        assert found == ["late"], "the sweep picks up rows that landed behind the position"
-    finally:
-        backend.close()
+def test_a_row_written_behind_the_read_position_is_still_delivered(
+    backend: CassandraBackend,
+) -> None:
+    now = backend.now_ms()
+    backend.enqueue([Envelope("first", "q", None, 0, now, 60_000, b"x")])
+    assert [c.id for c in backend.claim("q", 10).claims] == ["first"]
+    time.sleep(0.5)
+    assert backend.claim("q", 10).claims == []  # the read position is now past `now`
+    # a write that took seconds to land: its row is older than the read position
+    backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
+    backend.enqueue([Envelope("late", "q", None, 0, now + 1, 60_000, b"x")])
+    stored = backend.get("late", "q")
+    assert stored is not None and stored.envelope.due_ms == now + 1
+    assert backend.claim("q", 10).claims == [], "the row is behind the read position"
+    found: list[str] = []
+    deadline = time.monotonic() + 30
+    while not found and time.monotonic() < deadline:
+        found = [c.id for c in backend.claim("q", 10).claims]
+        time.sleep(0.2)
+    assert found == ["late"], "the sweep picks up rows that landed behind the position"
 
 
-def test_a_long_waiting_oldest_message_is_not_starved_by_higher_priorities() -> None:
-    backend = open_backend(url())
-    assert isinstance(backend, CassandraBackend)
-    try:
-        backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
-        now = backend.now_ms()
-        backend.enqueue(
-            [Envelope("old-low", "q", None, 0, now - 20_000, 60_000, b"x")]
-            + [Envelope(f"high{i}", "q", None, 9, now - 1_000, 60_000, b"x") for i in range(5)]
-        )
-        ids = [c.id for c in backend.claim("q", 3).claims]
-        assert ids[:2] == ["high0", "high1"] and ids[2] == "old-low"
-        # fresher low-priority messages still wait for higher ones
-        backend.enqueue([Envelope("new-low", "q", None, 0, now - 500, 60_000, b"x")])
-        assert [c.id for c in backend.claim("q", 3).claims] == ["high2", "high3", "high4"]
-    finally:
-        backend.close()
+def test_a_long_waiting_oldest_message_is_not_starved_by_higher_priorities(
+    backend: CassandraBackend,
+) -> None:
+    backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
+    now = backend.now_ms()
+    backend.enqueue(
+        [Envelope("old-low", "q", None, 0, now - 20_000, 60_000, b"x")]
+        + [Envelope(f"high{i}", "q", None, 9, now - 1_000, 60_000, b"x") for i in range(5)]
+    )
+    ids = [c.id for c in backend.claim("q", 3).claims]
+    assert ids[:2] == ["high0", "high1"] and ids[2] == "old-low"
+    # fresher low-priority messages still wait for higher ones
+    backend.enqueue([Envelope("new-low", "q", None, 0, now - 500, 60_000, b"x")])
+    assert [c.id for c in backend.claim("q", 3).claims] == ["high2", "high3", "high4"]
 
 
-def test_a_message_written_after_the_lock_was_taken_is_claimed_once() -> None:
-    backend = open_backend(url())
-    assert isinstance(backend, CassandraBackend)
-    try:
-        backend.meta("q")
-        state = backend._lock("q", 0)
-        assert state is not None
-        time.sleep(0.01)  # the producer stamps its write after the fence
-        backend.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
-        claims, after = backend._claim_shard("q", 0, state, 10, 0)
-        backend._unlock("q", 0, after)
-        assert [c.id for _, c in claims] == ["m"]
-        assert backend.claim("q", 10).claims == [], "the claim's delete must win"
-    finally:
-        backend.close()
+def test_a_message_written_after_the_lock_was_taken_is_claimed_once(
+    backend: CassandraBackend,
+) -> None:
+    backend.meta("q")
+    state = backend._lock("q", 0)
+    assert state is not None
+    time.sleep(0.01)  # the producer stamps its write after the fence
+    backend.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+    claims, after = backend._claim_shard("q", 0, state, 10, 0)
+    backend._unlock("q", 0, after)
+    assert [c.id for _, c in claims] == ["m"]
+    assert backend.claim("q", 10).claims == [], "the claim's delete must win"
