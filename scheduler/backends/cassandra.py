@@ -820,6 +820,8 @@ class CassandraBackend(Backend):
         deadline whose lease is gone or was extended is stale and is deleted."""
         now = self.now_ms()
         after = state.expired_ms
+        if now <= after:  # the last holder's clock was ahead of ours
+            return 0, state
         buckets = self._buckets_between(queue, after + 1, now)
         deadlines = list(
             self._run(
