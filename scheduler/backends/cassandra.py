@@ -100,6 +100,8 @@ _ACK_INSERT = 5  # and write the next occurrence (or the retried message)
 _READ_MARGIN_MS = 250  # the read position stays this far behind now
 _CLAMP_MS = 100  # a message written this long after its due time is stored as ready now
 _SWEEP_LAG_MS = 5_000  # the sweep for rows that landed behind the read position trails so far
+_SLICE_MS = 100  # sweep and expiry reads cover this much time each ...
+_MAX_SLICES = 600  # ... and at most this many per claim: after a pause they catch up
 _BUSY_RETRY_MS = 50  # a shard locked by another consumer is worth a look this soon
 _AGED_MS = 10_000  # a row due this long is claimed even if higher priorities wait
 _END_ID = "\U0010ffff"  # sorts after every id: (ms, _END_ID) is "all of that millisecond"
@@ -115,6 +117,7 @@ class ShardState:
     read: Position  # every pending row at or before it was consumed ...
     swept: Position  # ... even rows that landed late, up to here
     expired_ms: int  # lease deadlines at or before it were handled
+    lease_ms: int  # the longest lease a claim of the shard wrote (deadlines lie within)
 
 
 @dataclass(frozen=True)
@@ -602,24 +605,25 @@ class CassandraBackend(Backend):
     def _try_lock(self, queue: str, shard: int) -> ShardState | None:
         now = self.now_ms()
         row = self._lock_row(queue, shard)
-        read, swept, expired_ms = _positions(row)
+        known = _stored_state(row)
         with self._guard:
-            self._positions[(queue, shard)] = read  # fresh even if another holds the lock
+            self._positions[(queue, shard)] = known.read  # fresh even if another holds it
         if row is not None and row.owner is not None and (row.expires_ms or 0) > now:
             return None
         previous = row.fence if row is not None and row.fence is not None else 0
         fence = max(self._now_us(), previous + _FENCE_STEP)
-        if row is None:
+        if row is None:  # a new shard: no lease of it can end before now
+            known = replace(known, expired_ms=now)
             result = self._run(
                 self._prepare(cql.INSERT_LOCK),
-                (queue, shard, self._owner, now + self._lock_ttl_ms, fence),
+                (queue, shard, self._owner, now + self._lock_ttl_ms, fence, now),
             )
         else:
             result = self._run(
                 self._prepare(cql.TAKE_LOCK),
                 (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence),
             )
-        return ShardState(fence, read, swept, expired_ms) if result.was_applied else None
+        return replace(known, fence=fence) if result.was_applied else None
 
     def _unlock(self, queue: str, shard: int, state: ShardState) -> None:
         """Release the lock and store the positions (only if the lock is still ours)."""
@@ -631,6 +635,7 @@ class CassandraBackend(Backend):
                 state.swept[0],
                 state.swept[1],
                 state.expired_ms,
+                state.lease_ms,
                 queue,
                 shard,
                 state.fence,
@@ -688,20 +693,41 @@ class CassandraBackend(Backend):
         return [slot % meta.buckets for slot in range(first, last + 1)]
 
     def _read_between(
-        self, queue: str, shard: int, after: Position, upto: Position, limit: int
+        self,
+        queue: str,
+        shard: int,
+        after: Position,
+        upto: Position,
+        limit: int,
+        sliced: bool = False,
     ) -> tuple[list[Any], Position]:
         """Pending rows with ``after < (ready_ms, id) <= upto``, oldest first, up to
-        ``limit`` per bucket, and how far the rows returned are complete: a bucket whose
-        read hit the limit is only known up to its last row."""
-        buckets = self._buckets_between(queue, after[0], upto[0])
-        args = [(queue, b, shard, *after, *upto, limit) for b in buckets]
+        ``limit`` per read, and how far the rows returned are complete: a read that hit
+        the limit is only known up to its last row. One read per bucket, or, ``sliced``,
+        per ``_SLICE_MS`` of ready time (at most ``_MAX_SLICES``), so that a read over
+        consumed rows scans a bounded number of tombstones."""
+        if sliced:
+            ranges = [
+                (lo, max(after, (lo - 1, _END_ID)), min(upto, (hi, _END_ID)))
+                for lo, hi in _slices(after[0], upto[0])
+            ]
+            upto = min(upto, ranges[-1][2]) if ranges else after
+        else:
+            ranges = [
+                (b * self.meta(queue).bucket_ms, after, upto)
+                for b in self._buckets_between(queue, after[0], upto[0])
+            ]
+        args = [
+            (queue, self._bucket(queue, at), shard, *lower, *upper, limit)
+            for at, lower, upper in ranges
+        ]
         seen = upto
         rows: list[Any] = []
         for result in self._concurrently(self._prepare(cql.SELECT_PENDING_BETWEEN), args):
-            bucket_rows = list(result)
-            if len(bucket_rows) >= limit:
-                seen = min(seen, (bucket_rows[-1].ready_ms, bucket_rows[-1].id))
-            rows += bucket_rows
+            found = list(result)
+            if len(found) >= limit:
+                seen = min(seen, (found[-1].ready_ms, found[-1].id))
+            rows += found
         rows = [r for r in rows if (r.ready_ms, r.id) <= seen]
         rows.sort(key=lambda r: (r.ready_ms, r.id))
         return rows, seen
@@ -721,7 +747,9 @@ class CassandraBackend(Backend):
         late: list[Any] = []
         late_seen = sweep_from
         if sweep_from < sweep_to:
-            late, late_seen = self._read_between(queue, shard, sweep_from, sweep_to, window)
+            late, late_seen = self._read_between(
+                queue, shard, sweep_from, sweep_to, window, sliced=True
+            )
         rows, seen = self._read_between(
             queue, shard, state.read, (now + lookahead_ms, _END_ID), window
         )
@@ -752,7 +780,9 @@ class CassandraBackend(Backend):
         consumed = {row.id for row in candidates}
         read = _advance(state.read, rows, consumed, seen, (now - _READ_MARGIN_MS, _END_ID))
         swept = _advance(sweep_from, late, consumed, late_seen, sweep_to)
-        return claims, ShardState(state.fence, read, swept, state.expired_ms)
+        longest = max((c.timeout_ms for _, c in claims), default=0)
+        lease_ms = max(state.lease_ms, longest)
+        return claims, replace(state, read=read, swept=swept, lease_ms=lease_ms)
 
     def _orphans(self, queue: str, rows: list[Any]) -> set[str]:
         """Ids of ``rows`` that must not run: their key now belongs to another message, or
@@ -822,15 +852,15 @@ class CassandraBackend(Backend):
         after = state.expired_ms
         if now <= after:  # the last holder's clock was ahead of ours
             return 0, state
-        buckets = self._buckets_between(queue, after + 1, now)
-        deadlines = list(
-            self._run(
-                self._prepare(cql.SELECT_DEADLINES_BETWEEN), (queue, shard, buckets, after, now)
-            )
-        )
+        # one read per slice of time: after a pause, the deadlines of every lease acked
+        # meanwhile lie in between, as tombstones, and one read must not scan them all
+        slices = _slices(after + 1, now)
+        args = [(queue, shard, self._bucket(queue, lo), lo - 1, hi) for lo, hi in slices]
+        results = self._concurrently(self._prepare(cql.SELECT_DEADLINES_IN_BUCKET), args)
+        deadlines = [row for result in results for row in result]
         # deadlines are written far ahead of now (a lease lasts the task's timeout), so
         # none can land at or before now after this read
-        moved = replace(state, expired_ms=max(after, now))
+        moved = replace(state, expired_ms=slices[-1][1])
         if not deadlines:
             return 0, moved
         leases = self._leases_by_id(queue, shard, list({r.id for r in deadlines}))
@@ -1182,20 +1212,27 @@ class CassandraBackend(Backend):
     def _pending_after_sweep(self, queue: str, shard: int) -> list[Any]:
         """(ready_ms, id) of every pending row of a shard: those after its sweep position
         (at or before it everything was consumed)."""
-        _, swept, _ = _positions(self._lock_row(queue, shard))
+        swept = _stored_state(self._lock_row(queue, shard)).swept
         buckets = list(range(self.meta(queue).buckets))
         return list(
             self._run(self._prepare(cql.SELECT_PENDING_AFTER), (queue, buckets, shard, *swept))
         )
 
     def _live_leases(self, queue: str, shard: int) -> list[str]:
-        """Ids of a shard's leases: found through deadlines after the expiry position."""
-        _, _, expired_ms = _positions(self._lock_row(queue, shard))
-        buckets = list(range(self.meta(queue).buckets))
-        rows = self._run(
-            self._prepare(cql.SELECT_DEADLINES_AFTER), (queue, shard, buckets, expired_ms)
-        )
-        return list(self._leases_by_id(queue, shard, list({str(r.id) for r in rows})))
+        """Ids of a shard's leases: found through their deadlines, between the expiry
+        position and the longest lease from now, one read per second of deadlines (the
+        deadlines of acked leases lie in between, as tombstones)."""
+        stored = _stored_state(self._lock_row(queue, shard))
+        now = self.now_ms()
+        first = max(stored.expired_ms, now - stored.lease_ms) + 1
+        slices = _slices(first, now + stored.lease_ms, 1000, 10**6)
+        args = [(queue, shard, self._bucket(queue, lo), lo - 1, hi) for lo, hi in slices]
+        results = self._concurrently(self._prepare(cql.SELECT_DEADLINES_IN_BUCKET), args)
+        ids = list({str(row.id) for result in results for row in result})
+        found: list[str] = []
+        for i in range(0, len(ids), 100):
+            found += self._leases_by_id(queue, shard, ids[i : i + 100])
+        return found
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         for name, delta in deltas.items():
@@ -1228,21 +1265,35 @@ class CassandraBackend(Backend):
         return removed
 
 
+def _slices(
+    first_ms: int, last_ms: int, size_ms: int = _SLICE_MS, most: int = _MAX_SLICES
+) -> list[tuple[int, int]]:
+    """Times ``first_ms`` to ``last_ms`` cut at multiples of ``size_ms`` (a divisor of the
+    bucket width, so each slice lies in one bucket): inclusive pairs, at most ``most``."""
+    slices: list[tuple[int, int]] = []
+    lo = first_ms
+    while lo <= last_ms and len(slices) < most:
+        hi = min(last_ms, lo - lo % size_ms + size_ms - 1)
+        slices.append((lo, hi))
+        lo = hi + 1
+    return slices
+
+
 def _claim_delete_ts(fence: int, row: Any) -> int:
     """The timestamp that deletes a claimed pending row: above the fence, and above the
     row's own write, which a producer may have stamped after the fence was taken."""
     return max(fence + _CLAIM_DELETE, int(row.written) + 1)
 
 
-def _positions(lock_row: Any) -> tuple[Position, Position, int]:
-    """The read, sweep and expiry positions stored in a shard's lock row (the origin for a
-    shard never consumed)."""
+def _stored_state(lock_row: Any) -> ShardState:
+    """The positions stored in a shard's lock row (the origin for a shard never consumed),
+    with its current fence."""
     if lock_row is None:
-        return _ORIGIN, _ORIGIN, _ORIGIN[0]
+        return ShardState(0, _ORIGIN, _ORIGIN, _ORIGIN[0], 0)
     read = _ORIGIN if lock_row.read_ms is None else (lock_row.read_ms, lock_row.read_id or "")
     swept = _ORIGIN if lock_row.swept_ms is None else (lock_row.swept_ms, lock_row.swept_id or "")
     expired = _ORIGIN[0] if lock_row.expired_ms is None else lock_row.expired_ms
-    return read, swept, expired
+    return ShardState(lock_row.fence or 0, read, swept, expired, lock_row.lease_ms or 0)
 
 
 def _advance(

@@ -77,12 +77,13 @@ SELECT_SHARD_KEYS = "SELECT key, id FROM key_index WHERE queue = ? AND shard = ?
 # -- the shard lock and the shard's read positions (lightweight transactions only) -----------
 
 SELECT_LOCK = (
-    "SELECT owner, expires_ms, fence, read_ms, read_id, swept_ms, swept_id, expired_ms "
+    "SELECT owner, expires_ms, fence, read_ms, read_id, swept_ms, swept_id, expired_ms, "
+    "lease_ms "
     "FROM shard_locks WHERE queue = ? AND shard = ?"
 )
 INSERT_LOCK = (
-    "INSERT INTO shard_locks (queue, shard, owner, expires_ms, fence) VALUES (?, ?, ?, ?, ?) "
-    "IF NOT EXISTS"
+    "INSERT INTO shard_locks (queue, shard, owner, expires_ms, fence, expired_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS"
 )
 TAKE_LOCK = (
     "UPDATE shard_locks SET owner = ?, expires_ms = ?, fence = ? WHERE queue = ? AND "
@@ -90,7 +91,8 @@ TAKE_LOCK = (
 )
 RELEASE_LOCK = (
     "UPDATE shard_locks SET owner = null, expires_ms = 0, read_ms = ?, read_id = ?, "
-    "swept_ms = ?, swept_id = ?, expired_ms = ? WHERE queue = ? AND shard = ? IF fence = ?"
+    "swept_ms = ?, swept_id = ?, expired_ms = ?, lease_ms = ? WHERE queue = ? AND shard = ? "
+    "IF fence = ?"
 )
 
 # -- leases (in-flight messages) and their deadlines -----------------------------------------
@@ -119,13 +121,9 @@ DELETE_DEADLINE = (
 DELETE_DEADLINE_BUCKET = (
     "DELETE FROM lease_deadlines USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND bucket = ?"
 )
-SELECT_DEADLINES_BETWEEN = (
-    "SELECT deadline_ms, id FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
+SELECT_DEADLINES_IN_BUCKET = (
+    "SELECT deadline_ms, id FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket = ? "
     "AND deadline_ms > ? AND deadline_ms <= ?"
-)
-SELECT_DEADLINES_AFTER = (
-    "SELECT deadline_ms, id FROM lease_deadlines WHERE queue = ? AND shard = ? AND bucket IN ? "
-    "AND deadline_ms > ?"
 )
 
 # -- the poison queue ------------------------------------------------------------------------

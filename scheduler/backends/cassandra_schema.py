@@ -55,6 +55,7 @@ TABLES = {
         CREATE TABLE IF NOT EXISTS {ks}.shard_locks (
             queue text, shard int, owner text, expires_ms bigint, fence bigint,
             read_ms bigint, read_id text, swept_ms bigint, swept_id text, expired_ms bigint,
+            lease_ms bigint,
             PRIMARY KEY ((queue, shard)))""",
     "leases": """
         CREATE TABLE IF NOT EXISTS {ks}.leases (
