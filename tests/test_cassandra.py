@@ -200,3 +200,17 @@ def test_a_message_written_after_the_lock_was_taken_is_claimed_once(
     backend._unlock("q", 0, after)
     assert [c.id for _, c in claims] == ["m"]
     assert backend.claim("q", 10).claims == [], "the claim's delete must win"
+
+
+def test_expiry_after_a_pause_reads_acked_deadlines_in_slices(backend: CassandraBackend) -> None:
+    now = backend.now_ms()
+    backend.enqueue([Envelope(f"m{i}", "q", None, 0, now, 2_000, b"x") for i in range(2000)])
+    acked = 0
+    while claims := backend.claim("q", 50).claims:
+        acked += sum(backend.ack([(c, None) for c in claims]))
+    assert acked == 2000
+    time.sleep(2.5)  # no claims while the acked leases' deadlines pass
+    assert backend.claim("q", 50).claims == []
+    # the 2,000 deadlines lie, as tombstones, in the range the next expiry read covers;
+    # one read over all of them would scan 6,000 cells
+    assert _tombstones_per_read(backend, "lease_deadlines") < 1000
