@@ -236,7 +236,7 @@ truncate_request_timeout: 60000ms
 tombstone_warn_threshold: 1000
 tombstone_failure_threshold: 100000
 batch_size_warn_threshold: 16KiB
-batch_size_fail_threshold: 640KiB
+batch_size_fail_threshold: 50KiB  # Cassandra's default
 """
 
 _LOGBACK = """\
