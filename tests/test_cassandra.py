@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scheduler import BackendUnavailable, ConfigurationError, open_backend
-from scheduler.backends import Envelope
-from scheduler.backends.cassandra import CassandraBackend
+from scheduler import BackendUnavailable, ConfigurationError, InvalidMessage, open_backend
+from scheduler.backends import Envelope, Outcome
+from scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
 from tests.backends import Servers
 from tests.servers import free_port
 from tickwork.cli import cli
@@ -214,3 +214,17 @@ def test_expiry_after_a_pause_reads_acked_deadlines_in_slices(backend: Cassandra
     # the 2,000 deadlines lie, as tombstones, in the range the next expiry read covers;
     # one read over all of them would scan 6,000 cells
     assert _tombstones_per_read(backend, "lease_deadlines") < 1000
+
+
+def test_a_message_too_large_for_a_batch_is_one_clear_error(backend: CassandraBackend) -> None:
+    now = backend.now_ms()
+    small = Envelope("small", "q", None, 0, now, 60_000, b"x")
+    large = Envelope("large", "q", None, 0, now, 60_000, b"x" * (MAX_BODY_BYTES + 1))
+    with pytest.raises(InvalidMessage, match="'large' is larger than"):
+        backend.enqueue([small, large])
+    assert backend.get("small", "q") is None, "nothing of the call was written"
+    fit = [Envelope(f"fit{i}", "q", None, 0, now, 60_000, b"x" * MAX_BODY_BYTES) for i in range(3)]
+    assert backend.enqueue([small, *fit]) == [Outcome.ENQUEUED] * 4  # batches stay < 50 KiB
+    claims = backend.claim("q", 10).claims
+    assert sorted(c.id for c in claims) == ["fit0", "fit1", "fit2", "small"]
+    assert backend.ack([(c, None) for c in claims]) == [True] * 4

@@ -70,7 +70,13 @@ from scheduler.backends.base import (
 )
 from scheduler.backends.cassandra_schema import KEYSPACE, TABLES
 from scheduler.clock import Clock
-from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError, KeyConflict
+from scheduler.errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigurationError,
+    InvalidMessage,
+    KeyConflict,
+)
 from scheduler.ids import stable_shard
 
 Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
@@ -90,6 +96,7 @@ _OPTIONS = {
 _BATCH_BYTES = 8_000  # messages per logged batch up to about this size (Cassandra fails
 # batches over 50 KiB by default and warns over 5 KiB: raise that warning for this workload)
 _ROW_BYTES = 200  # what a message adds to a batch besides its body
+MAX_BODY_BYTES = 32_768  # with a batch's other rows, stays under the 50 KiB batch limit
 _FENCE_STEP = 1000  # microseconds between two holders' fences
 # Write timestamps relative to a claim's fence, in the order the writes must win:
 _EXPIRE_INSERT = 1  # an expired lease's message is pending again (its lease deleted at +0)
@@ -422,6 +429,13 @@ class CassandraBackend(Backend):
         and its index entries are written together)."""
         if not envelopes:
             return []
+        too_large = [e.id for e in envelopes if len(e.body) > MAX_BODY_BYTES]
+        if too_large:
+            raise InvalidMessage(
+                f"message {too_large[0]!r} is larger than the Cassandra backend stores "
+                f"({MAX_BODY_BYTES} bytes: a logged batch fails above 50 KiB)"
+                + (f"; {len(too_large) - 1} more" if len(too_large) > 1 else "")
+            )
         holders = self._holders(envelopes)
         present = self._present(envelopes)
         if on_conflict is OnConflict.ERROR:
