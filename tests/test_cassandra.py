@@ -9,11 +9,20 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cassandra import ConsistencyLevel, WriteTimeout
+from cassandra.policies import WriteType
 from click.testing import CliRunner
 
-from scheduler import BackendUnavailable, ConfigurationError, InvalidMessage, open_backend
+from scheduler import (
+    BackendError,
+    BackendUnavailable,
+    ConfigurationError,
+    InvalidMessage,
+    open_backend,
+)
 from scheduler.backends import Envelope, Outcome
 from scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
 from tests.backends import Servers
@@ -228,3 +237,29 @@ def test_a_message_too_large_for_a_batch_is_one_clear_error(backend: CassandraBa
     claims = backend.claim("q", 10).claims
     assert sorted(c.id for c in claims) == ["fit0", "fit1", "fit2", "small"]
     assert backend.ack([(c, None) for c in claims]) == [True] * 4
+
+
+def test_a_lock_taken_by_a_timed_out_transaction_is_used_not_left_blocking(
+    backend: CassandraBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+    assert [c.id for c in backend.claim("q", 10).claims] == ["m"]  # the lock row exists
+    backend.enqueue([Envelope("n", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+    run = backend._run
+
+    def applied_but_timed_out(statement: Any, params: Any = None, **kwargs: Any) -> Any:
+        result = run(statement, params, **kwargs)
+        if "IF fence = ?" in str(getattr(statement, "query_string", "")) and "owner = ?" in str(
+            statement.query_string
+        ):
+            raise BackendError("timed out") from WriteTimeout(
+                "Paxos timed out",
+                consistency=ConsistencyLevel.SERIAL,
+                required_responses=1,
+                received_responses=0,
+                write_type=WriteType.CAS,
+            )
+        return result
+
+    monkeypatch.setattr(backend, "_run", applied_but_timed_out)
+    assert [c.id for c in backend.claim("q", 10).claims] == ["n"]

@@ -628,16 +628,39 @@ class CassandraBackend(Backend):
         fence = max(self._now_us(), previous + _FENCE_STEP)
         if row is None:  # a new shard: no lease of it can end before now
             known = replace(known, expired_ms=now)
-            result = self._run(
-                self._prepare(cql.INSERT_LOCK),
-                (queue, shard, self._owner, now + self._lock_ttl_ms, fence, now),
+            statement = self._prepare(cql.INSERT_LOCK)
+            params: tuple[Any, ...] = (
+                queue,
+                shard,
+                self._owner,
+                now + self._lock_ttl_ms,
+                fence,
+                now,
             )
         else:
-            result = self._run(
-                self._prepare(cql.TAKE_LOCK),
-                (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence),
-            )
-        return replace(known, fence=fence) if result.was_applied else None
+            statement = self._prepare(cql.TAKE_LOCK)
+            params = (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence)
+        try:
+            taken = bool(self._run(statement, params).was_applied)
+        except BackendError as err:
+            if not isinstance(err.__cause__, WriteTimeout):
+                raise
+            # a timed-out lightweight transaction may still have been applied: a serial
+            # read settles it, so a lock we did take does not block the shard for its TTL
+            taken = self._holds(queue, shard, fence)
+        return replace(known, fence=fence) if taken else None
+
+    def _holds(self, queue: str, shard: int, fence: int) -> bool:
+        """Whether this client holds the shard lock with ``fence`` (a serial read)."""
+        bound = self._prepare(cql.SELECT_LOCK).bind((queue, shard))
+        bound.consistency_level = ConsistencyLevel.SERIAL
+        try:
+            row = self._run(bound).one()
+        except BackendError as err:
+            if isinstance(err.__cause__, WriteTimeout | ReadTimeout):
+                return False  # still unsettled: the lock expires after its TTL
+            raise
+        return row is not None and row.owner == self._owner and row.fence == fence
 
     def _unlock(self, queue: str, shard: int, state: ShardState) -> None:
         """Release the lock and store the positions (only if the lock is still ours)."""
