@@ -802,6 +802,7 @@ class CassandraBackend(Backend):
             # place, so the read position moves on instead of re-reading what was consumed
             candidates[-1] = oldest
         orphans = self._orphans(queue, candidates)
+        leased_at = self.now_ms()  # after the reads: leases count from about when they start
         claims: list[tuple[int, Claim]] = []
         batches = _Batches()
         for row in candidates:
@@ -810,7 +811,9 @@ class CassandraBackend(Backend):
                 delete = self._prepare(cql.DELETE_PENDING)
                 _add(batches.current, delete, (_claim_delete_ts(state.fence, row), *place))
             else:
-                claim = self._lease_writes(batches.current, queue, state.fence, shard, row, now)
+                claim = self._lease_writes(
+                    batches.current, queue, state.fence, shard, row, leased_at
+                )
                 claims.append((row.priority, claim))
             batches.added(len(row.body))
         self._execute_many(batches.all())
