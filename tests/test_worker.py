@@ -82,7 +82,7 @@ def test_handler_that_returns_is_acked(app: App) -> None:
 def test_false_means_redelivered_after_the_lease(app: App) -> None:
     runs = Runs()
 
-    @app.task(timeout=1.0)
+    @app.task(timeout=0.5)
     def flaky() -> bool:
         runs.add(time.monotonic())
         return len(runs) >= 2
@@ -91,8 +91,9 @@ def test_false_means_redelivered_after_the_lease(app: App) -> None:
     with running(app) as worker:
         wait_for(lambda: worker.stats.acked == 1)
     assert len(runs) == 2
-    # the lease counts from the claim, which can precede the run by a loaded moment
-    assert runs.calls[1][0] - runs.calls[0][0] >= 0.7  # type: ignore[operator]
+    # the backend made it due again because its lease ran out, not as a retry
+    counters = app.backend.stats("default")[0].counters
+    assert counters.get("redelivered") == 1 and not counters.get("retried")
 
 
 def test_exception_retries_with_backoff_then_poisons(app: App) -> None:
