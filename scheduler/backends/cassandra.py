@@ -508,11 +508,29 @@ class CassandraBackend(Backend):
                 by_queue.setdefault(e.queue, set()).add(e.key)
         holders: dict[tuple[str, str | None], tuple[str, bytes]] = {}
         for queue, keys in by_queue.items():
-            for key, holder in self._key_holders(queue, keys).items():
-                stored = self.get(holder, queue)  # only for keys already taken
-                if stored is not None:
-                    holders[(queue, key)] = (holder, stored.envelope.body)
+            held = self._key_holders(queue, keys)
+            bodies = self._bodies(queue, list(set(held.values())))
+            for key, holder in held.items():
+                if holder in bodies:
+                    holders[(queue, key)] = (holder, bodies[holder])
         return holders
+
+    def _bodies(self, queue: str, ids: list[str]) -> dict[str, bytes]:
+        """id -> body of those of ``ids`` that are stored: one index read per 100 ids, then
+        concurrent reads of the pending rows and one lease read per shard."""
+        where = self._indexed(queue, ids)
+        pending = [w for w in where.values() if not w.leased]
+        places = [(queue, w.bucket, w.shard, w.ready_ms, str(w.id)) for w in pending]
+        rows = self._concurrently(self._prepare(cql.SELECT_PENDING), places)
+        bodies = {str(row.id): row.body for result in rows for row in result}
+        by_shard: dict[int, list[str]] = {}
+        for w in where.values():
+            if w.leased:
+                by_shard.setdefault(w.shard, []).append(str(w.id))
+        for shard, leased in by_shard.items():
+            for message_id, lease in self._leases_by_id(queue, shard, leased).items():
+                bodies[message_id] = lease.body
+        return bodies
 
     def _present(self, envelopes: Sequence[Envelope]) -> set[str]:
         by_queue: dict[str, list[str]] = {}
@@ -1061,12 +1079,16 @@ class CassandraBackend(Backend):
         return True
 
     def release(self, claims: Iterable[Claim]) -> int:
+        """One read of the leases per shard, then logged batches of several releases."""
+        claims = list(claims)
+        leases = self._held_many(claims)
+        batches = _Batches()
         released = 0
         for claim in claims:
-            lease = self._held(claim)
-            if lease is None:
+            lease = leases.get((claim.queue, claim.id))
+            if lease is None or lease.lease_token != claim.token:
                 continue
-            batch = self._batch()
+            batch = batches.current
             fence = self._drop_lease(batch, claim, lease)
             envelope = Envelope(
                 claim.id,
@@ -1079,33 +1101,37 @@ class CassandraBackend(Backend):
             )
             attempt = max(lease.attempt - 1, 0)
             self._insert(batch, envelope, fence + _ACK_INSERT, attempt, lease.last_error)
-            self._run(batch)
+            batches.added(len(claim.body))
             released += 1
+        self._execute_many(batches.all())
         return released
 
     def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
-        results = []
+        """One read of the leases per shard, then logged batches of several extensions."""
+        leases = self._held_many(claims)
         deadline = self.now_ms() + lease_ms
+        batches = _Batches()
+        results = []
         for claim in claims:
-            lease = self._held(claim)
-            if lease is None:
+            lease = leases.get((claim.queue, claim.id))
+            if lease is None or lease.lease_token != claim.token:
                 results.append(False)
                 continue
             shard = self._shard(claim.queue, claim.id, claim.key)
             ts = int(claim.token) + _ACK_DELETE
-            batch = self._batch()
+            bucket = self._bucket(claim.queue, deadline)
+            batch = batches.current
             _add(
-                batch,
-                self._prepare(cql.EXTEND_LEASE),
-                (ts, deadline, claim.queue, shard, claim.id),
+                batch, self._prepare(cql.EXTEND_LEASE), (ts, deadline, claim.queue, shard, claim.id)
             )
             _add(
                 batch,
                 self._prepare(cql.INSERT_DEADLINE),
-                (claim.queue, shard, self._bucket(claim.queue, deadline), deadline, claim.id, ts),
+                (claim.queue, shard, bucket, deadline, claim.id, ts),
             )
-            self._run(batch)
+            batches.added(0)
             results.append(True)
+        self._execute_many(batches.all())
         return results
 
     def requeue_expired(self, queue: str) -> int:
@@ -1229,10 +1255,11 @@ class CassandraBackend(Backend):
             next_due: int | None = None
             per_shard: dict[int, int] = {}
             for shard in range(self.meta(name).shards):
+                stored = _stored_state(self._lock_row(name, shard))
                 # an id stored twice (two identical late writes at once) counts once
-                rows = self._pending_after_sweep(name, shard)
+                rows = self._pending_after_sweep(name, shard, stored)
                 dues = list({str(row.id): row.ready_ms for row in rows}.values())
-                leases = self._live_leases(name, shard)
+                leases = self._live_leases(name, shard, stored)
                 ready += sum(d <= now for d in dues)
                 scheduled += sum(d > now for d in dues)
                 in_flight += len(leases)
@@ -1249,30 +1276,26 @@ class CassandraBackend(Backend):
             )
         return result
 
-    def _pending_after_sweep(self, queue: str, shard: int) -> list[Any]:
+    def _pending_after_sweep(self, queue: str, shard: int, stored: ShardState) -> list[Any]:
         """(ready_ms, id) of every pending row of a shard: those after its sweep position
         (at or before it everything was consumed)."""
-        swept = _stored_state(self._lock_row(queue, shard)).swept
         buckets = list(range(self.meta(queue).buckets))
-        return list(
-            self._run(self._prepare(cql.SELECT_PENDING_AFTER), (queue, buckets, shard, *swept))
-        )
+        params = (queue, buckets, shard, *stored.swept)
+        return list(self._run(self._prepare(cql.SELECT_PENDING_AFTER), params))
 
-    def _live_leases(self, queue: str, shard: int) -> list[str]:
+    def _live_leases(self, queue: str, shard: int, stored: ShardState) -> list[str]:
         """Ids of a shard's leases: found through their deadlines, between the expiry
         position and the longest lease from now, one read per second of deadlines (the
         deadlines of acked leases lie in between, as tombstones)."""
-        stored = _stored_state(self._lock_row(queue, shard))
         now = self.now_ms()
         first = max(stored.expired_ms, now - stored.lease_ms) + 1
         slices = _slices(first, now + stored.lease_ms, 1000, 10**6)
         args = [(queue, shard, self._bucket(queue, lo), lo - 1, hi) for lo, hi in slices]
         results = self._concurrently(self._prepare(cql.SELECT_DEADLINES_IN_BUCKET), args)
         ids = list({str(row.id) for result in results for row in result})
-        found: list[str] = []
-        for i in range(0, len(ids), 100):
-            found += self._leases_by_id(queue, shard, ids[i : i + 100])
-        return found
+        chunks = [(queue, shard, ids[i : i + 100]) for i in range(0, len(ids), 100)]
+        leases = self._concurrently(self._prepare(cql.SELECT_LEASES_BY_IDS), chunks)
+        return [str(row.id) for result in leases for row in result]
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         for name, delta in deltas.items():
@@ -1284,8 +1307,9 @@ class CassandraBackend(Backend):
         removed = 0
         ts = self._now_us()
         for shard in range(meta.shards):
-            ids = list({str(row.id) for row in self._pending_after_sweep(queue, shard)})
-            ids += self._live_leases(queue, shard)
+            stored = _stored_state(self._lock_row(queue, shard))
+            ids = list({str(row.id) for row in self._pending_after_sweep(queue, shard, stored)})
+            ids += self._live_leases(queue, shard, stored)
             removed += len(ids)
             self._execute_many(
                 [self._prepare(cql.DELETE_INDEX).bind((ts, queue, i)) for i in ids]

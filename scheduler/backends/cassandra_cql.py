@@ -64,7 +64,9 @@ SELECT_INDEX = (
     "SELECT bucket, shard, ready_ms, leased FROM message_index WHERE queue = ? AND id = ?"
 )
 
-SELECT_INDEX_BY_IDS = "SELECT id, ready_ms, leased FROM message_index WHERE queue = ? AND id IN ?"
+SELECT_INDEX_BY_IDS = (
+    "SELECT id, bucket, shard, ready_ms, leased FROM message_index WHERE queue = ? AND id IN ?"
+)
 
 # -- keys --------------------------------------------------------------------------------------
 
