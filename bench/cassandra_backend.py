@@ -1,5 +1,6 @@
 """The Cassandra backend alone on a local node: bulk enqueue, then claim + ack until empty,
-for plain and for keyed messages (keys cost reads of the key index at every step).
+for plain and for keyed messages (keys cost reads of the key index at every step), the
+same messages enqueued again (all duplicates), and extend and release of 1,000 leases.
 
     python -m bench.cassandra_backend [--messages 10000] [--batch 500] [--out FILE]
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from bench.common import report
 from scheduler import open_backend
-from scheduler.backends import Backend, Envelope
+from scheduler.backends import Backend, Envelope, OnConflict
 from tests.servers import CassandraNode
 
 
@@ -32,6 +33,10 @@ def _run(backend: Backend, messages: int, batch: int, keyed: bool, queue: str) -
     for start in range(0, len(envelopes), 1000):
         backend.enqueue(envelopes[start : start + 1000])
     enqueued = time.perf_counter() - started
+    started = time.perf_counter()  # the same messages again: all duplicates
+    for start in range(0, len(envelopes), 1000):
+        backend.enqueue(envelopes[start : start + 1000], OnConflict.IGNORE)
+    again = time.perf_counter() - started
     claiming = acking = 0.0
     drained = 0
     while True:
@@ -49,9 +54,30 @@ def _run(backend: Backend, messages: int, batch: int, keyed: bool, queue: str) -
         "claim_batch": batch,
         "drained": drained,
         "enqueue_per_second": round(messages / enqueued),
+        "enqueue_again_per_second": round(messages / again),
         "claim_per_second": round(drained / claiming),
         "ack_per_second": round(drained / acking),
         "claim_and_ack_per_second": round(drained / (claiming + acking)),
+    }
+
+
+def _lease_calls(backend: Backend, messages: int) -> dict[str, Any]:
+    """Extend, then release, the leases of one claim of ``messages``."""
+    now = backend.now_ms()
+    backend.enqueue(
+        [Envelope(f"l{i}", "leases", None, 0, now, 60_000, b"x") for i in range(messages)]
+    )
+    claims = backend.claim("leases", messages).claims
+    started = time.perf_counter()
+    backend.extend(claims, 60_000)
+    extended = time.perf_counter() - started
+    started = time.perf_counter()
+    released = backend.release(claims)
+    releasing = time.perf_counter() - started
+    return {
+        "leases": len(claims),
+        "extend_per_second": round(len(claims) / extended),
+        "release_per_second": round(released / releasing),
     }
 
 
@@ -70,6 +96,7 @@ def main() -> None:
         results = {
             "plain": _run(backend, args.messages, args.batch, keyed=False, queue="plain"),
             "keyed": _run(backend, args.messages, args.batch, keyed=True, queue="keyed"),
+            "leases": _lease_calls(backend, 1000),
         }
         backend.close()
     finally:
