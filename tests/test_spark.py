@@ -253,30 +253,17 @@ def test_the_data_source_writer(spark, url: str) -> None:  # type: ignore[no-unt
 
     register(spark)
     df = invoices(spark, 300, partitions=3)
-    (
-        df.write.format("tickwork")
-        .mode("append")
-        .option("backend", url)
-        .option("task", TASK)
-        .option("args", "customer_id")
-        .option("kwargs", "amount=amount_due")
-        .option("key", "invoice_key")
-        .option("at", "send_at")
-        .option("queue", "billing")
-        .save()
-    )
+    options = {
+        "backend": url,
+        "task": TASK,
+        "args": "customer_id",
+        "kwargs": "amount=amount_due",
+        "key": "invoice_key",
+        "queue": "billing",
+    }
+    df.write.format("tickwork").mode("append").options(**options, at="send_at").save()
     assert stored(url) == 300
-    (
-        df.write.format("tickwork")
-        .mode("append")
-        .option("backend", url)
-        .option("task", TASK)
-        .option("args", "customer_id")
-        .option("kwargs", "amount=amount_due")
-        .option("key", "invoice_key")
-        .option("queue", "billing")
-        .save()
-    )
+    df.write.format("tickwork").mode("append").options(**options).save()
     assert stored(url) == 300, "a re-run writes nothing twice"
     with pytest.raises(Exception, match="only appends"):
         df.write.format("tickwork").mode("overwrite").option("backend", url).option(
