@@ -1,8 +1,10 @@
-"""Retry as data: a policy plus a pure function from (attempt, error) to a decision."""
+"""Retry as data: a policy plus one pure function, ``decide``, from (policy, attempt, error)
+to a decision: retry after a delay, or give up (the poison queue)."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,3 +38,36 @@ class RetryPolicy(BaseModel):
             return ceiling
         # "equal jitter": at least half the backoff, so retries never hot-loop
         return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryAfter:
+    """Run the message again after ``delay_s`` seconds."""
+
+    delay_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    """Send the message to the poison queue: ``exhausted`` (no attempts left) or
+    ``not_retryable`` (it can never run, e.g. its arguments no longer validate)."""
+
+    reason: str
+
+
+RetryDecision = RetryAfter | GiveUp
+
+
+def decide(
+    policy: RetryPolicy, attempt: int, retryable: bool = True, rng: random.Random | None = None
+) -> RetryDecision:
+    """What to do after attempt number ``attempt`` (1-based) of a message failed.
+
+    The policy is the one the worker's code registers now, not the one the message was
+    enqueued with: after a deploy that changes a task's retries, messages already queued
+    follow the new code (as Celery's ``max_retries`` does).
+    """
+    if not retryable:
+        return GiveUp("not_retryable")
+    delay = policy.delay_s(attempt, rng)
+    return GiveUp("exhausted") if delay is None else RetryAfter(delay)

@@ -1,17 +1,8 @@
-"""The dispatcher: consumer threads, a worker pool, a timing wheel and the daemon."""
+"""The dispatcher: consumer, timer, settler and heartbeat threads around a handler pool."""
 
-from workers.execution import HandlerResult, Verdict, load_app
-from workers.flow import Permits, WorkerStats
-from workers.timing_wheel import TimingWheel
-from workers.worker import Worker, WorkerConfig
+from workers.config import WorkerConfig
+from workers.execution import load_app
+from workers.flow import WorkerStats
+from workers.worker import Worker
 
-__all__ = [
-    "HandlerResult",
-    "Permits",
-    "TimingWheel",
-    "Verdict",
-    "Worker",
-    "WorkerConfig",
-    "WorkerStats",
-    "load_app",
-]
+__all__ = ["Worker", "WorkerConfig", "WorkerStats", "load_app"]

@@ -1,25 +1,57 @@
-"""Worker pools: where handlers run. Threads by default; processes for CPU-bound tasks.
+"""Handler pools: where handlers run. Threads by default; processes for CPU-bound tasks.
 
-Both take work items, run ``task(args, kwargs)`` and report ``(item, HandlerResult)`` to a
-callback. ``unstarted()`` takes back what has not begun, so shutdown can release it.
+A pool takes work items, runs ``task(args, kwargs)`` and reports ``(item, HandlerResult)``
+to a callback. ``unstarted()`` takes back what has not begun, so shutdown can release it.
+A new kind of pool (an asyncio event loop, say) subclasses ``HandlerPool`` and registers
+a factory in ``POOL_KINDS``; ``WorkerConfig.pool`` names it.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from scheduler import App
+from scheduler import App, ConfigurationError
 from workers.execution import HandlerResult, Verdict, init_process, run_handler, run_in_process
 
 W = TypeVar("W")
 Done = Callable[[W, HandlerResult], None]
 
 
-class ThreadPool(Generic[W]):
+class HandlerPool(ABC, Generic[W]):
+    """Runs handlers for a worker. Thread-safe: ``submit`` is called by the consumer and
+    timer threads, ``unstarted`` and ``shutdown`` by the settler and the worker."""
+
+    @abstractmethod
+    def submit(self, item: W, task: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """Run ``task`` on stored JSON arguments; report ``(item, result)`` when done.
+        Never blocks on the handler."""
+
+    @abstractmethod
+    def unstarted(self) -> list[W]:
+        """Take back every submitted item whose handler has not started."""
+
+    @abstractmethod
+    def shutdown(self, wait: bool) -> None:
+        """Stop the pool; with ``wait``, after running handlers return."""
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """What a pool factory gets: the app (in this process), how to import it elsewhere,
+    and how many handlers may run at once."""
+
+    app: App
+    app_reference: str | None
+    size: int
+
+
+class ThreadPool(HandlerPool[W]):
     """A fixed set of threads fed by one queue (lighter than ``ThreadPoolExecutor``: no
     future per message)."""
 
@@ -65,7 +97,7 @@ class ThreadPool(Generic[W]):
                 thread.join()
 
 
-class ProcessPool(Generic[W]):
+class ProcessPool(HandlerPool[W]):
     """Handlers in child processes, each of which imports the app once."""
 
     def __init__(self, app_reference: str, size: int, on_done: Done[W]) -> None:
@@ -101,3 +133,31 @@ class ProcessPool(Generic[W]):
 
     def shutdown(self, wait: bool) -> None:
         self._executor.shutdown(wait=wait, cancel_futures=True)
+
+
+def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
+    return ThreadPool(spec.app, spec.size, on_done)
+
+
+def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
+    if not spec.app_reference:
+        raise ConfigurationError("the process pool needs app_reference ('module' or 'module:app')")
+    return ProcessPool(spec.app_reference, spec.size, on_done)
+
+
+#: pool kind (``WorkerConfig.pool``) -> factory
+POOL_KINDS: dict[str, Callable[[PoolSpec, Done[Any]], HandlerPool[Any]]] = {
+    "thread": _thread_pool,
+    "process": _process_pool,
+}
+
+
+def make_pool(kind: str, spec: PoolSpec, on_done: Done[W]) -> HandlerPool[W]:
+    """A pool of the kind named ``kind``."""
+    try:
+        factory = POOL_KINDS[kind]
+    except KeyError:
+        known = ", ".join(sorted(POOL_KINDS))
+        raise ConfigurationError(f"unknown pool kind {kind!r}; known: {known}") from None
+    pool: HandlerPool[W] = factory(spec, on_done)
+    return pool

@@ -15,7 +15,7 @@ into level 1 (20 ms buckets, span 400 ms), bucket [1140, 1160). At 1140 that buc
 expires, the item is re-added with current time 1140 and lands in level 0 bucket
 [1150, 1151), which expires at 1150 and yields it.
 
-Thread-safety: not thread-safe; ``TimerThread`` (in ``workers.worker``) owns one and
+Thread-safety: not thread-safe; ``Timer`` (in ``workers.timer``) owns one and
 serialises access with its condition lock. The clock is the caller's: ``advance`` takes
 the current time, so tests drive time without sleeping.
 """

@@ -1,0 +1,40 @@
+"""How a worker consumes: one typed, frozen configuration."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from workers.pool import POOL_KINDS
+
+
+class WorkerConfig(BaseModel):
+    """How a worker consumes. Defaults suit I/O-bound handlers on a small machine.
+
+    ``pool`` names a kind in ``workers.pool.POOL_KINDS`` ("thread" or "process").
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    queues: tuple[str, ...] = ("default",)
+    concurrency: int = Field(default=8, ge=1)
+    pool: str = "thread"
+    prefetch: int | None = Field(default=None, ge=0)  # default: 2 x concurrency
+    batch_size: int = Field(default=100, ge=1)
+    lookahead_ms: int = Field(default=500, ge=0)
+    poll_interval_s: float = Field(default=1.0, gt=0)
+    grace_s: float = Field(default=30.0, ge=0)
+    burst: bool = False
+    timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
+    install_periodic: bool = True
+    app_reference: str | None = None  # "module" or "module:app", needed by the process pool
+
+    @field_validator("pool")
+    @classmethod
+    def _known_pool(cls, kind: str) -> str:
+        if kind not in POOL_KINDS:
+            raise ValueError(f"unknown pool kind {kind!r}; known: {', '.join(sorted(POOL_KINDS))}")
+        return kind
+
+    @property
+    def permits(self) -> int:
+        return self.concurrency + (2 * self.concurrency if self.prefetch is None else self.prefetch)

@@ -1,0 +1,158 @@
+"""The consumer thread: claims batches by permits (Pulsar's flow control).
+
+It takes as many permits as are free (idle handler slots plus a prefetch), claims up to
+that many messages across its queues, and gives back what it did not use. Each claim is
+decoded and checked here: what can never run goes to the poison queue at once; what is
+due later than now is parked in the timer; the rest goes to the pool. With nothing due,
+it backs off (doubling up to ``poll_interval_s``), waking early when the backend said
+when the next message falls due.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from scheduler import App, BackendError, DecodeError
+from scheduler.backends import Backend, Claim, Failure
+from scheduler.message import Message
+from workers.config import WorkerConfig
+from workers.flow import Counters, Permits
+from workers.holdings import Holdings, Work
+from workers.settler import Settler
+from workers.timer import Timer
+
+log = logging.getLogger("tickwork.worker")
+
+_FLUSH_S = 5.0  # empty polls are added to the backend's counters this often
+
+
+class Consumer:
+    """Claims work for this process and routes each claim."""
+
+    def __init__(
+        self,
+        app: App,
+        backend: Backend,
+        config: WorkerConfig,
+        permits: Permits,
+        holdings: Holdings,
+        timer: Timer,
+        settler: Settler,
+        counters: Counters,
+        now_ms: Callable[[], int],
+        submit: Callable[[Work], None],
+        stopping: threading.Event,
+        stop: Callable[[], None],
+    ) -> None:
+        self._app = app
+        self._backend = backend
+        self._config = config
+        self._permits = permits
+        self._holdings = holdings
+        self._timer = timer
+        self._settler = settler
+        self._counters = counters
+        self._now_ms = now_ms
+        self._submit = submit
+        self._stopping = stopping
+        self._stop = stop
+        self._empty_polls = 0  # not yet added to the backend's counters
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        idle_s = 0.01
+        last_flush = time.monotonic()
+        try:
+            while not self._stopping.is_set():
+                if time.monotonic() - last_flush > _FLUSH_S:
+                    self._flush_counters()
+                    last_flush = time.monotonic()
+                wanted = self._permits.take(self._config.batch_size, timeout_s=0.2, linger_s=0.01)
+                if not wanted:
+                    continue
+                claimed, next_due = self.claim_round(wanted)
+                if claimed:
+                    idle_s = 0.01
+                    continue
+                self._counters.add("empty_polls")
+                self._empty_polls += 1
+                nothing_due = next_due is None or next_due > self._now_ms()
+                if self._config.burst and self._holdings.empty() and nothing_due:
+                    log.info("burst: nothing due or running; stopping")
+                    self._stop()
+                    break
+                self._stopping.wait(self._sleep_s(idle_s, next_due))
+                idle_s = min(idle_s * 2, self._config.poll_interval_s)
+        finally:
+            self._flush_counters()
+            self.done.set()
+
+    def _sleep_s(self, idle_s: float, next_due: int | None) -> float:
+        """How long to wait after an empty claim: the backoff, or less if something falls
+        due (within the lookahead) sooner."""
+        sleep_s = min(idle_s, self._config.poll_interval_s)
+        if next_due is None:
+            return sleep_s
+        until_due = (next_due - self._config.lookahead_ms - self._now_ms()) / 1000
+        return max(0.001, min(sleep_s, until_due)) if until_due > 0 else 0.001
+
+    def claim_round(self, wanted: int) -> tuple[int, int | None]:
+        """Claim across the queues with ``wanted`` permits; give back what was not used.
+        Returns how many were claimed and the earliest next due time the backend gave."""
+        claimed = 0
+        next_due: int | None = None
+        try:
+            for queue in self._config.queues:
+                if claimed >= wanted:
+                    break
+                lookahead = self._config.lookahead_ms if self._timer.has_room() else 0
+                batch = self._backend.claim(queue, wanted - claimed, lookahead)
+                claimed += len(batch.claims)
+                if batch.next_due_ms is not None:
+                    next_due = (
+                        batch.next_due_ms if next_due is None else min(next_due, batch.next_due_ms)
+                    )
+                for claim in batch.claims:
+                    self.accept(claim)
+        except BackendError as err:
+            self._counters.add("backend_errors")
+            log.warning("claim failed: %s", err)
+            self._stopping.wait(0.5)
+        finally:
+            self._permits.give(wanted - claimed)
+        self._counters.add("claimed", claimed)
+        return claimed, next_due
+
+    def accept(self, claim: Claim) -> None:
+        """Take ownership of a claim (it holds a permit): decode it, then park it or run it."""
+        try:
+            message = Message.decode(claim.body)
+        except DecodeError as err:
+            self._settler.poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
+            return
+        if message.task not in self._app.tasks:
+            failure = Failure(
+                "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
+            )
+            self._settler.poison_now(claim, failure)
+            return
+        work = Work(claim, message)
+        self._holdings.add(work)
+        if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
+            # a parked message waits for its time, not for a worker: its lease counts
+            # from its due time, so it gives its permit back until it fires
+            work.holds_permit = False
+            self._permits.give(1)
+            return
+        self._submit(work)
+
+    def _flush_counters(self) -> None:
+        pending, self._empty_polls = self._empty_polls, 0
+        if pending:
+            try:
+                self._backend.add_counters(self._config.queues[0], {"empty_polls": pending})
+            except BackendError:
+                self._empty_polls += pending

@@ -1,0 +1,81 @@
+"""Work owned by this worker process: every claim it holds and the lease deadline of each.
+
+A claim enters when the consumer accepts it and leaves when the settler acks, retries,
+poisons or releases it. The heartbeat reads the deadlines to extend leases before they
+run out; shutdown waits until nothing is held.
+
+Thread-safety: every method takes the one lock; ``Work`` objects are shared, but each
+field is written by one thread at a time (the consumer, then the timer or pool, then the
+settler).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from scheduler.backends import Claim
+from scheduler.message import Message
+
+
+@dataclass(slots=True)
+class Work:
+    """One claimed message on its way through the worker."""
+
+    claim: Claim
+    message: Message
+    started_ms: int = 0
+    holds_permit: bool = True  # parked in the timing wheel: no permit until it fires
+
+    @property
+    def handle(self) -> tuple[str, str]:
+        return self.claim.id, self.claim.token
+
+
+class Holdings:
+    """The claims this process holds, with their lease deadlines."""
+
+    def __init__(self) -> None:
+        self._works: dict[tuple[str, str], Work] = {}
+        self._deadlines: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, work: Work) -> None:
+        with self._lock:
+            self._works[work.handle] = work
+            self._deadlines[work.handle] = work.claim.deadline_ms
+
+    def remove(self, works: Iterable[Work]) -> None:
+        with self._lock:
+            for work in works:
+                self._works.pop(work.handle, None)
+                self._deadlines.pop(work.handle, None)
+
+    def empty(self) -> bool:
+        with self._lock:
+            return not self._works
+
+    def all(self) -> list[Work]:
+        with self._lock:
+            return list(self._works.values())
+
+    def expiring(self, now_ms: int) -> list[Work]:
+        """Work whose lease has less than half of its length left."""
+        with self._lock:
+            return [
+                work
+                for handle, work in self._works.items()
+                if self._deadlines.get(handle, 0) - now_ms < work.claim.timeout_ms / 2
+            ]
+
+    def extended(self, works: Sequence[Work], deadline_ms: int) -> None:
+        """Record new deadlines for ``works`` whose leases were extended (and still held)."""
+        with self._lock:
+            for work in works:
+                if work.handle in self._deadlines:
+                    self._deadlines[work.handle] = deadline_ms
+
+    def deadline(self, work: Work) -> int | None:
+        with self._lock:
+            return self._deadlines.get(work.handle)

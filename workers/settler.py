@@ -1,0 +1,219 @@
+"""The settler thread: turns handler results into backend writes.
+
+Pools report ``(work, result)`` here (``finished``, from any thread). The thread drains
+them in batches of up to 1,000 and settles each by its verdict: a returned handler is
+acked, with its chain's next occurrence in the same atomic step; ``False`` leaves it for
+redelivery after its lease; an exception retries with backoff or poisons, as
+``scheduler.retry.decide`` says. Every path gives the permit back and forgets the work.
+Backend writes are retried until they succeed or the worker is forced to stop: a result
+is never dropped because the backend blinked.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_module
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scheduler import App, BackendError, TickworkError
+from scheduler.backends import Backend, Claim, Envelope, Failure
+from scheduler.message import Message
+from scheduler.retry import GiveUp, decide
+from workers.execution import HandlerResult, Verdict
+from workers.flow import Counters, Permits
+from workers.holdings import Holdings, Work
+
+log = logging.getLogger("tickwork.worker")
+
+_BATCH = 1000  # results settled per backend round trip, at most
+
+
+class Settler:
+    """Acks, retries, poisons and releases the work this process holds."""
+
+    def __init__(
+        self,
+        app: App,
+        backend: Backend,
+        holdings: Holdings,
+        permits: Permits,
+        counters: Counters,
+        now_ms: Callable[[], int],
+        forced: threading.Event,
+    ) -> None:
+        self._app = app
+        self._backend = backend
+        self._holdings = holdings
+        self._permits = permits
+        self._counters = counters
+        self._now_ms = now_ms
+        self._forced = forced
+        self._results: queue_module.SimpleQueue[tuple[Work, HandlerResult]] = (
+            queue_module.SimpleQueue()
+        )
+
+    def finished(self, work: Work, result: HandlerResult) -> None:
+        """A pool's callback: ``work``'s handler is done (any thread)."""
+        self._results.put((work, result))
+
+    def run(self, may_stop: Callable[[], bool]) -> None:
+        """Settle results until there are none and ``may_stop()`` says shutdown is done."""
+        while True:
+            batch = self._drain()
+            if batch:
+                self.settle(batch)
+            elif may_stop():
+                return
+
+    def _drain(self) -> list[tuple[Work, HandlerResult]]:
+        try:
+            first = self._results.get(timeout=0.05)
+        except queue_module.Empty:
+            return []
+        batch = [first]
+        while len(batch) < _BATCH:
+            try:
+                batch.append(self._results.get_nowait())
+            except queue_module.Empty:
+                break
+        return batch
+
+    # -- settling ------------------------------------------------------------------------
+
+    def settle(self, batch: list[tuple[Work, HandlerResult]]) -> None:
+        """Write the outcome of each finished handler: acks in one call, the rest one by one."""
+        now = self._now_ms()
+        acks: list[tuple[Claim, Envelope | None]] = []
+        done: list[Work] = []
+        for work, result in batch:
+            message = work.message
+            done.append(work)
+            if result.verdict is Verdict.ACK:
+                acks.append((work.claim, self._next(message, now)))
+                if log.isEnabledFor(logging.INFO):
+                    log.info(
+                        "done %s id=%s in %.1fms", message.task, message.id, result.duration_ms
+                    )
+            elif result.verdict is Verdict.REDELIVER:
+                log.info(
+                    "%s id=%s returned False: due again when its lease ends",
+                    message.task,
+                    message.id,
+                )
+                self._counters.add("redelivered")
+            else:
+                self._fail(work, result, now)
+        if acks:
+            self._ack(acks)
+        self.forget(done)
+
+    def _ack(self, acks: list[tuple[Claim, Envelope | None]]) -> None:
+        results = self._with_retries(lambda: self._backend.ack(acks))
+        if results is None:
+            return
+        held = sum(results)
+        self._counters.add("acked", held)
+        self._counters.add("stale", len(results) - held)
+        for (claim, _), ok in zip(acks, results, strict=True):
+            if not ok:
+                log.warning(
+                    "ack of %s refused: its lease was lost (it ran again elsewhere "
+                    "or was cancelled); no next occurrence from this run",
+                    claim.id,
+                )
+
+    def _next(self, message: Message, now: int) -> Envelope | None:
+        try:
+            return self._app.next_occurrence(message, now)
+        except TickworkError as err:
+            log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
+            return None
+
+    def _fail(self, work: Work, result: HandlerResult, now: int) -> None:
+        """A handler raised (or can never run): retry it or poison it, one decision."""
+        claim, message = work.claim, work.message
+        task = self._app.tasks.get(message.task)
+        decision = (
+            decide(task.options.retry, claim.attempt, result.verdict is Verdict.FAIL)
+            if task is not None
+            else GiveUp("not_retryable")
+        )
+        if isinstance(decision, GiveUp):
+            self._poison(work, result, now)
+            return
+        log.warning(
+            "%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs",
+            message.task,
+            message.id,
+            claim.attempt,
+            task.options.retry.max_attempts if task is not None else claim.attempt,
+            result.error_type,
+            result.error,
+            decision.delay_s,
+        )
+        error = f"{result.error_type}: {result.error}"
+        due_ms = now + int(decision.delay_s * 1000)
+        ok = self._with_retries(lambda: self._backend.retry(claim, due_ms, error))
+        self._counters.add("retried" if ok else "stale")
+
+    def _poison(self, work: Work, result: HandlerResult, now: int) -> None:
+        claim, message = work.claim, work.message
+        reason = "exception" if result.verdict is Verdict.FAIL else "invalid"
+        log.error(
+            "%s id=%s goes to the poison queue after %d attempt(s): %s: %s",
+            message.task,
+            message.id,
+            claim.attempt,
+            result.error_type,
+            result.error,
+        )
+        failure = Failure(reason, result.error_type, result.error, result.traceback)
+        nxt = self._next(message, now)
+        ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
+        self._counters.add("poisoned" if ok else "stale")
+
+    def poison_now(self, claim: Claim, failure: Failure) -> None:
+        """Poison a claim that can never run (undecodable, unknown task) at once."""
+        log.error("poisoning %s: %s", claim.id, failure.message)
+        try:
+            done = self._backend.poison(claim, failure)
+        except BackendError as err:
+            log.warning("poison of %s failed (its lease will expire): %s", claim.id, err)
+            done = False
+        self._counters.add("poisoned" if done else "stale")
+        self._permits.give(1)
+
+    def release(self, works: list[Work]) -> None:
+        """Give back claims that never started: due again at once, attempt not counted."""
+        if not works:
+            return
+        try:
+            released = self._backend.release([w.claim for w in works])
+        except BackendError as err:
+            log.warning("release failed (leases will expire instead): %s", err)
+            released = 0
+        self._counters.add("released", released)
+        self.forget(works)
+
+    def forget(self, works: list[Work]) -> None:
+        """Work has left this process: drop it and give its permits back."""
+        self._holdings.remove(works)
+        self._permits.give(sum(work.holds_permit for work in works))
+
+    def _with_retries(self, operation: Callable[[], Any]) -> Any:
+        """Run a backend write, retrying on backend errors until it works or we are forced."""
+        delay = 0.05
+        while True:
+            try:
+                return operation()
+            except BackendError as err:
+                self._counters.add("backend_errors")
+                if self._forced.is_set():
+                    log.error("giving up a backend write on forced stop: %s", err)
+                    return None
+                log.warning("backend write failed, retrying in %.2fs: %s", delay, err)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
