@@ -1,8 +1,12 @@
-"""tickwork's core: tasks, messages, the producer API and the storage backends."""
+"""tickwork's core: tasks, messages, the producer API and the storage backends.
 
-from scheduler.app import App, EnqueueReport, Periodic, ScheduleInfo
+These names are the public API; everything else is importable from its module but may
+change between releases.
+"""
+
+from scheduler.app import App, EnqueueReport, ScheduleInfo
 from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
-from scheduler.clock import Clock, ManualClock, SystemClock
+from scheduler.clock import Clock
 from scheduler.errors import (
     BackendError,
     BackendUnavailable,
@@ -30,17 +34,14 @@ __all__ = [
     "EnqueueReport",
     "InvalidMessage",
     "KeyConflict",
-    "ManualClock",
     "Message",
     "OnConflict",
     "Outcome",
-    "Periodic",
     "RetryPolicy",
     "ScheduleInfo",
     "ScheduledMessage",
     "Settings",
     "State",
-    "SystemClock",
     "TaskClass",
     "TaskFunction",
     "TickworkError",

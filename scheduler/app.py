@@ -1,13 +1,12 @@
-"""The ``App``: task registry, producer API, and the bridge from messages to a backend."""
+"""The ``App``: the facade users hold. It owns a task registry (``scheduler.registry``), a
+message builder (``scheduler.building``) and, opened on first use, a backend; it adds the
+producer API (enqueue, read, cancel, list schedules) on top of them."""
 
 from __future__ import annotations
 
-import random
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler.backends import (
@@ -18,27 +17,18 @@ from scheduler.backends import (
     State,
     open_backend,
 )
-from scheduler.clock import Clock, SystemClock, to_datetime, to_ms
-from scheduler.errors import InvalidMessage, UnknownTask
-from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
-from scheduler.message import Message, ScheduledMessage, encode_fields
+from scheduler.building import MessageBuilder
+from scheduler.clock import Clock, SystemClock, to_datetime
+from scheduler.errors import InvalidMessage
+from scheduler.message import Message, ScheduledMessage
+from scheduler.registry import Periodic, TaskRegistry
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
-from scheduler.tasks import Arguments, Call, TaskClass, TaskFunction, TaskOptions
-from triggers import Cron, Fire, Repeating, Trigger, require_aware
+from scheduler.tasks import Call, TaskClass, TaskFunction
+from triggers import Trigger
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class Periodic:
-    """A schedule declared in code with ``@app.periodic``; installed by key at worker start."""
-
-    task: str
-    trigger: Trigger
-    key: str
-    queue: str
 
 
 @dataclass
@@ -101,10 +91,11 @@ class App:
             self.settings = settings or Settings.load(backend=backend)
             self._backend = None
         self.clock: Clock = clock or SystemClock()
-        self.tasks: dict[str, TaskFunction[..., Any]] = {}
-        self.periodics: list[Periodic] = []
+        self.registry = TaskRegistry(
+            self, self.settings.default_queue, self.settings.default_timeout_s
+        )
+        self.builder = MessageBuilder(self.registry, self.clock, self.settings.max_payload_bytes)
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
-        self._rng = random.Random()
 
     # -- backend -------------------------------------------------------------------------
 
@@ -131,6 +122,16 @@ class App:
         self.close()
 
     # -- registering tasks ---------------------------------------------------------------
+
+    @property
+    def tasks(self) -> dict[str, TaskFunction[..., Any]]:
+        """Registered tasks by name."""
+        return self.registry.tasks
+
+    @property
+    def periodics(self) -> list[Periodic]:
+        """Schedules declared with ``@app.periodic``."""
+        return self.registry.periodics
 
     @overload
     def task(self, fn: Callable[P, R], /) -> TaskFunction[P, R]: ...
@@ -166,45 +167,26 @@ class App:
         lease length in seconds, kept alive by heartbeats while the handler runs."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
-            task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
-            options = TaskOptions(
-                name=task_name,
-                queue=queue or self.settings.default_queue,
-                retry=retry or RetryPolicy(retries=retries),
-                timeout_s=timeout or self.settings.default_timeout_s,
+            return self.registry.function(
+                function,
+                name=name,
+                queue=queue,
+                retries=retries,
+                timeout=timeout,
                 priority=priority,
+                retry=retry,
             )
-            return self._add(TaskFunction(self, function, options, Arguments(function, task_name)))
 
         return register(fn) if fn is not None else register
 
     def register_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass (called by ``app.Task.__init_subclass__``)."""
-        task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__name__}"
-
-        def run_instance(*args: Any, **kwargs: Any) -> Any:
-            return cls().run(*args, **kwargs)
-
-        options = TaskOptions(
-            name=task_name,
-            queue=cls.queue,
-            retry=RetryPolicy(retries=cls.retries),
-            timeout_s=cls.timeout,
-            priority=cls.priority,
-        )
-        arguments = Arguments(cls.run, task_name, skip_self=True)
-        return self._add(TaskFunction(self, run_instance, options, arguments))
+        return self.registry.task_class(cls)
 
     def include(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
         """Register a task defined on another app (e.g. a producer that imports the
         workers' task module but talks to its own backend)."""
-        return self._add(task)
-
-    def _add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
-        if task.name in self.tasks:
-            raise InvalidMessage(f"a task named {task.name!r} is already registered")
-        self.tasks[task.name] = task
-        return task
+        return self.registry.add(task)
 
     def periodic(
         self,
@@ -224,18 +206,14 @@ class App:
             task = self.task(
                 name=name, queue=queue, timeout=timeout, retries=retries, priority=priority
             )(function)
-            self.periodics.append(
-                Periodic(task.name, trigger, key or f"periodic:{task.name}", task.options.queue)
-            )
+            self.registry.add_periodic(task, trigger, key)
             return task
 
         return register
 
     def lookup(self, name: str) -> TaskFunction[..., Any]:
-        try:
-            return self.tasks[name]
-        except KeyError:
-            raise UnknownTask(f"no task named {name!r} is registered") from None
+        """The task registered as ``name``; raises ``UnknownTask``."""
+        return self.registry.lookup(name)
 
     # -- producing -----------------------------------------------------------------------
 
@@ -243,81 +221,8 @@ class App:
         self, call: Call, now_ms: int | None = None, now: datetime | None = None
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
-        ``InvalidMessage``; writes nothing. ``now_ms``/``now`` let a bulk caller pass the
-        clock reading once."""
-        task = self.lookup(call.task)
-        if now_ms is None:
-            now_ms = self.clock.now_ms()
-            now = None
-        if now is None:
-            now = to_datetime(now_ms)
-        args, kwargs = task.arguments.to_json(call.args, call.kwargs)
-        queue = call.queue or task.options.queue
-        _check_scalars(call, queue)
-        stored, fire, jitter_s = _plan(call, now)
-        if call.key is not None:
-            chain = keyed_chain_id(queue, call.key)
-        elif call.identity is not None:
-            chain = identity_chain_id(queue, call.identity)
-        else:
-            chain = new_chain_id(now_ms)
-        message_id = occurrence_id(chain, fire.occurrence)
-        priority = task.options.priority if call.priority is None else call.priority
-        # every field was validated above, so encode directly instead of through a model
-        body = encode_fields(
-            id=message_id,
-            queue=queue,
-            task=task.name,
-            chain=chain,
-            scheduled_at=fire.at,
-            enqueued_at=now,
-            args=args,
-            kwargs=kwargs,
-            key=call.key,
-            priority=priority,
-            trigger=None
-            if stored is None
-            else stored.model_dump(mode="json", exclude_defaults=True),
-            occurrence=fire.occurrence,
-            max_attempts=task.options.retry.max_attempts,
-            timeout_s=task.options.timeout_s,
-            headers=call.headers,
-            misfires=fire.misfires,
-        )
-        return message_id, self._envelope_for(
-            message_id,
-            queue,
-            call.key,
-            priority,
-            task.options.timeout_s,
-            body,
-            fire.at,
-            jitter_s,
-            now,
-            now_ms,
-        )
-
-    def _envelope_for(
-        self,
-        message_id: str,
-        queue: str,
-        key: str | None,
-        priority: int,
-        timeout_s: float,
-        body: bytes,
-        at: datetime,
-        jitter_s: float,
-        now: datetime | None = None,
-        now_ms: int | None = None,
-    ) -> Envelope:
-        if len(body) > self.settings.max_payload_bytes:
-            raise InvalidMessage(
-                f"message {message_id} is {len(body)} bytes, over the "
-                f"{self.settings.max_payload_bytes}-byte limit (max_payload_bytes)"
-            )
-        due = at + timedelta(seconds=self._rng.uniform(0, jitter_s)) if jitter_s else at
-        due_ms = now_ms if now_ms is not None and due is now else to_ms(due)
-        return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body)
+        ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
+        return self.builder.build(call, now_ms, now)
 
     def enqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
         """Validate and store one invocation; returns its message id."""
@@ -427,90 +332,7 @@ class App:
 
     def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
         """The envelope of the occurrence after ``message``, or None if the chain ends."""
-        if message.trigger is None:
-            return None
-        fire = message.trigger.following(
-            message.scheduled_at, message.occurrence, to_datetime(now_ms)
-        )
-        if fire is None:
-            return None
-        nxt = message.model_copy(
-            update={
-                "id": occurrence_id(message.chain, fire.occurrence),
-                "occurrence": fire.occurrence,
-                "scheduled_at": fire.at,
-                "enqueued_at": to_datetime(now_ms),
-                "last_run_at": message.scheduled_at,
-                "misfires": message.misfires + fire.misfires,
-            }
-        )
-        return self._envelope_for(
-            nxt.id,
-            nxt.queue,
-            nxt.key,
-            nxt.priority,
-            nxt.timeout_s,
-            nxt.encode(),
-            fire.at,
-            message.trigger.jitter.total_seconds(),
-        )
-
-
-def _check_scalars(call: Call, queue: str) -> None:
-    if not isinstance(queue, str) or not queue:
-        raise InvalidMessage(f"queue must be a non-empty string, not {queue!r}")
-    if call.key is not None and (not isinstance(call.key, str) or not call.key):
-        raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
-    if call.priority is not None and (
-        not isinstance(call.priority, int)
-        or isinstance(call.priority, bool)
-        or not -1000 <= call.priority <= 1000
-    ):
-        raise InvalidMessage(
-            f"priority must be an integer from -1000 to 1000, not {call.priority!r}"
-        )
-    if call.headers is not None and not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
-    ):
-        raise InvalidMessage("headers must map strings to strings")
-
-
-def _plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
-    """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
-    if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
-        raise InvalidMessage("give at most one of at=, delay= and trigger=")
-    try:
-        if call.trigger is None:
-            if call.at is not None:
-                return None, Fire(require_aware(call.at, "at"), 0), 0.0
-            if call.delay is not None:
-                if call.delay < timedelta(0):
-                    raise ValueError("delay must not be negative")
-                return None, Fire(now + call.delay, 0), 0.0
-            return None, Fire(now, 0), 0.0
-        plan = call.trigger.anchored(now)
-    except ValueError as err:
-        raise InvalidMessage(str(err)) from err
-    fire = plan.first(now)
-    if fire is None:
-        raise InvalidMessage(f"trigger {plan!r} never fires after {now.isoformat()}")
-    stored = plan if isinstance(plan, Repeating | Cron) else None
-    return stored, fire, plan.jitter.total_seconds()
-
-
-def module_name(name: str) -> str:
-    """The importable name of a module, also for one run as ``python -m package.module`` or
-    ``python module.py`` (whose ``__name__`` is ``__main__``), so producers and workers
-    agree on task names."""
-    if name == "__main__":
-        main = sys.modules.get("__main__")
-        spec = getattr(main, "__spec__", None)
-        if spec is not None and spec.name:
-            return str(spec.name)
-        path = getattr(main, "__file__", None)
-        if path:  # ``python app.py``: the name a worker gets with ``-A app``
-            return Path(path).stem
-    return name
+        return self.builder.next_occurrence(message, now_ms)
 
 
 def _same_schedule(a: Trigger, b: Trigger) -> bool:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, get_type_hints
+from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic import ValidationError as PydanticValidationError
@@ -22,9 +22,6 @@ from pydantic_core import PydanticSerializationError
 from scheduler.errors import InvalidMessage
 from scheduler.retry import RetryPolicy
 from triggers import Trigger
-
-if TYPE_CHECKING:
-    from scheduler.app import App
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -173,6 +170,18 @@ class Call:
         return replace(self, **changes)
 
 
+class Producer(Protocol):
+    """What a task enqueues through (an ``App``): tasks depend on this, not on ``App``."""
+
+    def enqueue(self, call: Call, on_conflict: str = "error") -> str: ...
+
+
+class TaskHost(Producer, Protocol):
+    """What a ``TaskClass`` subclass registers with (an ``App``)."""
+
+    def register_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]: ...
+
+
 class TaskOptions(BaseModel):
     """How a task's messages are enqueued and handled."""
 
@@ -189,7 +198,7 @@ class TaskFunction(Generic[P, R]):
     """A registered task. Call it to run it here; ``delay``/``schedule`` to enqueue it."""
 
     def __init__(
-        self, app: App, fn: Callable[P, R], options: TaskOptions, arguments: Arguments
+        self, app: Producer, fn: Callable[P, R], options: TaskOptions, arguments: Arguments
     ) -> None:
         self.app = app
         self.fn = fn
@@ -250,7 +259,7 @@ class TaskClass:
     ``timeout`` and ``priority`` set the options. Each message gets a fresh instance.
     """
 
-    app: ClassVar[App]
+    app: ClassVar[TaskHost]
     name: ClassVar[str | None] = None
     queue: ClassVar[str] = "default"
     retries: ClassVar[int] = 0

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from scheduler import Backend, ManualClock, open_backend
+from scheduler import Backend, open_backend
+from scheduler.clock import ManualClock
 from tests.servers import CassandraNode, RedisClusterServers, RedisServer
 
 BACKEND_NAMES = ["sqlite", "redis", "redis-cluster", "cassandra"]

@@ -15,7 +15,6 @@ from scheduler import (
     ConfigurationError,
     InvalidMessage,
     KeyConflict,
-    ManualClock,
     Message,
     Outcome,
     RetryPolicy,
@@ -23,6 +22,7 @@ from scheduler import (
     State,
     UnknownTask,
 )
+from scheduler.clock import ManualClock
 from triggers import Cron, Repeating
 
 

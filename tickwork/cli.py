@@ -188,7 +188,7 @@ def worker(
     config = WorkerConfig(
         queues=queues,
         concurrency=concurrency,
-        pool=pool,  # type: ignore[arg-type]
+        pool=pool,
         prefetch=prefetch,
         batch_size=batch_size,
         lookahead_ms=lookahead_ms,

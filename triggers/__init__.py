@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from triggers.base import Fire, Misfire, Trigger, require_aware
+from triggers.base import Misfire, Trigger
 from triggers.cron import Cron
 from triggers.once import RunOnce
 from triggers.repeating import Repeating
@@ -12,13 +12,4 @@ from triggers.repeating import Repeating
 #: A trigger as stored in a message: pydantic picks the class from ``kind``.
 AnyTrigger = Annotated[RunOnce | Repeating | Cron, Field(discriminator="kind")]
 
-__all__ = [
-    "AnyTrigger",
-    "Cron",
-    "Fire",
-    "Misfire",
-    "Repeating",
-    "RunOnce",
-    "Trigger",
-    "require_aware",
-]
+__all__ = ["AnyTrigger", "Cron", "Misfire", "Repeating", "RunOnce", "Trigger"]

@@ -1,0 +1,196 @@
+"""How a message is born (``build``: a validated ``Call`` becomes an id and an
+``Envelope``) and reborn (``next_occurrence``: the envelope of a chain's next run).
+
+Nothing here touches a backend: ``App`` writes what this module builds, and workers ask
+it for next occurrences when they settle. Ids follow ``scheduler.ids``: a keyed chain's
+id derives from (queue, key), so building the same call twice names the same message.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+from scheduler.backends import Envelope
+from scheduler.clock import Clock, to_datetime, to_ms
+from scheduler.errors import InvalidMessage
+from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.message import Message, encode_fields
+from scheduler.registry import TaskRegistry
+from scheduler.tasks import Call
+from triggers import Cron, Repeating
+from triggers.base import Fire, require_aware
+
+
+class MessageBuilder:
+    """Builds first and next occurrences for the tasks of one registry.
+
+    ``max_payload_bytes`` bounds an encoded body; ``clock`` stamps enqueue times.
+    """
+
+    def __init__(
+        self,
+        registry: TaskRegistry,
+        clock: Clock,
+        max_payload_bytes: int,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.registry = registry
+        self.clock = clock
+        self.max_payload_bytes = max_payload_bytes
+        self._rng = rng or random.Random()
+
+    def build(
+        self, call: Call, now_ms: int | None = None, now: datetime | None = None
+    ) -> tuple[str, Envelope]:
+        """Validate ``call`` and build its first message: (id, envelope). Raises
+        ``InvalidMessage``; writes nothing. ``now_ms``/``now`` let a bulk caller pass the
+        clock reading once."""
+        task = self.registry.lookup(call.task)
+        if now_ms is None:
+            now_ms = self.clock.now_ms()
+            now = None
+        if now is None:
+            now = to_datetime(now_ms)
+        args, kwargs = task.arguments.to_json(call.args, call.kwargs)
+        queue = call.queue or task.options.queue
+        check_scalars(call, queue)
+        stored, fire, jitter_s = plan(call, now)
+        if call.key is not None:
+            chain = keyed_chain_id(queue, call.key)
+        elif call.identity is not None:
+            chain = identity_chain_id(queue, call.identity)
+        else:
+            chain = new_chain_id(now_ms)
+        message_id = occurrence_id(chain, fire.occurrence)
+        priority = task.options.priority if call.priority is None else call.priority
+        # every field was validated above, so encode directly instead of through a model
+        body = encode_fields(
+            id=message_id,
+            queue=queue,
+            task=task.name,
+            chain=chain,
+            scheduled_at=fire.at,
+            enqueued_at=now,
+            args=args,
+            kwargs=kwargs,
+            key=call.key,
+            priority=priority,
+            trigger=None
+            if stored is None
+            else stored.model_dump(mode="json", exclude_defaults=True),
+            occurrence=fire.occurrence,
+            max_attempts=task.options.retry.max_attempts,
+            timeout_s=task.options.timeout_s,
+            headers=call.headers,
+            misfires=fire.misfires,
+        )
+        return message_id, self.envelope(
+            message_id,
+            queue,
+            call.key,
+            priority,
+            task.options.timeout_s,
+            body,
+            fire.at,
+            jitter_s,
+            now,
+            now_ms,
+        )
+
+    def envelope(
+        self,
+        message_id: str,
+        queue: str,
+        key: str | None,
+        priority: int,
+        timeout_s: float,
+        body: bytes,
+        at: datetime,
+        jitter_s: float,
+        now: datetime | None = None,
+        now_ms: int | None = None,
+    ) -> Envelope:
+        """The envelope of an encoded body due ``at`` (plus up to ``jitter_s``); raises
+        ``InvalidMessage`` for a body over ``max_payload_bytes``."""
+        if len(body) > self.max_payload_bytes:
+            raise InvalidMessage(
+                f"message {message_id} is {len(body)} bytes, over the "
+                f"{self.max_payload_bytes}-byte limit (max_payload_bytes)"
+            )
+        due = at + timedelta(seconds=self._rng.uniform(0, jitter_s)) if jitter_s else at
+        due_ms = now_ms if now_ms is not None and due is now else to_ms(due)
+        return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body)
+
+    def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
+        """The envelope of the occurrence after ``message``, or None if the chain ends."""
+        if message.trigger is None:
+            return None
+        fire = message.trigger.following(
+            message.scheduled_at, message.occurrence, to_datetime(now_ms)
+        )
+        if fire is None:
+            return None
+        nxt = message.model_copy(
+            update={
+                "id": occurrence_id(message.chain, fire.occurrence),
+                "occurrence": fire.occurrence,
+                "scheduled_at": fire.at,
+                "enqueued_at": to_datetime(now_ms),
+                "last_run_at": message.scheduled_at,
+                "misfires": message.misfires + fire.misfires,
+            }
+        )
+        return self.envelope(
+            nxt.id,
+            nxt.queue,
+            nxt.key,
+            nxt.priority,
+            nxt.timeout_s,
+            nxt.encode(),
+            fire.at,
+            message.trigger.jitter.total_seconds(),
+        )
+
+
+def check_scalars(call: Call, queue: str) -> None:
+    """Raise ``InvalidMessage`` for a queue, key, priority or headers of the wrong shape."""
+    if not isinstance(queue, str) or not queue:
+        raise InvalidMessage(f"queue must be a non-empty string, not {queue!r}")
+    if call.key is not None and (not isinstance(call.key, str) or not call.key):
+        raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
+    if call.priority is not None and (
+        not isinstance(call.priority, int)
+        or isinstance(call.priority, bool)
+        or not -1000 <= call.priority <= 1000
+    ):
+        raise InvalidMessage(
+            f"priority must be an integer from -1000 to 1000, not {call.priority!r}"
+        )
+    if call.headers is not None and not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
+    ):
+        raise InvalidMessage("headers must map strings to strings")
+
+
+def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
+    """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
+    if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
+        raise InvalidMessage("give at most one of at=, delay= and trigger=")
+    try:
+        if call.trigger is None:
+            if call.at is not None:
+                return None, Fire(require_aware(call.at, "at"), 0), 0.0
+            if call.delay is not None:
+                if call.delay < timedelta(0):
+                    raise ValueError("delay must not be negative")
+                return None, Fire(now + call.delay, 0), 0.0
+            return None, Fire(now, 0), 0.0
+        anchored = call.trigger.anchored(now)
+    except ValueError as err:
+        raise InvalidMessage(str(err)) from err
+    fire = anchored.first(now)
+    if fire is None:
+        raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
+    stored = anchored if isinstance(anchored, Repeating | Cron) else None
+    return stored, fire, anchored.jitter.total_seconds()

@@ -1,0 +1,122 @@
+"""The task registry: which task names an app knows, their options, and periodic schedules.
+
+``App`` owns one and forwards ``@app.task``, ``@app.periodic`` and task classes to it. A
+registered ``TaskFunction`` enqueues through a ``Producer`` (the app), so this module
+knows nothing of ``App``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from scheduler.errors import InvalidMessage, UnknownTask
+from scheduler.retry import RetryPolicy
+from scheduler.tasks import Arguments, Producer, TaskClass, TaskFunction, TaskOptions
+from triggers import Trigger
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Periodic:
+    """A schedule declared in code with ``@app.periodic``; installed by key at worker start."""
+
+    task: str
+    trigger: Trigger
+    key: str
+    queue: str
+
+
+class TaskRegistry:
+    """Task names to ``TaskFunction`` objects, plus the periodic schedules declared in code.
+
+    ``default_queue`` and ``default_timeout_s`` fill in options a task leaves out.
+    """
+
+    def __init__(self, producer: Producer, default_queue: str, default_timeout_s: float) -> None:
+        self.producer = producer
+        self.default_queue = default_queue
+        self.default_timeout_s = default_timeout_s
+        self.tasks: dict[str, TaskFunction[..., Any]] = {}
+        self.periodics: list[Periodic] = []
+
+    def function(
+        self,
+        function: Callable[P, R],
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        retries: int = 0,
+        timeout: float | None = None,
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+    ) -> TaskFunction[P, R]:
+        """Register ``function`` as a task (what ``@app.task`` does)."""
+        task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
+        options = TaskOptions(
+            name=task_name,
+            queue=queue or self.default_queue,
+            retry=retry or RetryPolicy(retries=retries),
+            timeout_s=timeout or self.default_timeout_s,
+            priority=priority,
+        )
+        return self.add(
+            TaskFunction(self.producer, function, options, Arguments(function, task_name))
+        )
+
+    def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
+        """Register a ``TaskClass`` subclass: each message runs on a fresh instance."""
+        task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__name__}"
+
+        def run_instance(*args: Any, **kwargs: Any) -> Any:
+            return cls().run(*args, **kwargs)
+
+        options = TaskOptions(
+            name=task_name,
+            queue=cls.queue,
+            retry=RetryPolicy(retries=cls.retries),
+            timeout_s=cls.timeout,
+            priority=cls.priority,
+        )
+        arguments = Arguments(cls.run, task_name, skip_self=True)
+        return self.add(TaskFunction(self.producer, run_instance, options, arguments))
+
+    def add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
+        """Register an existing ``TaskFunction`` (a name may be registered once)."""
+        if task.name in self.tasks:
+            raise InvalidMessage(f"a task named {task.name!r} is already registered")
+        self.tasks[task.name] = task
+        return task
+
+    def add_periodic(self, task: TaskFunction[..., Any], trigger: Trigger, key: str | None) -> None:
+        """Declare that ``task`` runs on ``trigger`` under ``key`` (default
+        ``periodic:{task name}``)."""
+        self.periodics.append(
+            Periodic(task.name, trigger, key or f"periodic:{task.name}", task.options.queue)
+        )
+
+    def lookup(self, name: str) -> TaskFunction[..., Any]:
+        try:
+            return self.tasks[name]
+        except KeyError:
+            raise UnknownTask(f"no task named {name!r} is registered") from None
+
+
+def module_name(name: str) -> str:
+    """The importable name of a module, also for one run as ``python -m package.module`` or
+    ``python module.py`` (whose ``__name__`` is ``__main__``), so producers and workers
+    agree on task names."""
+    if name == "__main__":
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        if spec is not None and spec.name:
+            return str(spec.name)
+        path = getattr(main, "__file__", None)
+        if path:  # ``python app.py``: the name a worker gets with ``-A app``
+            return Path(path).stem
+    return name
