@@ -1,0 +1,159 @@
+"""Redis operations off the hot path: lease expiry on demand, the poison queue, stats,
+counters and purge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.backends.base import Claim, Envelope, Failure, PoisonRecord, QueueStats
+from scheduler.backends.redis.scripts import decode_record
+from scheduler.backends.redis.shards import RedisShards
+
+
+class RedisAdmin(RedisShards):
+    """The poison queue and the operator's reads and writes of a Redis deployment."""
+
+    def requeue_expired(self, queue: str) -> int:
+        before = self._counter_total(queue, "redelivered")
+        for shard in range(self.shard_count(queue)):
+            self._run("claim", queue, shard, [0, 0, "", self._sweep])
+        return self._counter_total(queue, "redelivered") - before
+
+    def poison(
+        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+    ) -> bool:
+        queue, shard = self._claim_shard(claim)
+        payload = json.dumps(
+            {
+                "reason": failure.reason,
+                "error_type": failure.error_type,
+                "message": failure.message,
+                "traceback": failure.traceback,
+            }
+        )
+        args = [claim.id, claim.token, payload, *self._next_args(next_occurrence)]
+        return bool(self._run("poison", queue, shard, args))
+
+    def _poison_records(self, queue: str, shard: int, ids: list[bytes]) -> list[PoisonRecord]:
+        keys = self._shard_keys(queue, shard)
+        if not ids:
+            return []
+        records = self._call(self._client.hmget, keys[8], ids)
+        failures = self._call(self._client.hmget, keys[9], ids)
+        found = []
+        for message_id, record, failure in zip(ids, records, failures, strict=True):
+            if record is None or failure is None:
+                continue
+            priority, timeout, due, key, body = decode_record(record)
+            attempts, failed_ms, details = failure.split(b"|", 2)
+            data = json.loads(details)
+            envelope = Envelope(message_id.decode(), queue, key, priority, due, timeout, body)
+            found.append(
+                PoisonRecord(
+                    envelope,
+                    Failure(data["reason"], data["error_type"], data["message"], data["traceback"]),
+                    int(attempts),
+                    int(failed_ms),
+                )
+            )
+        return found
+
+    def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:
+        found: list[PoisonRecord] = []
+        for name in [queue] if queue is not None else self.queues():
+            for shard in range(self.shard_count(name)):
+                ids = self._call(
+                    self._client.zrange, self._shard_keys(name, shard)[10], 0, limit - 1
+                )
+                found += self._poison_records(name, shard, ids)
+        found.sort(key=lambda r: (r.failed_at_ms, r.envelope.id))
+        return found[:limit]
+
+    def poison_get(self, message_id: str) -> PoisonRecord | None:
+        for name in self.queues():
+            for shard in range(self.shard_count(name)):
+                records = self._poison_records(name, shard, [message_id.encode()])
+                if records:
+                    return records[0]
+        return None
+
+    def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
+        moved = 0
+        for name in [queue] if queue is not None else self.queues():
+            for shard in range(self.shard_count(name)):
+                args = ["all"] if ids is None else ["ids", *ids]
+                moved += int(self._run("poison_replay", name, shard, args))
+        return moved
+
+    def poison_purge(self, queue: str | None = None) -> int:
+        purged = 0
+        for name in [queue] if queue is not None else self.queues():
+            for shard in range(self.shard_count(name)):
+                keys = self._shard_keys(name, shard)
+                purged += int(self._call(self._client.zcard, keys[10]))
+                for key in keys[8:11]:
+                    self._call(self._client.delete, key)
+        return purged
+
+    def stats(self, queue: str | None = None) -> list[QueueStats]:
+        now = self.now_ms()
+        result = []
+        for name in [queue] if queue is not None else self.queues():
+            shards = self.shard_count(name)
+
+            def run(name: str = name, shards: int = shards) -> list[Any]:
+                pipe = self._client.pipeline(transaction=False)
+                for shard in range(shards):
+                    keys = self._shard_keys(name, shard)
+                    s, r, l_ = keys[1:4]
+                    pipe.zcard(r)
+                    pipe.zcount(s, "-inf", now)
+                    pipe.zcard(s)
+                    pipe.zcard(l_)
+                    pipe.zcard(keys[10])
+                    pipe.zrange(s, 0, 0, withscores=True)
+                    pipe.hgetall(keys[11])
+                return list(pipe.execute())
+
+            replies = self._call(run)
+            ready = scheduled = in_flight = poison = 0
+            next_due: int | None = None
+            counters: dict[str, int] = {}
+            per_shard: dict[int, int] = {}
+            for shard in range(shards):
+                r_count, s_due, s_count, l_count, p_count, first, counts = replies[
+                    shard * 7 : shard * 7 + 7
+                ]
+                ready += r_count + s_due
+                scheduled += s_count - s_due
+                in_flight += l_count
+                poison += p_count
+                per_shard[shard] = r_count + s_count + l_count
+                if r_count:
+                    next_due = now if next_due is None else min(next_due, now)
+                if first:
+                    due = int(first[0][1])
+                    next_due = due if next_due is None else min(next_due, due)
+                for counter, value in counts.items():
+                    counters[counter.decode()] = counters.get(counter.decode(), 0) + int(value)
+            result.append(
+                QueueStats(name, ready, scheduled, in_flight, poison, next_due, counters, per_shard)
+            )
+        return result
+
+    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
+        key = self._shard_keys(queue, 0)[11]
+        for name, delta in deltas.items():
+            if delta:
+                self._call(self._client.hincrby, key, name, delta)
+
+    def purge(self, queue: str) -> int:
+        removed = 0
+        for shard in range(self.shard_count(queue)):
+            keys = self._shard_keys(queue, shard)
+            removed += int(self._call(self._client.hlen, keys[0]))
+            for key in keys[:8]:
+                self._call(self._client.delete, key)
+        return removed

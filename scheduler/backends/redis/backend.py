@@ -1,0 +1,241 @@
+"""Redis and Redis Cluster storage, after Netflix dyno-queues: sharded sorted sets, one Lua
+script per state change, one round trip per batch.
+
+URLs (options in ``options.py``)::
+
+    redis://[user:password@]host:6379/0?shards=1&prefix=tw
+    rediss://...                                   (TLS; ssl_cert_reqs etc. as in redis-py)
+    redis+cluster://[user:password@]host:7000,host:7001?shards=16
+
+More shards spread a queue over several cluster slots (and nodes); priority is then strict
+within a shard and within each claimed batch, but only best-effort across shards, as in
+dyno-queues. Time comes from the server (``TIME`` inside the scripts). Consumers rotate over
+the shards, starting at a random one; an empty claim returns the shard's next due time so
+the worker sleeps until then.
+
+Modules: ``options.py`` (URL options, connecting), ``shards.py`` (key layout, script
+calls), ``scripts.py`` + ``lua/`` (the scripts), ``admin.py`` (poison queue, stats,
+purge), this one (enqueue, read, cancel, claim, settle).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from scheduler.backends.base import (
+    Backend,
+    Claim,
+    ClaimBatch,
+    Envelope,
+    OnConflict,
+    Outcome,
+    StoredMessage,
+)
+from scheduler.backends.redis.admin import RedisAdmin
+from scheduler.backends.redis.options import connect
+from scheduler.backends.redis.scripts import encode_record
+from scheduler.clock import Clock
+from scheduler.errors import KeyConflict
+from scheduler.ids import stable_shard
+
+_OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
+
+
+class RedisBackend(RedisAdmin, Backend):
+    """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock | None = None) -> RedisBackend:
+        del clock  # shared state always runs on the server's clock (TIME in the scripts)
+        client, options, cluster, where = connect(url)
+        return cls(
+            client,
+            shards=options.shards,
+            prefix=options.prefix,
+            cluster=cluster,
+            description=where,
+            sweep=options.sweep,
+        )
+
+    def enqueue(
+        self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
+    ) -> list[Outcome]:
+        if not envelopes:
+            return []
+        groups: dict[tuple[str, int], list[int]] = {}
+        for index, e in enumerate(envelopes):
+            shard = self._shard_for(e.queue, e.id, e.key)
+            groups.setdefault((e.queue, shard), []).append(index)
+        if on_conflict is OnConflict.ERROR and len(groups) > 1:
+            self._check_keys(envelopes)
+        calls = []
+        for (queue, shard), indexes in groups.items():
+            args: list[Any] = [on_conflict.value, len(indexes)]
+            for i in indexes:
+                e = envelopes[i]
+                args += [e.id, e.key or "", e.priority, e.due_ms, encode_record(e)]
+            calls.append((queue, shard, args))
+        replies = self._run_many("enqueue", calls)
+        outcomes: list[Outcome | None] = [None] * len(envelopes)
+        conflicts: list[str] = []
+        for (_, indexes), reply in zip(groups.items(), replies, strict=True):
+            if reply and reply[0] == b"CONFLICT":
+                conflicts += [k.decode() for k in reply[1:]]
+                continue
+            for i, outcome in zip(indexes, reply, strict=True):
+                outcomes[i] = _OUTCOMES[outcome]
+        if conflicts:
+            raise KeyConflict(envelopes[0].queue, conflicts)
+        return [o for o in outcomes if o is not None]
+
+    def _check_keys(self, envelopes: Sequence[Envelope]) -> None:
+        """Before a multi-shard batch with ``ERROR``: refuse it whole if a key is taken
+        (each shard re-checks atomically; only a racing writer can slip in between)."""
+        keyed = [e for e in envelopes if e.key is not None]
+        if not keyed:
+            return
+        holders = self._pipelined(
+            [
+                (self._shard_keys(e.queue, self._shard_for(e.queue, e.id, e.key))[7], e.key)
+                for e in keyed
+            ],
+            "hget",
+        )
+        taken = [
+            e.key
+            for e, holder in zip(keyed, holders, strict=True)
+            if holder is not None and holder.decode() != e.id
+        ]
+        if taken:
+            raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
+
+    def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
+        where = self._locate(message_id, queue)
+        return None if where is None else self._read(where[0], where[1], message_id)
+
+    def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
+        shard = stable_shard(key, self.shard_count(queue))
+        holder = self._call(self._client.hget, self._shard_keys(queue, shard)[7], key)
+        return None if holder is None else self._read(queue, shard, holder.decode())
+
+    def delete(self, message_id: str, queue: str | None = None) -> bool:
+        where = self._locate(message_id, queue)
+        return where is not None and bool(self._run("delete", where[0], where[1], [message_id]))
+
+    def delete_by_key(self, queue: str, key: str) -> bool:
+        shard = stable_shard(key, self.shard_count(queue))
+        return bool(self._run("delete_by_key", queue, shard, [key]))
+
+    def keyed(self, queue: str | None = None) -> list[StoredMessage]:
+        found = []
+        for name in [queue] if queue is not None else self.queues():
+            for shard in range(self.shard_count(name)):
+                holders = self._call(self._client.hgetall, self._shard_keys(name, shard)[7])
+                for key in sorted(holders):
+                    stored = self._read(name, shard, holders[key].decode())
+                    if stored is not None:
+                        found.append(stored)
+        return found
+
+    def _shard_cycle(self, queue: str) -> Iterator[int]:
+        with self._lock:
+            cycle = self._cursor.get(queue)
+            if cycle is None:
+                count = self.shard_count(queue)
+                start = random.randrange(count)
+                cycle = itertools.cycle([(start + i) % count for i in range(count)])
+                self._cursor[queue] = cycle
+            return cycle
+
+    def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+        """One script call per shard, starting at this client's next shard and moving on
+        only while the batch is not full (so a busy queue costs one round trip)."""
+        cycle = self._shard_cycle(queue)
+        next_due: int | None = None
+        found: list[tuple[int, int, Claim]] = []
+        for _ in range(self.shard_count(queue)):
+            with self._lock:
+                shard = next(cycle)
+            token = secrets.token_hex(8)
+            wanted = limit - len(found)
+            reply = self._run("claim", queue, shard, [wanted, lookahead_ms, token, self._sweep])
+            due = int(reply[1])
+            if due >= 0:
+                next_due = due if next_due is None else min(next_due, due)
+            for i in range(2, len(reply), 8):
+                mid, key, body, attempt, due_ms, deadline, timeout, priority = reply[i : i + 8]
+                claim = Claim(
+                    mid.decode(),
+                    queue,
+                    key.decode() or None,
+                    body,
+                    token,
+                    int(attempt),
+                    int(due_ms),
+                    int(deadline),
+                    int(timeout),
+                )
+                found.append((-int(priority), int(due_ms), claim))
+            if len(found) >= limit:
+                break
+        # each shard pops in priority order; merge the shards' batches the same way
+        found.sort(key=lambda entry: (entry[0], entry[1]))
+        claims = [claim for _, _, claim in found]
+        return ClaimBatch(claims, None if claims else next_due)
+
+    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+        if not items:
+            return []
+        groups: dict[tuple[str, int], list[int]] = {}
+        for index, (claim, _) in enumerate(items):
+            groups.setdefault(self._claim_shard(claim), []).append(index)
+        calls = []
+        for (queue, shard), indexes in groups.items():
+            args: list[Any] = [len(indexes)]
+            for i in indexes:
+                claim, nxt = items[i]
+                if nxt is None:
+                    args += [claim.id, claim.token, 0]
+                else:
+                    args += [claim.id, claim.token, 1, *self._next_args(nxt)]
+            calls.append((queue, shard, args))
+        results = [False] * len(items)
+        for (_, indexes), reply in zip(groups.items(), self._run_many("ack", calls), strict=True):
+            for i, ok in zip(indexes, reply, strict=True):
+                results[i] = bool(ok)
+        return results
+
+    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
+        queue, shard = self._claim_shard(claim)
+        return bool(self._run("retry", queue, shard, [claim.id, claim.token, due_ms, error]))
+
+    def release(self, claims: Iterable[Claim]) -> int:
+        calls = []
+        for (queue, shard), group in self._by_shard(claims).items():
+            args: list[Any] = [len(group)]
+            for claim in group:
+                args += [claim.id, claim.token]
+            calls.append((queue, shard, args))
+        return sum(int(r) for r in self._run_many("release", calls))
+
+    def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
+        groups: dict[tuple[str, int], list[int]] = {}
+        for index, claim in enumerate(claims):
+            groups.setdefault(self._claim_shard(claim), []).append(index)
+        calls = []
+        for (queue, shard), indexes in groups.items():
+            args: list[Any] = [lease_ms, len(indexes)]
+            for i in indexes:
+                args += [claims[i].id, claims[i].token]
+            calls.append((queue, shard, args))
+        results = [False] * len(claims)
+        for (_, indexes), reply in zip(
+            groups.items(), self._run_many("extend", calls), strict=True
+        ):
+            for i, ok in zip(indexes, reply, strict=True):
+                results[i] = bool(ok)
+        return results

@@ -1,0 +1,64 @@
+-- claim: lease up to a limit of due messages; expired leases become due again.
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) C (KEYS[12])
+-- ARGV: limit, lookahead_ms, token, sweep_max
+local limit, lookahead = tonumber(ARGV[1]), tonumber(ARGV[2])
+local token, sweep = ARGV[3], tonumber(ARGV[4])
+local now = now_ms()
+-- leases that ran out are due again (their attempt was counted when claimed)
+local expired = redis.call('ZRANGEBYSCORE', L, '-inf', now, 'LIMIT', 0, sweep)
+for _, id in ipairs(expired) do
+    redis.call('ZREM', L, id)
+    redis.call('HDEL', T, id)
+    local record = redis.call('HGET', M, id)
+    if record then
+        local priority, _, due = parse(record)
+        redis.call('ZADD', R, ready_score(priority, due), id)
+    end
+end
+if #expired > 0 then redis.call('HINCRBY', C, 'redelivered', #expired) end
+-- scheduled messages due by now + lookahead become ready, ordered by priority
+local due_now = redis.call('ZRANGEBYSCORE', S, '-inf', now + lookahead, 'LIMIT', 0, sweep)
+for _, id in ipairs(due_now) do
+    redis.call('ZREM', S, id)
+    local record = redis.call('HGET', M, id)
+    if record then
+        local priority, _, due = parse(record)
+        redis.call('ZADD', R, ready_score(priority, due), id)
+    end
+end
+local out = {now, -1}
+if limit > 0 then
+    local popped = redis.call('ZPOPMIN', R, limit)
+    local claimed = 0
+    for i = 1, #popped, 2 do
+        local id = popped[i]
+        local record = redis.call('HGET', M, id)
+        if record then
+            local priority, timeout, due, key, body = parse(record)
+            local attempt = redis.call('HINCRBY', A, id, 1)
+            local deadline = math.max(now, due) + timeout
+            redis.call('ZADD', L, deadline, id)
+            redis.call('HSET', T, id, token)
+            out[#out + 1] = id
+            out[#out + 1] = key or ''
+            out[#out + 1] = body
+            out[#out + 1] = attempt
+            out[#out + 1] = due
+            out[#out + 1] = deadline
+            out[#out + 1] = timeout
+            out[#out + 1] = priority
+            claimed = claimed + 1
+        end
+    end
+    if claimed > 0 then redis.call('HINCRBY', C, 'claimed', claimed) end
+end
+if #out == 2 then
+    local candidates = {}
+    local first = redis.call('ZRANGE', S, 0, 0, 'WITHSCORES')
+    if #first > 0 then candidates[#candidates + 1] = tonumber(first[2]) end
+    first = redis.call('ZRANGE', L, 0, 0, 'WITHSCORES')
+    if #first > 0 then candidates[#candidates + 1] = tonumber(first[2]) end
+    if redis.call('ZCARD', R) > 0 then candidates[#candidates + 1] = now end
+    if #candidates > 0 then out[2] = math.min(unpack(candidates)) end
+end
+return out

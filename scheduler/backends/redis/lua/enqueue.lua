@@ -1,0 +1,85 @@
+-- enqueue: store messages (one shard), with the key-conflict mode.
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12])
+-- ARGV: mode, count, then count x (id, key, priority, due_ms, record)
+-- (the client builds each record; unkeyed fresh messages take a fast path: HSETNX, and one
+-- ZADD per thousand messages)
+local mode, count = ARGV[1], tonumber(ARGV[2])
+local now = now_ms()
+local function arg(i, f) return ARGV[2 + (i - 1) * 5 + f] end
+local function same(holder, i)
+    if holder ~= arg(i, 1) then return false end
+    local stored = redis.call('HGET', M, holder)
+    if not stored then return false end
+    local _, _, _, _, old = parse(stored)
+    local _, _, _, _, new = parse(arg(i, 5))
+    return old == new
+end
+if mode == 'error' then
+    local taken = {}
+    for i = 1, count do
+        local key = arg(i, 2)
+        if key ~= '' then
+            local holder = redis.call('HGET', K, key)
+            if holder and not same(holder, i) then taken[#taken + 1] = key end
+        end
+    end
+    if #taken > 0 then
+        table.insert(taken, 1, 'CONFLICT')
+        return taken
+    end
+end
+local ready, scheduled, added = {}, {}, 0
+local function flush(force)
+    if #ready >= 2000 or (force and #ready > 0) then
+        redis.call('ZADD', R, unpack(ready)); ready = {}
+    end
+    if #scheduled >= 2000 or (force and #scheduled > 0) then
+        redis.call('ZADD', S, unpack(scheduled)); scheduled = {}
+    end
+end
+local function queue_up(id, priority, due)
+    if due <= now then
+        ready[#ready + 1] = ready_score(priority, due); ready[#ready + 1] = id
+    else
+        scheduled[#scheduled + 1] = due; scheduled[#scheduled + 1] = id
+    end
+    added = added + 1
+    flush(false)
+end
+local out = {}
+for i = 1, count do
+    local id, key, record = arg(i, 1), arg(i, 2), arg(i, 5)
+    local priority, due = tonumber(arg(i, 3)), tonumber(arg(i, 4))
+    if key == '' then
+        if mode ~= 'replace' then
+            if redis.call('HSETNX', M, id, record) == 1 then
+                queue_up(id, priority, due)
+                out[i] = 'enqueued'
+            else
+                out[i] = 'duplicate'
+            end
+        else
+            flush(true)
+            out[i] = remove(id) and 'replaced' or 'enqueued'
+            redis.call('HSET', M, id, record)
+            queue_up(id, priority, due)
+        end
+    else
+        flush(true)
+        local holder = redis.call('HGET', K, key)
+        if holder and same(holder, i) and mode ~= 'replace' then
+            out[i] = 'duplicate'
+        elseif holder and mode == 'ignore' then
+            out[i] = 'ignored'
+        else
+            if holder then remove(holder); out[i] = 'replaced' else out[i] = 'enqueued' end
+            if redis.call('HEXISTS', M, id) == 1 then remove(id) end
+            redis.call('HSET', M, id, record)
+            redis.call('HSET', K, key, id)
+            queue_up(id, priority, due)
+        end
+    end
+end
+flush(true)
+if added > 0 then redis.call('HINCRBY', C, 'enqueued', added) end
+return out

@@ -1,0 +1,19 @@
+-- poison: move a leased message to the poison store, with its chain's next occurrence.
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) PM (KEYS[9]) PF (KEYS[10]) PZ (KEYS[11]) C (KEYS[12])
+-- ARGV: id, token, failure JSON (without attempts/time), next as in ACK (6 fields)
+local id, token, failure = ARGV[1], ARGV[2], ARGV[3]
+if not holds(id, token) then return 0 end
+local now = now_ms()
+local attempts = tonumber(redis.call('HGET', A, id) or '0')
+local record = remove(id)
+redis.call('HSET', PM, id, record)
+redis.call('HSET', PF, id, attempts .. '|' .. now .. '|' .. failure)
+redis.call('ZADD', PZ, now, id)
+redis.call('HINCRBY', C, 'poisoned', 1)
+local next_id = ARGV[4]
+if next_id ~= '' and redis.call('HEXISTS', M, next_id) == 0 then
+    local key = ARGV[5]
+    if key == '' then key = false end
+    insert(next_id, key, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], now)
+end
+return 1

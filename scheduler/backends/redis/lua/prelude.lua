@@ -1,0 +1,76 @@
+-- Shared by every script (prepended when the scripts are loaded): the names of the
+-- shard's twelve keys, the record format and the helpers that keep them consistent.
+--
+-- KEYS (all of one shard S = {prefix}:{queue}:{n}, one hash tag, one cluster slot):
+--   KEYS[1]  M   S:m   HASH  id -> record
+--   KEYS[2]  S   S:s   ZSET  scheduled: id -> due_ms
+--   KEYS[3]  R   S:r   ZSET  ready: id -> priority-and-due score
+--   KEYS[4]  L   S:l   ZSET  leased: id -> lease deadline (ms)
+--   KEYS[5]  T   S:t   HASH  id -> lease token
+--   KEYS[6]  A   S:a   HASH  id -> attempts so far
+--   KEYS[7]  E   S:e   HASH  id -> last error
+--   KEYS[8]  K   S:k   HASH  key -> id
+--   KEYS[9]  PM  S:pm  HASH  poisoned id -> record
+--   KEYS[10] PF  S:pf  HASH  poisoned id -> failure
+--   KEYS[11] PZ  S:pz  ZSET  poisoned id -> failed at (ms)
+--   KEYS[12] C   S:c   HASH  counters
+local M, S, R, L, T, A, E, K, PM, PF, PZ, C =
+    KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+    KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+
+local function now_ms()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function parse(record)
+    local p, t, d, kl, start = string.match(record, '^(-?%d+)|(%d+)|(-?%d+)|(%d+)|()')
+    kl = tonumber(kl)
+    local key = false
+    if kl > 0 then key = string.sub(record, start, start + kl - 1) end
+    return tonumber(p), tonumber(t), tonumber(d), key, string.sub(record, start + kl)
+end
+
+local function make_record(priority, timeout, due, key, body)
+    local k = key or ''
+    return priority .. '|' .. timeout .. '|' .. due .. '|' .. #k .. '|' .. k .. body
+end
+
+local function ready_score(priority, due)
+    return (1023 - priority) * 4398046511104 + due
+end
+
+local function place(id, priority, due, now)
+    if due <= now then
+        redis.call('ZADD', R, ready_score(priority, due), id)
+    else
+        redis.call('ZADD', S, due, id)
+    end
+end
+
+local function insert(id, key, priority, due, timeout, body, now)
+    redis.call('HSET', M, id, make_record(priority, timeout, due, key, body))
+    place(id, priority, due, now)
+    if key then redis.call('HSET', K, key, id) end
+    redis.call('HINCRBY', C, 'enqueued', 1)
+end
+
+-- Remove every trace of a message; returns its record (or false).
+local function remove(id)
+    local record = redis.call('HGET', M, id)
+    if not record then return false end
+    local _, _, _, key = parse(record)
+    redis.call('HDEL', M, id)
+    redis.call('ZREM', S, id)
+    redis.call('ZREM', R, id)
+    redis.call('ZREM', L, id)
+    redis.call('HDEL', T, id)
+    redis.call('HDEL', A, id)
+    redis.call('HDEL', E, id)
+    if key and redis.call('HGET', K, key) == id then redis.call('HDEL', K, key) end
+    return record
+end
+
+local function holds(id, token)
+    return redis.call('HGET', T, id) == token
+end

@@ -1,0 +1,81 @@
+"""Redis URL options and connecting.
+
+``redis://[user:password@]host:6379/0?shards=1&prefix=tw``; ``rediss://`` for TLS;
+``redis+cluster://host:7000,host:7001`` for Redis Cluster (a startup node list).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from pydantic import Field
+from redis.backoff import ExponentialBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
+
+from scheduler.backends.options import UrlOptions, parse_options
+from scheduler.errors import BackendUnavailable, ConfigurationError
+
+
+class RedisOptions(UrlOptions):
+    """The query options a Redis URL may carry."""
+
+    shards: int = Field(default=1, ge=1, description="shards of a new queue")
+    prefix: str = Field(default="tw", min_length=1, description="prefix of every key")
+    sweep: int = Field(
+        default=1000, ge=1, description="expired leases and due messages moved per claim, at most"
+    )
+    # passed to redis-py
+    socket_timeout: float = Field(default=10.0, gt=0)
+    socket_connect_timeout: float = Field(default=5.0, gt=0)
+    health_check_interval: int = Field(default=30, ge=0)
+    max_connections: int | None = Field(default=None, ge=1)
+    client_name: str | None = None
+    ssl_cert_reqs: Literal["none", "optional", "required"] | None = None
+    ssl_ca_certs: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_check_hostname: bool | None = None
+
+    def client_options(self) -> dict[str, Any]:
+        """The redis-py keyword arguments these options set."""
+        ours = {"shards", "prefix", "sweep"}
+        return {
+            name: value
+            for name, value in self.model_dump().items()
+            if name not in ours and value is not None
+        }
+
+
+def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, str]:
+    """(client, options, is a cluster, where) for ``url``; the client has answered a ping
+    only once the backend is built."""
+    options = parse_options(RedisOptions, url, "Redis")
+    parts = urlsplit(url)
+    common: dict[str, Any] = {
+        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=5),
+        "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
+        **options.client_options(),
+    }
+    where = parts.hostname or "localhost"
+    try:
+        if parts.scheme == "redis+cluster":
+            nodes = []
+            for host_port in parts.netloc.rsplit("@", 1)[-1].split(","):
+                host, _, port = host_port.partition(":")
+                node = ClusterNode(host or "localhost", int(port or 6379))  # type: ignore[no-untyped-call]
+                nodes.append(node)
+            common.pop("max_connections", None)  # per node in a cluster: redis-py's default
+            client: redis.Redis | RedisCluster = RedisCluster(
+                startup_nodes=nodes, username=parts.username, password=parts.password, **common
+            )
+            return client, options, True, parts.netloc.rsplit("@", 1)[-1]
+        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        client = redis.Redis.from_url(clean, **common)
+        return client, options, False, f"{parts.hostname}:{parts.port or 6379}"
+    except redis.RedisError as err:
+        raise BackendUnavailable(f"cannot reach Redis at {where}: {err}") from err
+    except ValueError as err:
+        raise ConfigurationError(f"invalid Redis URL {url!r}: {err}") from err

@@ -1,0 +1,59 @@
+"""The Redis backend's Lua scripts (``lua/*.lua``, shipped as package data) and the stored
+record format they share with Python.
+
+Every state change of a shard is one script call: the script touches the keys of one
+shard only (one hash tag, so one Redis Cluster slot) and reads the time from the server
+(``TIME``), so worker clocks never decide when something is due or when a lease ends.
+``lua/prelude.lua`` names the twelve keys of a shard (``SHARD_KEYS``, passed in that
+order to every script) and holds the helpers; it is prepended to each script. Each
+script's header lists the keys it uses and its ``ARGV``.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from scheduler.backends.base import Envelope
+
+#: suffixes of a shard's keys, in ``KEYS`` order (see ``lua/prelude.lua``)
+SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c")
+MESSAGES, SCHEDULED, READY, LEASED = 0, 1, 2, 3
+KEYS, POISON_RECORDS, POISON_FAILURES, POISON_TIMES, COUNTERS = 7, 8, 9, 10, 11
+
+SCRIPT_NAMES = (
+    "enqueue",
+    "claim",
+    "ack",
+    "retry",
+    "release",
+    "extend",
+    "poison",
+    "poison_replay",
+    "delete",
+    "delete_by_key",
+)
+
+
+def _source(name: str) -> str:
+    return files(__package__).joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
+
+
+def load_scripts() -> dict[str, str]:
+    """Script name -> full Lua source (the prelude, then the script)."""
+    prelude = _source("prelude")
+    return {name: prelude + "\n" + _source(name) for name in SCRIPT_NAMES}
+
+
+def encode_record(e: Envelope) -> bytes:
+    """The stored form of a message: a small header, the key, then the body."""
+    key = (e.key or "").encode()
+    return b"%d|%d|%d|%d|%s%s" % (e.priority, e.timeout_ms, e.due_ms, len(key), key, e.body)
+
+
+def decode_record(record: bytes) -> tuple[int, int, int, str | None, bytes]:
+    """(priority, timeout_ms, due_ms, key, body) from a stored record."""
+    fields = record.split(b"|", 4)
+    priority, timeout, due, key_length = (int(f) for f in fields[:4])
+    rest = fields[4]
+    key = rest[:key_length].decode() if key_length else None
+    return priority, timeout, due, key, rest[key_length:]

@@ -1,0 +1,207 @@
+"""The plumbing every Redis operation shares: the client, key names, shards, script calls.
+
+Layout: every queue has ``shards`` shards (default 1; stored under ``{prefix}:meta:{queue}``
+on first use so every client agrees). The keys of one shard share the hash tag
+``{prefix:queue:n}``, so a shard lives in one cluster slot; the key list and what each
+holds is at the top of ``lua/prelude.lua``. A keyed message lives in the shard chosen by a
+stable hash of its key; an unkeyed one in the shard of its chain's first id (a random,
+time-ordered id, so these spread evenly); a chain's later occurrences stay in its shard.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import redis
+from redis.cluster import RedisCluster
+from redis.commands.core import Script
+
+from scheduler.backends.base import Claim, Envelope, State, StoredMessage
+from scheduler.backends.redis.scripts import SHARD_KEYS, decode_record, load_scripts
+from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
+from scheduler.ids import stable_shard
+
+T = TypeVar("T")
+
+
+def chain_root(message_id: str) -> str:
+    return message_id.split(".", 1)[0]
+
+
+class RedisShards:
+    """A Redis client with the shard layout. Thread-safe (redis-py pools connections)."""
+
+    def __init__(
+        self,
+        client: redis.Redis | RedisCluster,
+        *,
+        shards: int = 1,
+        prefix: str = "tw",
+        cluster: bool = False,
+        description: str = "redis",
+        sweep: int = 1000,
+    ) -> None:
+        if shards < 1:
+            raise ConfigurationError("shards must be at least 1")
+        # redis-py's return types are unions of bytes/str/awaitables; this class reads
+        # bytes only (decode_responses is off), so treat the client as untyped here
+        self._client: Any = client
+        self._cluster = cluster
+        self._default_shards = shards
+        self._prefix = prefix
+        self._description = description
+        self._sweep = sweep
+        self._shard_counts: dict[str, int] = {}
+        self._cursor: dict[str, Iterator[int]] = {}
+        self._lock = threading.Lock()
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(source) for name, source in load_scripts().items()
+        }
+        self._call(client.ping)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _call(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a Redis call, translating driver errors at the boundary."""
+        try:
+            return operation(*args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError) as err:
+            raise BackendUnavailable(f"Redis at {self._description} is unreachable: {err}") from err
+        except redis.RedisError as err:
+            raise BackendError(f"Redis error: {err}") from err
+
+    def _shard_keys(self, queue: str, shard: int) -> list[str]:
+        tag = f"{{{self._prefix}:{queue}:{shard}}}"
+        return [f"{tag}:{name}" for name in SHARD_KEYS]
+
+    def _meta_key(self, queue: str) -> str:
+        return f"{self._prefix}:meta:{queue}"
+
+    def _queues_key(self) -> str:
+        return f"{self._prefix}:queues"
+
+    def shard_count(self, queue: str) -> int:
+        """How many shards ``queue`` has (fixed when the queue is first used)."""
+        count = self._shard_counts.get(queue)
+        if count is not None:
+            return count
+        meta = self._meta_key(queue)
+        self._call(self._client.hsetnx, meta, "shards", self._default_shards)
+        self._call(self._client.sadd, self._queues_key(), queue)
+        count = int(self._call(self._client.hget, meta, "shards"))
+        self._shard_counts[queue] = count
+        return count
+
+    def _shard_for(self, queue: str, message_id: str, key: str | None) -> int:
+        count = self.shard_count(queue)
+        if count == 1:
+            return 0
+        return stable_shard(key if key is not None else chain_root(message_id), count)
+
+    def _run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
+        return self._call(self._scripts[name], keys=self._shard_keys(queue, shard), args=list(args))
+
+    def _run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
+        """Run one script per (queue, shard): one pipelined round trip on a single node;
+        one round trip per shard on a cluster."""
+        if not calls:
+            return []
+        if self._cluster or len(calls) == 1:
+            return [self._run(name, queue, shard, args) for queue, shard, args in calls]
+        script = self._scripts[name]
+
+        def pipelined() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for queue, shard, args in calls:
+                script(keys=self._shard_keys(queue, shard), args=args, client=pipe)
+            return list(pipe.execute())
+
+        return self._call(pipelined)
+
+    def _pipelined(self, calls: list[tuple[Any, ...]], command: str) -> list[Any]:
+        def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for args in calls:
+                getattr(pipe, command)(*args)
+            return list(pipe.execute())
+
+        return self._call(run)
+
+    def now_ms(self) -> int:
+        seconds, micros = self._call(self._client.time)
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _locate(self, message_id: str, queue: str | None) -> tuple[str, int] | None:
+        """Find the (queue, shard) holding ``message_id``: its home shard first, then all."""
+        queues = [queue] if queue is not None else self.queues()
+        for name in queues:
+            home = stable_shard(chain_root(message_id), self.shard_count(name))
+            if self._call(self._client.hexists, self._shard_keys(name, home)[0], message_id):
+                return name, home
+        candidates = [(name, s) for name in queues for s in range(self.shard_count(name))]
+        found = self._pipelined(
+            [(self._shard_keys(name, s)[0], message_id) for name, s in candidates], "hexists"
+        )
+        for where, present in zip(candidates, found, strict=True):
+            if present:
+                return where
+        return None
+
+    def _read(self, queue: str, shard: int, message_id: str) -> StoredMessage | None:
+        m, s, _, l_, _, a, e = self._shard_keys(queue, shard)[:7]
+
+        def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.hget(m, message_id)
+            pipe.zscore(l_, message_id)
+            pipe.zscore(s, message_id)
+            pipe.hget(a, message_id)
+            pipe.hget(e, message_id)
+            return list(pipe.execute())
+
+        record, leased, scheduled, attempt, error = self._call(run)
+        if record is None:
+            return None
+        priority, timeout, due, key, body = decode_record(record)
+        if leased is not None:
+            state = State.RUNNING
+        elif scheduled is not None and due > self.now_ms():
+            state = State.SCHEDULED
+        else:
+            state = State.READY
+        envelope = Envelope(message_id, queue, key, priority, due, timeout, body)
+        return StoredMessage(
+            envelope, state, int(attempt or 0), error.decode() if error is not None else None
+        )
+
+    def _by_shard(self, claims: Iterable[Claim]) -> dict[tuple[str, int], list[Claim]]:
+        groups: dict[tuple[str, int], list[Claim]] = {}
+        for claim in claims:
+            where = self._claim_shard(claim)
+            groups.setdefault(where, []).append(claim)
+        return groups
+
+    def _claim_shard(self, claim: Claim) -> tuple[str, int]:
+        home = self._shard_for(claim.queue, claim.id, claim.key)
+        return claim.queue, home
+
+    @staticmethod
+    def _next_args(nxt: Envelope | None) -> list[Any]:
+        if nxt is None:
+            return ["", "", 0, 0, 0, ""]
+        return [nxt.id, nxt.key or "", nxt.priority, nxt.due_ms, nxt.timeout_ms, nxt.body]
+
+    def queues(self) -> list[str]:
+        members = self._call(self._client.smembers, self._queues_key())
+        return sorted(m.decode() for m in members)
+
+    def _counter_total(self, queue: str, name: str) -> int:
+        values = self._pipelined(
+            [(self._shard_keys(queue, s)[11], name) for s in range(self.shard_count(queue))], "hget"
+        )
+        return sum(int(v or 0) for v in values)
