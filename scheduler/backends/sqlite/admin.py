@@ -1,0 +1,121 @@
+"""The SQLite backend's poison queue, statistics and purging."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from scheduler.backends.base import Envelope, Failure, PoisonRecord, QueueStats
+from scheduler.backends.sqlite.connection import SQLiteStore
+
+
+class SQLiteAdmin(SQLiteStore):
+    """Reading and replaying the poison queue, counting and purging queues."""
+
+    _POISON_COLUMNS = (
+        "id, queue, key, priority, timeout_ms, attempts, failed_ms, reason, error_type, error, "
+        "traceback, body"
+    )
+
+    @staticmethod
+    def _poison_record(row: sqlite3.Row) -> PoisonRecord:
+        envelope = Envelope(row[0], row[1], row[2], row[3], row[6], row[4], row[11])
+        return PoisonRecord(envelope, Failure(row[7], row[8], row[9], row[10]), row[5], row[6])
+
+    def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:
+        sql = f"SELECT {self._POISON_COLUMNS} FROM poison"
+        params: list[object] = []
+        if queue is not None:
+            sql += " WHERE queue = ?"
+            params.append(queue)
+        params.append(limit)
+        rows = self._read().execute(sql + " ORDER BY failed_ms, id LIMIT ?", params).fetchall()
+        return [self._poison_record(r) for r in rows]
+
+    def poison_get(self, message_id: str) -> PoisonRecord | None:
+        row = (
+            self._read()
+            .execute(f"SELECT {self._POISON_COLUMNS} FROM poison WHERE id = ?", (message_id,))
+            .fetchone()
+        )
+        return None if row is None else self._poison_record(row)
+
+    def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
+        now = self.now_ms()
+        with self._write() as db:
+            if ids is None:
+                sql = "SELECT id FROM poison" + (" WHERE queue = ?" if queue else "")
+                ids = [r[0] for r in db.execute(sql, (queue,) if queue else ())]
+            moved = 0
+            for message_id in ids:
+                inserted = db.execute(
+                    "INSERT OR IGNORE INTO messages "
+                    "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
+                    "SELECT id, queue, key, priority, 1, ?, ?, timeout_ms, body FROM poison "
+                    "WHERE id = ?",
+                    (now, now, message_id),
+                ).rowcount
+                if inserted:
+                    db.execute("DELETE FROM poison WHERE id = ?", (message_id,))
+                    moved += 1
+            return moved
+
+    def poison_purge(self, queue: str | None = None) -> int:
+        with self._write() as db:
+            if queue is None:
+                return db.execute("DELETE FROM poison").rowcount
+            return db.execute("DELETE FROM poison WHERE queue = ?", (queue,)).rowcount
+
+    # -- operations ----------------------------------------------------------------------
+
+    def queues(self) -> list[str]:
+        rows = (
+            self._read()
+            .execute(
+                "SELECT queue FROM messages UNION SELECT queue FROM poison "
+                "UNION SELECT queue FROM counters ORDER BY 1"
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
+    def stats(self, queue: str | None = None) -> list[QueueStats]:
+        db = self._read()
+        now = self.now_ms()
+        result = []
+        for name in [queue] if queue is not None else self.queues():
+            ready, scheduled, running, next_due = db.execute(
+                "SELECT COALESCE(SUM(state = 1 OR (state = 0 AND at_ms <= ?)), 0), "
+                "COALESCE(SUM(state = 0 AND at_ms > ?), 0), COALESCE(SUM(state = 2), 0), "
+                "MIN(CASE WHEN state != 2 THEN at_ms END) FROM messages WHERE queue = ?",
+                (now, now, name),
+            ).fetchone()
+            poison = db.execute("SELECT COUNT(*) FROM poison WHERE queue = ?", (name,)).fetchone()[
+                0
+            ]
+            counters = dict(
+                db.execute("SELECT name, value FROM counters WHERE queue = ?", (name,)).fetchall()
+            )
+            result.append(
+                QueueStats(
+                    name,
+                    ready,
+                    scheduled,
+                    running,
+                    poison,
+                    next_due,
+                    counters,
+                    {0: ready + scheduled + running},
+                )
+            )
+        return result
+
+    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
+        if any(deltas.values()):
+            with self._write() as db:
+                for name, delta in deltas.items():
+                    self._count(db, queue, name, delta)
+
+    def purge(self, queue: str) -> int:
+        with self._write() as db:
+            return db.execute("DELETE FROM messages WHERE queue = ?", (queue,)).rowcount

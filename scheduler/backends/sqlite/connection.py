@@ -1,0 +1,216 @@
+"""The SQLite file: its schema, its URL options, and the connections to it (one per thread,
+each in WAL mode), write and read transactions, the counters table."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from scheduler.backends.base import Envelope, State, StoredMessage
+from scheduler.backends.options import UrlOptions
+from scheduler.clock import Clock, SystemClock
+from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
+
+#: The whole storage schema. Messages live in a rowid table (appended in arrival order) with
+#: a unique index on ``id``: keyed ids are hashes, and inserting them at random into a
+#: clustered primary key holding the bodies was 2.5x slower. ``at_ms`` is the due time of a
+#: waiting message and the lease deadline of a running one; ``due_ms`` always keeps the due
+#: time. States: 0 scheduled (due later), 1 ready (due; claim order is priority, then due
+#: time), 2 leased.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id          TEXT NOT NULL UNIQUE,
+    queue       TEXT NOT NULL,
+    key         TEXT,
+    priority    INTEGER NOT NULL,
+    state       INTEGER NOT NULL,
+    at_ms       INTEGER NOT NULL,
+    due_ms      INTEGER NOT NULL,
+    timeout_ms  INTEGER NOT NULL,
+    attempt     INTEGER NOT NULL DEFAULT 0,
+    token       TEXT,
+    last_error  TEXT,
+    body        BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (queue, key) WHERE key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_ready ON messages (queue, priority DESC, at_ms) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS messages_scheduled ON messages (queue, at_ms) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS messages_leased ON messages (queue, at_ms) WHERE state = 2;
+CREATE TABLE IF NOT EXISTS poison (
+    id          TEXT PRIMARY KEY,
+    queue       TEXT NOT NULL,
+    key         TEXT,
+    priority    INTEGER NOT NULL,
+    timeout_ms  INTEGER NOT NULL,
+    attempts    INTEGER NOT NULL,
+    failed_ms   INTEGER NOT NULL,
+    reason      TEXT NOT NULL,
+    error_type  TEXT NOT NULL,
+    error       TEXT NOT NULL,
+    traceback   TEXT NOT NULL,
+    body        BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS poison_queue ON poison (queue, failed_ms);
+CREATE TABLE IF NOT EXISTS counters (
+    queue TEXT NOT NULL,
+    name  TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    PRIMARY KEY (queue, name)
+) WITHOUT ROWID;
+"""
+
+SCHEDULED, READY, LEASED = 0, 1, 2
+STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
+COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body"
+
+
+def stored_message(row: sqlite3.Row) -> StoredMessage:
+    envelope = Envelope(
+        id=row[0],
+        queue=row[1],
+        key=row[2],
+        priority=row[3],
+        due_ms=row[5],
+        timeout_ms=row[6],
+        body=row[9],
+    )
+    return StoredMessage(envelope, STATE_NAMES[row[4]], row[7], row[8])
+
+
+class SQLiteOptions(UrlOptions):
+    """The query options a SQLite URL may carry."""
+
+    synchronous: Literal["full", "normal", "extra"] = Field(
+        default="full", description="PRAGMA synchronous: full survives a power cut"
+    )
+    busy_timeout_ms: int = Field(
+        default=30_000, ge=0, description="how long a writer waits for another's transaction"
+    )
+
+    @field_validator("synchronous", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+
+class SQLiteStore:
+    """The file and its connections: one per thread, all sharing the file; write
+    transactions, the clock and the counters table."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str = "full",
+        busy_timeout_ms: int = 30_000,
+        clock: Clock | None = None,
+    ) -> None:
+        if synchronous.lower() not in ("full", "normal", "extra"):
+            raise ConfigurationError(
+                f"synchronous must be full, normal or extra, not {synchronous!r}"
+            )
+        self.path = path
+        self._synchronous = synchronous.upper()
+        self._busy_timeout_ms = busy_timeout_ms
+        self._clock = clock or SystemClock()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._closed = False
+        if path != ":memory:":
+            parent = Path(path).parent
+            if not parent.exists():
+                raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
+        self._connection().executescript(SCHEMA)
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None:
+            return db
+        if self._closed:
+            raise BackendError("the SQLite backend is closed")
+        try:
+            db = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._set_wal(db)
+            db.execute(f"PRAGMA synchronous={self._synchronous}")
+            db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            db.execute("PRAGMA cache_size=-65536")  # 64 MiB: keyed ids insert at random
+        except sqlite3.Error as err:
+            raise BackendUnavailable(f"cannot open SQLite database {self.path!r}: {err}") from err
+        self._local.db = db
+        with self._connections_lock:
+            self._connections.append(db)
+        return db
+
+    def _set_wal(self, db: sqlite3.Connection) -> None:
+        """Put the file in WAL mode. Switching the journal mode can answer "database is
+        locked" at once, without the busy handler, while another connection opens or
+        recovers the file; retry until the busy timeout like any other wait."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        pause = 0.001
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as err:
+                busy = "locked" in str(err) or "busy" in str(err)
+                if not busy or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: taken at once (IMMEDIATE), committed or rolled back."""
+        db = self._connection()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            raise BackendUnavailable(f"SQLite is busy or unavailable: {err}") from err
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        try:
+            db.execute("COMMIT")
+        except sqlite3.Error as err:
+            db.execute("ROLLBACK")
+            raise BackendError(f"SQLite commit failed: {err}") from err
+
+    def _read(self) -> sqlite3.Connection:
+        return self._connection()
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._connections_lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    @staticmethod
+    def _count(db: sqlite3.Connection, queue: str, name: str, delta: int) -> None:
+        if delta:
+            db.execute(
+                "INSERT INTO counters (queue, name, value) VALUES (?, ?, ?) "
+                "ON CONFLICT (queue, name) DO UPDATE SET value = value + excluded.value",
+                (queue, name, delta),
+            )
