@@ -249,3 +249,37 @@ def test_a_script_run_directly_names_tasks_as_its_worker_will(
         check=False,
     )
     assert worker.returncode == 0 and "sent 1" in worker.stdout, worker.stderr
+
+
+def test_global_options_after_the_subcommand(sqlite_url: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(cli, list(args), catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    other = f"sqlite:///{tmp_path}/other.db"
+    code, _, err = invoke(
+        "enqueue",
+        "tests.cli_tasks.greet",
+        "-A",
+        "tests.cli_tasks",
+        "--args",
+        '["after"]',
+        "--backend",
+        sqlite_url,
+    )
+    assert code == 0, err
+    # after the subcommand wins over before it
+    code, out, _ = invoke("--backend", other, "stats", "--json", "--backend", sqlite_url)
+    assert code == 0 and json.loads(out)[0]["ready"] == 1
+    code, _, err = invoke(
+        "worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning", "--backend", other
+    )
+    assert code == 0, err
+    code, out, _ = invoke("--json", "--backend", sqlite_url, "stats")
+    assert code == 0 and json.loads(out)[0]["ready"] == 1
+    code, out, _ = invoke("--json", "--backend", sqlite_url, "poison", "list")
+    assert code == 0 and json.loads(out) == []
+    code, _, err = invoke("--json", "--backend", sqlite_url, "cancel", "--key", "k")
+    assert code == 2 and "--json applies to" in err and err.count("\n") == 1

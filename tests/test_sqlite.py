@@ -37,6 +37,26 @@ def test_a_bad_url_option_is_one_clear_error(tmp_path: Path, query: str, complai
     assert not (tmp_path / "a.db").exists()
 
 
+def _open_at_once(backends: list[SQLiteBackend]) -> list[BaseException]:
+    """Each backend opens its first connection in its own thread, all released together."""
+    barrier = threading.Barrier(len(backends))
+    errors: list[BaseException] = []
+
+    def open_and_count(backend: SQLiteBackend) -> None:
+        barrier.wait()
+        try:
+            backend.stats()
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=open_and_count, args=(b,)) for b in backends]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
 def test_many_threads_open_one_file_at_once(tmp_path: Path) -> None:
     """Switching to WAL may answer "locked" without waiting while another connection opens
     the file; every opener must wait its turn instead (CI saw this once in ten workers)."""
@@ -46,21 +66,7 @@ def test_many_threads_open_one_file_at_once(tmp_path: Path) -> None:
         for backend in backends:
             backend.close()
         backends = [SQLiteBackend.from_url(url) for _ in range(12)]
-        barrier = threading.Barrier(len(backends))
-        errors: list[BaseException] = []
-
-        def open_and_count(backend: SQLiteBackend) -> None:
-            barrier.wait()
-            try:
-                backend.stats()
-            except BaseException as err:  # noqa: BLE001 - collected and asserted below
-                errors.append(err)
-
-        threads = [threading.Thread(target=open_and_count, args=(b,)) for b in backends]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        errors = _open_at_once(backends)
         for backend in backends:
             backend.close()
         assert errors == []

@@ -24,7 +24,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import TracebackType
-from typing import NamedTuple, Self
+from typing import TYPE_CHECKING, NamedTuple, Self
+
+if TYPE_CHECKING:
+    from scheduler.clock import Clock
 
 
 class OnConflict(StrEnum):
@@ -139,6 +142,14 @@ class Backend(ABC):
 
     shards: int = 1
 
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: str, clock: Clock | None = None) -> Self:
+        """Connect to the storage ``url`` names (scheme chosen by ``open_backend``). Query
+        options follow the backend's typed options model; an unknown or malformed one is
+        a ``ConfigurationError`` naming it, and nothing is written. ``clock`` is used only
+        by backends without a server clock (SQLite)."""
+
     # -- producing -----------------------------------------------------------------------
 
     @abstractmethod
@@ -219,7 +230,8 @@ class Backend(ABC):
         """Poisoned messages, oldest failure first."""
 
     @abstractmethod
-    def poison_get(self, message_id: str) -> PoisonRecord | None: ...
+    def poison_get(self, message_id: str) -> PoisonRecord | None:
+        """One poisoned message by id, or None."""
 
     @abstractmethod
     def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
@@ -227,19 +239,23 @@ class Backend(ABC):
         with a fresh attempt count. A message whose key was taken meanwhile stays."""
 
     @abstractmethod
-    def poison_purge(self, queue: str | None = None) -> int: ...
+    def poison_purge(self, queue: str | None = None) -> int:
+        """Delete poisoned messages (of ``queue``, or all); returns how many."""
 
     # -- operations ----------------------------------------------------------------------
 
     @abstractmethod
-    def stats(self, queue: str | None = None) -> list[QueueStats]: ...
+    def stats(self, queue: str | None = None) -> list[QueueStats]:
+        """Per queue (``queue`` only, or every known queue): messages by state, poisoned
+        messages, the counters of ``COUNTERS`` and pending messages per shard."""
 
     @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         """Add to a queue's counters (for counts a worker keeps locally, e.g. empty polls)."""
 
     @abstractmethod
-    def queues(self) -> list[str]: ...
+    def queues(self) -> list[str]:
+        """The names of every queue that was ever written to, sorted."""
 
     @abstractmethod
     def purge(self, queue: str) -> int:
@@ -250,7 +266,8 @@ class Backend(ABC):
         """The backend's clock: what due times and leases are compared against."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release connections. Idempotent; the backend is unusable afterwards."""
 
     def __enter__(self) -> Self:
         return self

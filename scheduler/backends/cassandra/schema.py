@@ -37,6 +37,10 @@ a replica misses a delete; an hour is the compromise). Run repair more often tha
 
 from __future__ import annotations
 
+from cassandra.cluster import NoHostAvailable, Session
+
+from scheduler.errors import BackendError, BackendUnavailable
+
 QUEUE_TABLE_OPTIONS = (
     "WITH compaction = {'class': 'LeveledCompactionStrategy'} AND gc_grace_seconds = 3600"
 )
@@ -94,3 +98,15 @@ TABLES = {
 KEYSPACE = """
     CREATE KEYSPACE IF NOT EXISTS {ks}
     WITH replication = {'class': 'SimpleStrategy', 'replication_factor': {rf}}"""
+
+
+def create_schema(session: Session, keyspace: str, replication_factor: int = 1) -> None:
+    """Create the keyspace and tables (``tickwork cassandra create-schema``; idempotent)."""
+    try:
+        session.execute(KEYSPACE.replace("{ks}", keyspace).replace("{rf}", str(replication_factor)))
+        for ddl in TABLES.values():
+            session.execute(ddl.replace("{ks}", keyspace))
+    except NoHostAvailable as err:
+        raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
+    except Exception as err:
+        raise BackendError(f"cannot create the Cassandra schema: {err}") from err

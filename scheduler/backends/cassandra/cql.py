@@ -1,4 +1,4 @@
-"""Every CQL statement the Cassandra backend runs, by name (tables in ``cassandra_schema``).
+"""Every CQL statement the Cassandra backend runs, by name (tables in ``schema.py``).
 
 Table names are qualified with the keyspace when the statements are prepared. Positions in
 a shard's pending rows are ``(ready_ms, id)`` pairs, compared as tuples.

@@ -1,0 +1,135 @@
+"""The public Cassandra backend: enqueue, read and cancel by id or key (claiming, settling
+and administration come from the layers it extends; see the package docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scheduler.backends.base import (
+    Backend,
+    Envelope,
+    OnConflict,
+    Outcome,
+    StoredMessage,
+)
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.admin import CassandraAdmin
+from scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
+from scheduler.backends.cassandra.connection import connect
+from scheduler.clock import Clock
+from scheduler.errors import (
+    InvalidMessage,
+    KeyConflict,
+)
+
+
+class CassandraBackend(CassandraAdmin, Backend):
+    """Storage on Cassandra. Thread-safe (the driver's session is)."""
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock | None = None) -> CassandraBackend:
+        del clock  # due times follow the coordinator's clock
+        session, cluster, keyspace, options = connect(url)
+        return cls(
+            session,
+            cluster,
+            keyspace,
+            shards=options.shards,
+            buckets=options.buckets,
+            bucket_ms=options.bucket_seconds * 1000,
+            lock_ttl_ms=options.lock_ttl_ms,
+        )
+
+    def enqueue(
+        self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
+    ) -> list[Outcome]:
+        """Logged batches of several messages each (a batch is atomic, so a message's row
+        and its index entries are written together)."""
+        if not envelopes:
+            return []
+        too_large = [e.id for e in envelopes if len(e.body) > MAX_BODY_BYTES]
+        if too_large:
+            raise InvalidMessage(
+                f"message {too_large[0]!r} is larger than the Cassandra backend stores "
+                f"({MAX_BODY_BYTES} bytes: a logged batch fails above 50 KiB)"
+                + (f"; {len(too_large) - 1} more" if len(too_large) > 1 else "")
+            )
+        holders = self._holders(envelopes)
+        present = self._present(envelopes)
+        if on_conflict is OnConflict.ERROR:
+            taken = [
+                e.key
+                for e in envelopes
+                if e.key is not None
+                and holders.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
+            ]
+            if taken:
+                raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
+        outcomes: list[Outcome] = []
+        batches = Batches()
+        counts: dict[str, int] = {}
+        for e in envelopes:
+            batch = batches.current
+            ts = self._now_us()
+            holder = holders.get((e.queue, e.key)) if e.key is not None else None
+            if e.key is not None:
+                if holder == (e.id, e.body) and on_conflict is not OnConflict.REPLACE:
+                    outcomes.append(Outcome.DUPLICATE)
+                    continue
+                if holder is not None and on_conflict is OnConflict.IGNORE:
+                    outcomes.append(Outcome.IGNORED)
+                    continue
+                if holder is not None:
+                    self._remove(batch, e.queue, holder[0], ts)
+                if e.id in present and (holder is None or holder[0] != e.id):
+                    self._remove(batch, e.queue, e.id, ts)
+                outcomes.append(Outcome.REPLACED if holder is not None else Outcome.ENQUEUED)
+                holders[(e.queue, e.key)] = (e.id, e.body)
+            else:
+                if e.id in present and on_conflict is not OnConflict.REPLACE:
+                    outcomes.append(Outcome.DUPLICATE)
+                    continue
+                if e.id in present:
+                    self._remove(batch, e.queue, e.id, ts)
+                outcomes.append(Outcome.REPLACED if e.id in present else Outcome.ENQUEUED)
+            present.add(e.id)
+            self._insert(batch, e, ts + 1)
+            counts[e.queue] = counts.get(e.queue, 0) + 1
+            batches.added(len(e.body))
+        self._execute_many(batches.all())
+        for queue, count in counts.items():
+            self._count(queue, "enqueued", count)
+        return outcomes
+
+    def delete(self, message_id: str, queue: str | None = None) -> bool:
+        for name in [queue] if queue is not None else self.queues():
+            batch = self._batch()
+            if self._remove(batch, name, message_id, self._now_us()):
+                self._run(batch)
+                return True
+        return False
+
+    def delete_by_key(self, queue: str, key: str) -> bool:
+        holder = self._key_holder(queue, key)
+        if holder is None:
+            return False
+        batch = self._batch()
+        ts = self._now_us()
+        found = self._remove(batch, queue, holder, ts)
+        add_to_batch(
+            batch,
+            self._prepare(cql.DELETE_KEY),
+            (ts, queue, self._key_shard(queue, key), key),
+        )
+        self._run(batch)
+        return found
+
+    def keyed(self, queue: str | None = None) -> list[StoredMessage]:
+        found = []
+        for name in [queue] if queue is not None else self.queues():
+            for shard in range(self.meta(name).shards):
+                for row in self._run(self._prepare(cql.SELECT_SHARD_KEYS), (name, shard)):
+                    stored = self.get(row.id, name)
+                    if stored is not None:
+                        found.append(stored)
+        return found

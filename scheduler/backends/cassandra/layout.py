@@ -1,0 +1,330 @@
+"""Where a message lives: queue metadata, shards and time buckets, the rows a message is
+written as and removed from, the key index and leases read back, and the order of write
+timestamps relative to a fence."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cassandra.cluster import (
+    Cluster,
+    Session,
+)
+from cassandra.query import BatchStatement
+
+from scheduler.backends.base import (
+    Claim,
+    Envelope,
+    State,
+    StoredMessage,
+)
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import add_to_batch
+from scheduler.backends.cassandra.connection import CassandraConnection
+from scheduler.ids import stable_shard
+
+Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
+
+
+FENCE_STEP = 1000  # microseconds between two holders' fences
+# Write timestamps relative to a claim's fence, in the order the writes must win:
+
+
+EXPIRE_INSERT = 1  # an expired lease's message is pending again (its lease deleted at +0)
+
+
+CLAIM_DELETE = 2  # the claim removes the pending row ...
+
+
+CLAIM_WRITE = 3  # ... and writes the lease
+
+
+ACK_DELETE = 4  # ack / retry / release / poison drop the lease (extend also writes here)
+
+
+ACK_INSERT = 5  # and write the next occurrence (or the retried message)
+
+
+_CLAMP_MS = 100  # a message written this long after its due time is stored as ready now
+
+
+END_ID = "\U0010ffff"  # sorts after every id: (ms, END_ID) is "all of that millisecond"
+
+
+@dataclass(frozen=True)
+class QueueMeta:
+    shards: int
+    buckets: int
+    bucket_ms: int
+
+
+def _root(message_id: str) -> str:
+    return message_id.split(".", 1)[0]
+
+
+class CassandraLayout(CassandraConnection):
+    """Rows and partitions: the layout every operation reads and writes through."""
+
+    def __init__(
+        self,
+        session: Session,
+        cluster: Cluster,
+        keyspace: str,
+        *,
+        shards: int = 1,
+        buckets: int = 16,
+        bucket_ms: int = 60_000,
+        lock_ttl_ms: int = 10_000,
+    ) -> None:
+        super().__init__(session, cluster, keyspace)
+        self._defaults = QueueMeta(shards, buckets, bucket_ms)
+        self._metas: dict[str, QueueMeta] = {}
+        self._lock_ttl_ms = lock_ttl_ms
+        self._owner = secrets.token_hex(8)  # names this process in the shard locks it holds
+        self._positions: dict[tuple[str, int], Position] = {}  # last read position seen
+        self._cursor: dict[str, int] = {}  # the shard each queue's next claim starts at
+
+    def meta(self, queue: str) -> QueueMeta:
+        """The queue's shards and buckets, fixed at first use (an LWT insert, read back)."""
+        found = self._metas.get(queue)
+        if found is not None:
+            return found
+        d = self._defaults
+        self._run(
+            self._prepare(cql.INSERT_META),
+            (queue, d.shards, d.buckets, d.bucket_ms),
+        )
+        row = self._run(
+            self._prepare(cql.SELECT_META),
+            (queue,),
+        ).one()
+        self._run(self._prepare(cql.REGISTER_QUEUE), (queue,))
+        found = QueueMeta(row.shards, row.buckets, row.bucket_ms)
+        self._metas[queue] = found
+        return found
+
+    def _shard(self, queue: str, message_id: str, key: str | None) -> int:
+        return stable_shard(key if key is not None else _root(message_id), self.meta(queue).shards)
+
+    def _key_shard(self, queue: str, key: str) -> int:
+        return stable_shard(key, self.meta(queue).shards)
+
+    def _bucket(self, queue: str, due_ms: int) -> int:
+        m = self.meta(queue)
+        return (due_ms // m.bucket_ms) % m.buckets
+
+    def _count(self, queue: str, name: str, delta: int) -> None:
+        if delta:
+            self._run(
+                self._prepare(cql.ADD_COUNTER),
+                (delta, queue, name),
+            )
+
+    def _ready_ms(self, due_ms: int) -> int:
+        """Where a message due at ``due_ms`` is stored: its due time, or now if it is
+        written late, so that it never lands behind a consumer's read position."""
+        now = self.now_ms()
+        return due_ms if due_ms >= now - _CLAMP_MS else now
+
+    def _insert(
+        self,
+        batch: BatchStatement,
+        e: Envelope,
+        ts: int,
+        attempt: int = 0,
+        error: str | None = None,
+    ) -> None:
+        """Add the writes that store ``e`` as pending (queue row, index, key)."""
+        ready = self._ready_ms(e.due_ms)
+        shard = self._shard(e.queue, e.id, e.key)
+        bucket = self._bucket(e.queue, ready)
+        add_to_batch(
+            batch,
+            self._prepare(cql.INSERT_PENDING),
+            (
+                e.queue,
+                bucket,
+                shard,
+                ready,
+                e.id,
+                e.due_ms,
+                e.priority,
+                e.key,
+                e.timeout_ms,
+                attempt,
+                e.body,
+                error,
+                ts,
+            ),
+        )
+        add_to_batch(
+            batch, self._prepare(cql.INSERT_INDEX), (e.queue, e.id, bucket, shard, ready, ts)
+        )
+        if e.key is not None:
+            add_to_batch(
+                batch,
+                self._prepare(cql.INSERT_KEY),
+                (e.queue, self._key_shard(e.queue, e.key), e.key, e.id, ts),
+            )
+
+    def _remove(self, batch: BatchStatement, queue: str, message_id: str, ts: int) -> bool:
+        """Add the deletes that remove a message wherever it is; False if it is not stored."""
+        where = self._run(self._prepare(cql.SELECT_INDEX), (queue, message_id)).one()
+        if where is None:
+            return False
+        key = None
+        if where.leased:
+            lease = self._lease(queue, where.shard, message_id)
+            key = lease.key if lease is not None else None
+            add_to_batch(
+                batch, self._prepare(cql.DELETE_LEASE), (ts, queue, where.shard, message_id)
+            )
+        else:
+            place = (queue, where.bucket, where.shard, where.ready_ms, message_id)
+            row = self._run(self._prepare(cql.SELECT_PENDING), place).one()
+            key = row.key if row is not None else None
+            add_to_batch(batch, self._prepare(cql.DELETE_PENDING), (ts, *place))
+        add_to_batch(batch, self._prepare(cql.DELETE_INDEX), (ts, queue, message_id))
+        if key is not None and self._key_holder(queue, key) == message_id:
+            add_to_batch(
+                batch,
+                self._prepare(cql.DELETE_KEY),
+                (ts, queue, self._key_shard(queue, key), key),
+            )
+        return True
+
+    def _key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
+        """key -> id for those of ``keys`` that are held: one ``IN`` read per shard and 100."""
+        by_shard: dict[int, list[str]] = {}
+        for key in set(keys):
+            by_shard.setdefault(self._key_shard(queue, key), []).append(key)
+        args = [
+            (queue, shard, names[i : i + 100])
+            for shard, names in by_shard.items()
+            for i in range(0, len(names), 100)
+        ]
+        results = self._concurrently(self._prepare(cql.SELECT_KEYS), args)
+        return {str(row.key): str(row.id) for result in results for row in result}
+
+    def _key_holder(self, queue: str, key: str) -> str | None:
+        return self._key_holders(queue, [key]).get(key)
+
+    def _lease(self, queue: str, shard: int, message_id: str) -> Any:
+        return self._run(self._prepare(cql.SELECT_LEASE), (queue, shard, message_id)).one()
+
+    def _holders(
+        self, envelopes: Sequence[Envelope]
+    ) -> dict[tuple[str, str | None], tuple[str, bytes]]:
+        """(queue, key) -> (id, body) of the messages holding the keys of ``envelopes``."""
+        by_queue: dict[str, set[str]] = {}
+        for e in envelopes:
+            if e.key is not None:
+                by_queue.setdefault(e.queue, set()).add(e.key)
+        holders: dict[tuple[str, str | None], tuple[str, bytes]] = {}
+        for queue, keys in by_queue.items():
+            held = self._key_holders(queue, keys)
+            bodies = self._bodies(queue, list(set(held.values())))
+            for key, holder in held.items():
+                if holder in bodies:
+                    holders[(queue, key)] = (holder, bodies[holder])
+        return holders
+
+    def _bodies(self, queue: str, ids: list[str]) -> dict[str, bytes]:
+        """id -> body of those of ``ids`` that are stored: one index read per 100 ids, then
+        concurrent reads of the pending rows and one lease read per shard."""
+        where = self._indexed(queue, ids)
+        pending = [w for w in where.values() if not w.leased]
+        places = [(queue, w.bucket, w.shard, w.ready_ms, str(w.id)) for w in pending]
+        rows = self._concurrently(self._prepare(cql.SELECT_PENDING), places)
+        bodies = {str(row.id): row.body for result in rows for row in result}
+        by_shard: dict[int, list[str]] = {}
+        for w in where.values():
+            if w.leased:
+                by_shard.setdefault(w.shard, []).append(str(w.id))
+        for shard, leased in by_shard.items():
+            for message_id, lease in self._leases_by_id(queue, shard, leased).items():
+                bodies[message_id] = lease.body
+        return bodies
+
+    def _present(self, envelopes: Sequence[Envelope]) -> set[str]:
+        by_queue: dict[str, list[str]] = {}
+        for e in envelopes:
+            by_queue.setdefault(e.queue, []).append(e.id)
+        return {
+            message_id
+            for queue, ids in by_queue.items()
+            for message_id in self._indexed(queue, ids)
+        }
+
+    def _indexed(self, queue: str, ids: list[str]) -> dict[str, Any]:
+        """The index rows of those of ``ids`` that are stored: one ``IN`` read per 100."""
+        chunks = [(queue, ids[i : i + 100]) for i in range(0, len(ids), 100)]
+        results = self._concurrently(self._prepare(cql.SELECT_INDEX_BY_IDS), chunks)
+        return {str(row.id): row for result in results for row in result}
+
+    def _held(self, claim: Claim) -> Any:
+        """The lease row if ``claim`` still holds it."""
+        shard = self._shard(claim.queue, claim.id, claim.key)
+        lease = self._lease(claim.queue, shard, claim.id)
+        return lease if lease is not None and lease.lease_token == claim.token else None
+
+    def _held_many(self, claims: Sequence[Claim]) -> dict[tuple[str, str], Any]:
+        """The current lease rows of ``claims``, by (queue, id): one query per shard."""
+        groups: dict[tuple[str, int], list[str]] = {}
+        for claim in claims:
+            shard = self._shard(claim.queue, claim.id, claim.key)
+            groups.setdefault((claim.queue, shard), []).append(claim.id)
+        found = {}
+        for (queue, shard), ids in groups.items():
+            for message_id, row in self._leases_by_id(queue, shard, ids).items():
+                found[(queue, message_id)] = row
+        return found
+
+    def _leases_by_id(self, queue: str, shard: int, ids: list[str]) -> dict[str, Any]:
+        rows = self._run(self._prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids))
+        return {str(row.id): row for row in rows}
+
+    # -- reading -----------------------------------------------------------------------
+
+    def queues(self) -> list[str]:
+        rows = self._run(self._prepare(cql.SELECT_QUEUES))
+        return sorted(str(r.queue) for r in rows)
+
+    def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
+        for name in [queue] if queue is not None else self.queues():
+            where = self._run(self._prepare(cql.SELECT_INDEX), (name, message_id)).one()
+            if where is None:
+                continue
+            if where.leased:
+                lease = self._lease(name, where.shard, message_id)
+                if lease is None:
+                    continue
+                envelope = Envelope(
+                    message_id,
+                    name,
+                    lease.key,
+                    lease.priority,
+                    lease.due_ms,
+                    lease.timeout_ms,
+                    lease.body,
+                )
+                return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
+            row = self._run(
+                self._prepare(cql.SELECT_PENDING),
+                (name, where.bucket, where.shard, where.ready_ms, message_id),
+            ).one()
+            if row is None:
+                continue
+            envelope = Envelope(
+                message_id, name, row.key, row.priority, row.due_ms, row.timeout_ms, row.body
+            )
+            state = State.SCHEDULED if row.ready_ms > self.now_ms() else State.READY
+            return StoredMessage(envelope, state, row.attempt, row.last_error)
+        return None
+
+    def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
+        holder = self._key_holder(queue, key)
+        return None if holder is None else self.get(holder, queue)

@@ -1,0 +1,189 @@
+"""Settling a claim: ack (with the next occurrence), retry, release, extend and poison, each
+checked against the claim's lease token and written just above its fence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cassandra.query import BatchStatement
+
+from scheduler.backends.base import (
+    Claim,
+    Envelope,
+    Failure,
+)
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import Batches, add_to_batch
+from scheduler.backends.cassandra.claiming import CassandraClaiming
+from scheduler.backends.cassandra.layout import ACK_DELETE, ACK_INSERT
+
+
+class CassandraSettling(CassandraClaiming):
+    """Ack, retry, release, extend and poison."""
+
+    def _drop_lease(self, batch: BatchStatement, claim: Claim, lease: Any) -> int:
+        fence = int(claim.token)
+        ts = fence + ACK_DELETE
+        shard = self._shard(claim.queue, claim.id, claim.key)
+        deadline_bucket = self._bucket(claim.queue, lease.deadline_ms)
+        add_to_batch(batch, self._prepare(cql.DELETE_LEASE), (ts, claim.queue, shard, claim.id))
+        add_to_batch(batch, self._prepare(cql.DELETE_INDEX), (ts, claim.queue, claim.id))
+        add_to_batch(
+            batch,
+            self._prepare(cql.DELETE_DEADLINE),
+            (ts, claim.queue, shard, deadline_bucket, lease.deadline_ms, claim.id),
+        )
+        return fence
+
+    def _finish(
+        self,
+        batch: BatchStatement,
+        claim: Claim,
+        lease: Any,
+        nxt: Envelope | None,
+        key_holder: str | None,
+    ) -> None:
+        """Drop the lease, and hand the key (if any) to the next occurrence or release it
+        (``key_holder``: who holds the claim's key now, read beforehand)."""
+        fence = self._drop_lease(batch, claim, lease)
+        if nxt is not None:
+            self._insert(batch, nxt, fence + ACK_INSERT)
+        elif claim.key is not None and key_holder == claim.id:
+            key_shard = self._key_shard(claim.queue, claim.key)
+            add_to_batch(
+                batch,
+                self._prepare(cql.DELETE_KEY),
+                (fence + ACK_DELETE, claim.queue, key_shard, claim.key),
+            )
+
+    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+        """One read of the leases per shard, then logged batches of several acks."""
+        leases = self._held_many([claim for claim, _ in items])
+        keys: dict[str, list[str]] = {}
+        for claim, nxt in items:
+            if claim.key is not None and nxt is None:
+                keys.setdefault(claim.queue, []).append(claim.key)
+        holders = {
+            (queue, key): holder
+            for queue, names in keys.items()
+            for key, holder in self._key_holders(queue, names).items()
+        }
+        results = []
+        batches = Batches()
+        acked: dict[str, int] = {}
+        for claim, nxt in items:
+            lease = leases.get((claim.queue, claim.id))
+            if lease is None or lease.lease_token != claim.token:
+                results.append(False)
+                continue
+            holder = None if claim.key is None else holders.get((claim.queue, claim.key))
+            self._finish(batches.current, claim, lease, nxt, holder)
+            results.append(True)
+            acked[claim.queue] = acked.get(claim.queue, 0) + 1
+            batches.added(0 if nxt is None else len(nxt.body))
+        self._execute_many(batches.all())
+        for queue, count in acked.items():
+            self._count(queue, "acked", count)
+        return results
+
+    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
+        lease = self._held(claim)
+        if lease is None:
+            return False
+        batch = self._batch()
+        fence = self._drop_lease(batch, claim, lease)
+        envelope = Envelope(
+            claim.id, claim.queue, claim.key, lease.priority, due_ms, claim.timeout_ms, claim.body
+        )
+        self._insert(batch, envelope, fence + ACK_INSERT, lease.attempt, error)
+        self._run(batch)
+        self._count(claim.queue, "retried", 1)
+        return True
+
+    def release(self, claims: Iterable[Claim]) -> int:
+        """One read of the leases per shard, then logged batches of several releases."""
+        claims = list(claims)
+        leases = self._held_many(claims)
+        batches = Batches()
+        released = 0
+        for claim in claims:
+            lease = leases.get((claim.queue, claim.id))
+            if lease is None or lease.lease_token != claim.token:
+                continue
+            batch = batches.current
+            fence = self._drop_lease(batch, claim, lease)
+            envelope = Envelope(
+                claim.id,
+                claim.queue,
+                claim.key,
+                lease.priority,
+                lease.due_ms,
+                claim.timeout_ms,
+                claim.body,
+            )
+            attempt = max(lease.attempt - 1, 0)
+            self._insert(batch, envelope, fence + ACK_INSERT, attempt, lease.last_error)
+            batches.added(len(claim.body))
+            released += 1
+        self._execute_many(batches.all())
+        return released
+
+    def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
+        """One read of the leases per shard, then logged batches of several extensions."""
+        leases = self._held_many(claims)
+        deadline = self.now_ms() + lease_ms
+        batches = Batches()
+        results = []
+        for claim in claims:
+            lease = leases.get((claim.queue, claim.id))
+            if lease is None or lease.lease_token != claim.token:
+                results.append(False)
+                continue
+            shard = self._shard(claim.queue, claim.id, claim.key)
+            ts = int(claim.token) + ACK_DELETE
+            bucket = self._bucket(claim.queue, deadline)
+            batch = batches.current
+            add_to_batch(
+                batch, self._prepare(cql.EXTEND_LEASE), (ts, deadline, claim.queue, shard, claim.id)
+            )
+            add_to_batch(
+                batch,
+                self._prepare(cql.INSERT_DEADLINE),
+                (claim.queue, shard, bucket, deadline, claim.id, ts),
+            )
+            batches.added(0)
+            results.append(True)
+        self._execute_many(batches.all())
+        return results
+
+    def poison(
+        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+    ) -> bool:
+        lease = self._held(claim)
+        if lease is None:
+            return False
+        batch = self._batch()
+        holder = None if claim.key is None else self._key_holder(claim.queue, claim.key)
+        self._finish(batch, claim, lease, next_occurrence, holder)
+        add_to_batch(
+            batch,
+            self._prepare(cql.INSERT_POISON),
+            (
+                claim.queue,
+                claim.id,
+                claim.key,
+                lease.priority,
+                claim.timeout_ms,
+                claim.attempt,
+                self.now_ms(),
+                failure.reason,
+                failure.error_type,
+                failure.message,
+                failure.traceback,
+                claim.body,
+            ),
+        )
+        self._run(batch)
+        self._count(claim.queue, "poisoned", 1)
+        return True

@@ -1,0 +1,157 @@
+"""``tickwork enqueue``, ``show`` and ``cancel``: one message at a time."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+import click
+
+from scheduler import (
+    Call,
+    OnConflict,
+)
+from tickwork.cli.common import (
+    EXIT_NOT_FOUND,
+    State,
+    backend_option,
+    clean_errors,
+    emit_json,
+    fail,
+    json_option,
+    one_of,
+    parse_json,
+    pass_state,
+)
+from triggers import Cron, Repeating, Trigger
+
+
+@click.command()
+@click.argument("task")
+@click.option(
+    "-A", "--app", "module", required=True, help="Module defining the task (for validation)."
+)
+@click.option("--args", "args_json", metavar="JSON", help="Positional arguments, a JSON array.")
+@click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
+@click.option("--key", help="Key to read, replace or cancel the message by.")
+@click.option("--queue", help="Queue [the task's].")
+@click.option("--priority", type=int, help="Higher runs first among due messages.")
+@click.option("--at", "at", metavar="ISO8601", help="Run once at this aware time.")
+@click.option(
+    "--delay", type=click.FloatRange(min=0), metavar="SECONDS", help="Run once after S seconds."
+)
+@click.option(
+    "--every", type=click.FloatRange(min=0.001), metavar="SECONDS", help="Repeat every S seconds."
+)
+@click.option("--times", type=click.IntRange(min=1), help="With --every: total number of runs.")
+@click.option("--cron", metavar="EXPR", help="Cron expression (5 fields, or 6 with seconds first).")
+@click.option("--tz", default="UTC", show_default=True, help="With --cron: IANA timezone.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice([m.value for m in OnConflict]),
+    default="error",
+    show_default=True,
+)
+@pass_state
+@backend_option
+@clean_errors
+def enqueue(
+    state: State,
+    task: str,
+    module: str,
+    args_json: str | None,
+    kwargs_json: str | None,
+    key: str | None,
+    queue: str | None,
+    priority: int | None,
+    at: str | None,
+    delay: float | None,
+    every: float | None,
+    times: int | None,
+    cron: str | None,
+    tz: str,
+    on_conflict: str,
+) -> None:
+    """Enqueue TASK; prints the message id."""
+    chosen = [
+        name
+        for name, v in (("--at", at), ("--delay", delay), ("--every", every), ("--cron", cron))
+        if v is not None
+    ]
+    if len(chosen) > 1:
+        fail(f"give at most one of --at, --delay, --every, --cron (got {', '.join(chosen)})")
+    if times is not None and every is None:
+        fail("--times needs --every")
+    app = state.app(module)
+    when: datetime | None = None
+    if at is not None:
+        try:
+            when = datetime.fromisoformat(at)
+        except ValueError:
+            fail(f"--at {at!r} is not an ISO 8601 time")
+        if when.tzinfo is None:
+            fail(f"--at {at!r} has no timezone; add one, e.g. {at}+00:00 or {at}Z")
+    trigger: Trigger | None = None
+    if every is not None:
+        trigger = Repeating(interval=timedelta(seconds=every), repeat_count=times)
+    elif cron is not None:
+        trigger = Cron(cron, tz=tz)
+    call = Call(
+        task,
+        parse_json(args_json, list, "--args"),
+        parse_json(kwargs_json, dict, "--kwargs"),
+        key=key,
+        at=when,
+        delay=None if delay is None else timedelta(seconds=delay),
+        trigger=trigger,
+        queue=queue,
+        priority=priority,
+    )
+    click.echo(app.enqueue(call, on_conflict=on_conflict))
+    app.close()
+
+
+@click.command()
+@click.option("--key")
+@click.option("--id", "message_id")
+@click.option("--queue", default=None, help="Queue of the key [default].")
+@pass_state
+@backend_option
+@clean_errors
+def cancel(state: State, key: str | None, message_id: str | None, queue: str | None) -> None:
+    """Cancel a message by key or id (a running one finishes but does not reschedule)."""
+    one_of(key, message_id)
+    app = state.app()
+    if not app.cancel(id=message_id, key=key, queue=queue):
+        fail(
+            f"nothing to cancel for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
+            EXIT_NOT_FOUND,
+        )
+    click.echo("cancelled")
+
+
+@click.command()
+@click.option("--key")
+@click.option("--id", "message_id")
+@click.option("--queue", default=None, help="Queue of the key [default].")
+@json_option
+@pass_state
+@backend_option
+@clean_errors
+def show(
+    state: State, key: str | None, message_id: str | None, queue: str | None, as_json: bool
+) -> None:
+    """Show a scheduled or running message by key or id."""
+    one_of(key, message_id)
+    found = state.app().get(id=message_id, key=key, queue=queue)
+    if found is None:
+        fail(
+            f"no message with {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
+            EXIT_NOT_FOUND,
+        )
+    data = found.as_dict()
+    if as_json:
+        emit_json(data)
+        return
+    for name, value in data.items():
+        click.echo(f"{name:>13}: {json.dumps(value) if isinstance(value, list | dict) else value}")

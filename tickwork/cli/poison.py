@@ -1,0 +1,121 @@
+"""``tickwork poison ...``: the poison queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.table import Table
+
+from scheduler import (
+    TickworkError,
+)
+from scheduler.message import Message
+from tickwork.cli.common import (
+    EXIT_NOT_FOUND,
+    State,
+    backend_option,
+    clean_errors,
+    console,
+    emit_json,
+    fail,
+    iso,
+    json_option,
+    pass_state,
+)
+
+
+@click.group()
+def poison() -> None:
+    """Inspect, replay or purge messages that failed for good."""
+
+
+def poison_dict(record: Any) -> dict[str, Any]:
+    try:
+        body: Any = Message.decode(record.envelope.body).model_dump(
+            mode="json", exclude_defaults=True
+        )
+    except TickworkError:
+        body = record.envelope.body.decode("utf-8", "replace")
+    return {
+        "id": record.envelope.id,
+        "queue": record.envelope.queue,
+        "key": record.envelope.key,
+        "attempts": record.attempts,
+        "failed_at": iso(record.failed_at_ms),
+        "reason": record.failure.reason,
+        "error_type": record.failure.error_type,
+        "error": record.failure.message,
+        "traceback": record.failure.traceback,
+        "message": body,
+    }
+
+
+@poison.command("list")
+@click.option("--queue", default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@json_option
+@pass_state
+@backend_option
+@clean_errors
+def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> None:
+    """List poisoned messages, oldest first."""
+    records = [poison_dict(r) for r in state.app().backend.poison_list(queue, limit)]
+    if as_json:
+        emit_json(records)
+        return
+    table = Table("id", "queue", "key", "attempts", "failed at", "error")
+    for r in records:
+        table.add_row(
+            r["id"],
+            r["queue"],
+            r["key"] or "-",
+            str(r["attempts"]),
+            r["failed_at"],
+            f"{r['error_type']}: {r['error']}"[:80],
+        )
+    console().print(table)
+
+
+@poison.command("show")
+@click.argument("message_id")
+@pass_state
+@backend_option
+@clean_errors
+def poison_show(state: State, message_id: str) -> None:
+    """Show one poisoned message with its error and traceback."""
+    record = state.app().backend.poison_get(message_id)
+    if record is None:
+        fail(f"no poisoned message with id {message_id!r}", EXIT_NOT_FOUND)
+    emit_json(poison_dict(record))
+
+
+@poison.command("replay")
+@click.argument("message_id", required=False)
+@click.option(
+    "--all", "replay_all", is_flag=True, help="Replay every poisoned message (of --queue)."
+)
+@click.option("--queue", default=None)
+@pass_state
+@backend_option
+@clean_errors
+def poison_replay(
+    state: State, message_id: str | None, replay_all: bool, queue: str | None
+) -> None:
+    """Move poisoned messages back to their queue, due now, with fresh attempts."""
+    if (message_id is None) == (not replay_all):
+        fail("give a message id or --all")
+    moved = state.app().backend.poison_replay(None if replay_all else [message_id], queue)  # type: ignore[list-item]
+    if message_id is not None and moved == 0:
+        fail(f"no replayable poisoned message with id {message_id!r}", EXIT_NOT_FOUND)
+    click.echo(f"replayed {moved}")
+
+
+@poison.command("purge")
+@click.option("--queue", default=None)
+@pass_state
+@backend_option
+@clean_errors
+def poison_purge(state: State, queue: str | None) -> None:
+    """Delete poisoned messages (of --queue, or all)."""
+    click.echo(f"purged {state.app().backend.poison_purge(queue)}")

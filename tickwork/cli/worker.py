@@ -1,0 +1,89 @@
+"""``tickwork worker``: run a worker daemon."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import click
+
+from tickwork.cli.common import (
+    State,
+    backend_option,
+    clean_errors,
+    pass_state,
+)
+from workers import Worker, WorkerConfig
+from workers.pool import POOL_KINDS
+
+
+@click.command()
+@click.option(
+    "-A", "--app", "module", required=True, help="Module (or module:attr) defining the App."
+)
+@click.option("-Q", "--queue", "queues", multiple=True, help="Queue to consume (repeatable).")
+@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--pool", type=click.Choice(sorted(POOL_KINDS)), default="thread", show_default=True)
+@click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    help="Claims held beyond idle slots [2 x concurrency].",
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--lookahead-ms", type=click.IntRange(min=0), default=500, show_default=True)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds running handlers get to finish on shutdown.",
+)
+@click.option("--duration", type=click.FloatRange(min=0), help="Stop gracefully after S seconds.")
+@click.option("--burst", is_flag=True, help="Exit when nothing is due or running.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+@pass_state
+@backend_option
+@clean_errors
+def worker(
+    state: State,
+    module: str,
+    queues: tuple[str, ...],
+    concurrency: int,
+    pool: str,
+    prefetch: int | None,
+    batch_size: int,
+    lookahead_ms: int,
+    grace: float,
+    duration: float | None,
+    burst: bool,
+    log_level: str,
+) -> None:
+    """Run a worker daemon for the app in MODULE."""
+    logging.basicConfig(
+        level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    app = state.app(module)
+    if not queues:
+        queues = tuple(sorted({t.options.queue for t in app.tasks.values()} or {"default"}))
+    config = WorkerConfig(
+        queues=queues,
+        concurrency=concurrency,
+        pool=pool,
+        prefetch=prefetch,
+        batch_size=batch_size,
+        lookahead_ms=lookahead_ms,
+        grace_s=grace,
+        burst=burst,
+        app_reference=module,
+    )
+    runner = Worker(app, config)
+    runner.run(duration)
+    app.close()
+    if runner.forced:
+        os._exit(1)  # running handlers were abandoned: do not wait for their threads
