@@ -1,4 +1,4 @@
-"""Shared fixtures. Backends under test come from ``tests/backends.py``."""
+"""Shared fixtures. Backends under test come from ``tests/support/backends.py``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.backends import BACKEND_NAMES, BackendHarness, Servers, make_harness  # noqa: E402
+from tests.support.backends import BACKEND_NAMES, BackendHarness, Servers, make_harness  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
 from scheduler.errors import InvalidMessage
-from scheduler.spark.rows import RowMapping, write_rows
+from scheduler.spark.rows import RowMapping, build_mapping, write_rows
 
 log = logging.getLogger("tickwork.spark")
 
@@ -29,8 +29,6 @@ def _split(value: str | None) -> list[str]:
 
 
 def mapping_from_options(options: dict[str, str]) -> RowMapping:
-    from scheduler.spark import build_mapping
-
     for required in ("backend", "task"):
         if not options.get(required):
             raise InvalidMessage(f"the tickwork data source needs option({required!r}, ...)")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
 from scheduler.app import App
 from scheduler.backends import Envelope, OnConflict, Outcome
-from scheduler.clock import to_datetime
+from scheduler.clock import SystemClock, to_datetime
 from scheduler.errors import InvalidMessage, TickworkError
 from scheduler.retry import RetryPolicy
 from scheduler.tasks import Arguments, Call, TaskFunction, TaskOptions
@@ -224,3 +224,63 @@ def write_rows(
     finally:
         app.close()
     return result
+
+
+def build_mapping(
+    backend: str,
+    task: str,
+    *,
+    args: Sequence[str] = (),
+    kwargs: Mapping[str, str] | None = None,
+    key: str | None = None,
+    at: str | None = None,
+    cron: str | None = None,
+    tz: str = "UTC",
+    trigger: Trigger | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    identity: Sequence[str] | None = None,
+    on_conflict: str = "ignore",
+    on_invalid: str = "fail",
+    batch_size: int = 1000,
+    schema: Mapping[str, type] | None = None,
+    task_module: str | None = None,
+) -> RowMapping:
+    """Check the options once, on the driver, and freeze them for the executors."""
+    if on_invalid not in ("fail", "reject"):
+        raise InvalidMessage(f"on_invalid must be 'fail' or 'reject', not {on_invalid!r}")
+    try:
+        mode = OnConflict(on_conflict)
+    except ValueError:
+        raise InvalidMessage(
+            f"on_conflict must be 'error', 'ignore' or 'replace', not {on_conflict!r}"
+        ) from None
+    if sum(x is not None for x in (at, cron, trigger)) > 1:
+        raise InvalidMessage("give at most one of at=, cron= and trigger=")
+    if batch_size < 1:
+        raise InvalidMessage("batch_size must be at least 1")
+    if cron is not None:
+        try:
+            Cron("* * * * *", tz=tz)
+        except ValueError as err:
+            raise InvalidMessage(f"unknown timezone {tz!r}") from err
+    return RowMapping(
+        backend=backend,
+        task=task,
+        now_ms=SystemClock().now_ms(),
+        args=tuple(args),
+        kwargs=tuple((kwargs or {}).items()),
+        key=key,
+        at=at,
+        cron=cron,
+        tz=tz,
+        trigger=trigger,
+        queue=queue,
+        priority=priority,
+        identity=None if identity is None else tuple(identity),
+        on_conflict=mode,
+        on_invalid=on_invalid,
+        batch_size=batch_size,
+        schema=None if schema is None else tuple(schema.items()),
+        task_module=task_module,
+    )

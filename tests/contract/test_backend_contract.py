@@ -8,7 +8,7 @@ import pytest
 
 from scheduler import KeyConflict
 from scheduler.backends import Envelope, Failure, OnConflict, Outcome, State
-from tests.backends import BackendHarness
+from tests.support.backends import BackendHarness
 
 TIMEOUT_MS = 1000  # leases of 300 ms expired between two claims on a cold Cassandra node
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -169,7 +170,7 @@ def test_spring_forward_gap_fires_fixed_time_at_the_end_of_the_gap() -> None:
 
 
 def _fires(cron: Cron, start: datetime, end: datetime) -> list[datetime]:
-    out = []
+    out: list[datetime] = []
     t = start.astimezone(UTC)
     while True:
         fire = cron.following(t, 0, t)
@@ -183,7 +184,7 @@ def _matcher(expr: str):  # type: ignore[no-untyped-def]
     """A plain field-set matcher for 5-field expressions (independent of croniter iteration)."""
     minutes, hours, days, months, weekdays = croniter.expand(expr)[0]
 
-    def allowed(values: list[object], value: int) -> bool:
+    def allowed(values: Sequence[object], value: int) -> bool:
         return values == ["*"] or value in values
 
     def match(wall: datetime) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from scheduler import Backend, open_backend
 from scheduler.clock import ManualClock
-from tests.servers import CassandraNode, RedisClusterServers, RedisServer
+from tests.support.servers import CassandraNode, RedisClusterServers, RedisServer
 
 BACKEND_NAMES = ["sqlite", "redis", "redis-cluster", "cassandra"]
 

@@ -28,14 +28,14 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
 
 
 def start_record_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """A ``tickwork worker`` process for ``tests.crash_tasks``, logging to ``log``."""
+    """A ``tickwork worker`` process for ``tests.support.crash_tasks``, logging to ``log``."""
     command = [
         sys.executable,
         "-m",
         "tickwork",
         "worker",
         "-A",
-        "tests.crash_tasks",
+        "tests.support.crash_tasks",
         "--concurrency",
         "4",
         "--log-level",
@@ -46,8 +46,8 @@ def start_record_worker(env: dict[str, str], log: Path) -> subprocess.Popen[byte
 
 
 def enqueue_records(url: str, numbers: range) -> None:
-    """Enqueue ``tests.crash_tasks.record(n)`` for each number on the backend at ``url``."""
-    from tests.crash_tasks import app, record
+    """Enqueue ``tests.support.crash_tasks.record(n)`` for each number on the backend at ``url``."""
+    from tests.support.crash_tasks import app, record
 
     app.use_backend(url)
     report = app.enqueue_many(record.call(n) for n in numbers)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from scheduler import BackendUnavailable, ConfigurationError, open_backend
-from tests.helpers import completed, enqueue_records, start_record_worker, wait_until
-from tests.servers import RedisServer, free_port
+from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
+from tests.support.servers import RedisServer, free_port
 
 N = 2000
 

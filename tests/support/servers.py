@@ -188,7 +188,7 @@ class RedisClusterServers:
 # -- Cassandra ------------------------------------------------------------------------------
 
 CASSANDRA_POM = Path(__file__).resolve().parent / "cassandra" / "pom.xml"
-CASSANDRA_LIB = Path(__file__).resolve().parents[1] / ".cache" / "cassandra" / "lib"
+CASSANDRA_LIB = Path(__file__).resolve().parents[2] / ".cache" / "cassandra" / "lib"
 
 _CASSANDRA_YAML = """\
 cluster_name: 'tickwork-test'

@@ -24,12 +24,13 @@ from scheduler import (
     open_backend,
 )
 from scheduler.backends import Envelope, Outcome
+from scheduler.backends.base import Claim
 from scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
-from tests.backends import Servers
-from tests.servers import free_port
+from tests.support.backends import Servers
+from tests.support.servers import free_port
 from tickwork.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def url(lock_ttl_ms: int = 10_000) -> str:
@@ -63,7 +64,7 @@ def test_a_dead_lock_holder_blocks_its_shard_only_until_the_lock_ttl() -> None:
         holder.wait(10)
         locked_at = time.monotonic()
         assert backend.claim("q", 100).claims == [], "the shard is locked by the dead consumer"
-        claims = []
+        claims: list[Claim] = []
         while not claims and time.monotonic() - locked_at < 30:
             time.sleep(0.25)
             claims = backend.claim("q", 100).claims

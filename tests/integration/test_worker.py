@@ -13,7 +13,7 @@ import pytest
 
 from scheduler import App, Message
 from scheduler.backends import Envelope, State
-from tests.backends import BACKEND_NAMES, backend_url
+from tests.support.backends import BACKEND_NAMES, backend_url
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
 
@@ -106,8 +106,8 @@ def test_exception_retries_with_backoff_then_poisons(app: App) -> None:
 
     from scheduler import RetryPolicy
 
-    app.tasks["tests.test_worker.broken"].options = app.tasks[
-        "tests.test_worker.broken"
+    app.tasks["tests.integration.test_worker.broken"].options = app.tasks[
+        "tests.integration.test_worker.broken"
     ].options.model_copy(update={"retry": RetryPolicy(retries=2, base_s=0.2, jitter=False)})
     message_id = broken.delay()
     with running(app) as worker:
@@ -297,7 +297,7 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TICKWORK_BACKEND", sqlite_url)
     import importlib
 
-    import tests.process_tasks as module
+    import tests.support.process_tasks as module
 
     module = importlib.reload(module)
     for i in range(6):
@@ -308,7 +308,7 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         concurrency=2,
         burst=True,
         poll_interval_s=0.05,
-        app_reference="tests.process_tasks",
+        app_reference="tests.support.process_tasks",
     )
     stats = Worker(module.app, config).run()
     assert stats.acked == 6 and stats.poisoned == 1

@@ -40,12 +40,12 @@ def app(sqlite_url: str) -> App:
 
 
 def test_task_name_defaults_to_module_and_function(app: App) -> None:
-    assert "tests.test_app.send_report" in app.tasks
+    assert "tests.integration.test_app.send_report" in app.tasks
     assert "stamp" in app.tasks
 
 
 def test_delay_returns_an_id_and_stores_a_ready_message(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     message_id = task.delay(42)
     found = app.get(id=message_id)
     assert found is not None and found.state is State.READY
@@ -54,7 +54,7 @@ def test_delay_returns_an_id_and_stores_a_ready_message(app: App) -> None:
 
 
 def test_bad_arguments_fail_at_once_and_write_nothing(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     with pytest.raises(InvalidMessage, match="customer_id"):
         task.delay("x")
     with pytest.raises(InvalidMessage, match="signature"):
@@ -102,13 +102,13 @@ def test_payload_limit(sqlite_url: str) -> None:
 
 
 def test_naive_at_is_refused(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     with pytest.raises(InvalidMessage, match="timezone-aware"):
         task.schedule(args=(1,), at=datetime(2030, 1, 1))
 
 
 def test_schedule_with_key_and_conflicts(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     hourly = Repeating(interval=timedelta(hours=1), repeat_count=5)
     first = task.schedule(args=(42,), trigger=hourly, key="report:42")
     with pytest.raises(KeyConflict):
@@ -135,7 +135,7 @@ def test_get_and_cancel_need_exactly_one_handle(app: App) -> None:
 
 
 def test_keyed_ids_are_deterministic(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     a = task.schedule(args=(1,), key="k", delay=timedelta(hours=1))
     app.cancel(key="k")
     b = task.schedule(args=(1,), key="k", delay=timedelta(hours=1))
@@ -144,7 +144,7 @@ def test_keyed_ids_are_deterministic(app: App) -> None:
 
 
 def test_enqueue_many_counts_outcomes(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     calls = [task.call(i).options(key=f"k{i}") for i in range(2500)]
     report = app.enqueue_many(calls, on_conflict="ignore", batch_size=1000)
     assert report.enqueued == 2500 and len(report.ids) == 2500
@@ -153,7 +153,7 @@ def test_enqueue_many_counts_outcomes(app: App) -> None:
 
 
 def test_enqueue_many_validates_each_batch_before_writing(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     calls = [task.call(1), task.call("bad")]
     with pytest.raises(InvalidMessage):
         app.enqueue_many(calls)
@@ -170,7 +170,7 @@ def test_task_classes(sqlite_url: str) -> None:
         def run(self, index: str) -> str:
             return f"reindexed {index}"
 
-    name = "tests.test_app.Reindex"
+    name = "tests.integration.test_app.Reindex"
     assert name in app.tasks
     message_id = Reindex.delay("users")
     found = app.get(id=message_id, queue="indexing")
@@ -288,7 +288,7 @@ def test_retry_policy_backoff() -> None:
 
 def test_fast_encoding_matches_the_model(app: App) -> None:
     """Bulk enqueue encodes fields directly; the bytes must be what the model would write."""
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     cases = [
         task.call(1),
         task.call(2, fmt="csv").options(key="k2", priority=3, headers={"h": "v"}),
@@ -306,7 +306,7 @@ def test_fast_encoding_matches_the_model(app: App) -> None:
 
 
 def test_priority_is_bounded(app: App) -> None:
-    task = app.tasks["tests.test_app.send_report"]
+    task = app.tasks["tests.integration.test_app.send_report"]
     task.schedule(args=(1,), priority=1000)
     for bad in (1001, -1001, "high", True):
         with pytest.raises(InvalidMessage, match="priority"):

@@ -28,9 +28,9 @@ def run(sqlite_url: str):  # type: ignore[no-untyped-def]
 def test_enqueue_show_cancel_by_key(run) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = run(
         "enqueue",
-        "tests.cli_tasks.greet",
+        "tests.support.cli_tasks.greet",
         "-A",
-        "tests.cli_tasks",
+        "tests.support.cli_tasks",
         "--args",
         '["ada"]',
         "--kwargs",
@@ -59,9 +59,9 @@ def test_enqueue_repeating_and_cron_then_schedules(run) -> None:  # type: ignore
     assert (
         run(
             "enqueue",
-            "tests.cli_tasks.greet",
+            "tests.support.cli_tasks.greet",
             "-A",
-            "tests.cli_tasks",
+            "tests.support.cli_tasks",
             "--args",
             '["a"]',
             "--every",
@@ -76,9 +76,9 @@ def test_enqueue_repeating_and_cron_then_schedules(run) -> None:  # type: ignore
     assert (
         run(
             "enqueue",
-            "tests.cli_tasks.greet",
+            "tests.support.cli_tasks.greet",
             "-A",
-            "tests.cli_tasks",
+            "tests.support.cli_tasks",
             "--args",
             '["b"]',
             "--cron",
@@ -102,9 +102,9 @@ def test_enqueue_repeating_and_cron_then_schedules(run) -> None:  # type: ignore
 def test_on_conflict_modes(run) -> None:  # type: ignore[no-untyped-def]
     base = (
         "enqueue",
-        "tests.cli_tasks.greet",
+        "tests.support.cli_tasks.greet",
         "-A",
-        "tests.cli_tasks",
+        "tests.support.cli_tasks",
         "--key",
         "k",
         "--delay",
@@ -132,7 +132,9 @@ def test_on_conflict_modes(run) -> None:  # type: ignore[no-untyped-def]
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(run, args: list[str], needle: str) -> None:  # type: ignore[no-untyped-def]
-    code, _out, err = run("enqueue", "tests.cli_tasks.greet", "-A", "tests.cli_tasks", *args)
+    code, _out, err = run(
+        "enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks", *args
+    )
     assert code == 2, err
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
     stats = json.loads(run("stats", "--json")[1])
@@ -140,16 +142,23 @@ def test_bad_input_is_one_line_and_writes_nothing(run, args: list[str], needle: 
 
 
 def test_unknown_task_and_module(run) -> None:  # type: ignore[no-untyped-def]
-    code, _, err = run("enqueue", "nope", "-A", "tests.cli_tasks")
+    code, _, err = run("enqueue", "nope", "-A", "tests.support.cli_tasks")
     assert code == 2 and "no task named 'nope'" in err
     code, _, err = run("enqueue", "nope", "-A", "no_such_module_anywhere")
     assert code == 2 and "cannot load the app" in err
 
 
 def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-def]
-    run("enqueue", "tests.cli_tasks.greet", "-A", "tests.cli_tasks", "--args", '["w"]')
-    run("enqueue", "tests.cli_tasks.explode", "-A", "tests.cli_tasks")
-    code, _, _ = run("worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning")
+    run(
+        "enqueue",
+        "tests.support.cli_tasks.greet",
+        "-A",
+        "tests.support.cli_tasks",
+        "--args",
+        '["w"]',
+    )
+    run("enqueue", "tests.support.cli_tasks.explode", "-A", "tests.support.cli_tasks")
+    code, _, _ = run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert code == 0
     stats = {q["queue"]: q for q in json.loads(run("stats", "--json")[1])}
     counters = stats["default"]["counters"]
@@ -162,41 +171,49 @@ def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-
     assert "Traceback" in shown["traceback"]
     assert run("poison", "show", "missing")[0] == 1
     assert run("poison", "replay", record["id"])[1].strip() == "replayed 1"
-    run("worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning")
+    run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert run("poison", "replay", "--all")[1].strip() == "replayed 1"
     assert run("poison", "replay")[0] == 2
     assert run("poison", "purge")[1].strip() == "purged 0"
-    run("worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning")
+    run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert run("poison", "purge", "--queue", "default")[1].strip() == "purged 1"
 
 
 def test_the_real_console_script(
     sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    exe = shutil.which("tickwork", path=str(Path(__file__).resolve().parents[1] / ".venv" / "bin"))
+    exe = shutil.which("tickwork", path=str(Path(__file__).resolve().parents[2] / ".venv" / "bin"))
     assert exe is not None, "the console script is installed by make"
     env = {**clean_env, "TICKWORK_BACKEND": sqlite_url}
     done = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0 and "worker" in done.stdout and "poison" in done.stdout
     done = subprocess.run(
-        [exe, "enqueue", "tests.cli_tasks.greet", "-A", "tests.cli_tasks", "--args", '["cli"]'],
+        [
+            exe,
+            "enqueue",
+            "tests.support.cli_tasks.greet",
+            "-A",
+            "tests.support.cli_tasks",
+            "--args",
+            '["cli"]',
+        ],
         capture_output=True,
         text=True,
         env=env,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         check=False,
     )
     assert done.returncode == 0, done.stderr
     done = subprocess.run(
-        [exe, "worker", "-A", "tests.cli_tasks", "--burst"],
+        [exe, "worker", "-A", "tests.support.cli_tasks", "--burst"],
         capture_output=True,
         text=True,
         env=env,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         check=False,
     )
     assert done.returncode == 0 and "hello cli" in done.stdout
-    assert "fire tests.cli_tasks.greet" in done.stderr and "scheduled=" in done.stderr
+    assert "fire tests.support.cli_tasks.greet" in done.stderr and "scheduled=" in done.stderr
     done = subprocess.run(
         [exe, "--backend", "nosuch://x", "stats"],
         capture_output=True,
@@ -261,9 +278,9 @@ def test_global_options_after_the_subcommand(sqlite_url: str, tmp_path: Path) ->
     other = f"sqlite:///{tmp_path}/other.db"
     code, _, err = invoke(
         "enqueue",
-        "tests.cli_tasks.greet",
+        "tests.support.cli_tasks.greet",
         "-A",
-        "tests.cli_tasks",
+        "tests.support.cli_tasks",
         "--args",
         '["after"]',
         "--backend",
@@ -274,7 +291,14 @@ def test_global_options_after_the_subcommand(sqlite_url: str, tmp_path: Path) ->
     code, out, _ = invoke("--backend", other, "stats", "--json", "--backend", sqlite_url)
     assert code == 0 and json.loads(out)[0]["ready"] == 1
     code, _, err = invoke(
-        "worker", "-A", "tests.cli_tasks", "--burst", "--log-level", "warning", "--backend", other
+        "worker",
+        "-A",
+        "tests.support.cli_tasks",
+        "--burst",
+        "--log-level",
+        "warning",
+        "--backend",
+        other,
     )
     assert code == 0, err
     code, out, _ = invoke("--json", "--backend", sqlite_url, "stats")

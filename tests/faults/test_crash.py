@@ -6,7 +6,7 @@ import signal
 from pathlib import Path
 
 from scheduler import App
-from tests.helpers import completed, enqueue_records, start_record_worker, wait_until
+from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 
 N = 1500
 

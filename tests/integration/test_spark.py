@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, InvalidMessage
-from tests.backends import BACKEND_NAMES, backend_url
+from tests.support.backends import BACKEND_NAMES, backend_url
 
-ROOT = Path(__file__).resolve().parents[1]
-TASK = "tests.spark_tasks.send_invoice"
+ROOT = Path(__file__).resolve().parents[2]
+TASK = "tests.support.spark_tasks.send_invoice"
 
 
 @pytest.fixture(scope="session")
@@ -93,10 +93,10 @@ def test_enqueue_rows_and_rerun_idempotently(spark, url: str) -> None:  # type: 
         queue="billing",
         batch_size=200,
     )
-    first = enqueue_invoices(df, url, **options)  # type: ignore[arg-type]
+    first = enqueue_invoices(df, url, **options)
     assert (first.enqueued, first.skipped, first.failed) == (1000, 0, 0)
     assert first.partitions == 4
-    again = enqueue_invoices(df, url, **options)  # type: ignore[arg-type]
+    again = enqueue_invoices(df, url, **options)
     assert (again.enqueued, again.skipped, again.failed) == (0, 1000, 0)
     assert stored(url) == 1000
     app = App(url)
@@ -118,7 +118,9 @@ def test_a_retried_partition_writes_nothing_twice(spark, url: str) -> None:  # t
 
         # every partition's first attempt fails after its first written batch: a full run
         # once injected nothing when only partition 0 was targeted (cause not found)
-        if TaskContext.get().attemptNumber() == 0 and rows_so_far >= 100:
+        context = TaskContext.get()
+        assert context is not None, "runs inside a Spark task"
+        if context.attemptNumber() == 0 and rows_so_far >= 100:
             raise RuntimeError("injected executor failure after a written batch")
 
     for keyed in (True, False):

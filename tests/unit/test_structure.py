@@ -1,0 +1,113 @@
+"""The package's shape: the dependency direction, no import cycle, modules of a readable size.
+
+Imports are read from the source with ``ast`` (including those under ``TYPE_CHECKING``, which
+state a dependency as much as any other), so a violation fails here before it can hide
+behind an import order that happens to work.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("triggers", "scheduler", "workers", "tickwork")
+#: what each top-level package may import of ours (besides itself)
+ALLOWED = {
+    "triggers": set(),
+    "scheduler": {"triggers"},
+    "workers": {"scheduler", "triggers"},
+    "tickwork": {"scheduler", "triggers", "workers"},
+}
+MAX_LINES = 420  # "about 400": past it, a module asks to be split
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
+    """The modules of ours that ``name`` imports, each resolved to the most specific one."""
+    is_package = path.name == "__init__.py"
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in modules:
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name:
+                targets.add(candidate)
+                break
+    return targets
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(path, name, modules) for name, path in modules.items()}
+
+
+def test_each_package_imports_only_what_sits_below_it() -> None:
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if (top := target.split(".")[0]) != module.split(".")[0]
+        and top not in ALLOWED[module.split(".")[0]]
+    ]
+    assert wrong == []
+
+
+def test_there_is_no_import_cycle() -> None:
+    graph = _graph()
+    # a package's __init__ re-exports its modules; an edge into it from one of its own
+    # modules would be a cycle through the package, so keep those edges too
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                cycles.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    assert cycles == []
+
+
+def test_no_module_is_past_about_400_lines() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
+    assert {name: size for name, size in sizes.items() if size > MAX_LINES} == {}
+
+
+def test_the_checker_sees_imports() -> None:
+    """Guards the tests above against passing because they read nothing."""
+    graph = _graph()
+    assert "triggers" in graph["scheduler.building"] or any(
+        t.startswith("triggers") for t in graph["scheduler.building"]
+    )
+    assert "scheduler.backends.base" in graph["scheduler.backends.sqlite.backend"]
+    assert any(t.startswith("scheduler") for t in graph["workers.settler"])
+    assert len(graph) > 60

@@ -1,0 +1,278 @@
+"""The timing wheel, permits, the timer and the heartbeat, on a clock the test moves.
+
+Nothing here sleeps to wait for time: the wheel takes the time as an argument, and the
+timer and heartbeat read a ``ManualClock``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from scheduler.backends import Backend, Claim, Envelope
+from scheduler.backends.sqlite import SQLiteBackend
+from scheduler.clock import ManualClock
+from scheduler.message import Message
+from workers.flow import Permits
+from workers.heartbeat import Heartbeat
+from workers.holdings import Holdings, Work
+from workers.timer import Timer
+from workers.timing_wheel import TimingWheel
+
+START = 1_800_000_000_000
+
+# -- TimingWheel -----------------------------------------------------------------------------
+
+
+def test_an_item_fires_at_its_due_time_not_before() -> None:
+    wheel: TimingWheel[str] = TimingWheel(1, 20, START)
+    assert wheel.add("a", START + 7)
+    assert wheel.advance(START + 6) == []
+    assert wheel.advance(START + 7) == ["a"]
+    assert wheel.size == 0
+
+
+def test_an_item_already_due_is_refused_and_not_kept() -> None:
+    wheel: TimingWheel[str] = TimingWheel(1, 20, START)
+    assert not wheel.add("late", START)
+    assert not wheel.add("later", START - 5)
+    assert wheel.size == 0 and wheel.next_expiration() is None
+
+
+def test_the_docstring_example_cascades_through_level_one() -> None:
+    wheel: TimingWheel[str] = TimingWheel(1, 20, 1000)
+    assert wheel.add("near", 1007) and wheel.add("far", 1150)
+    assert wheel.next_expiration() == 1007
+    assert wheel.advance(1007) == ["near"]
+    assert wheel.next_expiration() == 1140  # the level-1 bucket [1140, 1160)
+    assert wheel.advance(1149) == []  # re-added into level 0 at 1140, not yet due
+    assert wheel.next_expiration() == 1150
+    assert wheel.advance(1150) == ["far"]
+
+
+def test_many_items_over_several_levels_fire_in_due_order_exactly_once() -> None:
+    rng = random.Random(7)
+    wheel: TimingWheel[int] = TimingWheel(1, 8, START)
+    dues = {i: START + rng.randrange(1, 100_000) for i in range(2_000)}
+    for item, due in dues.items():
+        assert wheel.add(item, due)
+    fired: list[tuple[int, int]] = []  # (now, item)
+    now = START
+    while wheel.size:
+        nxt = wheel.next_expiration()
+        assert nxt is not None and nxt >= now
+        now = nxt
+        fired += [(now, item) for item in wheel.advance(now)]
+    assert sorted(item for _, item in fired) == sorted(dues)
+    for at, item in fired:
+        assert at == dues[item], "fired exactly at its due time with a 1 ms tick"
+
+
+def test_a_jump_in_time_fires_everything_due_in_order() -> None:
+    wheel: TimingWheel[str] = TimingWheel(1, 20, START)
+    for name, offset in (("c", 5_000), ("a", 3), ("b", 400)):
+        wheel.add(name, START + offset)
+    assert wheel.advance(START + 10_000) == ["a", "b", "c"]
+
+
+def test_drain_returns_every_parked_item() -> None:
+    wheel: TimingWheel[str] = TimingWheel(1, 20, START)
+    wheel.add("a", START + 5)
+    wheel.add("b", START + 50_000)
+    assert sorted(wheel.drain()) == ["a", "b"]
+    assert wheel.size == 0 and wheel.next_expiration() is None
+    assert wheel.advance(START + 100_000) == []
+
+
+def test_bad_geometry_is_refused() -> None:
+    with pytest.raises(ValueError, match="tick_ms"):
+        TimingWheel(0, 20, START)
+    with pytest.raises(ValueError, match="wheel_size"):
+        TimingWheel(1, 1, START)
+
+
+# -- Permits ---------------------------------------------------------------------------------
+
+
+def test_permits_are_taken_up_to_what_is_free_and_given_back() -> None:
+    permits = Permits(4)
+    assert permits.take(3, timeout_s=0) == 3
+    assert permits.take(3, timeout_s=0) == 1
+    assert permits.take(1, timeout_s=0) == 0
+    permits.give(2)
+    assert permits.take(5, timeout_s=0) == 2
+
+
+def test_a_fired_timer_may_overdraw_and_the_debt_is_paid_first() -> None:
+    permits = Permits(2)
+    assert permits.take(2, timeout_s=0) == 2
+    permits.force(1)  # three held with two permits
+    permits.give(1)
+    assert permits.take(1, timeout_s=0) == 0, "still in debt"
+    permits.give(1)
+    assert permits.take(1, timeout_s=0) == 1
+
+
+def test_a_waiting_taker_is_woken_by_a_give() -> None:
+    permits = Permits(1)
+    assert permits.take(1, timeout_s=0) == 1
+    got: list[int] = []
+    taker = threading.Thread(target=lambda: got.append(permits.take(1, timeout_s=30)))
+    taker.start()
+    permits.give(1)
+    taker.join(30)
+    assert got == [1]
+
+
+def test_linger_waits_for_a_bulk_refill_and_settles_for_less_when_none_comes() -> None:
+    permits = Permits(8)
+    assert permits.take(8, timeout_s=0) == 8
+    permits.give(1)
+    got: list[int] = []
+    lingering = threading.Event()
+
+    def take() -> None:
+        lingering.set()
+        got.append(permits.take(8, timeout_s=30, linger_s=30))
+
+    taker = threading.Thread(target=take)
+    taker.start()
+    lingering.wait(30)
+    permits.give(3)  # half of all permits (4) now free: the linger ends with all four
+    taker.join(30)
+    assert got == [4]
+    assert permits.take(8, timeout_s=0, linger_s=0) == 0
+
+
+# -- Timer and Heartbeat on a manual clock ---------------------------------------------------
+
+
+def _work(message_id: str, due_ms: int, timeout_ms: int = 10_000) -> Work:
+    when = datetime.fromtimestamp(due_ms / 1000, tz=UTC)
+    message = Message(
+        id=message_id,
+        queue="q",
+        task="t",
+        chain=message_id,
+        scheduled_at=when,
+        enqueued_at=when,
+    )
+    claim = Claim(message_id, "q", None, b"", "token", 1, due_ms, due_ms + timeout_ms, timeout_ms)
+    return Work(claim, message)
+
+
+def _timer(clock: ManualClock, capacity: int = 10) -> tuple[Timer, list[Work], Permits]:
+    submitted: list[Work] = []
+    permits = Permits(4)
+    timer = Timer(
+        clock.now_ms, permits, submitted.append, lambda _: None, threading.Event(), capacity
+    )
+    return timer, submitted, permits
+
+
+def test_the_timer_fires_a_parked_claim_when_the_clock_reaches_its_due_time() -> None:
+    clock = ManualClock(START)
+    timer, _, _ = _timer(clock)
+    early, late = _work("early", START + 30), _work("late", START + 900)
+    assert timer.park(late, START + 900) and timer.park(early, START + 30)
+    assert not timer.park(_work("due", START), START), "an already due claim is not parked"
+    clock.advance(29)
+    assert timer.fire_due() == []
+    clock.advance(1)
+    assert timer.fire_due() == [early]
+    clock.advance(10_000)
+    assert timer.fire_due() == [late]
+
+
+def test_the_timer_has_room_for_its_capacity_only() -> None:
+    clock = ManualClock(START)
+    timer, _, _ = _timer(clock, capacity=2)
+    timer.park(_work("a", START + 10), START + 10)
+    assert timer.has_room()
+    timer.park(_work("b", START + 20), START + 20)
+    assert not timer.has_room()
+    clock.advance(10)
+    timer.fire_due()
+    assert timer.has_room()
+
+
+def test_the_timer_thread_submits_on_time_with_a_forced_permit_and_releases_on_stop() -> None:
+    clock = ManualClock(START)
+    submitted: list[Work] = []
+    released: list[Work] = []
+    permits = Permits(1)
+    permits.take(1, timeout_s=0)  # every slot busy: the fired claim must still run
+    stopping = threading.Event()
+    fired = threading.Event()
+
+    def submit(work: Work) -> None:
+        submitted.append(work)
+        fired.set()
+
+    timer = Timer(clock.now_ms, permits, submit, released.extend, stopping, 10)
+    soon, never = _work("soon", START + 50), _work("never", START + 3_600_000)
+    soon.holds_permit = never.holds_permit = False
+    timer.park(soon, START + 50)
+    timer.park(never, START + 3_600_000)
+    thread = threading.Thread(target=timer.run)
+    thread.start()
+    clock.advance(50)
+    timer.wake()
+    assert fired.wait(30)
+    assert submitted == [soon] and soon.holds_permit
+    permits.give(1)
+    assert permits.take(1, timeout_s=0) == 0, "the fired claim's permit was forced into debt"
+    stopping.set()
+    timer.wake()
+    thread.join(30)
+    assert released == [never] and submitted == [soon]
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Backend:
+    return SQLiteBackend(str(tmp_path / "hb.db"), clock=ManualClock(START))
+
+
+def test_the_heartbeat_extends_only_leases_past_half_their_length(backend: Backend) -> None:
+    clock = backend._clock  # type: ignore[attr-defined]
+    assert isinstance(clock, ManualClock)
+    backend.enqueue(
+        [
+            Envelope(f"m{i}", "q", None, 0, START, timeout, b"{}")
+            for i, timeout in ((1, 1000), (2, 60_000))
+        ]
+    )
+    claims = {c.id: c for c in backend.claim("q", 10).claims}
+    holdings = Holdings()
+    works = {i: Work(c, _work(i, START).message) for i, c in claims.items()}
+    for work in works.values():
+        holdings.add(work)
+    beat = Heartbeat(backend, holdings, clock.now_ms)
+    clock.advance(400)
+    beat.beat()
+    assert holdings.deadline(works["m1"]) == START + 1000, "not yet half way: left alone"
+    clock.advance(200)  # 600 ms into a 1 s lease
+    beat.beat()
+    assert holdings.deadline(works["m1"]) == START + 600 + 1000
+    assert holdings.deadline(works["m2"]) == START + 60_000
+    clock.advance(900)  # the old deadline has passed; the extended one has not
+    assert backend.requeue_expired("q") == 0
+    assert backend.ack([(works["m1"].claim, None)]) == [True]
+
+
+def test_the_heartbeat_forgets_nothing_when_a_lease_was_lost(backend: Backend) -> None:
+    clock = backend._clock  # type: ignore[attr-defined]
+    backend.enqueue([Envelope("m", "q", None, 0, START, 1000, b"{}")])
+    (claim,) = backend.claim("q", 10).claims
+    assert backend.delete("m", "q")
+    holdings = Holdings()
+    work = Work(claim, _work("m", START).message)
+    holdings.add(work)
+    clock.advance(700)
+    Heartbeat(backend, holdings, clock.now_ms).beat()
+    assert holdings.deadline(work) == START + 1000, "a lost lease is not recorded as extended"
+    assert not holdings.empty(), "the settle, refused by the fence, removes it"
