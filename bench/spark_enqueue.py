@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import emit, machine
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
-TASK = "tests.spark_tasks.send_invoice"
+TASK = "tests.support.spark_tasks.send_invoice"
 
 
 def session() -> Any:
@@ -93,7 +93,7 @@ def run_backend(spark: Any, url: str, rows: int, naive_rows: int) -> dict[str, A
     def naive() -> None:
         def one_by_one(row: Any) -> None:
             from scheduler import App
-            from tests.spark_tasks import send_invoice
+            from tests.support.spark_tasks import send_invoice
 
             app = App(url)
             app.include(send_invoice)

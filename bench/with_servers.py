@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.common import emit, machine
 from bench.engine import run_all
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
 
 
 def main() -> None:

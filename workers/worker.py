@@ -18,7 +18,9 @@ Shutdown, in this order (SIGTERM/SIGINT, ``--duration``, ``--burst`` or ``stop()
 2. claims not started (parked in the wheel or queued for the pool) are released at once;
 3. running handlers get ``grace_s`` to finish while heartbeats keep their leases;
 4. the settler commits every result; heartbeats stop; the pool and backend are closed.
-A second signal skips step 3: running handlers are abandoned and their leases expire.
+A second signal skips step 3: running handlers are abandoned and their leases expire; so
+does the end of the grace period (the stop is then ``forced``, and the CLI exits with 1
+without waiting for the abandoned handlers' threads).
 
 Time: every component reads the worker's ``now_ms``, the injected ``Clock`` corrected by
 the backend's clock offset measured at start, so tests can drive time with a
@@ -253,5 +255,6 @@ class Worker:
             )
         if self._force.is_set() or now >= self._grace_deadline_ms:
             log.warning("abandoning %d running handler(s); their leases will expire", len(running))
+            self._force.set()  # past the grace the stop is forced: do not wait for their threads
             return True
         return False

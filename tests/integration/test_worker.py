@@ -13,6 +13,7 @@ import pytest
 
 from scheduler import App, Message
 from scheduler.backends import Envelope, State
+from scheduler.clock import ManualClock
 from tests.support.backends import BACKEND_NAMES, backend_url
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
@@ -315,3 +316,35 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     (record,) = module.app.backend.poison_list()
     assert record.failure.error_type == "ZeroDivisionError"
     module.app.close()
+
+
+def test_grace_runs_on_the_worker_clock_and_ends_in_a_forced_stop(sqlite_url: str) -> None:
+    """The grace period is measured on the injected clock: frozen, the worker waits for
+    its running handler; moved past the grace, it abandons the handler at once (it does
+    not then wait for the handler's thread) and says it was forced."""
+    app = App(sqlite_url)
+    started, release = threading.Event(), threading.Event()
+
+    @app.task
+    def stuck() -> None:
+        started.set()
+        release.wait(60)
+
+    stuck.delay()
+    clock = ManualClock(int(time.time() * 1000))
+    worker = Worker(app, WorkerConfig(grace_s=0.2, poll_interval_s=0.05), clock=clock)
+    worker.start()
+    try:
+        assert started.wait(15)
+        worker.stop()
+        assert not worker.join(1.0), "0.2 s of grace on a frozen clock has not passed"
+        forced_during_grace = worker.forced
+        assert not forced_during_grace
+        clock.advance(201)
+        assert worker.join(15), "past the grace the handler is abandoned"
+        assert worker.forced
+        stored = app.backend.stats("default")[0]
+        assert stored.in_flight == 1, "its lease is left to expire, never acked"
+    finally:
+        release.set()
+        app.close()
