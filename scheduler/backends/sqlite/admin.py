@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import Envelope, Failure, PoisonRecord, QueueStats
+from scheduler.backends.base import Claim, Envelope, Failure, PoisonRecord, QueueStats
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
 class SQLiteAdmin(SQLiteStore):
-    """Reading and replaying the poison queue, counting and purging queues."""
+    """The poison queue (moving a claim there, reading, replaying), counting and purging
+    queues."""
 
     _POISON_COLUMNS = (
         "id, queue, key, priority, timeout_ms, attempts, failed_ms, reason, error_type, error, "
@@ -21,6 +22,40 @@ class SQLiteAdmin(SQLiteStore):
     def _poison_record(row: sqlite3.Row) -> PoisonRecord:
         envelope = Envelope(row[0], row[1], row[2], row[3], row[6], row[4], row[11])
         return PoisonRecord(envelope, Failure(row[7], row[8], row[9], row[10]), row[5], row[6])
+
+    def poison(
+        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+    ) -> bool:
+        with self._write() as db:
+            row = db.execute(
+                "SELECT priority FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
+            ).fetchone()
+            if row is None:
+                return False
+            db.execute("DELETE FROM messages WHERE id = ?", (claim.id,))
+            db.execute(
+                "INSERT OR REPLACE INTO poison (id, queue, key, priority, timeout_ms, attempts, "
+                "failed_ms, reason, error_type, error, traceback, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    claim.id,
+                    claim.queue,
+                    claim.key,
+                    row[0],
+                    claim.timeout_ms,
+                    claim.attempt,
+                    self.now_ms(),
+                    failure.reason,
+                    failure.error_type,
+                    failure.message,
+                    failure.traceback,
+                    claim.body,
+                ),
+            )
+            self._count(db, claim.queue, "poisoned", 1)
+            if next_occurrence is not None:
+                self._insert_next(db, next_occurrence, self.now_ms())
+            return True
 
     def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:
         sql = f"SELECT {self._POISON_COLUMNS} FROM poison"

@@ -13,7 +13,6 @@ from scheduler.backends.base import (
     Claim,
     ClaimBatch,
     Envelope,
-    Failure,
     OnConflict,
     Outcome,
     StoredMessage,
@@ -317,26 +316,6 @@ class SQLiteBackend(SQLiteAdmin, Backend):
                 self._count(db, queue, "acked", count)
         return results
 
-    def _insert_next(self, db: sqlite3.Connection, nxt: Envelope, now: int) -> None:
-        """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
-        inserted = db.execute(
-            "INSERT OR IGNORE INTO messages "
-            "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                nxt.id,
-                nxt.queue,
-                nxt.key,
-                nxt.priority,
-                READY if nxt.due_ms <= now else SCHEDULED,
-                nxt.due_ms,
-                nxt.due_ms,
-                nxt.timeout_ms,
-                nxt.body,
-            ),
-        ).rowcount
-        self._count(db, nxt.queue, "enqueued", inserted)
-
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
         with self._write() as db:
             state = READY if due_ms <= self.now_ms() else SCHEDULED
@@ -378,39 +357,3 @@ class SQLiteBackend(SQLiteAdmin, Backend):
                 == 1
                 for c in claims
             ]
-
-    # -- the poison queue ----------------------------------------------------------------
-
-    def poison(
-        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
-    ) -> bool:
-        with self._write() as db:
-            row = db.execute(
-                "SELECT priority FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
-            ).fetchone()
-            if row is None:
-                return False
-            db.execute("DELETE FROM messages WHERE id = ?", (claim.id,))
-            db.execute(
-                "INSERT OR REPLACE INTO poison (id, queue, key, priority, timeout_ms, attempts, "
-                "failed_ms, reason, error_type, error, traceback, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    claim.id,
-                    claim.queue,
-                    claim.key,
-                    row[0],
-                    claim.timeout_ms,
-                    claim.attempt,
-                    self.now_ms(),
-                    failure.reason,
-                    failure.error_type,
-                    failure.message,
-                    failure.traceback,
-                    claim.body,
-                ),
-            )
-            self._count(db, claim.queue, "poisoned", 1)
-            if next_occurrence is not None:
-                self._insert_next(db, next_occurrence, self.now_ms())
-            return True

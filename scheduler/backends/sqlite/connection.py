@@ -214,3 +214,23 @@ class SQLiteStore:
                 "ON CONFLICT (queue, name) DO UPDATE SET value = value + excluded.value",
                 (queue, name, delta),
             )
+
+    def _insert_next(self, db: sqlite3.Connection, nxt: Envelope, now: int) -> None:
+        """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
+        inserted = db.execute(
+            "INSERT OR IGNORE INTO messages "
+            "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                nxt.id,
+                nxt.queue,
+                nxt.key,
+                nxt.priority,
+                READY if nxt.due_ms <= now else SCHEDULED,
+                nxt.due_ms,
+                nxt.due_ms,
+                nxt.timeout_ms,
+                nxt.body,
+            ),
+        ).rowcount
+        self._count(db, nxt.queue, "enqueued", inserted)
