@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit suite bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP)  # the fast tests only: no server, a few seconds
+	$(BIN)/pytest -q tests/unit
+
+suite: $(STAMP)  # every test: unit, contract, integration, faults (starts real servers)
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck suite
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.with_servers --out bench/results/latest.json
