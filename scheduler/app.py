@@ -4,9 +4,11 @@ producer API (enqueue, read, cancel, list schedules) on top of them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler.backends import (
@@ -261,6 +263,33 @@ class App:
         if batch:
             flush()
         return report
+
+    # -- the same from an event loop: the blocking backend call runs in a thread ----------
+
+    async def aenqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
+        """``enqueue`` without blocking the event loop."""
+        return await asyncio.to_thread(self.enqueue, call, on_conflict)
+
+    async def aenqueue_many(
+        self,
+        calls: Iterable[Call],
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        batch_size: int = 1000,
+    ) -> EnqueueReport:
+        """``enqueue_many`` without blocking the event loop."""
+        return await asyncio.to_thread(self.enqueue_many, list(calls), on_conflict, batch_size)
+
+    async def aget(
+        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+    ) -> ScheduledMessage | None:
+        """``get`` without blocking the event loop."""
+        return await asyncio.to_thread(partial(self.get, id=id, key=key, queue=queue))
+
+    async def acancel(
+        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+    ) -> bool:
+        """``cancel`` without blocking the event loop."""
+        return await asyncio.to_thread(partial(self.cancel, id=id, key=key, queue=queue))
 
     # -- reading and cancelling ----------------------------------------------------------
 

@@ -7,6 +7,7 @@ knows nothing of ``App``.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ class TaskRegistry:
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
+        _check_runnable(function, task_name)
         options = TaskOptions(
             name=task_name,
             queue=queue or self.default_queue,
@@ -72,6 +74,7 @@ class TaskRegistry:
     def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass: each message runs on a fresh instance."""
         task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__name__}"
+        _check_runnable(cls.run, task_name)
 
         def run_instance(*args: Any, **kwargs: Any) -> Any:
             return cls().run(*args, **kwargs)
@@ -84,7 +87,10 @@ class TaskRegistry:
             priority=cls.priority,
         )
         arguments = Arguments(cls.run, task_name, skip_self=True)
-        return self.add(TaskFunction(self.producer, run_instance, options, arguments))
+        is_async = inspect.iscoroutinefunction(cls.run)
+        return self.add(
+            TaskFunction(self.producer, run_instance, options, arguments, is_async=is_async)
+        )
 
     def add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
         """Register an existing ``TaskFunction`` (a name may be registered once)."""
@@ -100,11 +106,26 @@ class TaskRegistry:
             Periodic(task.name, trigger, key or f"periodic:{task.name}", task.options.queue)
         )
 
+    @property
+    def has_async(self) -> bool:
+        """Whether any registered task is ``async def`` (a worker then starts an event loop)."""
+        return any(task.is_async for task in self.tasks.values())
+
     def lookup(self, name: str) -> TaskFunction[..., Any]:
         try:
             return self.tasks[name]
         except KeyError:
             raise UnknownTask(f"no task named {name!r} is registered") from None
+
+
+def _check_runnable(function: Callable[..., Any], task_name: str) -> None:
+    """Refuse handlers a worker could call without running their body: a generator (or
+    async generator) function returns an iterator, and acking that would lose the run."""
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        raise InvalidMessage(
+            f"task {task_name!r} is a generator function: a worker would get an iterator "
+            "back without running it; make it a plain or an async def function"
+        )
 
 
 def module_name(name: str) -> str:

@@ -175,6 +175,8 @@ class Producer(Protocol):
 
     def enqueue(self, call: Call, on_conflict: str = "error") -> str: ...
 
+    async def aenqueue(self, call: Call, on_conflict: str = "error") -> str: ...
+
 
 class TaskHost(Producer, Protocol):
     """What a ``TaskClass`` subclass registers with (an ``App``)."""
@@ -198,12 +200,20 @@ class TaskFunction(Generic[P, R]):
     """A registered task. Call it to run it here; ``delay``/``schedule`` to enqueue it."""
 
     def __init__(
-        self, app: Producer, fn: Callable[P, R], options: TaskOptions, arguments: Arguments
+        self,
+        app: Producer,
+        fn: Callable[P, R],
+        options: TaskOptions,
+        arguments: Arguments,
+        *,
+        is_async: bool | None = None,
     ) -> None:
         self.app = app
         self.fn = fn
         self.options = options
         self.arguments = arguments
+        #: an ``async def`` handler: workers run it on their event loop
+        self.is_async = inspect.iscoroutinefunction(fn) if is_async is None else is_async
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -246,8 +256,33 @@ class TaskFunction(Generic[P, R]):
         )
         return self.app.enqueue(call, on_conflict=on_conflict)
 
+    async def adelay(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """``delay`` for code on an event loop: the backend call runs in a thread."""
+        return await self.app.aenqueue(Call(self.name, args, kwargs))
+
+    async def aschedule(
+        self,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        at: datetime | None = None,
+        delay: timedelta | None = None,
+        trigger: Trigger | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_conflict: str = "error",
+    ) -> str:
+        """``schedule`` for code on an event loop: the backend call runs in a thread."""
+        call = Call(
+            self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
+        )
+        return await self.app.aenqueue(call, on_conflict=on_conflict)
+
     def run(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        """Run the handler on stored JSON arguments (what a worker does)."""
+        """Run the handler on stored JSON arguments (what a worker does); for an async task
+        this returns the coroutine, which the caller must await."""
         typed_args, typed_kwargs = self.arguments.rebuild(args, kwargs)
         return self.fn(*typed_args, **typed_kwargs)
 
@@ -255,8 +290,9 @@ class TaskFunction(Generic[P, R]):
 class TaskClass:
     """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
 
-    Subclasses define ``run(self, ...)``; class attributes ``name``, ``queue``, ``retries``,
-    ``timeout`` and ``priority`` set the options. Each message gets a fresh instance.
+    Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes ``name``,
+    ``queue``, ``retries``, ``timeout`` and ``priority`` set the options. Each message gets
+    a fresh instance.
     """
 
     app: ClassVar[TaskHost]
@@ -287,3 +323,11 @@ class TaskClass:
     @classmethod
     def call(cls, *args: Any, **kwargs: Any) -> Call:
         return cls.task.call(*args, **kwargs)
+
+    @classmethod
+    async def adelay(cls, *args: Any, **kwargs: Any) -> str:
+        return await cls.task.adelay(*args, **kwargs)
+
+    @classmethod
+    async def aschedule(cls, *args: Any, **kwargs: Any) -> str:
+        return await cls.task.aschedule(*args, **kwargs)

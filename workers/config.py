@@ -17,6 +17,9 @@ class WorkerConfig(BaseModel):
 
     queues: tuple[str, ...] = ("default",)
     concurrency: int = Field(default=8, ge=1)
+    #: ``async def`` handlers running at once on the worker's event loop (only when the app
+    #: has async tasks; their permits are added to the sync pool's)
+    async_concurrency: int = Field(default=100, ge=1)
     pool: str = "thread"
     prefetch: int | None = Field(default=None, ge=0)  # default: 2 x concurrency
     batch_size: int = Field(default=100, ge=1)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
+import time
 import traceback
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -28,23 +32,62 @@ class HandlerResult:
 
 
 def run_handler(app: App, task_name: str, args: list[Any], kwargs: dict[str, Any]) -> HandlerResult:
-    """Run a task's handler and classify the outcome. Never raises."""
-    import time
+    """Run a task's handler and classify the outcome. Never raises.
 
+    An ``async def`` handler that reaches this synchronous path (a process pool, or a
+    thread pool without an event loop) runs to completion here on a fresh event loop,
+    under its timeout: a coroutine is never acknowledged without having run."""
     started = time.perf_counter()
     try:
         task = app.lookup(task_name)
         returned = task.run(args, kwargs)
+        if inspect.isawaitable(returned):
+            returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Exception as err:
-        return HandlerResult(
-            Verdict.FAIL,
-            type(err).__qualname__,
-            str(err),
-            traceback.format_exc(),
-            (time.perf_counter() - started) * 1000,
-        )
+        return _failed(err, started)
+    return _returned(returned, started)
+
+
+async def run_async_handler(
+    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any]
+) -> HandlerResult:
+    """Await an ``async def`` handler under its task's timeout and classify the outcome.
+    Never raises, except ``CancelledError`` when the pool itself cancels it (shutdown)."""
+    started = time.perf_counter()
+    try:
+        task = app.lookup(task_name)
+        returned = task.run(args, kwargs)
+        if inspect.isawaitable(returned):
+            returned = await _with_timeout(returned, task.options.timeout_s)
+    except (UnknownTask, InvalidMessage) as err:
+        return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
+    except Exception as err:
+        return _failed(err, started)
+    return _returned(returned, started)
+
+
+async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
+    """The handler's result; past ``timeout_s`` the coroutine is cancelled and
+    ``TimeoutError`` says how long it had."""
+    try:
+        return await asyncio.wait_for(awaitable, timeout_s)
+    except TimeoutError:
+        raise TimeoutError(f"the handler ran past its timeout of {timeout_s:g} s") from None
+
+
+def _failed(err: Exception, started: float) -> HandlerResult:
+    return HandlerResult(
+        Verdict.FAIL,
+        type(err).__qualname__,
+        str(err),
+        traceback.format_exc(),
+        (time.perf_counter() - started) * 1000,
+    )
+
+
+def _returned(returned: Any, started: float) -> HandlerResult:
     elapsed = (time.perf_counter() - started) * 1000
     if returned is False:
         return HandlerResult(Verdict.REDELIVER, duration_ms=elapsed)

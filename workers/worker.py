@@ -38,6 +38,7 @@ from typing import Any
 
 from scheduler import App
 from scheduler.clock import Clock, SystemClock, to_datetime
+from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
 from workers.flow import Counters, Permits, WorkerStats
@@ -67,7 +68,9 @@ class Worker:
         self._settled = threading.Event()
         self._grace_deadline_ms: int | None = None
         self._counters = Counters()
-        self._permits = Permits(self.config.permits)
+        self._has_async = app.registry.has_async
+        async_slots = self.config.async_concurrency if self._has_async else 0
+        self._permits = Permits(self.config.permits + async_slots)
         self._holdings = Holdings()
         self._settler = Settler(
             app,
@@ -119,7 +122,11 @@ class Worker:
         if self.config.install_periodic:
             self.app.install_periodic()
         spec = PoolSpec(self.app, self.config.app_reference, self.config.concurrency)
-        self._pool = make_pool(self.config.pool, spec, self._settler.finished)
+        pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._settler.finished)
+        if self._has_async:
+            loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._settler.finished)
+            pool = RoutingPool(self.app, pool, loop)
+        self._pool = pool
         roles: list[tuple[str, Callable[[], None]]] = [
             ("consumer", self._consumer.run),
             ("timer", self._timer.run),

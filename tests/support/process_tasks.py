@@ -13,3 +13,11 @@ def square(n: int) -> int:
 @app.task
 def crash() -> None:
     1 / 0  # noqa: B018
+
+
+@app.task
+async def async_square(n: int) -> int:
+    import asyncio
+
+    await asyncio.sleep(0)
+    return n * n
