@@ -17,12 +17,12 @@ from scheduler import App
 from workers import Worker, WorkerConfig
 
 
-def fresh_app(url: str) -> tuple[App, Any]:
+def fresh_app(url: str, module: str = "bench.tasks") -> tuple[App, Any]:
+    """The benchmark app of ``module`` (reloaded: a fresh ``App``) on ``url``, its queues
+    empty."""
     import importlib
 
-    import bench.tasks as tasks
-
-    tasks = importlib.reload(tasks)
+    tasks = importlib.reload(importlib.import_module(module))
     tasks.app.use_backend(url)
     for queue in ("bench", "timed"):
         tasks.app.backend.purge(queue)
@@ -47,10 +47,16 @@ def bulk_enqueue(url: str, count: int, batch: int) -> dict[str, Any]:
 
 
 def end_to_end(
-    url: str, count: int, concurrency: int, prefetch: int | None, batch: int
+    url: str,
+    count: int,
+    concurrency: int,
+    prefetch: int | None,
+    batch: int,
+    module: str = "bench.tasks",
 ) -> dict[str, Any]:
-    """One worker (this process) drains ``count`` pre-enqueued no-op messages."""
-    app, tasks = fresh_app(url)
+    """One worker (this process) drains ``count`` pre-enqueued no-op messages (sync ones
+    from ``bench.tasks``, ``async def`` ones from ``bench.async_tasks``)."""
+    app, tasks = fresh_app(url, module)
     app.enqueue_many((tasks.noop.call(i) for i in range(count)), batch_size=5000)
     config = WorkerConfig(
         queues=("bench",),
@@ -147,6 +153,10 @@ def run_all(url: str, scale: float) -> dict[str, Any]:
         "bulk_enqueue": bulk_enqueue(url, int(100_000 * scale), 5000),
         "end_to_end_defaults": end_to_end(url, int(50_000 * scale), 8, None, 100),
         "end_to_end_batch_500": end_to_end(url, int(50_000 * scale), 8, 500, 500),
+        # async def no-ops with the same defaults (async_concurrency 100 on the event loop)
+        "end_to_end_async_defaults": end_to_end(
+            url, int(50_000 * scale), 8, None, 100, "bench.async_tasks"
+        ),
         "lateness": lateness(
             url, int((5_000 if url.startswith("sqlite") else 10_000) * scale), 10.0, 2.0
         ),

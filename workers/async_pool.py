@@ -47,6 +47,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         self._lock = threading.Lock()
         self._running: set[asyncio.Task[None]] = set()
         self._closing = False
+        self._wake_pending = False  # a _fill is already scheduled on the loop
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="tickwork-event-loop", daemon=True
@@ -56,6 +57,9 @@ class AsyncPool(HandlerPool[W], Generic[W]):
     def submit(self, item: W, task: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         with self._lock:
             self._waiting.append((item, task, args, kwargs))
+            if self._wake_pending:
+                return  # one wake-up (a write to the loop's self-pipe) serves a whole batch
+            self._wake_pending = True
         self._loop.call_soon_threadsafe(self._fill)
 
     def unstarted(self) -> list[W]:
@@ -82,9 +86,10 @@ class AsyncPool(HandlerPool[W], Generic[W]):
 
     def _fill(self) -> None:
         """Start waiting handlers while there are free slots."""
-        while len(self._running) < self._size and not self._closing:
+        while True:
             with self._lock:
-                if not self._waiting:
+                if not self._waiting or len(self._running) >= self._size or self._closing:
+                    self._wake_pending = False
                     return
                 job = self._waiting.popleft()
             task = self._loop.create_task(self._handle(*job))

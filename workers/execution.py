@@ -72,7 +72,8 @@ async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
     """The handler's result; past ``timeout_s`` the coroutine is cancelled and
     ``TimeoutError`` says how long it had."""
     try:
-        return await asyncio.wait_for(awaitable, timeout_s)
+        async with asyncio.timeout(timeout_s):  # no extra task per handler, unlike wait_for
+            return await awaitable
     except TimeoutError:
         raise TimeoutError(f"the handler ran past its timeout of {timeout_s:g} s") from None
 

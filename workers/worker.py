@@ -4,7 +4,8 @@ Threads of a worker process, one module each::
 
     consumer.py ──claim batch──> timer.py (timing wheel: claims due within the lookahead)
         │                            │
-        └──────── due now ───────────┴──> pool.py (threads or processes) runs handlers
+        └──────── due now ───────────┴──> pool.py (threads or processes) runs handlers;
+                                          async_pool.py (an event loop) runs async ones
                                                │
     heartbeat.py: extends leases of held work  └──results──> settler.py: ack + next
                                                              occurrence, retry, poison;

@@ -23,7 +23,21 @@ from workers.pool import POOL_KINDS
     "-A", "--app", "module", required=True, help="Module (or module:attr) defining the App."
 )
 @click.option("-Q", "--queue", "queues", multiple=True, help="Queue to consume (repeatable).")
-@click.option("-c", "--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "-c",
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Sync handlers at once (threads or processes).",
+)
+@click.option(
+    "--async-concurrency",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="async def handlers at once on the worker's event loop.",
+)
 @click.option("--pool", type=click.Choice(sorted(POOL_KINDS)), default="thread", show_default=True)
 @click.option(
     "--prefetch",
@@ -55,6 +69,7 @@ def worker(
     module: str,
     queues: tuple[str, ...],
     concurrency: int,
+    async_concurrency: int,
     pool: str,
     prefetch: int | None,
     batch_size: int,
@@ -74,6 +89,7 @@ def worker(
     config = WorkerConfig(
         queues=queues,
         concurrency=concurrency,
+        async_concurrency=async_concurrency,
         pool=pool,
         prefetch=prefetch,
         batch_size=batch_size,
