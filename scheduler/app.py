@@ -318,6 +318,22 @@ class App:
         assert id is not None
         return self.backend.delete(id, queue)
 
+    # -- pausing queues ------------------------------------------------------------------
+
+    def pause(self, queue: str | None = None) -> bool:
+        """Stop every worker claiming from ``queue`` (default: the default queue) within
+        its poll interval; enqueueing goes on and due messages wait. False if it was
+        already paused."""
+        return self.backend.pause_queue(queue or self.settings.default_queue)
+
+    def resume(self, queue: str | None = None) -> bool:
+        """Let workers claim from ``queue`` again. False if it was not paused."""
+        return self.backend.resume_queue(queue or self.settings.default_queue)
+
+    def paused(self) -> list[str]:
+        """The paused queues, sorted."""
+        return self.backend.paused_queues()
+
     def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run and misfires."""
         result = []

@@ -60,6 +60,8 @@ class Consumer:
         self._stopping = stopping
         self._stop = stop
         self._empty_polls = 0  # not yet added to the backend's counters
+        self._active = config.queues  # the consumed queues that are not paused
+        self._paused_read_at = -float("inf")
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -70,6 +72,14 @@ class Consumer:
                 if time.monotonic() - last_flush > _FLUSH_S:
                     self._flush_counters()
                     last_flush = time.monotonic()
+                self._refresh_paused()
+                if not self._active:  # every queue paused: look again next poll interval
+                    if self._config.burst and self._holdings.empty():
+                        log.info("burst: every queue is paused and nothing runs; stopping")
+                        self._stop()
+                        break
+                    self._stopping.wait(self._config.poll_interval_s)
+                    continue
                 wanted = self._permits.take(self._config.batch_size, timeout_s=0.2, linger_s=0.01)
                 if not wanted:
                     continue
@@ -90,6 +100,28 @@ class Consumer:
             self._flush_counters()
             self.done.set()
 
+    def _refresh_paused(self) -> None:
+        """Read which queues are paused, at most once per poll interval (one small read:
+        the whole cost of pausing on the claim path)."""
+        now = time.monotonic()
+        if now - self._paused_read_at < self._config.poll_interval_s:
+            return
+        self._paused_read_at = now
+        try:
+            paused = set(self._backend.paused_queues())
+        except BackendError as err:
+            log.warning("cannot read paused queues (keeping the last answer): %s", err)
+            return
+        active = tuple(q for q in self._config.queues if q not in paused)
+        if active != self._active:
+            stopped = sorted(set(self._active) - set(active))
+            started = sorted(set(active) - set(self._active))
+            if stopped:
+                log.info("queue(s) paused: %s", ", ".join(stopped))
+            if started:
+                log.info("queue(s) resumed: %s", ", ".join(started))
+        self._active = active
+
     def _sleep_s(self, idle_s: float, next_due: int | None) -> float:
         """How long to wait after an empty claim: the backoff, or less if something falls
         due (within the lookahead) sooner."""
@@ -105,7 +137,7 @@ class Consumer:
         claimed = 0
         next_due: int | None = None
         try:
-            for queue in self._config.queues:
+            for queue in self._active:
                 if claimed >= wanted:
                     break
                 lookahead = self._config.lookahead_ms if self._timer.has_room() else 0

@@ -126,6 +126,7 @@ class QueueStats:
     next_due_ms: int | None
     counters: dict[str, int] = field(default_factory=dict)
     shards: dict[int, int] = field(default_factory=dict)
+    paused: bool = False
 
 
 #: Counter names every backend keeps per queue.
@@ -247,7 +248,22 @@ class Backend(ABC):
     @abstractmethod
     def stats(self, queue: str | None = None) -> list[QueueStats]:
         """Per queue (``queue`` only, or every known queue): messages by state, poisoned
-        messages, the counters of ``COUNTERS`` and pending messages per shard."""
+        messages, the counters of ``COUNTERS``, pending messages per shard, and whether
+        the queue is paused."""
+
+    @abstractmethod
+    def pause_queue(self, queue: str) -> bool:
+        """Stop workers claiming from ``queue`` (each notices within its poll interval;
+        ``claim`` itself does not look). Enqueue still works; messages that come due wait,
+        stored. False if it was already paused."""
+
+    @abstractmethod
+    def resume_queue(self, queue: str) -> bool:
+        """Let workers claim from ``queue`` again. False if it was not paused."""
+
+    @abstractmethod
+    def paused_queues(self) -> list[str]:
+        """The paused queues, sorted."""
 
     @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:

@@ -408,3 +408,22 @@ def test_purge_a_queue(harness: BackendHarness) -> None:
     assert (s.ready, s.scheduled, s.in_flight) == (0, 0, 0)
     assert b.get("m0", "q") is None
     assert claim_all(harness) == [] and len(claim_all(harness, "other")) == 1
+
+
+# -- pausing a queue -------------------------------------------------------------------------
+
+
+def test_pause_and_resume_a_queue(harness: BackendHarness) -> None:
+    b = harness.backend
+    assert b.paused_queues() == []
+    assert b.pause_queue("q") and not b.pause_queue("q"), "pausing twice reports it"
+    assert b.pause_queue("other")
+    assert b.paused_queues() == ["other", "q"]
+    b.enqueue([env(harness, "a")])  # enqueue goes on while paused
+    by_queue = {s.queue: s for s in b.stats()}
+    assert by_queue["q"].paused and by_queue["q"].ready == 1
+    assert by_queue["other"].paused, "a paused queue is listed even while empty"
+    assert b.resume_queue("q") and not b.resume_queue("q")
+    assert b.paused_queues() == ["other"]
+    assert not b.stats("q")[0].paused
+    assert [c.id for c in claim_all(harness)] == ["a"]

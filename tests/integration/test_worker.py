@@ -348,3 +348,58 @@ def test_grace_runs_on_the_worker_clock_and_ends_in_a_forced_stop(sqlite_url: st
     finally:
         release.set()
         app.close()
+
+
+def test_a_paused_queue_is_not_claimed_until_resumed(app: App) -> None:
+    runs = Runs()
+
+    @app.task
+    def job(n: int) -> None:
+        runs.add(n)
+
+    @app.task(queue="other")
+    def elsewhere() -> None:
+        runs.add("other")
+
+    assert app.pause() and app.paused() == ["default"]
+    job.delay(1)
+    job.schedule(args=(2,), delay=timedelta(milliseconds=300))  # comes due while paused
+    elsewhere.delay()
+    with running(app, queues=("default", "other")) as worker:
+        wait_for(lambda: len(runs) == 1)  # the other queue is not paused
+        time.sleep(1.0)  # several poll intervals, and past the due time of the second
+        assert runs.calls == [("other",)]
+        assert app.backend.stats("default")[0].ready == 2
+        assert app.resume() and app.paused() == []
+        wait_for(lambda: worker.stats.acked == 3)
+    assert sorted(map(str, runs.calls)) == ["('other',)", "(1,)", "(2,)"]
+
+
+def test_pausing_a_running_worker_stops_its_claims_within_a_poll_interval(app: App) -> None:
+    runs = Runs()
+
+    @app.task
+    def job() -> None:
+        runs.add(1)
+
+    job.delay()
+    with running(app, poll_interval_s=0.05) as worker:
+        wait_for(lambda: len(runs) == 1)
+        app.pause()
+        time.sleep(0.3)  # the consumer reads the paused queues every poll interval
+        job.delay()
+        time.sleep(0.5)
+        assert len(runs) == 1 and worker.stats.acked == 1
+        app.resume()
+        wait_for(lambda: len(runs) == 2)
+
+
+def test_burst_exits_when_every_queue_is_paused(app: App) -> None:
+    @app.task
+    def job() -> None: ...
+
+    job.delay()
+    app.pause()
+    worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
+    stats = worker.run()
+    assert stats.acked == 0 and app.backend.stats("default")[0].ready == 1

@@ -82,6 +82,7 @@ class CassandraAdmin(CassandraSettling):
         """Counts from the live rows only: pending rows after each shard's sweep position
         and leases with a deadline after its expiry position (older ones are tombstones)."""
         result = []
+        paused = set(self.paused_queues())
         now = self.now_ms()
         for name in [queue] if queue is not None else self.queues():
             ready = scheduled = in_flight = 0
@@ -105,7 +106,17 @@ class CassandraAdmin(CassandraSettling):
                 for r in self._run(self._prepare(cql.SELECT_COUNTERS), (name,))
             }
             result.append(
-                QueueStats(name, ready, scheduled, in_flight, poison, next_due, counters, per_shard)
+                QueueStats(
+                    name,
+                    ready,
+                    scheduled,
+                    in_flight,
+                    poison,
+                    next_due,
+                    counters,
+                    per_shard,
+                    name in paused,
+                )
             )
         return result
 
@@ -129,6 +140,17 @@ class CassandraAdmin(CassandraSettling):
         chunks = [(queue, shard, ids[i : i + 100]) for i in range(0, len(ids), 100)]
         leases = self._concurrently(self._prepare(cql.SELECT_LEASES_BY_IDS), chunks)
         return [str(row.id) for result in leases for row in result]
+
+    def pause_queue(self, queue: str) -> bool:
+        self._run(self._prepare(cql.REGISTER_QUEUE), (queue,))
+        row = self._run(self._prepare(cql.PAUSE_QUEUE), (queue, self.now_ms())).one()
+        return bool(row.applied)
+
+    def resume_queue(self, queue: str) -> bool:
+        return bool(self._run(self._prepare(cql.RESUME_QUEUE), (queue,)).one().applied)
+
+    def paused_queues(self) -> list[str]:
+        return sorted(str(r.queue) for r in self._run(self._prepare(cql.SELECT_PAUSED)))
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         for name, delta in deltas.items():

@@ -12,6 +12,10 @@ INSERT_META = (
 SELECT_META = "SELECT shards, buckets, bucket_ms FROM queue_meta WHERE queue = ?"
 REGISTER_QUEUE = "INSERT INTO queues (registry, queue) VALUES (0, ?)"
 SELECT_QUEUES = "SELECT queue FROM queues WHERE registry = 0"
+# paused queues: only ever written with lightweight transactions
+PAUSE_QUEUE = "INSERT INTO paused_queues (registry, queue, since_ms) VALUES (0, ?, ?) IF NOT EXISTS"
+RESUME_QUEUE = "DELETE FROM paused_queues WHERE registry = 0 AND queue = ? IF EXISTS"
+SELECT_PAUSED = "SELECT queue FROM paused_queues WHERE registry = 0"
 ADD_COUNTER = "UPDATE counters SET value = value + ? WHERE queue = ? AND name = ?"
 SELECT_COUNTERS = "SELECT name, value FROM counters WHERE queue = ?"
 

@@ -93,6 +93,10 @@ TABLES = {
     "queues": """
         CREATE TABLE IF NOT EXISTS {ks}.queues (
             registry int, queue text, PRIMARY KEY ((registry), queue))""",
+    # written only with lightweight transactions (pause: IF NOT EXISTS, resume: IF EXISTS)
+    "paused_queues": """
+        CREATE TABLE IF NOT EXISTS {ks}.paused_queues (
+            registry int, queue text, since_ms bigint, PRIMARY KEY ((registry), queue))""",
 }
 
 KEYSPACE = """

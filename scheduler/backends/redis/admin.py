@@ -100,6 +100,7 @@ class RedisAdmin(RedisShards):
     def stats(self, queue: str | None = None) -> list[QueueStats]:
         now = self.now_ms()
         result = []
+        paused = set(self.paused_queues())
         for name in [queue] if queue is not None else self.queues():
             shards = self.shard_count(name)
 
@@ -139,9 +140,30 @@ class RedisAdmin(RedisShards):
                 for counter, value in counts.items():
                     counters[counter.decode()] = counters.get(counter.decode(), 0) + int(value)
             result.append(
-                QueueStats(name, ready, scheduled, in_flight, poison, next_due, counters, per_shard)
+                QueueStats(
+                    name,
+                    ready,
+                    scheduled,
+                    in_flight,
+                    poison,
+                    next_due,
+                    counters,
+                    per_shard,
+                    name in paused,
+                )
             )
         return result
+
+    def pause_queue(self, queue: str) -> bool:
+        self.shard_count(queue)  # registers the queue, so it is listed while empty
+        return bool(self._call(self._client.sadd, self._paused_key(), queue))
+
+    def resume_queue(self, queue: str) -> bool:
+        return bool(self._call(self._client.srem, self._paused_key(), queue))
+
+    def paused_queues(self) -> list[str]:
+        members = self._call(self._client.smembers, self._paused_key())
+        return sorted(m.decode() for m in members)
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         key = self._shard_keys(queue, 0)[11]

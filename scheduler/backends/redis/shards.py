@@ -82,6 +82,9 @@ class RedisShards:
     def _queues_key(self) -> str:
         return f"{self._prefix}:queues"
 
+    def _paused_key(self) -> str:
+        return f"{self._prefix}:paused"
+
     def shard_count(self, queue: str) -> int:
         """How many shards ``queue`` has (fixed when the queue is first used)."""
         count = self._shard_counts.get(queue)

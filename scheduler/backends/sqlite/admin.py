@@ -108,7 +108,8 @@ class SQLiteAdmin(SQLiteStore):
             self._read()
             .execute(
                 "SELECT queue FROM messages UNION SELECT queue FROM poison "
-                "UNION SELECT queue FROM counters ORDER BY 1"
+                "UNION SELECT queue FROM counters UNION SELECT queue FROM paused_queues "
+                "ORDER BY 1"
             )
             .fetchall()
         )
@@ -118,6 +119,7 @@ class SQLiteAdmin(SQLiteStore):
         db = self._read()
         now = self.now_ms()
         result = []
+        paused = set(self.paused_queues())
         for name in [queue] if queue is not None else self.queues():
             ready, scheduled, running, next_due = db.execute(
                 "SELECT COALESCE(SUM(state = 1 OR (state = 0 AND at_ms <= ?)), 0), "
@@ -141,9 +143,28 @@ class SQLiteAdmin(SQLiteStore):
                     next_due,
                     counters,
                     {0: ready + scheduled + running},
+                    name in paused,
                 )
             )
         return result
+
+    def pause_queue(self, queue: str) -> bool:
+        with self._write() as db:
+            return (
+                db.execute(
+                    "INSERT OR IGNORE INTO paused_queues (queue, since_ms) VALUES (?, ?)",
+                    (queue, self.now_ms()),
+                ).rowcount
+                == 1
+            )
+
+    def resume_queue(self, queue: str) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM paused_queues WHERE queue = ?", (queue,)).rowcount == 1
+
+    def paused_queues(self) -> list[str]:
+        rows = self._read().execute("SELECT queue FROM paused_queues ORDER BY queue")
+        return [row[0] for row in rows]
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         if any(deltas.values()):

@@ -64,6 +64,10 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL,
     PRIMARY KEY (queue, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS paused_queues (
+    queue    TEXT PRIMARY KEY,
+    since_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
