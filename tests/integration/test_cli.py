@@ -307,3 +307,27 @@ def test_global_options_after_the_subcommand(sqlite_url: str, tmp_path: Path) ->
     assert code == 0 and json.loads(out) == []
     code, _, err = invoke("--json", "--backend", sqlite_url, "cancel", "--key", "k")
     assert code == 2 and "--json applies to" in err and err.count("\n") == 1
+
+
+def test_queues_pause_resume_list(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("queues", "pause", "default")
+    assert code == 0 and out.strip() == "paused default"
+    assert run("queues", "pause", "default")[1].strip() == "default was already paused"
+    run(
+        "enqueue",
+        "tests.support.cli_tasks.greet",
+        "-A",
+        "tests.support.cli_tasks",
+        "--args",
+        '["p"]',
+    )
+    (row,) = json.loads(run("queues", "list", "--json")[1])
+    assert row == {"queue": "default", "paused": True, "ready": 1, "in_flight": 0}
+    assert json.loads(run("stats", "--json")[1])[0]["paused"] is True
+    code, _, _ = run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
+    assert code == 0 and json.loads(run("stats", "--json")[1])[0]["ready"] == 1
+    assert run("queues", "resume", "default")[1].strip() == "resumed default"
+    code, _, err = run("queues", "resume", "default")
+    assert code == 1 and "not paused" in err
+    run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
+    assert json.loads(run("stats", "--json")[1])[0]["ready"] == 0

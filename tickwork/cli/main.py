@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from tickwork.cli import cassandra, messages, poison, status, worker
+from tickwork.cli import cassandra, messages, poison, queues, status, worker
 from tickwork.cli.common import JSON_COMMANDS, State, fail
 
 
@@ -44,6 +44,7 @@ for command in (
     status.stats,
     status.schedules,
     poison.poison,
+    queues.queues,
     cassandra.cassandra,
 ):
     cli.add_command(command)

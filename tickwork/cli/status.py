@@ -39,6 +39,7 @@ def stats(state: State, as_json: bool) -> None:
                     "next_due": iso(s.next_due_ms),
                     "counters": s.counters,
                     "shards": s.shards,
+                    "paused": s.paused,
                 }
                 for s in rows
             ]
@@ -46,6 +47,7 @@ def stats(state: State, as_json: bool) -> None:
         return
     table = Table(
         "queue",
+        "paused",
         "ready",
         "scheduled",
         "in flight",
@@ -63,6 +65,7 @@ def stats(state: State, as_json: bool) -> None:
         c = s.counters
         table.add_row(
             s.queue,
+            "paused" if s.paused else "-",
             str(s.ready),
             str(s.scheduled),
             str(s.in_flight),
