@@ -8,7 +8,8 @@ tickwork worker -A examples.pause_resume --duration 3   # now the three exports 
 
 Every worker reads the paused queues once per poll interval (``poll_interval_s`` of
 ``WorkerConfig``, 1 s by default), so a pause takes effect within about a second
-everywhere; running handlers finish. The pause is stored in the backend: it survives worker restarts.
+everywhere; running handlers finish. The pause is stored in the backend: it survives
+worker restarts.
 """
 
 from __future__ import annotations
