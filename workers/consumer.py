@@ -1,7 +1,8 @@
 """The consumer thread: claims batches by permits (Pulsar's flow control).
 
 It takes as many permits as are free (idle handler slots plus a prefetch), claims up to
-that many messages across its queues, and gives back what it did not use. Each claim is
+that many messages across its queues (skipping paused ones, read from the backend once
+per poll interval), and gives back what it did not use. Each claim is
 decoded and checked here: what can never run goes to the poison queue at once; what is
 due later than now is parked in the timer; the rest goes to the pool. With nothing due,
 it backs off (doubling up to ``poll_interval_s``), waking early when the backend said
