@@ -53,14 +53,14 @@ def run_handler(app: App, task_name: str, args: list[Any], kwargs: dict[str, Any
 async def run_async_handler(
     app: App, task_name: str, args: list[Any], kwargs: dict[str, Any]
 ) -> HandlerResult:
-    """Await an ``async def`` handler under its task's timeout and classify the outcome.
-    Never raises, except ``CancelledError`` when the pool itself cancels it (shutdown)."""
+    """Await an ``async def`` handler and classify the outcome (the caller enforces the
+    timeout). Never raises, except ``CancelledError`` when the caller cancels it."""
     started = time.perf_counter()
     try:
         task = app.lookup(task_name)
         returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
-            returned = await _with_timeout(returned, task.options.timeout_s)
+            returned = await returned
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Exception as err:
@@ -72,7 +72,7 @@ async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
     """The handler's result; past ``timeout_s`` the coroutine is cancelled and
     ``TimeoutError`` says how long it had."""
     try:
-        async with asyncio.timeout(timeout_s):  # no extra task per handler, unlike wait_for
+        async with asyncio.timeout(timeout_s):
             return await awaitable
     except TimeoutError:
         raise TimeoutError(f"the handler ran past its timeout of {timeout_s:g} s") from None
