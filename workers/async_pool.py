@@ -134,7 +134,9 @@ class AsyncPool(HandlerPool[W], Generic[W]):
                 self._idle.append(waiter)
                 with self._lock:
                     queued = bool(self._jobs)
-                if not queued:  # checked after joining the idle list: no wake-up is lost
+                if queued:  # checked after joining the idle list: no wake-up is lost
+                    waiter.cancel()  # not waiting after all: _wake skips it
+                else:
                     await waiter
                 continue
             result = await self._run(me, *job[1:])
