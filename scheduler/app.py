@@ -19,7 +19,7 @@ from scheduler.backends import (
     State,
     open_backend,
 )
-from scheduler.building import MessageBuilder
+from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.errors import InvalidMessage
 from scheduler.message import Message, ScheduledMessage
@@ -28,6 +28,7 @@ from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction
 from triggers import Trigger
+from triggers.preview import Occurrence, preview
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -333,6 +334,19 @@ class App:
     def paused(self) -> list[str]:
         """The paused queues, sorted."""
         return self.backend.paused_queues()
+
+    def preview(
+        self, what: Trigger | str, count: int = 10, *, queue: str | None = None
+    ) -> list[Occurrence]:
+        """The next ``count`` fire times of a trigger (from now) or of the schedule held
+        under key ``what`` (from its pending occurrence on), each with its wall time and
+        a note when a DST change moved it. Misfire policies are not applied."""
+        if not isinstance(what, str):
+            return preview(what, count, to_datetime(self.clock.now_ms()))
+        found = self.get(key=what, queue=queue)
+        if found is None or found.message.trigger is None:
+            raise InvalidMessage(f"no scheduled message holds the key {what!r}")
+        return upcoming(found.message, count)
 
     def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run and misfires."""

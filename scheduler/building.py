@@ -20,6 +20,7 @@ from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
 from triggers import Cron, Repeating
 from triggers.base import Fire, require_aware
+from triggers.preview import Occurrence, preview
 
 
 class MessageBuilder:
@@ -194,3 +195,14 @@ def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, floa
         raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
     stored = anchored if isinstance(anchored, Repeating | Cron) else None
     return stored, fire, anchored.jitter.total_seconds()
+
+
+def upcoming(message: Message, count: int) -> list[Occurrence]:
+    """The next ``count`` fire times of the chain ``message`` belongs to, starting with
+    ``message`` itself (its scheduled time), numbered along the chain."""
+    if message.trigger is None:
+        return []
+    fires = preview(message.trigger, count, message.scheduled_at - timedelta(microseconds=1))
+    if isinstance(message.trigger, Cron):  # cron counts from the preview's start
+        fires = [o._replace(occurrence=message.occurrence + i) for i, o in enumerate(fires)]
+    return fires

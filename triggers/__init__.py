@@ -7,9 +7,19 @@ from pydantic import Field
 from triggers.base import Misfire, Trigger
 from triggers.cron import Cron
 from triggers.once import RunOnce
+from triggers.preview import Occurrence, preview
 from triggers.repeating import Repeating
 
 #: A trigger as stored in a message: pydantic picks the class from ``kind``.
 AnyTrigger = Annotated[RunOnce | Repeating | Cron, Field(discriminator="kind")]
 
-__all__ = ["AnyTrigger", "Cron", "Misfire", "Repeating", "RunOnce", "Trigger"]
+__all__ = [
+    "AnyTrigger",
+    "Cron",
+    "Misfire",
+    "Occurrence",
+    "Repeating",
+    "RunOnce",
+    "Trigger",
+    "preview",
+]

@@ -311,3 +311,19 @@ def test_priority_is_bounded(app: App) -> None:
     for bad in (1001, -1001, "high", True):
         with pytest.raises(InvalidMessage, match="priority"):
             task.schedule(args=(1,), priority=bad)  # type: ignore[arg-type]
+
+
+def test_preview_of_a_trigger_and_of_a_stored_schedule(app: App) -> None:
+    task = app.tasks["tests.integration.test_app.send_report"]
+    cron = Cron("0 9 * * MON-FRI", tz="Europe/Paris")
+    fires = app.preview(cron, 5)
+    assert len(fires) == 5 and all(o.wall.hour == 9 and o.wall.weekday() < 5 for o in fires)
+    task.schedule(args=(1,), trigger=cron, key="daily")
+    stored = app.get(key="daily")
+    assert stored is not None
+    upcoming = app.preview("daily", 3)
+    assert upcoming[0].at == stored.message.scheduled_at, "starts with the pending occurrence"
+    assert [o.occurrence for o in upcoming] == [0, 1, 2]
+    assert [o.at for o in upcoming] == [o.at for o in app.preview(cron, 3)]
+    with pytest.raises(InvalidMessage, match="no scheduled message"):
+        app.preview("nope")

@@ -331,3 +331,35 @@ def test_queues_pause_resume_list(run) -> None:  # type: ignore[no-untyped-def]
     assert code == 1 and "not paused" in err
     run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert json.loads(run("stats", "--json")[1])[0]["ready"] == 0
+
+
+def test_cron_explain_and_schedules_preview(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("cron", "explain", "30 2 * * *", "--tz", "Europe/Paris", "-n", "3")
+    assert code == 0 and "fixed-time schedule" in out and out.count("02:30:00") == 3
+    code, out, _ = run("--json", "cron", "explain", "*/15 * * * *", "-n", "4")
+    fires = json.loads(out)
+    assert code == 0 and [f["occurrence"] for f in fires] == [0, 1, 2, 3]
+    code, _, err = run("cron", "explain", "61 * * * *")
+    assert code == 2 and err.count("\n") == 1
+    code, _, _ = run(
+        "enqueue",
+        "tests.support.cli_tasks.greet",
+        "-A",
+        "tests.support.cli_tasks",
+        "--args",
+        '["c"]',
+        "--cron",
+        "0 9 * * *",
+        "--tz",
+        "Asia/Tokyo",
+        "--key",
+        "morning",
+    )
+    assert code == 0
+    code, out, _ = run("schedules", "preview", "morning", "-n", "2", "--json")
+    fires = json.loads(out)
+    assert code == 0 and len(fires) == 2 and all("T09:00:00+09:00" in f["wall"] for f in fires)
+    code, out, _ = run("schedules")
+    assert code == 0 and "morning" in out
+    code, _, err = run("schedules", "preview", "missing")
+    assert code == 1 and "no scheduled message" in err

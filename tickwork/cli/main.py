@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from tickwork.cli import cassandra, messages, poison, queues, status, worker
+from tickwork.cli import cassandra, cron, messages, poison, queues, schedules, status, worker
 from tickwork.cli.common import JSON_COMMANDS, State, fail
 
 
@@ -42,9 +42,10 @@ for command in (
     messages.cancel,
     messages.show,
     status.stats,
-    status.schedules,
+    schedules.schedules,
     poison.poison,
     queues.queues,
     cassandra.cassandra,
+    cron.cron,
 ):
     cli.add_command(command)

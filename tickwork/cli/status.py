@@ -1,8 +1,6 @@
-"""``tickwork stats`` and ``schedules``: what the queues hold."""
+"""``tickwork stats``: what the queues hold."""
 
 from __future__ import annotations
-
-import json
 
 import click
 from rich.table import Table
@@ -83,47 +81,5 @@ def stats(state: State, as_json: bool) -> None:
                     "empty_polls",
                 )
             ),
-        )
-    console().print(table)
-
-
-@click.command()
-@click.option("--queue", default=None)
-@json_option
-@pass_state
-@backend_option
-@clean_errors
-def schedules(state: State, queue: str | None, as_json: bool) -> None:
-    """Keyed recurring messages: trigger, next run, last run, misfires."""
-    rows = state.app().schedules(queue)
-    if as_json:
-        emit_json(
-            [
-                {
-                    "queue": r.queue,
-                    "key": r.key,
-                    "task": r.task,
-                    "trigger": r.trigger.model_dump(mode="json", exclude_defaults=True),
-                    "next_run": r.next_run.isoformat(),
-                    "last_run": r.last_run and r.last_run.isoformat(),
-                    "misfires": r.misfires,
-                    "state": str(r.state),
-                }
-                for r in rows
-            ]
-        )
-        return
-    table = Table("queue", "key", "task", "trigger", "next run", "last run", "misfires", "state")
-    for r in rows:
-        trigger = json.dumps(r.trigger.model_dump(mode="json", exclude_defaults=True))
-        table.add_row(
-            r.queue,
-            r.key,
-            r.task,
-            trigger,
-            r.next_run.isoformat(timespec="seconds"),
-            r.last_run.isoformat(timespec="seconds") if r.last_run else "-",
-            str(r.misfires),
-            str(r.state),
         )
     console().print(table)
