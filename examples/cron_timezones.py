@@ -2,6 +2,8 @@
 
 python -m examples.cron_timezones        # prints the next fires; enqueues two schedules
 tickwork worker -A examples.cron_timezones --duration 15
+tickwork schedules preview open:XPAR -n 5
+tickwork cron explain "30 2 * * *" --tz Europe/Paris
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from scheduler import App
-from triggers import Cron
+from triggers import Cron, preview
 
 app = App()
 
@@ -21,13 +23,9 @@ def market_open(exchange: str) -> None:
 
 def show_fires(cron: Cron, start: datetime, count: int) -> None:
     print(f"{cron.expr!r} in {cron.tz}:")
-    at = start
-    for _ in range(count):
-        fire = cron.following(at, 0, at)
-        assert fire is not None
-        local = fire.at.astimezone(cron._zone)
-        print(f"   {fire.at.isoformat()}  local {local.isoformat()}")
-        at = fire.at
+    for fire in preview(cron, count, start):
+        note = f"  ({fire.note})" if fire.note else ""
+        print(f"   {fire.at.isoformat()}  local {fire.wall.isoformat()}{note}")
 
 
 def main() -> None:
