@@ -101,6 +101,26 @@ class Trigger(BaseModel, ABC):
         """True when a trigger can fire more than once."""
         return True
 
+    @property
+    def zone(self) -> str:
+        """The IANA timezone the trigger's times are meant in (UTC unless it has one)."""
+        return "UTC"
+
+    def describe(self) -> str:
+        """The trigger as a person writes it: ``cron 0 9 * * MON-FRI Europe/Paris``,
+        ``every 1h from 2030-01-01 00:00:00 UTC, 5 runs``, ``once at ...``."""
+        parts = [self._describe_own()]
+        if self.end is not None:
+            parts.append(f"until {self.end:%Y-%m-%d %H:%M:%S} UTC")
+        if self.misfire is not Misfire.COALESCE:
+            parts.append(f"misfire {self.misfire}")
+        if self.jitter:
+            parts.append(f"jitter {format_duration(self.jitter)}")
+        return ", ".join(parts)
+
+    def _describe_own(self) -> str:
+        return str(getattr(self, "kind", type(self).__name__))
+
     # -- planning, shared ----------------------------------------------------------------
 
     def first(self, now: datetime) -> Fire | None:
@@ -156,3 +176,18 @@ class Trigger(BaseModel, ABC):
                 return current
             current = nxt
         return current
+
+
+def format_duration(value: timedelta) -> str:
+    """``timedelta(hours=1, minutes=30)`` as ``1h30m``; sub-second parts as ``ms``."""
+    total_ms = int(value / timedelta(milliseconds=1))
+    if total_ms == 0:
+        return "0s"
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        count, total_ms = divmod(total_ms, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    if total_ms:
+        parts.append(f"{total_ms}ms")
+    return "".join(parts)

@@ -118,6 +118,13 @@ class Cron(Trigger):
     def _zone(self) -> ZoneInfo:
         return ZoneInfo(self.tz)
 
+    @property
+    def zone(self) -> str:
+        return self.tz
+
+    def _describe_own(self) -> str:
+        return f"cron {self.expr} {self.tz}"
+
     def candidate(self, now: datetime) -> Fire | None:
         return Fire(self._next_instant(now), 0)
 

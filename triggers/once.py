@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from triggers.base import Fire, Trigger, require_aware
+from triggers.base import Fire, Trigger, format_duration, require_aware
 
 
 class RunOnce(Trigger):
@@ -33,6 +33,13 @@ class RunOnce(Trigger):
     @property
     def recurring(self) -> bool:
         return False
+
+    def _describe_own(self) -> str:
+        if self.at is not None:
+            return f"once at {self.at:%Y-%m-%d %H:%M:%S} UTC"
+        if not self.delay:
+            return "once, now"
+        return f"once after {format_duration(self.delay)}"
 
     def anchored(self, now: datetime) -> RunOnce:
         if self.at is not None:

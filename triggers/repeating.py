@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from triggers.base import Fire, Trigger, require_aware
+from triggers.base import Fire, Trigger, format_duration, require_aware
 
 
 class Repeating(Trigger):
@@ -48,6 +48,16 @@ class Repeating(Trigger):
     @classmethod
     def _aware_start(cls, value: datetime | None) -> datetime | None:
         return None if value is None else require_aware(value, "start")
+
+    def _describe_own(self) -> str:
+        text = f"every {format_duration(self.interval)}"
+        if self.start is not None:
+            text += f" from {self.start:%Y-%m-%d %H:%M:%S} UTC"
+        elif self.delay:
+            text += f" after {format_duration(self.delay)}"
+        if self.repeat_count is not None:
+            text += f", {self.repeat_count} run{'s' if self.repeat_count > 1 else ''}"
+        return text
 
     def anchored(self, now: datetime) -> Repeating:
         if self.start is not None and self.delay == timedelta(0):

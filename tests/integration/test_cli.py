@@ -360,6 +360,10 @@ def test_cron_explain_and_schedules_preview(run) -> None:  # type: ignore[no-unt
     fires = json.loads(out)
     assert code == 0 and len(fires) == 2 and all("T09:00:00+09:00" in f["wall"] for f in fires)
     code, out, _ = run("schedules")
-    assert code == 0 and "morning" in out
+    assert code == 0 and "morning" in out and "cron 0 9 * * * Asia/Tokyo" in out
+    assert "09:00:00 JST" in out, "next run in the schedule's own timezone"
+    (row,) = json.loads(run("schedules", "--json")[1])
+    assert row["trigger_text"] == "cron 0 9 * * * Asia/Tokyo" and row["timezone"] == "Asia/Tokyo"
+    assert row["next_run"].endswith("T00:00:00+00:00"), "UTC in JSON"
     code, _, err = run("schedules", "preview", "missing")
     assert code == 1 and "no scheduled message" in err

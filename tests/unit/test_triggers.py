@@ -370,3 +370,32 @@ def test_quartz_numeric_days_equal_named_days(
     a, b = numeric.following(t, 0, t), named.following(t, 0, t)
     assert a is not None and b is not None and a.at == b.at
     assert a.at.astimezone(ZoneInfo(tz)).second == second or a.at > t
+
+
+# -- describing a trigger --------------------------------------------------------------------
+
+
+def test_triggers_describe_themselves_as_a_person_writes_them() -> None:
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    assert Cron("0 9 * * MON-FRI", tz="Europe/Paris").describe() == (
+        "cron 0 9 * * MON-FRI Europe/Paris"
+    )
+    assert Repeating(
+        interval=timedelta(hours=1, minutes=30),
+        start=start,
+        repeat_count=5,
+        misfire=Misfire.CATCH_UP,
+    ).describe() == ("every 1h30m from 2030-01-01 00:00:00 UTC, 5 runs, misfire catch_up")
+    assert Repeating(interval=timedelta(milliseconds=250)).describe() == "every 250ms"
+    assert Repeating(interval=timedelta(days=1), delay=timedelta(minutes=5)).describe() == (
+        "every 1d after 5m"
+    )
+    assert RunOnce(at=start).describe() == "once at 2030-01-01 00:00:00 UTC"
+    assert RunOnce(delay=timedelta(minutes=10)).describe() == "once after 10m"
+    assert RunOnce().describe() == "once, now"
+    assert (
+        Cron("*/5 * * * * ?", jitter=timedelta(seconds=2), end=start).describe()
+        == "cron */5 * * * * ? UTC, until 2030-01-01 00:00:00 UTC, jitter 2s"
+    )
+    assert Cron("* * * * *", tz="Asia/Tokyo").zone == "Asia/Tokyo"
+    assert Repeating(interval=timedelta(hours=1)).zone == "UTC"

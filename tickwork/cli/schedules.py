@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import click
 from rich.table import Table
@@ -43,6 +44,8 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
                     "key": r.key,
                     "task": r.task,
                     "trigger": r.trigger.model_dump(mode="json", exclude_defaults=True),
+                    "trigger_text": r.trigger.describe(),
+                    "timezone": r.trigger.zone,
                     "next_run": r.next_run.isoformat(),
                     "last_run": r.last_run and r.last_run.isoformat(),
                     "misfires": r.misfires,
@@ -54,18 +57,22 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
         return
     table = Table("queue", "key", "task", "trigger", "next run", "last run", "misfires", "state")
     for r in rows:
-        trigger = json.dumps(r.trigger.model_dump(mode="json", exclude_defaults=True))
+        zone = ZoneInfo(r.trigger.zone)  # times in the schedule's own timezone
         table.add_row(
             r.queue,
             r.key,
             r.task,
-            trigger,
-            r.next_run.isoformat(timespec="seconds"),
-            r.last_run.isoformat(timespec="seconds") if r.last_run else "-",
+            r.trigger.describe(),
+            _local(r.next_run, zone),
+            _local(r.last_run, zone) if r.last_run else "-",
             str(r.misfires),
             str(r.state),
         )
     console().print(table)
+
+
+def _local(moment: datetime, zone: ZoneInfo) -> str:
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 @schedules.command("preview")
