@@ -101,6 +101,11 @@ class Consumer:
             self._flush_counters()
             self.done.set()
 
+    @property
+    def active(self) -> tuple[str, ...]:
+        """The consumed queues not paused, as last read from the backend."""
+        return self._active
+
     def _refresh_paused(self) -> None:
         """Read which queues are paused, at most once per poll interval (one small read:
         the whole cost of pausing on the claim path)."""

@@ -154,6 +154,11 @@ class Worker:
         self._permits.give(0)
 
     @property
+    def active_queues(self) -> tuple[str, ...]:
+        """The queues this worker claims from now: its queues minus the paused ones."""
+        return self._consumer.active
+
+    @property
     def stopping(self) -> bool:
         return self._stopping.is_set()
 

@@ -5,7 +5,6 @@ async producer API."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -146,7 +145,7 @@ def test_async_concurrency_is_a_bound(sqlite_app: App) -> None:
     for _ in range(30):
         step.delay()
     worker = burst(sqlite_app, async_concurrency=4)
-    assert worker.stats.acked == 30 and peak[0] == 4
+    assert worker.stats.acked == 30 and 1 < peak[0] <= 4
 
 
 def test_the_timeout_cancels_the_coroutine_and_fails_the_attempt(sqlite_app: App) -> None:
@@ -242,28 +241,6 @@ def test_a_graceful_stop_waits_for_running_coroutines(sqlite_app: App) -> None:
     worker.stop()
     assert worker.join(20)
     assert finished.is_set() and worker.stats.acked == 1 and not worker.forced
-
-
-def test_the_process_pool_runs_async_tasks_on_the_worker_loop(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TICKWORK_BACKEND", sqlite_url)
-    import tests.support.process_tasks as module
-
-    module = importlib.reload(module)
-    for n in range(4):
-        module.async_square.delay(n)
-        module.square.delay(n)
-    config = WorkerConfig(
-        pool="process",
-        concurrency=2,
-        burst=True,
-        poll_interval_s=0.05,
-        app_reference="tests.support.process_tasks",
-    )
-    stats = Worker(module.app, config).run()
-    assert stats.acked == 8 and stats.poisoned == 0
-    module.app.close()
 
 
 def test_an_async_task_on_the_sync_path_still_runs() -> None:

@@ -295,6 +295,7 @@ def test_burst_exits_when_idle(app: App) -> None:
 
 
 def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sync tasks run in the child processes; async ones on the worker's event loop."""
     monkeypatch.setenv("TICKWORK_BACKEND", sqlite_url)
     import importlib
 
@@ -303,6 +304,7 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module = importlib.reload(module)
     for i in range(6):
         module.square.delay(i)
+        module.async_square.delay(i)
     module.crash.delay()
     config = WorkerConfig(
         pool="process",
@@ -312,7 +314,7 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         app_reference="tests.support.process_tasks",
     )
     stats = Worker(module.app, config).run()
-    assert stats.acked == 6 and stats.poisoned == 1
+    assert stats.acked == 12 and stats.poisoned == 1
     (record,) = module.app.backend.poison_list()
     assert record.failure.error_type == "ZeroDivisionError"
     module.app.close()
@@ -385,12 +387,14 @@ def test_pausing_a_running_worker_stops_its_claims_within_a_poll_interval(app: A
     job.delay()
     with running(app, poll_interval_s=0.05) as worker:
         wait_for(lambda: len(runs) == 1)
+        assert worker.active_queues == ("default",)
         app.pause()
-        time.sleep(0.3)  # the consumer reads the paused queues every poll interval
+        wait_for(lambda: worker.active_queues == ())  # read once per poll interval
         job.delay()
-        time.sleep(0.5)
+        time.sleep(0.5)  # several poll intervals in which nothing may be claimed
         assert len(runs) == 1 and worker.stats.acked == 1
         app.resume()
+        wait_for(lambda: worker.active_queues == ("default",))
         wait_for(lambda: len(runs) == 2)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from scheduler.backends.base import COUNTERS
 from tickwork.cli.common import (
     State,
     backend_option,
@@ -51,13 +52,7 @@ def stats(state: State, as_json: bool) -> None:
         "in flight",
         "poison",
         "next due",
-        "enqueued",
-        "claimed",
-        "acked",
-        "redelivered",
-        "retried",
-        "poisoned",
-        "empty polls",
+        *(name.replace("_", " ") for name in COUNTERS),
     )
     for s in rows:
         c = s.counters
@@ -69,17 +64,6 @@ def stats(state: State, as_json: bool) -> None:
             str(s.in_flight),
             str(s.poison),
             iso(s.next_due_ms),
-            *(
-                str(c.get(n, 0))
-                for n in (
-                    "enqueued",
-                    "claimed",
-                    "acked",
-                    "redelivered",
-                    "retried",
-                    "poisoned",
-                    "empty_polls",
-                )
-            ),
+            *(str(c.get(name, 0)) for name in COUNTERS),
         )
     console().print(table)
