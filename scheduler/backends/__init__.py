@@ -6,6 +6,7 @@ import importlib
 from urllib.parse import urlsplit
 
 from scheduler.backends.base import (
+    AbortRequest,
     Backend,
     Claim,
     ClaimBatch,
@@ -56,6 +57,7 @@ def open_backend(url: str, clock: Clock | None = None) -> Backend:
 
 
 __all__ = [
+    "AbortRequest",
     "DEFAULT_URL",
     "Backend",
     "Claim",

@@ -129,8 +129,30 @@ class QueueStats:
     paused: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class AbortRequest:
+    """A request to stop a running message: workers holding it stop its handler. It lapses
+    at ``expires_ms`` (a request outlives the run it targets, so a redelivery after a
+    crash is stopped too; it must not outlive it for ever)."""
+
+    message_id: str
+    queue: str
+    continue_chain: bool  # store the chain's next occurrence when the aborted run settles
+    requested_ms: int
+    expires_ms: int
+
+
 #: Counter names every backend keeps per queue.
-COUNTERS = ("enqueued", "claimed", "acked", "redelivered", "retried", "poisoned", "empty_polls")
+COUNTERS = (
+    "enqueued",
+    "claimed",
+    "acked",
+    "redelivered",
+    "retried",
+    "poisoned",
+    "aborted",
+    "empty_polls",
+)
 
 
 class Backend(ABC):
@@ -264,6 +286,22 @@ class Backend(ABC):
     @abstractmethod
     def paused_queues(self) -> list[str]:
         """The paused queues, sorted."""
+
+    # -- aborting running messages ------------------------------------------------------
+
+    @abstractmethod
+    def request_abort(self, request: AbortRequest) -> None:
+        """Store ``request`` (replacing one for the same message). Workers read every
+        request with ``abort_requests``; the one holding the message stops its handler."""
+
+    @abstractmethod
+    def abort_requests(self) -> list[AbortRequest]:
+        """Every request not yet expired on the backend's clock, in message id order. One
+        small read: workers call it twice a second while they hold work."""
+
+    @abstractmethod
+    def clear_aborts(self, message_ids: Sequence[str]) -> int:
+        """Drop the requests for ``message_ids`` (their runs settled); returns how many."""
 
     @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from scheduler import KeyConflict
-from scheduler.backends import Envelope, Failure, OnConflict, Outcome, State
+from scheduler.backends import AbortRequest, Envelope, Failure, OnConflict, Outcome, State
 from tests.support.backends import BackendHarness
 
 TIMEOUT_MS = 1000  # leases of 300 ms expired between two claims on a cold Cassandra node
@@ -427,3 +427,30 @@ def test_pause_and_resume_a_queue(harness: BackendHarness) -> None:
     assert b.paused_queues() == ["other"]
     assert not b.stats("q")[0].paused
     assert [c.id for c in claim_all(harness)] == ["a"]
+
+
+# -- abort requests --------------------------------------------------------------------------
+
+
+def test_abort_requests_are_stored_read_and_cleared(harness: BackendHarness) -> None:
+    b = harness.backend
+    now = harness.now_ms()
+    assert b.abort_requests() == []
+    b.request_abort(AbortRequest("m2", "q", False, now, now + 60_000))
+    b.request_abort(AbortRequest("m1", "other", True, now, now + 60_000))
+    b.request_abort(AbortRequest("m1", "other", False, now, now + 120_000))  # replaces
+    assert b.abort_requests() == [
+        AbortRequest("m1", "other", False, now, now + 120_000),
+        AbortRequest("m2", "q", False, now, now + 60_000),
+    ]
+    assert b.clear_aborts(["m1", "missing"]) == 1
+    assert [r.message_id for r in b.abort_requests()] == ["m2"]
+    assert b.clear_aborts([]) == 0
+
+
+def test_abort_requests_lapse_when_they_expire(harness: BackendHarness) -> None:
+    b = harness.backend
+    now = harness.now_ms()
+    b.request_abort(AbortRequest("old", "q", True, now - 60_000, now - 1))
+    b.request_abort(AbortRequest("new", "q", True, now, now + 60_000))
+    assert [r.message_id for r in b.abort_requests()] == ["new"]

@@ -1,4 +1,5 @@
-"""The Cassandra backend's poison queue, statistics and purging."""
+"""The Cassandra backend's poison queue, statistics, paused queues, abort requests and
+purging."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler.backends.base import (
+    AbortRequest,
     Envelope,
     Failure,
     PoisonRecord,
@@ -151,6 +153,35 @@ class CassandraAdmin(CassandraSettling):
 
     def paused_queues(self) -> list[str]:
         return sorted(str(r.queue) for r in self._run(self._prepare(cql.SELECT_PAUSED)))
+
+    def request_abort(self, request: AbortRequest) -> None:
+        ttl_s = max(1, -(-(request.expires_ms - self.now_ms()) // 1000))
+        params = (
+            request.message_id,
+            request.queue,
+            request.continue_chain,
+            request.requested_ms,
+            request.expires_ms,
+            ttl_s,
+        )
+        self._run(self._prepare(cql.INSERT_ABORT), params)
+
+    def abort_requests(self) -> list[AbortRequest]:
+        now = self.now_ms()
+        rows = self._run(self._prepare(cql.SELECT_ABORTS))
+        return [
+            AbortRequest(
+                r.id, r.queue, bool(r.continue_chain), r.requested_ms, r.expires_ms
+            )
+            for r in rows
+            if r.expires_ms > now
+        ]
+
+    def clear_aborts(self, message_ids: Sequence[str]) -> int:
+        held = {request.message_id for request in self.abort_requests()}
+        for message_id in message_ids:
+            self._run(self._prepare(cql.DELETE_ABORT), (message_id,))
+        return len(held.intersection(message_ids))
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         for name, delta in deltas.items():

@@ -16,6 +16,16 @@ SELECT_QUEUES = "SELECT queue FROM queues WHERE registry = 0"
 PAUSE_QUEUE = "INSERT INTO paused_queues (registry, queue, since_ms) VALUES (0, ?, ?) IF NOT EXISTS"
 RESUME_QUEUE = "DELETE FROM paused_queues WHERE registry = 0 AND queue = ? IF EXISTS"
 SELECT_PAUSED = "SELECT queue FROM paused_queues WHERE registry = 0"
+# abort requests: one partition, rows expire by TTL
+INSERT_ABORT = (
+    "INSERT INTO abort_requests (registry, id, queue, continue_chain, requested_ms, expires_ms) "
+    "VALUES (0, ?, ?, ?, ?, ?) USING TTL ?"
+)
+SELECT_ABORTS = (
+    "SELECT id, queue, continue_chain, requested_ms, expires_ms FROM abort_requests "
+    "WHERE registry = 0"
+)
+DELETE_ABORT = "DELETE FROM abort_requests WHERE registry = 0 AND id = ?"
 ADD_COUNTER = "UPDATE counters SET value = value + ? WHERE queue = ? AND name = ?"
 SELECT_COUNTERS = "SELECT name, value FROM counters WHERE queue = ?"
 

@@ -97,6 +97,11 @@ TABLES = {
     "paused_queues": """
         CREATE TABLE IF NOT EXISTS {ks}.paused_queues (
             registry int, queue text, since_ms bigint, PRIMARY KEY ((registry), queue))""",
+    # one small partition; each row carries a TTL that ends with its request
+    "abort_requests": """
+        CREATE TABLE IF NOT EXISTS {ks}.abort_requests (
+            registry int, id text, queue text, continue_chain boolean, requested_ms bigint,
+            expires_ms bigint, PRIMARY KEY ((registry), id))""",
 }
 
 KEYSPACE = """

@@ -1,5 +1,5 @@
 """Redis operations off the hot path: lease expiry on demand, the poison queue, stats,
-counters and purge."""
+counters, paused queues, abort requests and purge."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import Claim, Envelope, Failure, PoisonRecord, QueueStats
+from scheduler.backends.base import (
+    AbortRequest,
+    Claim,
+    Envelope,
+    Failure,
+    PoisonRecord,
+    QueueStats,
+)
 from scheduler.backends.redis.scripts import decode_record
 from scheduler.backends.redis.shards import RedisShards
 
@@ -164,6 +171,44 @@ class RedisAdmin(RedisShards):
     def paused_queues(self) -> list[str]:
         members = self._call(self._client.smembers, self._paused_key())
         return sorted(m.decode() for m in members)
+
+    # abort requests: one hash, message id -> JSON; expired entries are skipped on read and
+    # dropped by the next request (a hash field cannot carry its own TTL before Redis 7.4)
+
+    def request_abort(self, request: AbortRequest) -> None:
+        key = self._aborts_key()
+        now = self.now_ms()
+        expired = [field for field, req in self._read_aborts() if req.expires_ms <= now]
+        if expired:
+            self._call(self._client.hdel, key, *expired)
+        value = json.dumps(
+            [request.queue, request.continue_chain, request.requested_ms, request.expires_ms]
+        )
+        self._call(self._client.hset, key, request.message_id, value)
+
+    def abort_requests(self) -> list[AbortRequest]:
+        found = self._read_aborts()
+        if not found:  # the usual answer: one round trip
+            return []
+        now = self.now_ms()
+        return sorted(
+            (req for _, req in found if req.expires_ms > now), key=lambda req: req.message_id
+        )
+
+    def _read_aborts(self) -> list[tuple[bytes, AbortRequest]]:
+        found = []
+        for field, value in self._call(self._client.hgetall, self._aborts_key()).items():
+            queue, continue_chain, requested_ms, expires_ms = json.loads(value)
+            request = AbortRequest(
+                field.decode(), queue, bool(continue_chain), requested_ms, expires_ms
+            )
+            found.append((field, request))
+        return found
+
+    def clear_aborts(self, message_ids: Sequence[str]) -> int:
+        if not message_ids:
+            return 0
+        return int(self._call(self._client.hdel, self._aborts_key(), *message_ids))
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         key = self._shard_keys(queue, 0)[11]

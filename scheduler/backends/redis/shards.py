@@ -85,6 +85,9 @@ class RedisShards:
     def _paused_key(self) -> str:
         return f"{self._prefix}:paused"
 
+    def _aborts_key(self) -> str:
+        return f"{self._prefix}:aborts"
+
     def shard_count(self, queue: str) -> int:
         """How many shards ``queue`` has (fixed when the queue is first used)."""
         count = self._shard_counts.get(queue)

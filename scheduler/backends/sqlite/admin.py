@@ -1,11 +1,18 @@
-"""The SQLite backend's poison queue, statistics and purging."""
+"""The SQLite backend's poison queue, statistics, paused queues, abort requests and purging."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import Claim, Envelope, Failure, PoisonRecord, QueueStats
+from scheduler.backends.base import (
+    AbortRequest,
+    Claim,
+    Envelope,
+    Failure,
+    PoisonRecord,
+    QueueStats,
+)
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
@@ -165,6 +172,37 @@ class SQLiteAdmin(SQLiteStore):
     def paused_queues(self) -> list[str]:
         rows = self._read().execute("SELECT queue FROM paused_queues ORDER BY queue")
         return [row[0] for row in rows]
+
+    def request_abort(self, request: AbortRequest) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM abort_requests WHERE expires_ms <= ?", (self.now_ms(),))
+            db.execute(
+                "INSERT OR REPLACE INTO abort_requests "
+                "(id, queue, continue_chain, requested_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
+                (
+                    request.message_id,
+                    request.queue,
+                    int(request.continue_chain),
+                    request.requested_ms,
+                    request.expires_ms,
+                ),
+            )
+
+    def abort_requests(self) -> list[AbortRequest]:
+        rows = self._read().execute(
+            "SELECT id, queue, continue_chain, requested_ms, expires_ms FROM abort_requests "
+            "WHERE expires_ms > ? ORDER BY id",
+            (self.now_ms(),),
+        )
+        return [AbortRequest(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows]
+
+    def clear_aborts(self, message_ids: Sequence[str]) -> int:
+        if not message_ids:
+            return 0
+        with self._write() as db:
+            return db.executemany(
+                "DELETE FROM abort_requests WHERE id = ?", [(i,) for i in message_ids]
+            ).rowcount
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         if any(deltas.values()):

@@ -68,6 +68,13 @@ CREATE TABLE IF NOT EXISTS paused_queues (
     queue    TEXT PRIMARY KEY,
     since_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS abort_requests (
+    id             TEXT PRIMARY KEY,
+    queue          TEXT NOT NULL,
+    continue_chain INTEGER NOT NULL,
+    requested_ms   INTEGER NOT NULL,
+    expires_ms     INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
