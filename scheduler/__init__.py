@@ -4,9 +4,11 @@ These names are the public API; everything else is importable from its module bu
 change between releases.
 """
 
-from scheduler.app import App, EnqueueReport, ScheduleInfo
+from scheduler.app import App, EnqueueReport
 from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
 from scheduler.clock import Clock
+from scheduler.context import Aborted, RunContext, current_run
+from scheduler.control import AbortResult, ScheduleInfo
 from scheduler.errors import (
     BackendError,
     BackendUnavailable,
@@ -23,6 +25,8 @@ from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction
 
 __all__ = [
+    "AbortResult",
+    "Aborted",
     "App",
     "Backend",
     "BackendError",
@@ -38,6 +42,7 @@ __all__ = [
     "OnConflict",
     "Outcome",
     "RetryPolicy",
+    "RunContext",
     "ScheduleInfo",
     "ScheduledMessage",
     "Settings",
@@ -46,5 +51,6 @@ __all__ = [
     "TaskFunction",
     "TickworkError",
     "UnknownTask",
+    "current_run",
     "open_backend",
 ]

@@ -11,16 +11,18 @@ from datetime import datetime
 from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
+from scheduler import control
 from scheduler.backends import (
     Backend,
     Envelope,
     OnConflict,
     Outcome,
-    State,
+    StoredMessage,
     open_backend,
 )
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
+from scheduler.control import AbortResult, ScheduleInfo
 from scheduler.errors import InvalidMessage
 from scheduler.message import Message, ScheduledMessage
 from scheduler.registry import Periodic, TaskRegistry
@@ -48,20 +50,6 @@ class EnqueueReport:
     @property
     def skipped(self) -> int:
         return self.outcomes.get(Outcome.IGNORED, 0) + self.outcomes.get(Outcome.DUPLICATE, 0)
-
-
-@dataclass(frozen=True)
-class ScheduleInfo:
-    """A keyed recurring message as ``tickwork schedules`` shows it."""
-
-    queue: str
-    key: str
-    task: str
-    trigger: Trigger
-    next_run: datetime
-    last_run: datetime | None
-    misfires: int
-    state: State
 
 
 def _conflict_mode(value: str | OnConflict) -> OnConflict:
@@ -298,14 +286,16 @@ class App:
         self, *, id: str | None = None, key: str | None = None, queue: str | None = None
     ) -> ScheduledMessage | None:
         """Read a scheduled (or running) message by ``id`` or by ``key`` (in ``queue``)."""
+        stored = self._read(id, key, queue)
+        return None if stored is None else ScheduledMessage.from_stored(stored)
+
+    def _read(self, id: str | None, key: str | None, queue: str | None) -> StoredMessage | None:
         if (id is None) == (key is None):
             raise InvalidMessage("give exactly one of id= and key=")
         if key is not None:
-            stored = self.backend.get_by_key(queue or self.settings.default_queue, key)
-        else:
-            assert id is not None
-            stored = self.backend.get(id, queue)
-        return None if stored is None else ScheduledMessage.from_stored(stored)
+            return self.backend.get_by_key(queue or self.settings.default_queue, key)
+        assert id is not None
+        return self.backend.get(id, queue)
 
     def cancel(
         self, *, id: str | None = None, key: str | None = None, queue: str | None = None
@@ -318,6 +308,34 @@ class App:
             return self.backend.delete_by_key(queue or self.settings.default_queue, key)
         assert id is not None
         return self.backend.delete(id, queue)
+
+    def abort(
+        self,
+        *,
+        id: str | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        continue_chain: bool = True,
+    ) -> AbortResult:
+        """Stop a run by ``id`` or ``key``. A running handler is asked to stop (sync ones
+        see ``current_run().aborted``, async ones are cancelled, process-pool ones get
+        ``Aborted`` raised and are killed after a grace); the run ends as aborted, with no
+        retry, and its chain goes on unless ``continue_chain`` is False. A pending message
+        is cancelled."""
+        stored = self._read(id, key, queue)
+        return control.abort(self.backend, stored, continue_chain, self.backend.now_ms())
+
+    async def aabort(
+        self,
+        *,
+        id: str | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        continue_chain: bool = True,
+    ) -> AbortResult:
+        """``abort`` without blocking the event loop."""
+        call = partial(self.abort, id=id, key=key, queue=queue, continue_chain=continue_chain)
+        return await asyncio.to_thread(call)
 
     # -- pausing queues ------------------------------------------------------------------
 
@@ -350,24 +368,7 @@ class App:
 
     def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run and misfires."""
-        result = []
-        for stored in self.backend.keyed(queue):
-            message = Message.decode(stored.envelope.body)
-            if message.trigger is None or message.key is None:
-                continue
-            result.append(
-                ScheduleInfo(
-                    message.queue,
-                    message.key,
-                    message.task,
-                    message.trigger,
-                    to_datetime(stored.envelope.due_ms),
-                    message.last_run_at,
-                    message.misfires,
-                    stored.state,
-                )
-            )
-        return result
+        return control.schedules(self.backend, queue)
 
     def install_periodic(self) -> list[Outcome]:
         """Install every ``@app.periodic`` schedule by key. A schedule already installed with
@@ -378,7 +379,7 @@ class App:
             if (
                 current is not None
                 and current.message.trigger is not None
-                and (_same_schedule(current.message.trigger, p.trigger))
+                and control.same_schedule(current.message.trigger, p.trigger)
             ):
                 outcomes.append(Outcome.IGNORED)
                 continue
@@ -392,9 +393,3 @@ class App:
     def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
         """The envelope of the occurrence after ``message``, or None if the chain ends."""
         return self.builder.next_occurrence(message, now_ms)
-
-
-def _same_schedule(a: Trigger, b: Trigger) -> bool:
-    """Equal apart from the anchor that enqueue fills in."""
-    ignore = {"start", "delay", "at"}
-    return type(a) is type(b) and a.model_dump(exclude=ignore) == b.model_dump(exclude=ignore)

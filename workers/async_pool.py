@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from scheduler import App, UnknownTask
-from workers.execution import HandlerResult, Verdict, run_async_handler
+from scheduler.context import RunContext, RunInfo
+from workers.execution import HandlerResult, Verdict, aborted, run_async_handler
 from workers.pool import Done, HandlerPool
 
 W = TypeVar("W")
-Job = tuple[Any, str, list[Any], dict[str, Any]]
+Job = tuple[Any, str, list[Any], dict[str, Any], RunInfo]
 
 log = logging.getLogger("tickwork.worker")
 
@@ -49,6 +50,8 @@ _CANCEL_WAIT_S = 2.0
 class _Running:
     """The handler a worker coroutine is awaiting, and when it must be done by."""
 
+    item: Any
+    run: RunContext
     deadline: float  # time.monotonic()
     timeout_s: float
     timed_out: bool = False
@@ -75,13 +78,31 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result()
 
-    def submit(self, item: W, task: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    def submit(
+        self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
+    ) -> None:
         with self._lock:
-            self._jobs.append((item, task, args, kwargs))
+            self._jobs.append((item, task, args, kwargs, info))
             if self._wake_pending:
                 return  # one wake-up (a write to the loop's self-pipe) serves a whole batch
             self._wake_pending = True
         self._loop.call_soon_threadsafe(self._wake)
+
+    def abort(self, item: W) -> bool:
+        with self._lock:
+            queued = next((job for job in self._jobs if job[0] is item), None)
+            if queued is not None:
+                self._jobs.remove(queued)
+        if queued is not None:
+            self._on_done(item, aborted("aborted before it started"))
+            return True
+        if self._loop.is_closed():
+            return False
+        found = asyncio.run_coroutine_threadsafe(self._cancel(item), self._loop)
+        try:
+            return found.result(_CANCEL_WAIT_S)
+        except (TimeoutError, RuntimeError):
+            return False
 
     def unstarted(self) -> list[W]:
         with self._lock:
@@ -139,26 +160,35 @@ class AsyncPool(HandlerPool[W], Generic[W]):
                 else:
                     await waiter
                 continue
-            result = await self._run(me, *job[1:])
+            result = await self._run(me, *job)
             if result is not None:
                 self._on_done(job[0], result)
 
     async def _run(
-        self, me: asyncio.Task[None], task: str, args: list[Any], kwargs: dict[str, Any]
+        self,
+        me: asyncio.Task[None],
+        item: Any,
+        task: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        info: RunInfo,
     ) -> HandlerResult | None:
         """One handler under the watchdog; None when a forced stop cancelled it."""
         try:
             timeout_s = self._app.lookup(task).options.timeout_s
         except UnknownTask:
             timeout_s = float("inf")  # it is poisoned at once below
-        running = _Running(time.monotonic() + timeout_s, timeout_s)
+        run = RunContext(info)
+        running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
         try:
-            return await run_async_handler(self._app, task, args, kwargs)
+            return await run_async_handler(self._app, task, args, kwargs, run)
         except asyncio.CancelledError:
-            if self._closing and not running.timed_out:
+            if self._closing and not running.timed_out and not run.aborted:
                 raise  # a forced stop: no result; the lease expires and it runs again
             me.uncancel()
+            if run.aborted:
+                return aborted("the handler was cancelled by an abort")
             if running.timed_out:
                 return HandlerResult(
                     Verdict.FAIL,
@@ -169,6 +199,16 @@ class AsyncPool(HandlerPool[W], Generic[W]):
             return HandlerResult(Verdict.FAIL, "CancelledError", "the handler was cancelled")
         finally:
             self._running.pop(me, None)
+
+    async def _cancel(self, item: Any) -> bool:
+        """Cancel the handler running ``item`` (on the loop); False if none is."""
+        for worker, running in self._running.items():
+            if running.item is item:
+                if not running.run.aborted:
+                    running.run.request_abort()
+                    worker.cancel()
+                return True
+        return False
 
     async def _watch(self) -> None:
         """Cancel handlers past their timeout."""
@@ -208,12 +248,17 @@ class RoutingPool(HandlerPool[W], Generic[W]):
         self._sync = sync
         self._async = async_pool
 
-    def submit(self, item: W, task: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    def submit(
+        self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
+    ) -> None:
         try:
             is_async = self._app.lookup(task).is_async
         except UnknownTask:
             is_async = False
-        (self._async if is_async else self._sync).submit(item, task, args, kwargs)
+        (self._async if is_async else self._sync).submit(item, task, args, kwargs, info)
+
+    def abort(self, item: W) -> bool:
+        return self._async.abort(item) or self._sync.abort(item)
 
     def unstarted(self) -> list[W]:
         return self._sync.unstarted() + self._async.unstarted()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from workers.pool import POOL_KINDS
+from workers.pools import POOL_KINDS
 
 
 class WorkerConfig(BaseModel):
     """How a worker consumes. Defaults suit I/O-bound handlers on a small machine.
 
-    ``pool`` names a kind in ``workers.pool.POOL_KINDS`` ("thread" or "process").
+    ``pool`` names a kind in ``workers.pools.POOL_KINDS`` ("thread" or "process").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -26,6 +26,10 @@ class WorkerConfig(BaseModel):
     lookahead_ms: int = Field(default=500, ge=0)
     poll_interval_s: float = Field(default=1.0, gt=0)
     grace_s: float = Field(default=30.0, ge=0)
+    #: how often a worker holding work reads abort requests (s)
+    abort_check_s: float = Field(default=0.5, gt=0)
+    #: how long an aborted process-pool handler has to stop before its process is killed
+    abort_grace_s: float = Field(default=10.0, ge=0)
     burst: bool = False
     timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
     install_periodic: bool = True

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from scheduler import App, InvalidMessage, UnknownTask
+from scheduler import Aborted, App, InvalidMessage, UnknownTask
+from scheduler.context import RunContext, running
 
 
 class Verdict(StrEnum):
@@ -20,6 +21,7 @@ class Verdict(StrEnum):
     REDELIVER = "redeliver"  # the handler returned False: no ack, due again after its lease
     FAIL = "fail"  # the handler raised: retry with backoff, or poison
     POISON = "poison"  # the message can never run (unknown task, arguments no longer valid)
+    ABORTED = "aborted"  # the run was aborted (app.abort, or the handler raised Aborted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,36 +33,46 @@ class HandlerResult:
     duration_ms: float = 0.0
 
 
-def run_handler(app: App, task_name: str, args: list[Any], kwargs: dict[str, Any]) -> HandlerResult:
-    """Run a task's handler and classify the outcome. Never raises.
+def run_handler(
+    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+) -> HandlerResult:
+    """Run a task's handler, with ``run`` as its ``current_run()``, and classify the
+    outcome. Never raises.
 
     An ``async def`` handler that reaches this synchronous path (a process pool, or a
     thread pool without an event loop) runs to completion here on a fresh event loop,
     under its timeout: a coroutine is never acknowledged without having run."""
     started = time.perf_counter()
     try:
-        task = app.lookup(task_name)
-        returned = task.run(args, kwargs)
-        if inspect.isawaitable(returned):
-            returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
+        with running(run):
+            task = app.lookup(task_name)
+            returned = task.run(args, kwargs)
+            if inspect.isawaitable(returned):
+                returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
+    except Aborted as err:
+        return aborted(str(err), started)
     except Exception as err:
         return _failed(err, started)
     return _returned(returned, started)
 
 
 async def run_async_handler(
-    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any]
+    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
 ) -> HandlerResult:
-    """Await an ``async def`` handler and classify the outcome (the caller enforces the
-    timeout). Never raises, except ``CancelledError`` when the caller cancels it."""
+    """Await an ``async def`` handler, with ``run`` as its ``current_run()``, and classify
+    the outcome (the caller enforces the timeout). Never raises, except
+    ``CancelledError`` when the caller cancels it."""
     started = time.perf_counter()
     try:
-        task = app.lookup(task_name)
-        returned = task.run(args, kwargs)
-        if inspect.isawaitable(returned):
-            returned = await returned
+        with running(run):
+            task = app.lookup(task_name)
+            returned = task.run(args, kwargs)
+            if inspect.isawaitable(returned):
+                returned = await returned
+    except Aborted as err:
+        return aborted(str(err), started)
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Exception as err:
@@ -76,6 +88,12 @@ async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
             return await awaitable
     except TimeoutError:
         raise TimeoutError(f"the handler ran past its timeout of {timeout_s:g} s") from None
+
+
+def aborted(why: str, started: float | None = None) -> HandlerResult:
+    """The result of a run that was aborted."""
+    elapsed = 0.0 if started is None else (time.perf_counter() - started) * 1000
+    return HandlerResult(Verdict.ABORTED, "Aborted", why, duration_ms=elapsed)
 
 
 def _failed(err: Exception, started: float) -> HandlerResult:
@@ -111,19 +129,3 @@ def load_app(reference: str) -> App:
             f"name one as {module_name}:NAME"
         )
     return apps[0]
-
-
-# -- the process pool's side ---------------------------------------------------------------
-
-_process_app: App | None = None
-
-
-def init_process(reference: str) -> None:
-    """Process pool initializer: import the app once per child process."""
-    global _process_app
-    _process_app = load_app(reference)
-
-
-def run_in_process(task_name: str, args: list[Any], kwargs: dict[str, Any]) -> HandlerResult:
-    assert _process_app is not None, "init_process was not called"
-    return run_handler(_process_app, task_name, args, kwargs)

@@ -58,6 +58,7 @@ class WorkerStats:
     redelivered: int = 0  # handler returned False
     retried: int = 0
     poisoned: int = 0
+    aborted: int = 0
     released: int = 0
     empty_polls: int = 0
     backend_errors: int = 0

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from scheduler.backends import Claim
+from scheduler.backends import AbortRequest, Claim
 from scheduler.message import Message
 
 
@@ -27,6 +27,7 @@ class Work:
     message: Message
     started_ms: int = 0
     holds_permit: bool = True  # parked in the timing wheel: no permit until it fires
+    abort: AbortRequest | None = None  # set when an abort of this run was read
 
     @property
     def handle(self) -> tuple[str, str]:

@@ -4,7 +4,10 @@ Pools report ``(work, result)`` here (``finished``, from any thread). The thread
 them in batches of up to 1,000 and settles each by its verdict: a returned handler is
 acked, with its chain's next occurrence in the same atomic step; ``False`` leaves it for
 redelivery after its lease; an exception retries with backoff or poisons, as
-``scheduler.retry.decide`` says. Every path gives the permit back and forgets the work.
+``scheduler.retry.decide`` says. An aborted run (``app.abort``, or a handler that raised
+``Aborted``) is never retried: it goes to the poison store with reason ``aborted``, with
+its chain's next occurrence unless the abort asked to end the chain. Every path gives
+the permit back and forgets the work.
 Backend writes are retried until they succeed or the worker is forced to stop: a result
 is never dropped because the backend blinked.
 """
@@ -88,10 +91,17 @@ class Settler:
         now = self._now_ms()
         acks: list[tuple[Claim, Envelope | None]] = []
         done: list[Work] = []
+        aborts: list[str] = []  # abort requests to drop: their runs are settled
         for work, result in batch:
             message = work.message
             done.append(work)
-            if result.verdict is Verdict.ACK:
+            if work.abort is not None:
+                aborts.append(work.claim.id)
+            if result.verdict is Verdict.ABORTED or (
+                work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER)
+            ):
+                self._abort(work, result, now)
+            elif result.verdict is Verdict.ACK:
                 acks.append((work.claim, self._next(message, now)))
                 if log.isEnabledFor(logging.INFO):
                     log.info(
@@ -108,6 +118,8 @@ class Settler:
                 self._fail(work, result, now)
         if acks:
             self._ack(acks)
+        if aborts:
+            self._clear_aborts(aborts)
         self.forget(done)
 
     def _ack(self, acks: list[tuple[Claim, Envelope | None]]) -> None:
@@ -158,6 +170,38 @@ class Settler:
         due_ms = now + int(decision.delay_s * 1000)
         ok = self._with_retries(lambda: self._backend.retry(claim, due_ms, error))
         self._counters.add("retried" if ok else "stale")
+
+    def _abort(self, work: Work, result: HandlerResult, now: int) -> None:
+        """An aborted run: no retry; to the poison store with reason ``aborted``, and the
+        chain's next occurrence unless the abort ended the chain."""
+        claim, message = work.claim, work.message
+        continue_chain = work.abort.continue_chain if work.abort is not None else True
+        log.warning(
+            "%s id=%s was aborted%s",
+            message.task,
+            message.id,
+            "" if continue_chain or message.trigger is None else "; its chain ends",
+        )
+        why = (
+            result.error
+            if result.verdict is Verdict.ABORTED
+            else f"{result.error_type}: {result.error}"
+        )
+        failure = Failure("aborted", "Aborted", why, result.traceback)
+        nxt = self._next(message, now) if continue_chain else None
+        ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
+        self._counters.add("aborted" if ok else "stale")
+        if ok:
+            try:
+                self._backend.add_counters(claim.queue, {"aborted": 1})
+            except BackendError as err:
+                log.warning("cannot count the abort of %s: %s", claim.id, err)
+
+    def _clear_aborts(self, message_ids: list[str]) -> None:
+        try:
+            self._backend.clear_aborts(message_ids)
+        except BackendError as err:
+            log.warning("cannot drop settled abort requests (they lapse on their own): %s", err)
 
     def _poison(self, work: Work, result: HandlerResult, now: int) -> None:
         claim, message = work.claim, work.message

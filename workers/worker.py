@@ -8,7 +8,7 @@ Threads of a worker process, one module each::
                                           async_pool.py (an event loop) runs async ones
                                                │
     heartbeat.py: extends leases of held work  └──results──> settler.py: ack + next
-                                                             occurrence, retry, poison;
+    aborts.py: stops handlers of aborted runs                occurrence, retry, poison;
                                                              gives permits back
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
@@ -39,13 +39,17 @@ from typing import Any
 
 from scheduler import App
 from scheduler.clock import Clock, SystemClock, to_datetime
+from scheduler.context import RunInfo
+from workers.aborts import AbortWatcher
 from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
+from workers.execution import aborted
 from workers.flow import Counters, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work
-from workers.pool import HandlerPool, PoolSpec, make_pool
+from workers.pool import HandlerPool, PoolSpec
+from workers.pools import make_pool
 from workers.settler import Settler
 from workers.timer import Timer
 
@@ -105,6 +109,7 @@ class Worker:
             self.stop,
         )
         self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
+        self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
         if self.config.pool == "process" and not self.config.app_reference:
@@ -122,7 +127,12 @@ class Worker:
         self._offset_ms = self.backend.now_ms() - self.clock.now_ms()
         if self.config.install_periodic:
             self.app.install_periodic()
-        spec = PoolSpec(self.app, self.config.app_reference, self.config.concurrency)
+        spec = PoolSpec(
+            self.app,
+            self.config.app_reference,
+            self.config.concurrency,
+            self.config.abort_grace_s,
+        )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._settler.finished)
         if self._has_async:
             loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._settler.finished)
@@ -133,6 +143,7 @@ class Worker:
             ("timer", self._timer.run),
             ("settler", self._settle),
             ("heartbeat", self._beat),
+            ("aborts", self._watch_aborts),
         ]
         for name, target in roles:
             thread = threading.Thread(target=target, name=f"tickwork-{name}", daemon=True)
@@ -226,6 +237,11 @@ class Worker:
             self._settler.release([work])
             return
         message = work.message
+        request = work.abort or self._aborts.requested(work.claim.id)
+        if request is not None:  # aborted before it started: it never runs
+            work.abort = request
+            self._settler.finished(work, aborted("aborted before it started"))
+            return
         work.started_ms = self._now_ms()
         if log.isEnabledFor(logging.INFO):
             log.info(
@@ -237,7 +253,8 @@ class Worker:
                 work.started_ms - work.claim.due_ms,
                 work.claim.attempt,
             )
-        pool.submit(work, message.task, message.args, message.kwargs)
+        info = RunInfo(message.id, message.task, message.queue, message.key, work.claim.attempt)
+        pool.submit(work, message.task, message.args, message.kwargs, info)
 
     def _settle(self) -> None:
         try:
@@ -249,6 +266,10 @@ class Worker:
         self._heartbeat.run(until=self._settled)
         if self._pool is not None:  # step 4: after the last result was settled
             self._pool.shutdown(wait=not self._force.is_set())
+
+    def _watch_aborts(self) -> None:
+        assert self._pool is not None
+        self._aborts.run(self._pool, until=self._settled)
 
     def _shutdown_step(self) -> bool:
         """Steps 2 and 3 of shutdown, polled by the settler when it has nothing to do:

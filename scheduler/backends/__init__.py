@@ -57,8 +57,8 @@ def open_backend(url: str, clock: Clock | None = None) -> Backend:
 
 
 __all__ = [
-    "AbortRequest",
     "DEFAULT_URL",
+    "AbortRequest",
     "Backend",
     "Claim",
     "ClaimBatch",

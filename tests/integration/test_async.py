@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, InvalidMessage, RetryPolicy
+from scheduler.context import RunContext, RunInfo
 from tests.support.backends import BACKEND_NAMES, backend_url
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
@@ -256,7 +257,8 @@ def test_an_async_task_on_the_sync_path_still_runs() -> None:
         await asyncio.sleep(0)
         ran.append(n)
 
-    result = run_handler(app, job.name, [7], {})
+    run = RunContext(RunInfo("m", job.name, "q", None, 1))
+    result = run_handler(app, job.name, [7], {}, run)
     assert result.verdict is Verdict.ACK and ran == [7]
 
 

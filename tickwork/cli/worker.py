@@ -15,7 +15,7 @@ from tickwork.cli.common import (
     pass_state,
 )
 from workers import Worker, WorkerConfig
-from workers.pool import POOL_KINDS
+from workers.pools import POOL_KINDS
 
 
 @click.command()

@@ -170,9 +170,7 @@ class CassandraAdmin(CassandraSettling):
         now = self.now_ms()
         rows = self._run(self._prepare(cql.SELECT_ABORTS))
         return [
-            AbortRequest(
-                r.id, r.queue, bool(r.continue_chain), r.requested_ms, r.expires_ms
-            )
+            AbortRequest(r.id, r.queue, bool(r.continue_chain), r.requested_ms, r.expires_ms)
             for r in rows
             if r.expires_ms > now
         ]

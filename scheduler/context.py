@@ -1,0 +1,116 @@
+"""What a running handler can learn about its own run, and how it hears of an abort.
+
+Inside a handler, ``current_run()`` returns the ``RunContext`` of the message being run:
+its id, key, queue, attempt, and whether someone asked to abort it (``app.abort``). A
+sync handler that can stop early polls ``aborted`` or calls ``raise_if_aborted()`` at
+safe points; an ``async def`` handler is cancelled instead; a process-pool handler gets
+``Aborted`` raised in it (and is killed if it does not stop). The worker sets the context
+(a ``ContextVar``, so each thread and each asyncio task sees its own).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from scheduler.errors import TickworkError
+
+
+class Aborted(TickworkError):
+    """Raised in a handler whose run was aborted. Raising it yourself ends the run as
+    aborted too: no retry, and the message goes to the poison store with reason
+    ``aborted``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The message a handler is running."""
+
+    message_id: str
+    task: str
+    queue: str
+    key: str | None
+    attempt: int
+
+
+class RunContext:
+    """One handler's run: what it is running and whether it was asked to stop."""
+
+    __slots__ = ("_aborted", "_event", "info")
+
+    _event_lock = threading.Lock()
+
+    def __init__(self, info: RunInfo) -> None:
+        self.info = info
+        self._aborted = False
+        self._event: threading.Event | None = None  # made only if a handler waits on it
+
+    @property
+    def message_id(self) -> str:
+        return self.info.message_id
+
+    @property
+    def key(self) -> str | None:
+        return self.info.key
+
+    @property
+    def queue(self) -> str:
+        return self.info.queue
+
+    @property
+    def attempt(self) -> int:
+        """1 on the first delivery."""
+        return self.info.attempt
+
+    @property
+    def aborted(self) -> bool:
+        """True once an abort of this run was requested."""
+        return self._aborted
+
+    def raise_if_aborted(self) -> None:
+        """Raise ``Aborted`` if an abort of this run was requested."""
+        if self._aborted:
+            raise Aborted(f"message {self.info.message_id} was aborted")
+
+    def wait_aborted(self, timeout_s: float) -> bool:
+        """Sleep up to ``timeout_s``, waking at once on an abort; True if aborted (a
+        ``time.sleep`` that an abort interrupts)."""
+        with self._event_lock:
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        if self._aborted:
+            return True
+        return event.wait(timeout_s) or self._aborted
+
+    def request_abort(self) -> None:
+        """Mark this run aborted (the worker calls it; any thread)."""
+        self._aborted = True
+        with self._event_lock:
+            event = self._event
+        if event is not None:
+            event.set()
+
+
+_current: ContextVar[RunContext | None] = ContextVar("tickwork_run", default=None)
+
+
+def current_run() -> RunContext:
+    """The run of the handler calling this. Outside a handler: ``TickworkError``."""
+    run = _current.get()
+    if run is None:
+        raise TickworkError("current_run() is only available inside a running task handler")
+    return run
+
+
+@contextmanager
+def running(run: RunContext) -> Iterator[RunContext]:
+    """Make ``run`` the current run for the code inside the block."""
+    token = _current.set(run)
+    try:
+        yield run
+    finally:
+        _current.reset(token)

@@ -1,0 +1,39 @@
+"""The kinds of handler pool a worker can run, by name (``WorkerConfig.pool``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scheduler import ConfigurationError
+from workers.pool import Done, HandlerPool, PoolSpec, W
+from workers.process_pool import ProcessPool
+from workers.thread_pool import ThreadPool
+
+
+def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
+    return ThreadPool(spec.app, spec.size, on_done)
+
+
+def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
+    if not spec.app_reference:
+        raise ConfigurationError("the process pool needs app_reference ('module' or 'module:app')")
+    return ProcessPool(spec.app_reference, spec.size, on_done, spec.abort_grace_s)
+
+
+#: pool kind (``WorkerConfig.pool``) -> factory
+POOL_KINDS: dict[str, Callable[[PoolSpec, Done[Any]], HandlerPool[Any]]] = {
+    "thread": _thread_pool,
+    "process": _process_pool,
+}
+
+
+def make_pool(kind: str, spec: PoolSpec, on_done: Done[W]) -> HandlerPool[W]:
+    """A pool of the kind named ``kind``."""
+    try:
+        factory = POOL_KINDS[kind]
+    except KeyError:
+        known = ", ".join(sorted(POOL_KINDS))
+        raise ConfigurationError(f"unknown pool kind {kind!r}; known: {known}") from None
+    pool: HandlerPool[W] = factory(spec, on_done)
+    return pool
