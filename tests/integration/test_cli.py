@@ -51,6 +51,27 @@ def test_enqueue_show_cancel_by_key(run) -> None:  # type: ignore[no-untyped-def
     assert run("cancel", "--key", "g1")[0] == 0
     code, _, err = run("cancel", "--key", "g1")
     assert code == 1 and err.count("\n") == 1 and "nothing to cancel" in err
+
+
+def test_abort_a_running_and_a_pending_message(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
+    from scheduler import App
+
+    for key in ("running", "pending"):
+        args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
+        assert run(*args, "--args", '["ada"]', "--key", key)[0] == 0
+    app = App(sqlite_url)
+    claims = app.backend.claim("default", 1).claims  # as a worker would: now it runs
+    running_key = claims[0].key
+    pending_key = "pending" if running_key == "running" else "running"
+    code, out, _ = run("abort", "--key", running_key, "--end-chain")
+    assert code == 0 and "abort requested" in out
+    (request,) = app.backend.abort_requests()
+    assert request.message_id == claims[0].id and not request.continue_chain
+    code, out, _ = run("abort", "--key", pending_key)
+    assert code == 0 and "cancelled" in out
+    code, _, err = run("abort", "--key", pending_key)
+    assert code == 1 and err.count("\n") == 1 and "nothing to abort" in err
+    app.close()
     code, _, err = run("show", "--key", "g1")
     assert code == 1 and "no message" in err
 

@@ -40,6 +40,7 @@ for command in (
     worker.worker,
     messages.enqueue,
     messages.cancel,
+    messages.abort,
     messages.show,
     status.stats,
     schedules.schedules,

@@ -1,4 +1,4 @@
-"""``tickwork enqueue``, ``show`` and ``cancel``: one message at a time."""
+"""``tickwork enqueue``, ``show``, ``cancel`` and ``abort``: one message at a time."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 import click
 
 from scheduler import (
+    AbortResult,
     Call,
     OnConflict,
 )
@@ -128,6 +129,37 @@ def cancel(state: State, key: str | None, message_id: str | None, queue: str | N
             EXIT_NOT_FOUND,
         )
     click.echo("cancelled")
+
+
+@click.command()
+@click.option("--key")
+@click.option("--id", "message_id")
+@click.option("--queue", default=None, help="Queue of the key [default].")
+@click.option(
+    "--end-chain",
+    is_flag=True,
+    help="A recurring chain ends with the aborted run [default: its next occurrence runs].",
+)
+@pass_state
+@backend_option
+@clean_errors
+def abort(
+    state: State, key: str | None, message_id: str | None, queue: str | None, end_chain: bool
+) -> None:
+    """Abort a message by key or id: a running handler is asked to stop (no retry; the run
+    goes to the poison store as aborted); a pending message is cancelled."""
+    one_of(key, message_id)
+    result = state.app().abort(id=message_id, key=key, queue=queue, continue_chain=not end_chain)
+    if result is AbortResult.NOT_FOUND:
+        fail(
+            f"nothing to abort for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
+            EXIT_NOT_FOUND,
+        )
+    click.echo(
+        "abort requested: the worker running it stops it"
+        if result is AbortResult.REQUESTED
+        else "cancelled: it was not running"
+    )
 
 
 @click.command()
