@@ -11,10 +11,8 @@ safe points; an ``async def`` handler is cancelled instead; a process-pool handl
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
+from contextvars import ContextVar, Token
+from typing import NamedTuple
 
 from scheduler.errors import TickworkError
 
@@ -25,9 +23,8 @@ class Aborted(TickworkError):
     ``aborted``."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """The message a handler is running."""
+class RunInfo(NamedTuple):
+    """The message a handler is running (a named tuple: one is made per message)."""
 
     message_id: str
     task: str
@@ -106,11 +103,11 @@ def current_run() -> RunContext:
     return run
 
 
-@contextmanager
-def running(run: RunContext) -> Iterator[RunContext]:
-    """Make ``run`` the current run for the code inside the block."""
-    token = _current.set(run)
-    try:
-        yield run
-    finally:
-        _current.reset(token)
+def enter(run: RunContext) -> Token[RunContext | None]:
+    """Make ``run`` the current run until ``leave(token)`` (the worker calls both around
+    a handler; a plain pair, not a context manager, as it runs once per message)."""
+    return _current.set(run)
+
+
+def leave(token: Token[RunContext | None]) -> None:
+    _current.reset(token)

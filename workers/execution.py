@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from scheduler import Aborted, App, InvalidMessage, UnknownTask
-from scheduler.context import RunContext, running
+from scheduler.context import RunContext, enter, leave
 
 
 class Verdict(StrEnum):
@@ -43,18 +43,20 @@ def run_handler(
     thread pool without an event loop) runs to completion here on a fresh event loop,
     under its timeout: a coroutine is never acknowledged without having run."""
     started = time.perf_counter()
+    token = enter(run)
     try:
-        with running(run):
-            task = app.lookup(task_name)
-            returned = task.run(args, kwargs)
-            if inspect.isawaitable(returned):
-                returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
+        task = app.lookup(task_name)
+        returned = task.run(args, kwargs)
+        if inspect.isawaitable(returned):
+            returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Aborted as err:
         return aborted(str(err), started)
     except Exception as err:
         return _failed(err, started)
+    finally:
+        leave(token)
     return _returned(returned, started)
 
 
@@ -65,18 +67,20 @@ async def run_async_handler(
     the outcome (the caller enforces the timeout). Never raises, except
     ``CancelledError`` when the caller cancels it."""
     started = time.perf_counter()
+    token = enter(run)
     try:
-        with running(run):
-            task = app.lookup(task_name)
-            returned = task.run(args, kwargs)
-            if inspect.isawaitable(returned):
-                returned = await returned
+        task = app.lookup(task_name)
+        returned = task.run(args, kwargs)
+        if inspect.isawaitable(returned):
+            returned = await returned
     except Aborted as err:
         return aborted(str(err), started)
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Exception as err:
         return _failed(err, started)
+    finally:
+        leave(token)
     return _returned(returned, started)
 
 

@@ -24,7 +24,6 @@ class ThreadPool(HandlerPool[W]):
             tuple[W, str, list[Any], dict[str, Any], RunContext] | None
         ] = queue.SimpleQueue()
         self._runs: dict[int, RunContext] = {}  # id(item) -> its run, from submit to done
-        self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._run, name=f"tickwork-pool-{i}", daemon=True)
             for i in range(size)
@@ -36,13 +35,11 @@ class ThreadPool(HandlerPool[W]):
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
         run = RunContext(info)
-        with self._lock:
-            self._runs[id(item)] = run
+        self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 
     def abort(self, item: W) -> bool:
-        with self._lock:
-            run = self._runs.get(id(item))
+        run = self._runs.get(id(item))
         if run is None:
             return False
         run.request_abort()
@@ -58,8 +55,7 @@ class ThreadPool(HandlerPool[W]):
                 result = aborted("aborted before it started")
             else:
                 result = run_handler(self._app, task, args, kwargs, run)
-            with self._lock:
-                self._runs.pop(id(item), None)
+            self._runs.pop(id(item), None)
             self._on_done(item, result)
 
     def unstarted(self) -> list[W]:
@@ -71,8 +67,7 @@ class ThreadPool(HandlerPool[W]):
                 return taken
             if job is not None:
                 taken.append(job[0])
-                with self._lock:
-                    self._runs.pop(id(job[0]), None)
+                self._runs.pop(id(job[0]), None)
 
     def shutdown(self, wait: bool) -> None:
         for _ in self._threads:
