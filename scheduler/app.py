@@ -4,11 +4,9 @@ producer API (enqueue, read, cancel, list schedules) on top of them."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler import control
@@ -24,6 +22,7 @@ from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult, ScheduleInfo
 from scheduler.errors import InvalidMessage
+from scheduler.in_thread import in_thread
 from scheduler.message import Message, ScheduledMessage
 from scheduler.registry import Periodic, TaskRegistry
 from scheduler.retry import RetryPolicy
@@ -253,33 +252,6 @@ class App:
             flush()
         return report
 
-    # -- the same from an event loop: the blocking backend call runs in a thread ----------
-
-    async def aenqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
-        """``enqueue`` without blocking the event loop."""
-        return await asyncio.to_thread(self.enqueue, call, on_conflict)
-
-    async def aenqueue_many(
-        self,
-        calls: Iterable[Call],
-        on_conflict: str | OnConflict = OnConflict.ERROR,
-        batch_size: int = 1000,
-    ) -> EnqueueReport:
-        """``enqueue_many`` without blocking the event loop."""
-        return await asyncio.to_thread(self.enqueue_many, list(calls), on_conflict, batch_size)
-
-    async def aget(
-        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
-    ) -> ScheduledMessage | None:
-        """``get`` without blocking the event loop."""
-        return await asyncio.to_thread(partial(self.get, id=id, key=key, queue=queue))
-
-    async def acancel(
-        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
-    ) -> bool:
-        """``cancel`` without blocking the event loop."""
-        return await asyncio.to_thread(partial(self.cancel, id=id, key=key, queue=queue))
-
     # -- reading and cancelling ----------------------------------------------------------
 
     def get(
@@ -324,18 +296,6 @@ class App:
         is cancelled."""
         stored = self._read(id, key, queue)
         return control.abort(self.backend, stored, continue_chain, self.backend.now_ms())
-
-    async def aabort(
-        self,
-        *,
-        id: str | None = None,
-        key: str | None = None,
-        queue: str | None = None,
-        continue_chain: bool = True,
-    ) -> AbortResult:
-        """``abort`` without blocking the event loop."""
-        call = partial(self.abort, id=id, key=key, queue=queue, continue_chain=continue_chain)
-        return await asyncio.to_thread(call)
 
     # -- pausing queues ------------------------------------------------------------------
 
@@ -387,6 +347,14 @@ class App:
             _, envelope = self.build(Call(p.task, key=p.key, trigger=p.trigger, queue=p.queue))
             outcomes.extend(self.backend.enqueue([envelope], mode))
         return outcomes
+
+    # -- the same from an event loop: the blocking backend call runs in a thread ----------
+
+    aenqueue = in_thread(enqueue)
+    aenqueue_many = in_thread(enqueue_many)
+    aget = in_thread(get)
+    acancel = in_thread(cancel)
+    aabort = in_thread(abort)
 
     # -- what workers need ---------------------------------------------------------------
 
