@@ -8,7 +8,7 @@ from scheduler.app import App, EnqueueReport
 from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
 from scheduler.clock import Clock
 from scheduler.context import Aborted, RunContext, current_run
-from scheduler.control import AbortResult, ScheduleInfo
+from scheduler.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.errors import (
     BackendError,
     BackendUnavailable,
@@ -16,6 +16,7 @@ from scheduler.errors import (
     DecodeError,
     InvalidMessage,
     KeyConflict,
+    ScheduleNotFound,
     TickworkError,
     UnknownTask,
 )
@@ -41,9 +42,11 @@ __all__ = [
     "Message",
     "OnConflict",
     "Outcome",
+    "Resumed",
     "RetryPolicy",
     "RunContext",
     "ScheduleInfo",
+    "ScheduleNotFound",
     "ScheduledMessage",
     "Settings",
     "State",

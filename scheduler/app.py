@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler import control
@@ -20,7 +20,7 @@ from scheduler.backends import (
 )
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
-from scheduler.control import AbortResult, ScheduleInfo
+from scheduler.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage
 from scheduler.in_thread import in_thread
 from scheduler.message import Message, ScheduledMessage
@@ -28,7 +28,7 @@ from scheduler.registry import Periodic, TaskRegistry
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction
-from triggers import Trigger
+from triggers import Misfire, Trigger
 from triggers.preview import Occurrence, preview
 
 P = ParamSpec("P")
@@ -295,7 +295,7 @@ class App:
         retry, and its chain goes on unless ``continue_chain`` is False. A pending message
         is cancelled."""
         stored = self._read(id, key, queue)
-        return control.abort(self.backend, stored, continue_chain, self.backend.now_ms())
+        return control.abort(self.backend, stored, continue_chain, self._now_ms())
 
     # -- pausing queues ------------------------------------------------------------------
 
@@ -325,6 +325,43 @@ class App:
         if found is None or found.message.trigger is None:
             raise InvalidMessage(f"no scheduled message holds the key {what!r}")
         return upcoming(found.message, count)
+
+    # -- steering schedules --------------------------------------------------------------
+
+    def pause_schedule(self, key: str, *, queue: str | None = None) -> bool:
+        """Pause the recurring schedule ``key``: nothing of it runs until it is resumed
+        (stored in the backend: every worker, restarts included). It can still be read,
+        replaced, cancelled and previewed. False if it was paused already; raises
+        ``ScheduleNotFound``."""
+        queue = queue or self.settings.default_queue
+        return control.pause_schedule(self.backend, self.builder, queue, key, self._now_ms())
+
+    def resume_schedule(
+        self,
+        key: str,
+        *,
+        queue: str | None = None,
+        misfire: Misfire | str = Misfire.SKIP,
+        limit: int | None = None,
+        spacing: timedelta = timedelta(0),
+    ) -> Resumed | None:
+        """Resume a paused schedule (None if it was not paused). What fell in the pause is
+        skipped (``"skip"``, the default), run once now (``"coalesce"``), or run one by
+        one (``"catch_up"``: at most ``limit``, ``spacing`` apart)."""
+        queue = queue or self.settings.default_queue
+        policy = Misfire(misfire)
+        return control.resume_schedule(
+            self.backend, self.builder, queue, key, self._now_ms(), policy, limit, spacing
+        )
+
+    def trigger_now(self, key: str, *, queue: str | None = None) -> str:
+        """Run the schedule ``key``'s task once now, apart from its grid (which does not
+        move); returns the run's message id (header ``tickwork-origin: manual``)."""
+        queue = queue or self.settings.default_queue
+        return control.trigger_now(self.backend, self.builder, queue, key, self._now_ms())
+
+    def _now_ms(self) -> int:
+        return self.backend.now_ms()
 
     def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run and misfires."""

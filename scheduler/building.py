@@ -123,6 +123,45 @@ class MessageBuilder:
         due_ms = now_ms if now_ms is not None and due is now else to_ms(due)
         return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body)
 
+    def restored(self, message: Message, due: datetime) -> Envelope:
+        """The envelope of ``message`` (already built, maybe changed) due at ``due``."""
+        return self.envelope(
+            message.id,
+            message.queue,
+            message.key,
+            message.priority,
+            message.timeout_s,
+            message.encode(),
+            due,
+            0.0,
+        )
+
+    def one_off(
+        self, message: Message, at: datetime, now_ms: int, origin: str, chain: str | None = None
+    ) -> Envelope:
+        """An unkeyed, non-recurring run of ``message``'s task and arguments, scheduled at
+        ``at`` and due at once: a manual run or a caught-up occurrence of a schedule.
+        ``origin`` goes to the ``tickwork-origin`` header; ``chain`` (else a fresh id)
+        names it, so a deterministic one makes a repeat a duplicate."""
+        now = to_datetime(now_ms)
+        chain = chain or new_chain_id(now_ms)
+        run = message.model_copy(
+            update={
+                "id": chain,
+                "chain": chain,
+                "key": None,
+                "trigger": None,
+                "occurrence": 0,
+                "scheduled_at": at,
+                "enqueued_at": now,
+                "last_run_at": None,
+                "misfires": 0,
+                "paused_at": None,
+                "headers": {**message.headers, "tickwork-origin": origin},
+            }
+        )
+        return self.restored(run, now)
+
     def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
         """The envelope of the occurrence after ``message``, or None if the chain ends."""
         if message.trigger is None:

@@ -1,16 +1,31 @@
-"""Steering stored messages: listing schedules and aborting runs (the logic behind
-``App.schedules`` and ``App.abort``)."""
+"""Steering stored messages: aborting runs, listing schedules, pausing and resuming them,
+running one now (the logic behind ``App.abort``, ``App.schedules``,
+``App.pause_schedule``, ``App.resume_schedule`` and ``App.trigger_now``).
+
+A paused schedule is its pending message, stored with ``paused_at`` set and due at
+``PAUSED_DUE`` (far past any real due time), so no worker claims it while it can still be
+read, replaced and cancelled by its key like any schedule, on every backend, and it stays
+paused across worker restarts. Resuming puts the pending occurrence (or the next one, per
+the misfire policy given) back on the grid.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from scheduler.backends import AbortRequest, Backend, State, StoredMessage
+from scheduler.backends import AbortRequest, Backend, OnConflict, State, StoredMessage
+from scheduler.building import MessageBuilder
 from scheduler.clock import to_datetime
+from scheduler.errors import InvalidMessage, ScheduleNotFound
+from scheduler.ids import identity_chain_id, occurrence_id
 from scheduler.message import Message
-from triggers import Trigger
+from triggers import Misfire, Trigger
+from triggers.base import Fire
+
+#: where a paused schedule's message waits: no worker's clock reaches it
+PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)
 
 #: an abort request outlives the run it targets by this much past twice its timeout, so a
 #: redelivery after a worker crash is stopped too
@@ -57,6 +72,107 @@ class ScheduleInfo:
     last_run: datetime | None
     misfires: int
     state: State
+    paused_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What ``App.resume_schedule`` did."""
+
+    next_run: datetime | None  # None: the trigger has no occurrence left; the chain ended
+    skipped: int  # occurrences that fell in the pause and will not run
+    caught_up: int  # occurrences that fell in the pause, enqueued to run now (catch_up)
+
+
+def find_schedule(backend: Backend, queue: str, key: str) -> tuple[StoredMessage, Message]:
+    """The stored message of the recurring schedule ``key`` and its decoded body."""
+    stored = backend.get_by_key(queue, key)
+    if stored is None:
+        raise ScheduleNotFound(f"no schedule holds the key {key!r} in queue {queue!r}")
+    message = Message.decode(stored.envelope.body)
+    if message.trigger is None:
+        raise InvalidMessage(f"the message holding the key {key!r} is not a recurring schedule")
+    return stored, message
+
+
+def pause_schedule(
+    backend: Backend, builder: MessageBuilder, queue: str, key: str, now_ms: int
+) -> bool:
+    """Pause the schedule ``key``; False if it was paused already. A run in progress
+    finishes; the pause holds the occurrence after it."""
+    stored, message = find_schedule(backend, queue, key)
+    if message.paused_at is not None:
+        return False
+    if stored.state is State.RUNNING:
+        following = builder.next_occurrence(message, now_ms)
+        if following is None:
+            raise InvalidMessage(f"the last run of {key!r} is running: nothing is left to pause")
+        message = Message.decode(following.body)
+    paused = message.model_copy(update={"paused_at": to_datetime(now_ms)})
+    backend.enqueue([builder.restored(paused, PAUSED_DUE)], OnConflict.REPLACE)
+    return True
+
+
+def resume_schedule(
+    backend: Backend,
+    builder: MessageBuilder,
+    queue: str,
+    key: str,
+    now_ms: int,
+    misfire: Misfire,
+    limit: int | None = None,
+    spacing: timedelta = timedelta(0),
+) -> Resumed | None:
+    """Resume the schedule ``key`` (None if it was not paused). Occurrences that fell in
+    the pause are skipped (``SKIP``), run once now (``COALESCE``), or each run as a
+    one-off (``CATCH_UP``: at most ``limit``, default the trigger's ``max_catch_up``,
+    ``spacing`` apart; the rest are skipped); the schedule goes on from the first grid
+    time after now (or from the coalesced run)."""
+    _, message = find_schedule(backend, queue, key)
+    if message.paused_at is None:
+        return None
+    trigger = message.trigger
+    assert trigger is not None
+    now = to_datetime(now_ms)
+    pending = Fire(message.scheduled_at, message.occurrence)
+    envelopes = []
+    caught: list[Fire] = []
+    if misfire is Misfire.CATCH_UP:
+        caught = trigger.missed(pending, now, trigger.max_catch_up if limit is None else limit)
+        step_ms = int(spacing / timedelta(milliseconds=1))
+        for i, missed in enumerate(caught):
+            chain = identity_chain_id(queue, f"catch-up\x00{message.chain}\x00{missed.occurrence}")
+            run = builder.one_off(message, missed.at, now_ms, "catch-up", chain)
+            envelopes.append(run._replace(due_ms=now_ms + i * step_ms))
+    fire = trigger.after_pause(pending, now, misfire)
+    if fire is None:
+        backend.delete_by_key(queue, key)
+        backend.enqueue(envelopes, OnConflict.REPLACE)
+        return Resumed(None, 0, len(caught))
+    skipped = 0 if misfire is Misfire.COALESCE else fire.misfires - len(caught)
+    resumed = message.model_copy(
+        update={
+            "id": occurrence_id(message.chain, fire.occurrence),
+            "occurrence": fire.occurrence,
+            "scheduled_at": fire.at,
+            "misfires": message.misfires + fire.misfires - len(caught),
+            "paused_at": None,
+        }
+    )
+    envelopes.append(builder.restored(resumed, fire.at))
+    backend.enqueue(envelopes, OnConflict.REPLACE)
+    return Resumed(fire.at, skipped, len(caught))
+
+
+def trigger_now(
+    backend: Backend, builder: MessageBuilder, queue: str, key: str, now_ms: int
+) -> str:
+    """Enqueue one run of schedule ``key``'s task and arguments now, apart from its grid
+    (the schedule is not moved; paused or not); returns the run's message id."""
+    _, message = find_schedule(backend, queue, key)
+    run = builder.one_off(message, to_datetime(now_ms), now_ms, "manual")
+    backend.enqueue([run])
+    return run.id
 
 
 def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
@@ -66,16 +182,18 @@ def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
         message = Message.decode(stored.envelope.body)
         if message.trigger is None or message.key is None:
             continue
+        paused = message.paused_at is not None
         result.append(
             ScheduleInfo(
                 message.queue,
                 message.key,
                 message.task,
                 message.trigger,
-                to_datetime(stored.envelope.due_ms),
+                message.scheduled_at if paused else to_datetime(stored.envelope.due_ms),
                 message.last_run_at,
                 message.misfires,
                 stored.state,
+                message.paused_at,
             )
         )
     return result

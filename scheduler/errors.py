@@ -15,6 +15,10 @@ class InvalidMessage(TickworkError):
     """The producer asked for something that cannot be enqueued; nothing was written."""
 
 
+class ScheduleNotFound(InvalidMessage):
+    """No recurring schedule holds that key."""
+
+
 class UnknownTask(InvalidMessage):
     """The task name is not registered with the app."""
 

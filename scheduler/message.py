@@ -43,6 +43,7 @@ class Message(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     last_run_at: datetime | None = None
     misfires: int = 0
+    paused_at: datetime | None = None  # a paused schedule: stored, never due (see control)
 
     def encode(self) -> bytes:
         """Compact JSON bytes."""

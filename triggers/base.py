@@ -137,6 +137,34 @@ class Trigger(BaseModel, ABC):
         now = require_aware(now, "now")
         return self._resolve(self.after(require_aware(at, "at"), occurrence), now)
 
+    def missed(self, pending: Fire, now: datetime, limit: int) -> list[Fire]:
+        """The occurrences from ``pending`` on that are due at ``now``, oldest first, at
+        most ``limit`` (what a paused schedule missed)."""
+        now = require_aware(now, "now")
+        found: list[Fire] = []
+        current = self._within_end(pending)
+        while current is not None and current.at <= now and len(found) < limit:
+            found.append(current)
+            current = self._within_end(self.after(current.at, current.occurrence))
+        return found
+
+    def after_pause(self, pending: Fire, now: datetime, misfire: Misfire) -> Fire | None:
+        """The fire to store when a schedule paused at ``pending`` resumes at ``now``:
+        with ``SKIP`` every occurrence due by now is skipped (counted in ``misfires``),
+        the next is the first grid time after now; with ``COALESCE`` they are run once,
+        now; ``CATCH_UP`` is ``SKIP`` here (the caller enqueues the missed runs itself).
+        ``pending`` itself when it is still in the future."""
+        now = require_aware(now, "now")
+        fire = self._within_end(pending)
+        if fire is None or fire.at > now:
+            return fire
+        missed = self._count_due(fire, now, MISFIRE_COUNT_LIMIT)
+        last = self._last_due(fire, now)
+        if misfire is Misfire.COALESCE:
+            return Fire(now, last.occurrence, pending.misfires + missed - 1)
+        nxt = self._within_end(self.after(now, last.occurrence))
+        return None if nxt is None else nxt._replace(misfires=pending.misfires + missed)
+
     def _within_end(self, fire: Fire | None) -> Fire | None:
         if fire is None or (self.end is not None and fire.at > self.end):
             return None

@@ -50,8 +50,12 @@ class Timer:
             return self._wheel.size < self._capacity
 
     def park(self, work: Work, due_ms: int) -> bool:
-        """Hold ``work`` until ``due_ms``; False (nothing kept) when it is already due."""
+        """Hold ``work`` until ``due_ms``; False (nothing kept) when it is already due, or
+        when the worker is stopping (the timer may have drained its wheel for the last
+        time: a claim parked after that would be held until the grace ran out)."""
         with self._condition:
+            if self._stopping.is_set():
+                return False
             parked = self._wheel.add(work, due_ms)
             if parked:
                 self._condition.notify()

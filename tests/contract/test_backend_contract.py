@@ -454,3 +454,33 @@ def test_abort_requests_lapse_when_they_expire(harness: BackendHarness) -> None:
     b.request_abort(AbortRequest("old", "q", True, now - 60_000, now - 1))
     b.request_abort(AbortRequest("new", "q", True, now, now + 60_000))
     assert [r.message_id for r in b.abort_requests()] == ["new"]
+
+
+def test_a_chain_is_readable_by_key_while_it_is_claimed_and_acked(
+    harness: BackendHarness,
+) -> None:
+    """Reading by key spans two lookups (key -> id -> message); a claim or an ack between
+    them must not make a live chain look missing (it did, about one read in ten on
+    Cassandra and one in a thousand on Redis)."""
+    b = harness.backend
+    b.enqueue([env(harness, "c", key="K")])
+    done = threading.Event()
+    misses: list[int] = []
+    reads = [0]
+
+    def read() -> None:
+        while not done.is_set():
+            reads[0] += 1
+            if b.get_by_key("q", "K") is None:
+                misses.append(reads[0])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for n in range(1, 150):
+            (claim,) = claim_all(harness)
+            assert b.ack([(claim, env(harness, f"c.{n}", key="K"))]) == [True]
+    finally:
+        done.set()
+        reader.join()
+    assert reads[0] > 50 and misses == []

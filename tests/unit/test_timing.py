@@ -230,6 +230,11 @@ def test_the_timer_thread_submits_on_time_with_a_forced_permit_and_releases_on_s
     timer.wake()
     thread.join(30)
     assert released == [never] and submitted == [soon]
+    late = _work("late", START + 3_600_000)
+    assert not timer.park(late, START + 3_600_000), (
+        "after the last drain a claim is not parked (it would be held until the grace ends); "
+        "the consumer hands it to the pool, which releases it"
+    )
 
 
 @pytest.fixture

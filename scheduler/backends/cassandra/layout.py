@@ -5,7 +5,8 @@ timestamps relative to a fence."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,36 +296,74 @@ class CassandraLayout(CassandraConnection):
 
     def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
         for name in [queue] if queue is not None else self.queues():
-            where = self._run(self._prepare(cql.SELECT_INDEX), (name, message_id)).one()
-            if where is None:
-                continue
-            if where.leased:
-                lease = self._lease(name, where.shard, message_id)
-                if lease is None:
-                    continue
-                envelope = Envelope(
-                    message_id,
-                    name,
-                    lease.key,
-                    lease.priority,
-                    lease.due_ms,
-                    lease.timeout_ms,
-                    lease.body,
-                )
-                return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
-            row = self._run(
-                self._prepare(cql.SELECT_PENDING),
-                (name, where.bucket, where.shard, where.ready_ms, message_id),
-            ).one()
-            if row is None:
-                continue
-            envelope = Envelope(
-                message_id, name, row.key, row.priority, row.due_ms, row.timeout_ms, row.body
-            )
-            state = State.SCHEDULED if row.ready_ms > self.now_ms() else State.READY
-            return StoredMessage(envelope, state, row.attempt, row.last_error)
+            found = self._get_in(name, message_id)
+            if found is not None:
+                return found
         return None
 
+    # Reads here span partitions (index, then the row it names) with no isolation: a claim
+    # or an ack between the two reads moves the row, and a reader may see one partition of
+    # a batch written before another. A miss is therefore read again while what pointed at
+    # the row keeps changing, and a few times more a few ms apart when it does not (only a
+    # pointer to a missing row pays that): without it, a live schedule read by key came
+    # back missing about one read in ten.
+    _REREADS = 20
+    _SETTLE_S = 0.005
+
+    def _reread(self, read: Callable[[], Any], follow: Callable[[Any], Any]) -> Any:
+        """``follow(read())``, read again while it misses and the pointer moves or has not
+        settled; None when the pointer is gone or stays put on a missing row."""
+        pointer = read()
+        stable = 0
+        for _ in range(self._REREADS):
+            if pointer is None:
+                return None
+            found = follow(pointer)
+            if found is not None:
+                return found
+            again = read()
+            if again == pointer:
+                stable += 1
+                if stable > 3:
+                    return None
+                time.sleep(self._SETTLE_S)
+            pointer = again
+        return None
+
+    def _get_in(self, queue: str, message_id: str) -> StoredMessage | None:
+        return self._reread(  # type: ignore[no-any-return]
+            lambda: self._run(self._prepare(cql.SELECT_INDEX), (queue, message_id)).one(),
+            lambda where: self._read_row(queue, message_id, where),
+        )
+
+    def _read_row(self, queue: str, message_id: str, where: Any) -> StoredMessage | None:
+        if where.leased:
+            lease = self._lease(queue, where.shard, message_id)
+            if lease is None:
+                return None
+            envelope = Envelope(
+                message_id,
+                queue,
+                lease.key,
+                lease.priority,
+                lease.due_ms,
+                lease.timeout_ms,
+                lease.body,
+            )
+            return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
+        row = self._run(
+            self._prepare(cql.SELECT_PENDING),
+            (queue, where.bucket, where.shard, where.ready_ms, message_id),
+        ).one()
+        if row is None:
+            return None
+        envelope = Envelope(
+            message_id, queue, row.key, row.priority, row.due_ms, row.timeout_ms, row.body
+        )
+        state = State.SCHEDULED if row.ready_ms > self.now_ms() else State.READY
+        return StoredMessage(envelope, state, row.attempt, row.last_error)
+
     def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
-        holder = self._key_holder(queue, key)
-        return None if holder is None else self.get(holder, queue)
+        return self._reread(  # type: ignore[no-any-return]
+            lambda: self._key_holder(queue, key), lambda holder: self.get(holder, queue)
+        )

@@ -44,6 +44,9 @@ from scheduler.ids import stable_shard
 
 _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 
+#: how many times a read by key follows a moving holder before it gives up
+REREADS = 20
+
 
 class RedisBackend(RedisAdmin, Backend):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
@@ -118,9 +121,22 @@ class RedisBackend(RedisAdmin, Backend):
         return None if where is None else self._read(where[0], where[1], message_id)
 
     def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
+        # two reads: the key's holder, then the message; an ack between them replaces the
+        # message, so a miss is read again while the holder keeps changing (bounded)
         shard = stable_shard(key, self.shard_count(queue))
-        holder = self._call(self._client.hget, self._shard_keys(queue, shard)[7], key)
-        return None if holder is None else self._read(queue, shard, holder.decode())
+        keys_hash = self._shard_keys(queue, shard)[7]
+        holder = self._call(self._client.hget, keys_hash, key)
+        for _ in range(REREADS):
+            if holder is None:
+                return None
+            found = self._read(queue, shard, holder.decode())
+            if found is not None:
+                return found
+            again = self._call(self._client.hget, keys_hash, key)
+            if again == holder:
+                return None
+            holder = again
+        return None
 
     def delete(self, message_id: str, queue: str | None = None) -> bool:
         where = self._locate(message_id, queue)

@@ -1,0 +1,228 @@
+"""Steering a schedule at run time on every backend: pause and resume (skip, coalesce,
+catch up), run one now, and a paused schedule read, replaced and cancelled by its key."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scheduler import (
+    App,
+    InvalidMessage,
+    Message,
+    ScheduleNotFound,
+    State,
+    TaskFunction,
+    control,
+)
+from scheduler.clock import to_ms
+from scheduler.ids import identity_chain_id, keyed_chain_id
+from tests.support.backends import BACKEND_NAMES, backend_url
+from triggers import Misfire, Repeating
+from workers import Worker, WorkerConfig
+
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+HOURLY = Repeating(interval=timedelta(hours=1), start=T0)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+@pytest.fixture(params=BACKEND_NAMES)
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+    application = App(backend_url(request.param, tmp_path))
+    yield application
+    application.close()
+
+
+def hourly_report(app: App) -> TaskFunction[[int], None]:
+    @app.task
+    def report(customer: int) -> None:
+        pass
+
+    report.schedule(args=(7,), trigger=HOURLY, key="report")
+    return report
+
+
+def pause_at(app: App, at: datetime) -> bool:
+    return control.pause_schedule(app.backend, app.builder, "default", "report", to_ms(at))
+
+
+def resume_at(
+    app: App, at: datetime, misfire: Misfire, **options: object
+) -> control.Resumed | None:
+    return control.resume_schedule(
+        app.backend,
+        app.builder,
+        "default",
+        "report",
+        to_ms(at),
+        misfire,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def pending(app: App) -> Message:
+    found = app.get(key="report")
+    assert found is not None
+    return found.message
+
+
+def test_pause_holds_the_schedule_and_resume_skips_what_fell_in_the_pause(app: App) -> None:
+    hourly_report(app)  # first run at T0 (in the future: the grid is anchored there)
+    assert pause_at(app, T0 - timedelta(minutes=5))
+    assert not pause_at(app, T0), "pausing twice reports it"
+    found = app.get(key="report")
+    assert found is not None and found.message.paused_at is not None
+    assert found.due_at >= control.PAUSED_DUE, "no worker's clock reaches a paused schedule"
+    (info,) = app.schedules()
+    assert info.paused_at is not None and info.next_run == T0
+    resumed = resume_at(app, T0 + timedelta(hours=2, minutes=30), Misfire.SKIP)
+    assert resumed == control.Resumed(T0 + timedelta(hours=3), skipped=3, caught_up=0)
+    message = pending(app)
+    assert message.paused_at is None and message.scheduled_at == T0 + timedelta(hours=3)
+    assert message.occurrence == 3 and message.misfires == 3 and message.args == [7]
+    got = app.get(key="report")
+    assert got is not None and got.due_at == T0 + timedelta(hours=3)
+    assert resume_at(app, T0 + timedelta(hours=3), Misfire.SKIP) is None, "not paused"
+
+
+def test_resume_with_coalesce_runs_once_now(app: App) -> None:
+    hourly_report(app)
+    pause_at(app, T0 - timedelta(minutes=5))
+    now = T0 + timedelta(hours=2, minutes=30)
+    resumed = resume_at(app, now, Misfire.COALESCE)
+    assert resumed == control.Resumed(now, skipped=0, caught_up=0)
+    message = pending(app)
+    assert message.scheduled_at == now and message.occurrence == 2 and message.misfires == 2
+
+
+def test_resume_with_catch_up_enqueues_each_missed_run_once(app: App) -> None:
+    hourly_report(app)
+    pause_at(app, T0 - timedelta(minutes=5))
+    now = T0 + timedelta(hours=4, minutes=30)  # 00:00 .. 04:00: five occurrences missed
+    resumed = resume_at(app, now, Misfire.CATCH_UP, limit=3, spacing=timedelta(seconds=10))
+    assert resumed == control.Resumed(T0 + timedelta(hours=5), skipped=2, caught_up=3)
+    stats = app.backend.stats("default")[0]
+    assert stats.ready + stats.scheduled == 4  # three one-off runs and the schedule
+    chain = keyed_chain_id("default", "report")
+    stored = [
+        app.backend.get(identity_chain_id("default", f"catch-up\x00{chain}\x00{n}"))
+        for n in range(3)
+    ]
+    runs = [(Message.decode(m.envelope.body), m.envelope.due_ms) for m in stored if m is not None]
+    assert [m.scheduled_at for m, _ in runs] == [T0 + timedelta(hours=h) for h in range(3)]
+    assert [due - to_ms(now) for _, due in runs] == [0, 10_000, 20_000], "spaced"
+    assert all(m.headers["tickwork-origin"] == "catch-up" and m.key is None for m, _ in runs)
+    again = resume_at(app, now, Misfire.CATCH_UP, limit=3)
+    assert again is None, "resuming twice does nothing: it is no longer paused"
+    assert pending(app).misfires == 2
+
+
+def test_a_paused_schedule_is_read_replaced_and_cancelled_by_its_key(app: App) -> None:
+    report = hourly_report(app)
+    pause_at(app, T0 - timedelta(minutes=5))
+    assert app.preview("report", 2)[0].at == T0, "a paused schedule previews from its place"
+    report.schedule(args=(8,), trigger=HOURLY, key="report", on_conflict="replace")
+    replaced = pending(app)
+    assert replaced.paused_at is None and replaced.args == [8], "replacing unpauses"
+    pause_at(app, T0 - timedelta(minutes=5))
+    assert app.cancel(key="report")
+    assert app.get(key="report") is None
+
+
+def test_errors_name_the_key(app: App) -> None:
+    @app.task
+    def once() -> None:
+        pass
+
+    with pytest.raises(ScheduleNotFound, match="'missing'"):
+        app.pause_schedule("missing")
+    with pytest.raises(ScheduleNotFound):
+        app.trigger_now("missing")
+    once.schedule(delay=timedelta(hours=1), key="one-off")
+    with pytest.raises(InvalidMessage, match="not a recurring schedule"):
+        app.pause_schedule("one-off")
+    with pytest.raises(ValueError):
+        app.resume_schedule("one-off", misfire="sometimes")
+
+
+def test_trigger_now_runs_once_without_moving_the_grid(app: App) -> None:
+    ran: list[tuple[int, str]] = []
+    done = threading.Event()
+
+    @app.task
+    def report(customer: int) -> None:
+        from scheduler import current_run
+
+        ran.append((customer, current_run().message_id))
+        done.set()
+
+    report.schedule(args=(7,), trigger=HOURLY, key="report")
+    app.pause_schedule("report")  # a manual run works while paused, too
+    before = pending(app)
+    run_id = app.trigger_now("report")
+    worker = Worker(app, WorkerConfig(poll_interval_s=0.05))
+    worker.start()
+    try:
+        assert done.wait(20)
+        wait_for(lambda: worker.stats.acked == 1)
+    finally:
+        worker.stop()
+        assert worker.join(30)
+    assert ran == [(7, run_id)]
+    assert pending(app) == before, "the schedule did not move"
+
+
+def test_a_paused_schedule_runs_nothing_across_worker_restarts(app: App) -> None:
+    """Live: a schedule every 0.2 s, paused; two workers in turn run nothing of it;
+    resumed, it runs again, and the occurrences of the pause were skipped, not run."""
+    runs: list[int] = []
+
+    @app.task
+    def tick() -> None:
+        from scheduler import current_run
+
+        runs.append(current_run().attempt)
+
+    tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=200)), key="tick")
+    config = WorkerConfig(poll_interval_s=0.05)
+    worker = Worker(app, config)
+    worker.start()
+    wait_for(lambda: len(runs) >= 2)
+    assert app.pause_schedule("tick")
+    time.sleep(0.5)  # a run claimed before the pause may still finish
+    worker.stop()
+    assert worker.join(30)
+    paused_runs = len(runs)
+    for _ in range(2):
+        worker = Worker(app, config)
+        worker.start()
+        time.sleep(0.6)
+        worker.stop()
+        assert worker.join(30)
+    assert len(runs) == paused_runs, "nothing ran while paused"
+    found = app.get(key="tick")
+    assert found is not None and found.message.paused_at is not None
+    resumed = app.resume_schedule("tick")
+    assert resumed is not None and resumed.skipped >= 5
+    worker = Worker(app, config)
+    worker.start()
+    try:
+        wait_for(lambda: len(runs) >= paused_runs + 2)
+    finally:
+        worker.stop()
+        assert worker.join(30)
+    after = app.get(key="tick")
+    assert after is not None and after.message.misfires >= 5
+    assert after.state in (State.SCHEDULED, State.READY, State.RUNNING)
