@@ -21,7 +21,7 @@ from scheduler.backends import (
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult, Resumed, ScheduleInfo
-from scheduler.errors import InvalidMessage
+from scheduler.errors import InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.message import Message, ScheduledMessage
 from scheduler.registry import Periodic, TaskRegistry
@@ -323,7 +323,7 @@ class App:
             return preview(what, count, to_datetime(self.clock.now_ms()))
         found = self.get(key=what, queue=queue)
         if found is None or found.message.trigger is None:
-            raise InvalidMessage(f"no scheduled message holds the key {what!r}")
+            raise ScheduleNotFound(f"no schedule holds the key {what!r}")
         return upcoming(found.message, count)
 
     # -- steering schedules --------------------------------------------------------------

@@ -387,4 +387,29 @@ def test_cron_explain_and_schedules_preview(run) -> None:  # type: ignore[no-unt
     assert row["trigger_text"] == "cron 0 9 * * * Asia/Tokyo" and row["timezone"] == "Asia/Tokyo"
     assert row["next_run"].endswith("T00:00:00+00:00"), "UTC in JSON"
     code, _, err = run("schedules", "preview", "missing")
-    assert code == 1 and "no scheduled message" in err
+    assert code == 1 and "no schedule holds the key 'missing'" in err
+
+
+def test_schedules_pause_resume_trigger(run) -> None:  # type: ignore[no-untyped-def]
+    args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
+    assert run(*args, "--args", '["d"]', "--every", "3600", "--key", "hourly")[0] == 0
+    code, out, _ = run("schedules", "pause", "hourly")
+    assert (code, out.strip()) == (0, "paused")
+    assert run("schedules", "pause", "hourly")[1].strip() == "already paused"
+    (row,) = json.loads(run("schedules", "--json")[1])
+    assert row["state"] == "paused" and row["paused_at"] is not None
+    assert "paused" in run("schedules")[1]
+    code, out, _ = run("schedules", "trigger", "hourly")
+    assert code == 0
+    shown = json.loads(run("show", "--id", out.strip(), "--json")[1])
+    assert shown["headers"] == {"tickwork-origin": "manual"} and shown["args"] == ["d"]
+    code, out, _ = run("schedules", "resume", "hourly", "--misfire", "coalesce")
+    assert code == 0 and out.startswith("resumed: next run") and "skipped 0" in out
+    assert run("schedules", "resume", "hourly")[1].strip() == "not paused"
+    (row,) = json.loads(run("schedules", "--json")[1])
+    assert row["state"] in ("scheduled", "ready") and row["paused_at"] is None
+    for command in ("pause", "resume", "trigger"):
+        code, _, err = run("schedules", command, "missing")
+        assert code == 1 and err.count("\n") == 1 and "'missing'" in err, command
+    code, _, err = run("schedules", "resume", "hourly", "--misfire", "later")
+    assert code == 2

@@ -19,6 +19,7 @@ from scheduler import (
     BackendError,
     ConfigurationError,
     InvalidMessage,
+    ScheduleNotFound,
     TickworkError,
 )
 from scheduler.clock import to_datetime
@@ -42,6 +43,8 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except ScheduleNotFound as err:
+            fail(str(err), EXIT_NOT_FOUND)
         except (InvalidMessage, ConfigurationError) as err:
             fail(str(err))
         except PydanticValidationError as err:

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import click
 from rich.table import Table
 
-from scheduler import InvalidMessage
 from tickwork.cli.common import (
-    EXIT_NOT_FOUND,
     State,
     backend_option,
     clean_errors,
     console,
     emit_json,
-    fail,
     json_option,
     pass_state,
 )
+from triggers import Misfire
 from triggers.preview import Occurrence
 
 
@@ -31,8 +29,8 @@ from triggers.preview import Occurrence
 @backend_option
 @clean_errors
 def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool) -> None:
-    """Keyed recurring messages: trigger, next run, last run, misfires (``preview``: the
-    next fire times of one)."""
+    """Keyed recurring messages: trigger, next run, last run, misfires, state; ``preview``
+    the next fire times of one, ``pause``/``resume`` it, ``trigger`` one run now."""
     if ctx.invoked_subcommand is not None:
         return
     rows = state.app().schedules(queue)
@@ -49,7 +47,8 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
                     "next_run": r.next_run.isoformat(),
                     "last_run": r.last_run and r.last_run.isoformat(),
                     "misfires": r.misfires,
-                    "state": str(r.state),
+                    "state": "paused" if r.paused_at else str(r.state),
+                    "paused_at": r.paused_at and r.paused_at.isoformat(),
                 }
                 for r in rows
             ]
@@ -66,7 +65,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
             _local(r.next_run, zone),
             _local(r.last_run, zone) if r.last_run else "-",
             str(r.misfires),
-            str(r.state),
+            "paused" if r.paused_at else str(r.state),
         )
     console().print(table)
 
@@ -85,11 +84,68 @@ def _local(moment: datetime, zone: ZoneInfo) -> str:
 @clean_errors
 def preview_schedule(state: State, key: str, count: int, queue: str | None, as_json: bool) -> None:
     """The next fire times of the schedule under KEY, in its timezone, with DST notes."""
-    try:
-        occurrences = state.app().preview(key, count, queue=queue)
-    except InvalidMessage as err:
-        fail(str(err), EXIT_NOT_FOUND)
-    print_occurrences(occurrences, as_json)
+    print_occurrences(state.app().preview(key, count, queue=queue), as_json)
+
+
+@schedules.command("pause")
+@click.argument("key")
+@click.option("--queue", default=None, help="Queue of the key [default].")
+@pass_state
+@backend_option
+@clean_errors
+def pause_schedule(state: State, key: str, queue: str | None) -> None:
+    """Pause the schedule under KEY on every worker until it is resumed."""
+    paused = state.app().pause_schedule(key, queue=queue)
+    click.echo("paused" if paused else "already paused")
+
+
+@schedules.command("resume")
+@click.argument("key")
+@click.option("--queue", default=None, help="Queue of the key [default].")
+@click.option(
+    "--misfire",
+    type=click.Choice([m.value for m in Misfire]),
+    default=Misfire.SKIP.value,
+    show_default=True,
+    help="What fell in the pause: skip it, run it once now, or run each (catch_up).",
+)
+@click.option("--limit", type=click.IntRange(min=0), help="catch_up: at most N runs.")
+@click.option(
+    "--spacing",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    metavar="SECONDS",
+    help="catch_up: seconds between the runs.",
+)
+@pass_state
+@backend_option
+@clean_errors
+def resume_schedule(
+    state: State, key: str, queue: str | None, misfire: str, limit: int | None, spacing: float
+) -> None:
+    """Resume the paused schedule under KEY."""
+    resumed = state.app().resume_schedule(
+        key, queue=queue, misfire=misfire, limit=limit, spacing=timedelta(seconds=spacing)
+    )
+    if resumed is None:
+        click.echo("not paused")
+        return
+    next_run = resumed.next_run.isoformat() if resumed.next_run else "none: the schedule ended"
+    click.echo(
+        f"resumed: next run {next_run}; skipped {resumed.skipped}, caught up {resumed.caught_up}"
+    )
+
+
+@schedules.command("trigger")
+@click.argument("key")
+@click.option("--queue", default=None, help="Queue of the key [default].")
+@pass_state
+@backend_option
+@clean_errors
+def trigger_schedule(state: State, key: str, queue: str | None) -> None:
+    """Run the task of the schedule under KEY once now (the schedule does not move);
+    prints the run's message id."""
+    click.echo(state.app().trigger_now(key, queue=queue))
 
 
 def print_occurrences(occurrences: list[Occurrence], as_json: bool) -> None:
