@@ -18,6 +18,7 @@ from scheduler import (
     Message,
     Outcome,
     RetryPolicy,
+    ScheduleNotFound,
     Settings,
     State,
     UnknownTask,
@@ -325,5 +326,5 @@ def test_preview_of_a_trigger_and_of_a_stored_schedule(app: App) -> None:
     assert upcoming[0].at == stored.message.scheduled_at, "starts with the pending occurrence"
     assert [o.occurrence for o in upcoming] == [0, 1, 2]
     assert [o.at for o in upcoming] == [o.at for o in app.preview(cron, 3)]
-    with pytest.raises(InvalidMessage, match="no scheduled message"):
+    with pytest.raises(ScheduleNotFound, match="no schedule holds the key"):
         app.preview("nope")
