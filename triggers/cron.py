@@ -15,6 +15,11 @@ Worked example (America/New_York, 2026-11-01, clocks go 01:59:59 EDT -> 01:00:00
 ``30 1 * * *`` fires at 01:30 EDT (05:30 UTC) only; ``30 * * * *`` fires at 01:30 EDT
 (05:30 UTC) and again at 01:30 EST (06:30 UTC).
 
+Those are the defaults; a schedule may choose its own DST policy: ``dst_gap`` for a wall
+time that does not exist, ``"shift"`` (run at the first instant after the gap) or
+``"skip"``; ``dst_repeat`` for a wall time that occurs twice, ``"first"``, ``"last"`` or
+``"both"``. Several wall times of one gap shifted to its end run once there.
+
 Syntax: standard 5 fields (minute first), or Quartz-style 6 fields with seconds first
 (``*/5 * * * * ?``) where ``?`` means "no specific value" and numeric days of week run
 1 (SUN) to 7 (SAT) as in Quartz; names (``MON-FRI``) mean the same in both forms.
@@ -81,6 +86,12 @@ class Cron(Trigger):
     kind: Literal["cron"] = "cron"
     expr: str
     tz: str = "UTC"
+    #: a wall time in a spring-forward gap: "shift" to the first instant after it, or
+    #: "skip"; None: shift for fixed-time schedules, skip for interval ones
+    dst_gap: Literal["shift", "skip"] | None = None
+    #: a wall time repeated by a fall-back: run on the "first" pass, the "last", or "both";
+    #: None: first for fixed-time schedules, both for interval ones
+    dst_repeat: Literal["first", "last", "both"] | None = None
 
     def __init__(self, expr: str | None = None, /, **data: Any) -> None:
         if expr is not None:
@@ -123,7 +134,27 @@ class Cron(Trigger):
         return self.tz
 
     def _describe_own(self) -> str:
-        return f"cron {self.expr} {self.tz}"
+        text = f"cron {self.expr} {self.tz}"
+        if self.dst_gap is not None:
+            text += f", dst gap {self.dst_gap}"
+        if self.dst_repeat is not None:
+            text += f", dst repeat {self.dst_repeat}"
+        return text
+
+    @property
+    def interval(self) -> bool:
+        """An interval schedule (its hour field has a ``*``), else a fixed-time one."""
+        return self._parsed[2]
+
+    @property
+    def gap_policy(self) -> Literal["shift", "skip"]:
+        """What a wall time in a spring-forward gap does (the default resolved)."""
+        return self.dst_gap or ("skip" if self.interval else "shift")
+
+    @property
+    def repeat_policy(self) -> Literal["first", "last", "both"]:
+        """Which passes of a wall time repeated by a fall-back fire (default resolved)."""
+        return self.dst_repeat or ("both" if self.interval else "first")
 
     def candidate(self, now: datetime) -> Fire | None:
         return Fire(self._next_instant(now), 0)
@@ -141,11 +172,15 @@ class Cron(Trigger):
         as_utc = first.astimezone(UTC)
         if as_utc.astimezone(zone).replace(tzinfo=None) != wall:  # in a spring-forward gap
             low, high = second.astimezone(UTC), as_utc
-            if self._parsed[2] or high - low > _MAX_DST_SHIFT:
-                return []  # interval schedule, or a skipped calendar day (Pacific/Apia 2011)
+            if self.gap_policy == "skip" or high - low > _MAX_DST_SHIFT:
+                return []  # skipped, or a skipped calendar day (Pacific/Apia 2011)
             return [self._transition(low, high)]
-        if first.utcoffset() != second.utcoffset() and self._parsed[2]:
-            return [as_utc, second.astimezone(UTC)]  # repeated by a fall-back, interval
+        if first.utcoffset() != second.utcoffset():  # repeated by a fall-back
+            policy = self.repeat_policy
+            if policy == "both":
+                return [as_utc, second.astimezone(UTC)]
+            if policy == "last":
+                return [second.astimezone(UTC)]
         return [as_utc]
 
     def _transition(self, low: datetime, high: datetime) -> datetime:

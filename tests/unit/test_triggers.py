@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from triggers import Cron, Misfire, Repeating, RunOnce
+from triggers.base import Fire
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ZONES = [
@@ -25,6 +26,8 @@ ZONES = [
     "Europe/Dublin",
     "Asia/Kolkata",
     "Asia/Kathmandu",
+    "Africa/Cairo",  # DST changes at midnight
+    "America/Havana",  # DST changes at midnight
     "UTC",
 ]
 EXPRESSIONS = ["0 * * * *", "30 1 * * *", "30 2 * * *", "0 0 * * *", "*/15 * * * *", "45 2 * * *"]
@@ -199,11 +202,21 @@ def _matcher(expr: str):  # type: ignore[no-untyped-def]
     return match
 
 
-def _oracle(expr: str, tz: str, start: datetime, end: datetime) -> list[datetime]:
-    """Walk UTC minutes, map each to wall time, apply the documented DST rules."""
+def _oracle(
+    expr: str,
+    tz: str,
+    start: datetime,
+    end: datetime,
+    gap: str | None = None,
+    repeat: str | None = None,
+) -> list[datetime]:
+    """Walk UTC minutes, map each to wall time, apply the documented DST rules (the
+    schedule's ``gap`` and ``repeat`` policies, or the defaults of its kind)."""
     zone = ZoneInfo(tz)
     matches = _matcher(expr)
     interval = "*" in expr.split()[1]
+    gap = gap or ("skip" if interval else "shift")
+    repeat = repeat or ("both" if interval else "first")
     fires: list[datetime] = []
     u = start.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
     previous_wall = (u - timedelta(minutes=1)).astimezone(zone).replace(tzinfo=None)
@@ -216,9 +229,10 @@ def _oracle(expr: str, tz: str, start: datetime, end: datetime) -> list[datetime
                 wall.replace(tzinfo=zone, fold=0).utcoffset()
                 != wall.replace(tzinfo=zone, fold=1).utcoffset()
             )
-            fire = interval or not (ambiguous and local.fold == 1)
+            pass_ = "first" if local.fold == 0 else "last"
+            fire = not ambiguous or repeat in ("both", pass_)
         skipped = wall - previous_wall - timedelta(minutes=1)
-        if not fire and not interval and timedelta(0) < skipped <= MAX_SHIFT:
+        if not fire and gap == "shift" and timedelta(0) < skipped <= MAX_SHIFT:
             w = previous_wall + timedelta(minutes=1)
             while w < wall and not fire:
                 fire = matches(w)
@@ -254,6 +268,55 @@ def test_cron_matches_the_brute_force_oracle_around_every_transition(tz: str) ->
             got = _fires(Cron(expr, tz=tz), start, end)
             want = _oracle(expr, tz, start, end)
             assert got == want, f"{expr!r} in {tz} around {transition}"
+
+
+@pytest.mark.parametrize("tz", [z for z in ZONES if _transitions(z, 2026)])
+def test_every_dst_policy_matches_the_oracle_around_every_transition(tz: str) -> None:
+    """Each combination of gap (shift, skip) and repeat (first, last, both), on fixed-time
+    and interval expressions, in every zone with DST changes (12, with Lord Howe's 30
+    minutes, Santiago's, Cairo's and Havana's at midnight)."""
+    expressions = ["30 1 * * *", "30 2 * * *", "0 0 * * *", "*/15 * * * *", "0 * * * *"]
+    for transition in _transitions(tz, 2026):
+        start, end = transition - timedelta(days=1), transition + timedelta(days=1)
+        for expr in expressions:
+            for gap in ("shift", "skip"):
+                for repeat in ("first", "last", "both"):
+                    cron = Cron(expr, tz=tz, dst_gap=gap, dst_repeat=repeat)
+                    got = _fires(cron, start, end)
+                    want = _oracle(expr, tz, start, end, gap, repeat)
+                    assert got == want, f"{expr!r} in {tz} around {transition}, {gap}/{repeat}"
+
+
+def test_dst_policies_on_the_new_york_fall_back_and_spring_forward() -> None:
+    fall = datetime(2026, 10, 31, 12, tzinfo=UTC)
+    first = [f.at.strftime("%H:%M") for f in _fires_n(Cron("30 1 * * *", tz=NY), fall, 2)]
+    last = _fires_n(Cron("30 1 * * *", tz=NY, dst_repeat="last"), fall, 1)
+    both = _fires_n(Cron("30 1 * * *", tz=NY, dst_repeat="both"), fall, 2)
+    assert first == ["05:30", "06:30"]  # 01:30 EDT on the 1st, 01:30 EST on the 2nd
+    assert [f.at for f in last] == [datetime(2026, 11, 1, 6, 30, tzinfo=UTC)]
+    assert [f.at.hour for f in both] == [5, 6] and both[1].at.day == 1
+    spring = datetime(2026, 3, 7, 12, tzinfo=UTC)
+    shifted = _fires_n(Cron("30 2 * * *", tz=NY), spring, 1)[0]
+    skipped = _fires_n(Cron("30 2 * * *", tz=NY, dst_gap="skip"), spring, 1)[0]
+    assert shifted.at == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)  # 03:00 EDT
+    assert skipped.at == datetime(2026, 3, 9, 6, 30, tzinfo=UTC)  # next day, 02:30 EDT
+    quarter = _fires_n(Cron("*/15 * * * *", tz=NY, dst_gap="shift"), spring, 200)
+    at_three = [f for f in quarter if f.at == datetime(2026, 3, 8, 7, 0, tzinfo=UTC)]
+    assert len(at_three) == 1, "the gap's four wall times shifted to its end run once there"
+
+
+NY = "America/New_York"
+
+
+def _fires_n(cron: Cron, after: datetime, n: int) -> list[Fire]:
+    out: list[Fire] = []
+    t = after
+    for _ in range(n):
+        fire = cron.following(t, 0, t)
+        assert fire is not None
+        out.append(fire)
+        t = fire.at
+    return out
 
 
 def test_fixed_time_daily_fires_at_most_once_per_local_day_in_apia() -> None:
