@@ -33,12 +33,15 @@ from functools import cached_property
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from pydantic import field_validator, model_validator
 
 from triggers.base import Fire, Trigger
 
 _MAX_DST_SHIFT = timedelta(hours=3)
+#: how far croniter searches for the next match: past the last year it accepts (2099), so a
+#: valid expression whose next match is decades away is found, not an error
+_SEARCH_YEARS = 200
 
 
 def _quartz_day_of_week(field: str) -> str:
@@ -116,7 +119,7 @@ class Cron(Trigger):
     @model_validator(mode="after")
     def _has_a_match(self) -> Cron:
         try:
-            self._next_instant(datetime(2000, 1, 1, tzinfo=UTC))
+            self._next_instant(datetime(1970, 1, 1, tzinfo=UTC))
         except (ValueError, KeyError) as err:  # croniter: no match in range
             raise ValueError(f"cron expression {self.expr!r} never fires") from err
         return self
@@ -157,10 +160,20 @@ class Cron(Trigger):
         return self.dst_repeat or ("both" if self.interval else "first")
 
     def candidate(self, now: datetime) -> Fire | None:
-        return Fire(self._next_instant(now), 0)
+        at = self._next_or_none(now)
+        return None if at is None else Fire(at, 0)
 
     def after(self, at: datetime, occurrence: int) -> Fire | None:
-        return Fire(self._next_instant(at), occurrence + 1)
+        nxt = self._next_or_none(at)
+        return None if nxt is None else Fire(nxt, occurrence + 1)
+
+    def _next_or_none(self, t: datetime) -> datetime | None:
+        """The next firing instant, or None when the expression has no match left (a year
+        field in the past: ``0 0 0 1 1 ? 2030`` after 2030)."""
+        try:
+            return self._next_instant(t)
+        except CroniterBadDateError:
+            return None
 
     # -- wall time <-> instants ----------------------------------------------------------
 
@@ -212,10 +225,20 @@ class Cron(Trigger):
         smallest = min(o for o in offsets if o is not None)
         start_wall = t.replace(tzinfo=None) + smallest - timedelta(seconds=1)
         expr, seconds_first, _ = self._parsed
-        walls = croniter(expr, start_wall, second_at_beginning=seconds_first)
+        walls = croniter(
+            expr,
+            start_wall,
+            second_at_beginning=seconds_first,
+            max_years_between_matches=_SEARCH_YEARS,
+        )
         best: datetime | None = None
         while True:
-            wall: datetime = walls.get_next(datetime)
+            try:
+                wall: datetime = walls.get_next(datetime)
+            except CroniterBadDateError:  # no later match: the best found is the last one
+                if best is None:
+                    raise
+                return best
             instants = self._instants(wall)
             if best is not None and instants and instants[0] > best:
                 return best

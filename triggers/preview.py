@@ -2,11 +2,12 @@
 when a daylight-saving change moved, repeated or dropped a wall time.
 
 Pure, like every trigger: the caller passes the instant to start after. Notes follow the
-rules in ``triggers.cron``: a fixed-time schedule whose wall time falls in a gap runs at
-the first instant after it ("shifted"), and one whose wall time occurs twice runs on the
-first pass ("repeated wall time, first pass; the second is not run"); an interval schedule
-drops wall times in a gap (listed on the next fire as "skipped") and runs repeated wall
-times twice ("first pass", "second pass").
+schedule's DST policy (``triggers.cron``): a wall time in a gap either runs at the first
+instant after it ("shifted") or is dropped (listed on the next fire as "skipped"); a wall
+time that occurs twice runs on one pass ("first pass; the second is not run", "second
+pass; the first is not run") or on both ("first pass", "second pass"). By default a
+fixed-time schedule shifts and runs the first pass, an interval schedule skips and runs
+both.
 """
 
 from __future__ import annotations
@@ -65,11 +66,11 @@ def preview(trigger: Trigger, count: int, after: datetime) -> list[Occurrence]:
 def _dst_note(cron: Cron, previous: datetime, at: datetime) -> str | None:
     """What a DST change did to the fire at ``at`` (the previous fire was ``previous``)."""
     zone = ZoneInfo(cron.tz)
-    expr, seconds_first, interval = cron._parsed
+    expr, seconds_first, _ = cron._parsed
     wall = at.astimezone(zone)
     naive = wall.replace(tzinfo=None)
     notes = []
-    skipped = _skipped_walls(cron, previous, at) if interval else []
+    skipped = _skipped_walls(cron, previous, at) if cron.gap_policy == "skip" else []
     if skipped:
         shown = ", ".join(w.strftime("%H:%M:%S" if seconds_first else "%H:%M") for w in skipped)
         notes.append(f"skipped {shown} (not on the clock: it goes forward)")
@@ -77,11 +78,13 @@ def _dst_note(cron: Cron, previous: datetime, at: datetime) -> str | None:
         notes.append("shifted: the scheduled wall time does not exist today (clock goes forward)")
     other = wall.replace(fold=1 - wall.fold)
     if other.utcoffset() != wall.utcoffset():
-        which = "first" if wall.fold == 0 else "second"
-        if interval:
+        which, other_pass = ("first", "second") if wall.fold == 0 else ("second", "first")
+        if cron.repeat_policy == "both":
             notes.append(f"repeated wall time (clock goes back): {which} pass")
         else:
-            notes.append("repeated wall time (clock goes back): first pass; the second is not run")
+            notes.append(
+                f"repeated wall time (clock goes back): {which} pass; the {other_pass} is not run"
+            )
     return "; ".join(notes) or None
 
 

@@ -48,6 +48,26 @@ def test_an_interval_schedule_lists_skipped_wall_times_and_both_passes() -> None
     ]
 
 
+def test_notes_follow_the_schedule_dst_policy() -> None:
+    skip = preview(
+        Cron("30 2 * * *", tz=PARIS, dst_gap="skip"), 2, datetime(2026, 3, 28, 12, tzinfo=UTC)
+    )
+    assert [o.wall.strftime("%m-%d %H:%M") for o in skip] == ["03-30 02:30", "03-31 02:30"]
+    assert skip[0].note == "skipped 02:30 (not on the clock: it goes forward)"
+    last = preview(
+        Cron("30 2 * * *", tz=PARIS, dst_repeat="last"), 1, datetime(2026, 10, 24, 12, tzinfo=UTC)
+    )
+    assert last[0].at == datetime(2026, 10, 25, 1, 30, tzinfo=UTC)  # 02:30 CET
+    assert last[0].note == (
+        "repeated wall time (clock goes back): second pass; the first is not run"
+    )
+    shifted = preview(
+        Cron("*/30 * * * *", tz=PARIS, dst_gap="shift"), 2, datetime(2026, 3, 29, 0, 15, tzinfo=UTC)
+    )
+    assert [o.wall.strftime("%H:%M") for o in shifted] == ["01:30", "03:00"]
+    assert shifted[1].note is None, "03:00 is on the clock; the shifted walls run with it"
+
+
 @pytest.mark.parametrize(
     ("expr", "tz"),
     [

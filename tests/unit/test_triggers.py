@@ -462,3 +462,22 @@ def test_triggers_describe_themselves_as_a_person_writes_them() -> None:
     )
     assert Cron("* * * * *", tz="Asia/Tokyo").zone == "Asia/Tokyo"
     assert Repeating(interval=timedelta(hours=1)).zone == "UTC"
+
+
+def test_a_year_field_far_ahead_or_in_the_past() -> None:
+    """A match decades away is found (croniter's own search stops at 50 years); a year in
+    the past leaves nothing to fire: None, not a library exception."""
+    far = Cron("0 0 0 1 1 ? 2099")
+    fire = far.first(datetime(2026, 1, 1, tzinfo=UTC))
+    assert fire is not None and fire.at == datetime(2099, 1, 1, tzinfo=UTC)
+    soon = Cron("0 0 0 1 1 ? 2030")
+    for start in (datetime(2026, 1, 1, tzinfo=UTC), datetime(2029, 12, 31, tzinfo=UTC)):
+        fire = soon.first(start)
+        assert fire is not None and fire.at == datetime(2030, 1, 1, tzinfo=UTC)
+    assert soon.first(datetime(2030, 1, 2, tzinfo=UTC)) is None
+    assert (
+        soon.following(datetime(2030, 1, 1, tzinfo=UTC), 0, datetime(2030, 1, 1, tzinfo=UTC))
+        is None
+    )
+    with pytest.raises(ValueError, match="never fires"):
+        Cron("0 0 30 2 *")
