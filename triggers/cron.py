@@ -23,14 +23,21 @@ time that does not exist, ``"shift"`` (run at the first instant after the gap) o
 Syntax: standard 5 fields (minute first), or Quartz-style 6 fields with seconds first
 (``*/5 * * * * ?``) where ``?`` means "no specific value" and numeric days of week run
 1 (SUN) to 7 (SAT) as in Quartz; names (``MON-FRI``) mean the same in both forms.
+Quartz's "last" forms work in both: ``L`` (the month's last day), ``LW`` (its last
+weekday, Monday to Friday), ``L-3`` (three days before its last day), ``15W`` (the
+weekday nearest the 15th) in the day-of-month field, and ``6L`` in Quartz numbering or
+``5L`` in standard numbering (the month's last Friday) in the day-of-week field.
+croniter has no ``LW`` or ``L-n``: those expressions are matched on a superset of days,
+filtered to the exact day here.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -62,25 +69,70 @@ def _quartz_day_of_week(field: str) -> str:
     return ",".join(items)
 
 
-def normalise_expression(expr: str) -> tuple[str, bool, bool]:
-    """Return (croniter expression, seconds first?, interval schedule?) or raise ValueError."""
+_LAST_DAY_OF_WEEK = re.compile(r"^([0-7])L$")
+_LAST_MINUS = re.compile(r"^L-(\d{1,2})$")
+
+
+class Parsed(NamedTuple):
+    """An expression as croniter takes it, and what croniter cannot say itself."""
+
+    expr: str
+    seconds_first: bool
+    interval: bool  # the hour field has a ``*``
+    day_rule: str | None = None  # "LW" or "L-n": croniter matches a superset of days
+
+
+def _day_of_month(field: str) -> tuple[str, str | None]:
+    """(croniter's field, rule) for Quartz's ``LW`` and ``L-n``, which croniter lacks:
+    a range of days that holds the day in every month, and the rule that picks it."""
+    upper = field.upper()
+    if upper == "LW":
+        return "26-31", "LW"  # the last weekday is one of the last three days
+    minus = _LAST_MINUS.match(upper)
+    if minus:
+        offset = int(minus.group(1))
+        if not 1 <= offset <= 30:
+            raise ValueError(f"L-{offset}: the offset must be 1 to 30")
+        return f"{max(1, 28 - offset)}-{31 - offset}", upper
+    return field, None
+
+
+def _day_of_week(field: str) -> str:
+    """``5L`` (the last Friday) as croniter writes it: ``L5``."""
+    last = _LAST_DAY_OF_WEEK.match(field.upper())
+    return f"L{last.group(1)}" if last else field
+
+
+def rule_matches(rule: str, day: date) -> bool:
+    """Whether ``day`` is the one ``rule`` ("LW" or "L-n") names in its month."""
+    last = calendar.monthrange(day.year, day.month)[1]
+    if rule == "LW":
+        weekday = date(day.year, day.month, last).weekday()  # 5 = Saturday, 6 = Sunday
+        return day.day == last - max(0, weekday - 4)
+    return day.day == last - int(rule[2:])
+
+
+def normalise_expression(expr: str) -> Parsed:
+    """The expression as croniter takes it, or ``ValueError``."""
     fields = expr.split()
     if len(fields) == 5:
-        hour = fields[1]
+        day_field, week_field = 2, 4
         seconds_first = False
     elif len(fields) in (6, 7):
+        day_field, week_field = 3, 5
         fields[5] = _quartz_day_of_week(fields[5])
-        hour = fields[2]
         seconds_first = True
     else:
         raise ValueError(
             f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
             "(min hour day month weekday) or 6 with seconds first (sec min hour day month weekday)"
         )
+    fields[day_field], rule = _day_of_month(fields[day_field])
+    fields[week_field] = _day_of_week(fields[week_field])
     normalised = " ".join(fields)
     if not croniter.is_valid(normalised, second_at_beginning=seconds_first):
         raise ValueError(f"invalid cron expression {expr!r}")
-    return normalised, seconds_first, "*" in hour
+    return Parsed(normalised, seconds_first, "*" in fields[day_field - 1], rule)
 
 
 class Cron(Trigger):
@@ -125,7 +177,7 @@ class Cron(Trigger):
         return self
 
     @cached_property
-    def _parsed(self) -> tuple[str, bool, bool]:
+    def _parsed(self) -> Parsed:
         return normalise_expression(self.expr)
 
     @cached_property
@@ -147,7 +199,7 @@ class Cron(Trigger):
     @property
     def interval(self) -> bool:
         """An interval schedule (its hour field has a ``*``), else a fixed-time one."""
-        return self._parsed[2]
+        return self._parsed.interval
 
     @property
     def gap_policy(self) -> Literal["shift", "skip"]:
@@ -224,7 +276,7 @@ class Cron(Trigger):
         ]
         smallest = min(o for o in offsets if o is not None)
         start_wall = t.replace(tzinfo=None) + smallest - timedelta(seconds=1)
-        expr, seconds_first, _ = self._parsed
+        expr, seconds_first, _, rule = self._parsed
         walls = croniter(
             expr,
             start_wall,
@@ -239,6 +291,8 @@ class Cron(Trigger):
                 if best is None:
                     raise
                 return best
+            if rule is not None and not rule_matches(rule, wall.date()):
+                continue
             instants = self._instants(wall)
             if best is not None and instants and instants[0] > best:
                 return best

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from croniter import croniter
 
 from triggers.base import Fire, Trigger, require_aware
-from triggers.cron import Cron
+from triggers.cron import Cron, rule_matches
 
 #: the most occurrences one preview computes
 MAX_PREVIEW = 1000
@@ -66,7 +66,7 @@ def preview(trigger: Trigger, count: int, after: datetime) -> list[Occurrence]:
 def _dst_note(cron: Cron, previous: datetime, at: datetime) -> str | None:
     """What a DST change did to the fire at ``at`` (the previous fire was ``previous``)."""
     zone = ZoneInfo(cron.tz)
-    expr, seconds_first, _ = cron._parsed
+    expr, seconds_first, _, _ = cron._parsed
     wall = at.astimezone(zone)
     naive = wall.replace(tzinfo=None)
     notes = []
@@ -91,7 +91,7 @@ def _dst_note(cron: Cron, previous: datetime, at: datetime) -> str | None:
 def _skipped_walls(cron: Cron, previous: datetime, at: datetime) -> list[datetime]:
     """Wall times the expression names between two fires that do not exist (a gap)."""
     zone = ZoneInfo(cron.tz)
-    expr, seconds_first, _ = cron._parsed
+    expr, seconds_first, _, rule = cron._parsed
     start = previous.astimezone(zone).replace(tzinfo=None)
     end = at.astimezone(zone).replace(tzinfo=None)
     walls = croniter(expr, start, second_at_beginning=seconds_first)
@@ -100,6 +100,8 @@ def _skipped_walls(cron: Cron, previous: datetime, at: datetime) -> list[datetim
         wall: datetime = walls.get_next(datetime)
         if wall >= end:
             break
+        if rule is not None and not rule_matches(rule, wall.date()):
+            continue
         local = wall.replace(tzinfo=zone)
         if local.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != wall:
             skipped.append(wall)

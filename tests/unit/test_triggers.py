@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -481,3 +481,62 @@ def test_a_year_field_far_ahead_or_in_the_past() -> None:
     )
     with pytest.raises(ValueError, match="never fires"):
         Cron("0 0 30 2 *")
+
+
+# -- Quartz's "last" forms, against a day-by-day oracle --------------------------------------
+
+
+def _month_days(year: int, month: int) -> list[date]:
+    first = date(year, month, 1)
+    return [
+        first + timedelta(days=i) for i in range(31) if (first + timedelta(days=i)).month == month
+    ]
+
+
+def _last_forms_oracle(form: str, year: int, month: int) -> date | None:
+    """The day a form names in a month, by walking the month's days (not by arithmetic)."""
+    days = _month_days(year, month)
+    if form == "L":
+        return days[-1]
+    if form == "LW":
+        return [d for d in days if d.weekday() < 5][-1]
+    if form.startswith("L-"):
+        offset = int(form[2:])
+        return days[-1 - offset] if offset < len(days) else None
+    weekday = int(form[:-1])  # "nL", standard numbering: 0 = Sunday
+    return [d for d in days if (d.weekday() + 1) % 7 == weekday][-1]
+
+
+@pytest.mark.parametrize(
+    ("expr", "form"),
+    [
+        ("0 9 L * *", "L"),
+        ("0 9 LW * *", "LW"),
+        ("0 9 L-3 * *", "L-3"),
+        ("0 9 L-30 * *", "L-30"),
+        ("0 9 * * 5L", "5L"),
+        ("0 9 * * 0L", "0L"),
+        ("0 0 9 LW * ?", "LW"),  # Quartz, seconds first
+        ("0 0 9 L-1 * ?", "L-1"),
+        ("0 0 9 ? * 6L", "5L"),  # Quartz numbering: 6 = Friday
+        ("0 0 9 ? * 1L", "0L"),  # 1 = Sunday
+    ],
+)
+def test_quartz_last_forms_match_the_oracle_for_three_years(expr: str, form: str) -> None:
+    cron = Cron(expr, tz="Europe/Paris")
+    zone = ZoneInfo("Europe/Paris")
+    fired = _fires(cron, datetime(2026, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC))
+    want = [
+        day
+        for year in (2026, 2027, 2028)
+        for month in range(1, 13)
+        if (day := _last_forms_oracle(form, year, month)) is not None
+    ]
+    assert [f.astimezone(zone).date() for f in fired] == want
+    assert all(f.astimezone(zone).hour == 9 for f in fired)
+
+
+def test_bad_last_forms_are_one_clear_error() -> None:
+    for expr in ("0 0 L-31 * *", "0 0 L-0 * *", "0 0 LX * *", "0 0 * * 8L"):
+        with pytest.raises(ValueError, match=r"invalid cron expression|offset must be"):
+            Cron(expr)

@@ -31,7 +31,7 @@ def explain(expr: str, tz: str, count: int, as_json: bool) -> None:
         kind = (
             "interval schedule: elapsed time; wall times in a DST gap do not fire, "
             "repeated ones fire twice"
-            if trigger._parsed[2]
+            if trigger.interval
             else "fixed-time schedule: once per local day; a wall time in a DST gap runs "
             "at the first instant after it, a repeated one on its first pass"
         )
