@@ -5,6 +5,7 @@ from typing import Annotated
 from pydantic import Field
 
 from triggers.base import Misfire, Trigger
+from triggers.calendars import Exclusions
 from triggers.cron import Cron
 from triggers.once import RunOnce
 from triggers.preview import Occurrence, preview
@@ -16,6 +17,7 @@ AnyTrigger = Annotated[RunOnce | Repeating | Cron, Field(discriminator="kind")]
 __all__ = [
     "AnyTrigger",
     "Cron",
+    "Exclusions",
     "Misfire",
     "Occurrence",
     "Repeating",

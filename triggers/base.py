@@ -8,9 +8,10 @@ or does I/O; callers pass ``now`` in, which is what makes triggers property-test
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from enum import StrEnum
 from typing import NamedTuple
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
@@ -21,8 +22,12 @@ from pydantic import (
     model_serializer,
 )
 
+from triggers.calendars import Exclusions
+
 #: Upper bound on how many missed occurrences are counted one by one.
 MISFIRE_COUNT_LIMIT = 1000
+#: the most consecutive excluded dates a trigger steps over before it gives up
+MAX_EXCLUDED_DAYS = 3660
 
 
 class Misfire(StrEnum):
@@ -63,6 +68,8 @@ class Trigger(BaseModel, ABC):
     max_catch_up: int = Field(default=100, ge=1)
     jitter: timedelta = timedelta(0)
     end: datetime | None = None
+    #: dates (in the trigger's timezone) on which it does not fire
+    exclude: Exclusions | None = None
 
     @field_validator("end")
     @classmethod
@@ -89,12 +96,45 @@ class Trigger(BaseModel, ABC):
         return self
 
     @abstractmethod
-    def candidate(self, now: datetime) -> Fire | None:
-        """The first occurrence on the grid, ignoring misfires (``now`` anchors relative ones)."""
+    def _candidate(self, now: datetime) -> Fire | None:
+        """The first occurrence on the grid (``now`` anchors relative ones), exclusions
+        not applied."""
 
     @abstractmethod
+    def _after(self, at: datetime, occurrence: int) -> Fire | None:
+        """The grid occurrence strictly after ``at`` (number ``occurrence``), exclusions
+        not applied."""
+
+    def candidate(self, now: datetime) -> Fire | None:
+        """The first occurrence on the grid that is not on an excluded date, ignoring
+        misfires (``now`` anchors relative ones)."""
+        return self._allowed(self._candidate(now))
+
     def after(self, at: datetime, occurrence: int) -> Fire | None:
-        """The grid occurrence strictly after ``at``, which was occurrence number ``occurrence``."""
+        """The grid occurrence strictly after ``at``, which was occurrence number
+        ``occurrence``, that is not on an excluded date."""
+        return self._allowed(self._after(at, occurrence))
+
+    def excluded(self, fire: Fire) -> str | None:
+        """Why ``fire`` falls on an excluded date, or None."""
+        if self.exclude is None:
+            return None
+        return self.exclude.reason(fire.at.astimezone(ZoneInfo(self.zone)).date())
+
+    def _allowed(self, fire: Fire | None) -> Fire | None:
+        """``fire``, or the first grid occurrence after it on a date not excluded (each
+        excluded date is stepped over at once, from its last instant)."""
+        if self.exclude is None:
+            return fire
+        zone = ZoneInfo(self.zone)
+        for _ in range(MAX_EXCLUDED_DAYS):
+            if fire is None or self.excluded(fire) is None:
+                return fire
+            day = fire.at.astimezone(zone).date()
+            next_day = datetime.combine(day + timedelta(days=1), time(), zone)
+            before_next = next_day.astimezone(UTC) - timedelta(microseconds=1)
+            fire = self._after(max(fire.at, before_next), fire.occurrence)
+        raise ValueError(f"no date in {MAX_EXCLUDED_DAYS} days is free of the exclusions")
 
     @property
     def recurring(self) -> bool:
@@ -116,6 +156,8 @@ class Trigger(BaseModel, ABC):
             parts.append(f"misfire {self.misfire}")
         if self.jitter:
             parts.append(f"jitter {format_duration(self.jitter)}")
+        if self.exclude is not None:
+            parts.append(self.exclude.describe())
         return ", ".join(parts)
 
     def _describe_own(self) -> str:

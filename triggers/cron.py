@@ -211,11 +211,11 @@ class Cron(Trigger):
         """Which passes of a wall time repeated by a fall-back fire (default resolved)."""
         return self.dst_repeat or ("both" if self.interval else "first")
 
-    def candidate(self, now: datetime) -> Fire | None:
+    def _candidate(self, now: datetime) -> Fire | None:
         at = self._next_or_none(now)
         return None if at is None else Fire(at, 0)
 
-    def after(self, at: datetime, occurrence: int) -> Fire | None:
+    def _after(self, at: datetime, occurrence: int) -> Fire | None:
         nxt = self._next_or_none(at)
         return None if nxt is None else Fire(nxt, occurrence + 1)
 

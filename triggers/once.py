@@ -46,10 +46,10 @@ class RunOnce(Trigger):
             return self
         return self.model_copy(update={"at": now + (self.delay or timedelta(0)), "delay": None})
 
-    def candidate(self, now: datetime) -> Fire | None:
+    def _candidate(self, now: datetime) -> Fire | None:
         return Fire(self.at if self.at is not None else now + (self.delay or timedelta(0)), 0)
 
-    def after(self, at: datetime, occurrence: int) -> Fire | None:
+    def _after(self, at: datetime, occurrence: int) -> Fire | None:
         return None
 
     def _resolve(self, fire: Fire | None, now: datetime) -> Fire | None:

@@ -39,25 +39,31 @@ def preview(trigger: Trigger, count: int, after: datetime) -> list[Occurrence]:
     """The next ``count`` grid fire times strictly after ``after`` (at most
     ``MAX_PREVIEW``), ignoring misfires: what the schedule will do if workers keep up. A
     trigger relative to "now" (a ``delay``, a ``Repeating`` without ``start``) is anchored
-    at ``after``."""
+    at ``after``. Occurrences on excluded dates are listed too, noted "not run: ..."
+    (they do not count towards ``count``)."""
     if not 1 <= count <= MAX_PREVIEW:
         raise ValueError(f"count must be between 1 and {MAX_PREVIEW}")
     after = require_aware(after, "after")
     anchored = trigger.anchored(after)
     zone = ZoneInfo(trigger.tz) if isinstance(trigger, Cron) else ZoneInfo("UTC")
-    fires: list[Fire] = []
-    fire = anchored.candidate(after)
+    fires: list[tuple[Fire, str | None]] = []  # and why it is excluded
+    fire = anchored._candidate(after)
     while fire is not None and fire.at <= after:
-        fire = anchored.after(fire.at, fire.occurrence)
-    while fire is not None and len(fires) < count:
+        fire = anchored._after(fire.at, fire.occurrence)
+    runs = 0
+    while fire is not None and runs < count and len(fires) < MAX_PREVIEW:
         if anchored.end is not None and fire.at > anchored.end:
             break
-        fires.append(fire)
-        fire = anchored.after(fire.at, fire.occurrence) if anchored.recurring else None
+        excluded = anchored.excluded(fire)
+        fires.append((fire, excluded))
+        runs += excluded is None
+        fire = anchored._after(fire.at, fire.occurrence) if anchored.recurring else None
     occurrences = []
     previous = after
-    for fire in fires:
+    for fire, excluded in fires:
         note = _dst_note(trigger, previous, fire.at) if isinstance(trigger, Cron) else None
+        if excluded is not None:
+            note = f"not run: {excluded}" + (f"; {note}" if note else "")
         occurrences.append(Occurrence(fire.at, fire.at.astimezone(zone), fire.occurrence, note))
         previous = fire.at
     return occurrences

@@ -71,10 +71,10 @@ class Repeating(Trigger):
         assert self.start is not None, "anchor the trigger before planning"
         return Fire(self.start + index * self.interval, index)
 
-    def candidate(self, now: datetime) -> Fire | None:
+    def _candidate(self, now: datetime) -> Fire | None:
         return self.anchored(now)._grid(0)
 
-    def after(self, at: datetime, occurrence: int) -> Fire | None:
+    def _after(self, at: datetime, occurrence: int) -> Fire | None:
         assert self.start is not None, "anchor the trigger before planning"
         if at < self.start:
             return self._grid(0)
@@ -82,6 +82,8 @@ class Repeating(Trigger):
         return self._grid(index)
 
     def _count_due(self, fire: Fire, now: datetime, limit: int) -> int:
+        if self.exclude is not None:  # excluded dates break the arithmetic: walk instead
+            return super()._count_due(fire, now, limit)
         assert self.start is not None
         last = (now - self.start) // self.interval
         if self.repeat_count is not None:
@@ -91,6 +93,8 @@ class Repeating(Trigger):
         return max(0, min(limit, last - fire.occurrence + 1))
 
     def _last_due(self, fire: Fire, now: datetime) -> Fire:
+        if self.exclude is not None:
+            return super()._last_due(fire, now)
         count = self._count_due(fire, now, 2**62)
         found = self._grid(fire.occurrence + max(count, 1) - 1)
         return found if found is not None else fire
