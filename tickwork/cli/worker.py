@@ -53,6 +53,13 @@ from workers.pools import POOL_KINDS
     show_default=True,
     help="Seconds running handlers get to finish on shutdown.",
 )
+@click.option(
+    "--abort-grace",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="Seconds an aborted process-pool handler has to stop before its process is killed.",
+)
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop gracefully after S seconds.")
 @click.option("--burst", is_flag=True, help="Exit when nothing is due or running.")
 @click.option(
@@ -75,6 +82,7 @@ def worker(
     batch_size: int,
     lookahead_ms: int,
     grace: float,
+    abort_grace: float,
     duration: float | None,
     burst: bool,
     log_level: str,
@@ -95,6 +103,7 @@ def worker(
         batch_size=batch_size,
         lookahead_ms=lookahead_ms,
         grace_s=grace,
+        abort_grace_s=abort_grace,
         burst=burst,
         app_reference=module,
     )
