@@ -166,9 +166,8 @@ class MessageBuilder:
         """The envelope of the occurrence after ``message``, or None if the chain ends."""
         if message.trigger is None:
             return None
-        fire = message.trigger.following(
-            message.scheduled_at, message.occurrence, to_datetime(now_ms)
-        )
+        planner = message.trigger.with_misfires(message.misfires)
+        fire = planner.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
         if fire is None:
             return None
         nxt = message.model_copy(
@@ -241,7 +240,8 @@ def upcoming(message: Message, count: int) -> list[Occurrence]:
     ``message`` itself (its scheduled time), numbered along the chain."""
     if message.trigger is None:
         return []
-    fires = preview(message.trigger, count, message.scheduled_at - timedelta(microseconds=1))
+    trigger = message.trigger.with_misfires(message.misfires)
+    fires = preview(trigger, count, message.scheduled_at - timedelta(microseconds=1))
     if isinstance(message.trigger, Cron):  # cron counts from the preview's start
         fires = [o._replace(occurrence=message.occurrence + i) for i, o in enumerate(fires)]
     return fires

@@ -131,8 +131,8 @@ def resume_schedule(
     _, message = find_schedule(backend, queue, key)
     if message.paused_at is None:
         return None
-    trigger = message.trigger
-    assert trigger is not None
+    assert message.trigger is not None
+    trigger = message.trigger.with_misfires(message.misfires)
     now = to_datetime(now_ms)
     pending = Fire(message.scheduled_at, message.occurrence)
     envelopes = []

@@ -95,6 +95,12 @@ class Trigger(BaseModel, ABC):
         """A copy with every "relative to now" setting resolved against ``now``."""
         return self
 
+    def with_misfires(self, misfires: int) -> Trigger:
+        """The trigger to plan a chain's next occurrence with, given how many of its
+        occurrences were missed so far (coalesced or skipped): itself, unless missed
+        occurrences must not use up a count (``Repeating(count_missed=False)``)."""
+        return self
+
     @abstractmethod
     def _candidate(self, now: datetime) -> Fire | None:
         """The first occurrence on the grid (``now`` anchors relative ones), exclusions

@@ -13,10 +13,16 @@ from triggers.base import Fire, Trigger, format_duration, require_aware
 class Repeating(Trigger):
     """Fire every ``interval`` on the grid ``start + k * interval`` for k = 0, 1, 2, ...
 
-    ``start`` defaults to enqueue time plus ``delay``. ``repeat_count`` is the total number
-    of runs (``None``: unbounded); ``end`` is the last instant a run may be scheduled at.
-    Both travel with every occurrence, so a bounded series stays bounded. The occurrence
-    number of a run is its grid index k, which is what ``repeat_count`` bounds.
+    ``start`` defaults to enqueue time plus ``delay``. ``repeat_count`` bounds the series
+    (``None``: unbounded); ``end`` is the last instant a run may be scheduled at. Both
+    travel with every occurrence, so a bounded series stays bounded. The occurrence
+    number of a run is its grid index k.
+
+    What ``repeat_count`` counts: by default grid slots, k < repeat_count. When workers
+    keep up that is the number of runs; occurrences a misfire policy coalesces or skips
+    use up the count (Quartz's "with remaining count"). With ``count_missed=False`` it is
+    the number of runs however late they come (Quartz's "with existing count"): the grid
+    extends by the occurrences that were missed.
 
     Worked example: start 12:00, interval 1 h, repeat_count 3 fires at 12:00, 13:00 and
     14:00. If the 13:00 run is acked at 13:40 the next is still 14:00 (no drift); if a
@@ -28,6 +34,8 @@ class Repeating(Trigger):
     interval: timedelta
     delay: timedelta = timedelta(0)
     repeat_count: int | None = Field(default=None, ge=1)
+    #: whether occurrences missed (coalesced or skipped) use up ``repeat_count``
+    count_missed: bool = True
     start: datetime | None = None
 
     @field_validator("interval")
@@ -57,7 +65,14 @@ class Repeating(Trigger):
             text += f" after {format_duration(self.delay)}"
         if self.repeat_count is not None:
             text += f", {self.repeat_count} run{'s' if self.repeat_count > 1 else ''}"
+            if not self.count_missed:
+                text += " however late"
         return text
+
+    def with_misfires(self, misfires: int) -> Repeating:
+        if self.count_missed or self.repeat_count is None or misfires <= 0:
+            return self
+        return self.model_copy(update={"repeat_count": self.repeat_count + misfires})
 
     def anchored(self, now: datetime) -> Repeating:
         if self.start is not None and self.delay == timedelta(0):

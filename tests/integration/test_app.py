@@ -328,3 +328,34 @@ def test_preview_of_a_trigger_and_of_a_stored_schedule(app: App) -> None:
     assert [o.at for o in upcoming] == [o.at for o in app.preview(cron, 3)]
     with pytest.raises(ScheduleNotFound, match="no schedule holds the key"):
         app.preview("nope")
+
+
+@pytest.mark.parametrize(("count_missed", "runs"), [(True, 4), (False, 6)])
+def test_a_chain_carries_its_misfires_into_repeat_count(
+    sqlite_url: str, count_missed: bool, runs: int
+) -> None:
+    """The chain as workers build it (each next occurrence from the last message): the
+    first run 2.8 s late, the rest on time."""
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    clock = ManualClock(int(start.timestamp() * 1000))
+    app = App(sqlite_url, clock=clock)
+
+    @app.task
+    def tick() -> None:
+        pass
+
+    trigger = Repeating(
+        interval=timedelta(seconds=1), repeat_count=6, start=start, count_missed=count_missed
+    )
+    clock.advance(2800)
+    _, envelope = app.build(Call(tick.name, trigger=trigger))
+    message = Message.decode(envelope.body)
+    seen = []
+    while True:
+        seen.append(message.occurrence)
+        nxt = app.next_occurrence(message, int(message.scheduled_at.timestamp() * 1000))
+        if nxt is None:
+            break
+        message = Message.decode(nxt.body)
+    assert len(seen) == runs
+    app.close()

@@ -540,3 +540,38 @@ def test_bad_last_forms_are_one_clear_error() -> None:
     for expr in ("0 0 L-31 * *", "0 0 L-0 * *", "0 0 LX * *", "0 0 * * 8L"):
         with pytest.raises(ValueError, match=r"invalid cron expression|offset must be"):
             Cron(expr)
+
+
+# -- what repeat_count counts ----------------------------------------------------------------
+
+
+def _runs_of_a_late_series(trigger: Repeating, late: timedelta) -> list[int]:
+    """Plan a series the way workers do (the chain's misfires carried along), with the
+    first run ``late`` after its start and the rest on time: the occurrence numbers run."""
+    start = trigger.start
+    assert start is not None
+    fire = trigger.first(start + late)
+    runs: list[int] = []
+    misfires = 0
+    while fire is not None:
+        runs.append(fire.occurrence)
+        misfires += fire.misfires
+        fire = trigger.with_misfires(misfires).following(fire.at, fire.occurrence, fire.at)
+    return runs
+
+
+def test_repeat_count_counts_grid_slots_by_default_and_runs_on_request() -> None:
+    """The report: ``Repeating(interval=1 s, repeat_count=6)`` with the worker 2.8 s late
+    ran fewer than 6 times. By default the count is of grid slots (the three missed
+    slots are coalesced into one run: 4 runs), as the guide now says; with
+    ``count_missed=False`` exactly 6 runs happen, the grid extended by what was missed."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    slots = Repeating(interval=timedelta(seconds=1), repeat_count=6, start=start)
+    assert _runs_of_a_late_series(slots, timedelta(seconds=2.8)) == [2, 3, 4, 5]
+    runs = slots.model_copy(update={"count_missed": False})
+    assert _runs_of_a_late_series(runs, timedelta(seconds=2.8)) == [2, 3, 4, 5, 6, 7]
+    skip = runs.model_copy(update={"misfire": Misfire.SKIP})
+    assert len(_runs_of_a_late_series(skip, timedelta(seconds=2.8))) == 6
+    on_time = _runs_of_a_late_series(runs, timedelta(0))
+    assert on_time == [0, 1, 2, 3, 4, 5], "without misfires both meanings agree"
+    assert runs.describe().endswith("6 runs however late")
