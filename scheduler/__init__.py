@@ -4,7 +4,7 @@ These names are the public API; everything else is importable from its module bu
 change between releases.
 """
 
-from scheduler.app import App, EnqueueReport
+from scheduler.app import App
 from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
 from scheduler.clock import Clock
 from scheduler.context import Aborted, RunContext, current_run
@@ -21,6 +21,7 @@ from scheduler.errors import (
     UnknownTask,
 )
 from scheduler.message import Message, ScheduledMessage
+from scheduler.reports import EnqueueReport
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction

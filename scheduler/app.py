@@ -5,7 +5,6 @@ producer API (enqueue, read, cancel, list schedules) on top of them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -20,11 +19,12 @@ from scheduler.backends import (
 )
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
-from scheduler.control import AbortResult, Resumed, ScheduleInfo
+from scheduler.control import AbortResult, Overdue, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.message import Message, ScheduledMessage
 from scheduler.registry import Periodic, TaskRegistry
+from scheduler.reports import EnqueueReport, conflict_mode
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction
@@ -33,31 +33,6 @@ from triggers.preview import Occurrence, preview
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@dataclass
-class EnqueueReport:
-    """What ``enqueue_many`` did: ids in input order and a count per outcome."""
-
-    ids: list[str] = field(default_factory=list)
-    outcomes: dict[Outcome, int] = field(default_factory=dict)
-
-    @property
-    def enqueued(self) -> int:
-        return self.outcomes.get(Outcome.ENQUEUED, 0) + self.outcomes.get(Outcome.REPLACED, 0)
-
-    @property
-    def skipped(self) -> int:
-        return self.outcomes.get(Outcome.IGNORED, 0) + self.outcomes.get(Outcome.DUPLICATE, 0)
-
-
-def _conflict_mode(value: str | OnConflict) -> OnConflict:
-    try:
-        return OnConflict(value)
-    except ValueError:
-        raise InvalidMessage(
-            f"on_conflict must be 'error', 'ignore' or 'replace', not {value!r}"
-        ) from None
 
 
 class App:
@@ -216,7 +191,7 @@ class App:
 
     def enqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
         """Validate and store one invocation; returns its message id."""
-        mode = _conflict_mode(on_conflict)
+        mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
         self.backend.enqueue([envelope], mode)
         return message_id
@@ -231,7 +206,7 @@ class App:
 
         Each batch is validated whole before any of it is written, so a bad call raises
         ``InvalidMessage`` with nothing of its batch stored (earlier batches are)."""
-        mode = _conflict_mode(on_conflict)
+        mode = conflict_mode(on_conflict)
         report = EnqueueReport()
         batch: list[Envelope] = []
         now_ms = self.clock.now_ms()
@@ -367,6 +342,11 @@ class App:
         """Keyed recurring messages with their next run, last run and misfires."""
         return control.schedules(self.backend, queue)
 
+    def overdue(self, max_late: timedelta, queue: str | None = None) -> list[Overdue]:
+        """Schedules with no successful run within their period plus ``max_late``."""
+        now = to_datetime(self._now_ms())
+        return control.overdue(self.schedules(queue), now, max_late)
+
     def install_periodic(self) -> list[Outcome]:
         """Install every ``@app.periodic`` schedule by key. A schedule already installed with
         the same trigger is left alone; one whose trigger changed in code is replaced."""
@@ -395,6 +375,9 @@ class App:
 
     # -- what workers need ---------------------------------------------------------------
 
-    def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
-        """The envelope of the occurrence after ``message``, or None if the chain ends."""
-        return self.builder.next_occurrence(message, now_ms)
+    def next_occurrence(
+        self, message: Message, now_ms: int, succeeded: bool = True
+    ) -> Envelope | None:
+        """The envelope of the occurrence after ``message`` (whose run ``succeeded`` or
+        failed for good), or None if the chain ends."""
+        return self.builder.next_occurrence(message, now_ms, succeeded)

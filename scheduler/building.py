@@ -162,8 +162,12 @@ class MessageBuilder:
         )
         return self.restored(run, now)
 
-    def next_occurrence(self, message: Message, now_ms: int) -> Envelope | None:
-        """The envelope of the occurrence after ``message``, or None if the chain ends."""
+    def next_occurrence(
+        self, message: Message, now_ms: int, succeeded: bool = True
+    ) -> Envelope | None:
+        """The envelope of the occurrence after ``message``, or None if the chain ends.
+        ``succeeded``: whether ``message``'s run succeeded (it becomes the chain's last
+        success) or failed for good."""
         if message.trigger is None:
             return None
         planner = message.trigger.with_misfires(message.misfires)
@@ -178,6 +182,7 @@ class MessageBuilder:
                 "enqueued_at": to_datetime(now_ms),
                 "last_run_at": message.scheduled_at,
                 "misfires": message.misfires + fire.misfires,
+                "last_success_at": message.scheduled_at if succeeded else message.last_success_at,
             }
         )
         return self.envelope(

@@ -73,6 +73,33 @@ class ScheduleInfo:
     misfires: int
     state: State
     paused_at: datetime | None = None
+    last_success: datetime | None = None  # scheduled time of the last run that succeeded
+
+
+@dataclass(frozen=True)
+class Overdue:
+    """A schedule with no success when one was expected (``App.overdue``)."""
+
+    schedule: ScheduleInfo
+    expected_by: datetime  # the latest a success was due, plus the margin
+
+
+def overdue(infos: list[ScheduleInfo], now: datetime, max_late: timedelta) -> list[Overdue]:
+    """The schedules (not paused) whose next success after the last one (or whose first
+    run, or whose failed runs) is more than ``max_late`` behind ``now``: a dead man's
+    check. A schedule that never succeeded is due a success by its last run."""
+    late = []
+    for info in infos:
+        if info.paused_at is not None:
+            continue
+        if info.last_success is not None:
+            expected = info.trigger.after(info.last_success, 0)
+            due = None if expected is None else expected.at
+        else:
+            due = info.last_run or info.next_run
+        if due is not None and due + max_late < now:
+            late.append(Overdue(info, due + max_late))
+    return late
 
 
 @dataclass(frozen=True)
@@ -194,6 +221,7 @@ def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
                 message.misfires,
                 stored.state,
                 message.paused_at,
+                message.last_success_at,
             )
         )
     return result

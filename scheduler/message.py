@@ -44,6 +44,7 @@ class Message(BaseModel):
     last_run_at: datetime | None = None
     misfires: int = 0
     paused_at: datetime | None = None  # a paused schedule: stored, never due (see control)
+    last_success_at: datetime | None = None  # scheduled time of the chain's last success
 
     def encode(self) -> bytes:
         """Compact JSON bytes."""

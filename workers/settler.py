@@ -102,7 +102,7 @@ class Settler:
             ):
                 self._abort(work, result, now)
             elif result.verdict is Verdict.ACK:
-                acks.append((work.claim, self._next(message, now)))
+                acks.append((work.claim, self._next(message, now, succeeded=True)))
                 if log.isEnabledFor(logging.INFO):
                     log.info(
                         "done %s id=%s in %.1fms", message.task, message.id, result.duration_ms
@@ -137,9 +137,9 @@ class Settler:
                     claim.id,
                 )
 
-    def _next(self, message: Message, now: int) -> Envelope | None:
+    def _next(self, message: Message, now: int, succeeded: bool) -> Envelope | None:
         try:
-            return self._app.next_occurrence(message, now)
+            return self._app.next_occurrence(message, now, succeeded)
         except TickworkError as err:
             log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
             return None
@@ -188,7 +188,7 @@ class Settler:
             else f"{result.error_type}: {result.error}"
         )
         failure = Failure("aborted", "Aborted", why, result.traceback)
-        nxt = self._next(message, now) if continue_chain else None
+        nxt = self._next(message, now, succeeded=False) if continue_chain else None
         ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
         self._counters.add("aborted" if ok else "stale")
         if ok:
@@ -215,7 +215,7 @@ class Settler:
             result.error,
         )
         failure = Failure(reason, result.error_type, result.error, result.traceback)
-        nxt = self._next(message, now)
+        nxt = self._next(message, now, succeeded=False)
         ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
         self._counters.add("poisoned" if ok else "stale")
 

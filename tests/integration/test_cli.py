@@ -413,3 +413,34 @@ def test_schedules_pause_resume_trigger(run) -> None:  # type: ignore[no-untyped
         assert code == 1 and err.count("\n") == 1 and "'missing'" in err, command
     code, _, err = run("schedules", "resume", "hourly", "--misfire", "later")
     assert code == 2
+
+
+def test_schedules_check_is_a_dead_mans_switch(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
+    import time as time_module
+    from datetime import timedelta
+
+    from scheduler import App, Call
+    from scheduler.clock import ManualClock
+    from tests.support import cli_tasks
+    from triggers import Repeating
+
+    args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
+    assert run(*args, "--args", '["e"]', "--every", "3600", "--key", "hourly")[0] == 0
+    code, out, _ = run("schedules", "check", "--max-late", "5m")
+    assert (code, out.strip()) == (0, "all 1 schedules on time")
+    for bad, why in (("-1h", "must not be negative"), ("soon", "is not a duration")):
+        code, _, err = run("schedules", "check", "--max-late", bad)
+        assert code == 2 and why in err, bad
+    # a schedule enqueued two hours ago, due then, that never ran: overdue
+    two_hours_ago = int(time_module.time() * 1000) - 2 * 3600 * 1000
+    app = App(sqlite_url, clock=ManualClock(two_hours_ago))
+    app.include(cli_tasks.greet)
+    every_hour = Repeating(interval=timedelta(hours=1))
+    app.enqueue(Call(cli_tasks.greet.name, ("h",), trigger=every_hour, key="stale"))
+    app.close()
+    code, out, _ = run("schedules", "check", "--max-late", "5m")
+    assert code == 1 and out.count("overdue:") == 1 and "stale" in out and "never" in out
+    code, out, _ = run("schedules", "check", "--max-late", "5m", "--json")
+    (late,) = json.loads(out)
+    assert code == 1 and late["key"] == "stale" and late["last_success"] is None
+    assert run("schedules", "check", "--max-late", "3h")[0] == 0

@@ -226,3 +226,70 @@ def test_a_paused_schedule_runs_nothing_across_worker_restarts(app: App) -> None
     after = app.get(key="tick")
     assert after is not None and after.message.misfires >= 5
     assert after.state in (State.SCHEDULED, State.READY, State.RUNNING)
+
+
+# -- last success and the dead man's check ---------------------------------------------------
+
+
+def test_last_success_is_kept_across_failures_and_checked(app: App) -> None:
+    """On every backend: a run that succeeds becomes the chain's last success; a run that
+    fails for good (poisoned, the chain goes on) does not replace it."""
+    outcomes = {"good": [True, True], "flaky": [True, False, False]}
+    lock = threading.Lock()
+
+    @app.task
+    def job(name: str) -> None:
+        with lock:
+            plan = outcomes[name]
+            ok = plan.pop(0) if plan else True
+        if not ok:
+            raise RuntimeError(f"{name} failed")
+
+    every = Repeating(interval=timedelta(milliseconds=300))
+    job.schedule(args=("good",), trigger=every, key="good")
+    job.schedule(args=("flaky",), trigger=every, key="flaky")
+    worker = Worker(app, WorkerConfig(poll_interval_s=0.05))
+    worker.start()
+    try:
+        wait_for(lambda: len(app.backend.poison_list()) >= 2 and worker.stats.acked >= 3)
+    finally:
+        worker.stop()
+        assert worker.join(30)
+    infos = {i.key: i for i in app.schedules()}
+    flaky = infos["flaky"]
+    assert flaky.last_success is not None and flaky.last_run is not None
+    assert flaky.last_success < flaky.last_run, "the failed runs after it did not replace it"
+    failed_at = sorted(r.failed_at_ms for r in app.backend.poison_list())
+    assert to_ms(flaky.last_success) < failed_at[0]
+    good = infos["good"]
+    assert good.last_success is not None and good.last_success == good.last_run
+
+
+def test_overdue_names_schedules_without_a_recent_success() -> None:
+    t0 = datetime(2030, 1, 1, tzinfo=UTC)
+    hourly = Repeating(interval=timedelta(hours=1), start=t0)
+
+    def info(
+        key: str, last_run: datetime | None, last_success: datetime | None
+    ) -> control.ScheduleInfo:
+        nxt = (last_run or t0) + timedelta(hours=1) if last_run else t0
+        return control.ScheduleInfo(
+            "q", key, "t", hourly, nxt, last_run, 0, State.SCHEDULED, None, last_success
+        )
+
+    infos = [
+        info("fine", t0 + timedelta(hours=3), t0 + timedelta(hours=3)),
+        info("failing", t0 + timedelta(hours=3), t0 + timedelta(hours=1)),
+        info("never-ran", None, None),
+        info("never-succeeded", t0 + timedelta(hours=3), None),
+    ]
+    now = t0 + timedelta(hours=3, minutes=20)
+    late = control.overdue(infos, now, timedelta(minutes=10))
+    assert {o.schedule.key: o.expected_by for o in late} == {
+        "failing": t0 + timedelta(hours=2, minutes=10),
+        "never-ran": t0 + timedelta(minutes=10),
+        "never-succeeded": t0 + timedelta(hours=3, minutes=10),
+    }
+    assert control.overdue(infos, now, timedelta(hours=4)) == []
+    paused = [control.ScheduleInfo("q", "p", "t", hourly, t0, None, 0, State.SCHEDULED, t0, None)]
+    assert control.overdue(paused, now, timedelta(0)) == [], "a paused schedule is not checked"

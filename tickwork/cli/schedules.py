@@ -46,6 +46,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
                     "timezone": r.trigger.zone,
                     "next_run": r.next_run.isoformat(),
                     "last_run": r.last_run and r.last_run.isoformat(),
+                    "last_success": r.last_success and r.last_success.isoformat(),
                     "misfires": r.misfires,
                     "state": "paused" if r.paused_at else str(r.state),
                     "paused_at": r.paused_at and r.paused_at.isoformat(),
@@ -54,7 +55,17 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
             ]
         )
         return
-    table = Table("queue", "key", "task", "trigger", "next run", "last run", "misfires", "state")
+    table = Table(
+        "queue",
+        "key",
+        "task",
+        "trigger",
+        "next run",
+        "last run",
+        "last success",
+        "misfires",
+        "state",
+    )
     for r in rows:
         zone = ZoneInfo(r.trigger.zone)  # times in the schedule's own timezone
         table.add_row(
@@ -64,6 +75,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
             r.trigger.describe(),
             _local(r.next_run, zone),
             _local(r.last_run, zone) if r.last_run else "-",
+            _local(r.last_success, zone) if r.last_success else "-",
             str(r.misfires),
             "paused" if r.paused_at else str(r.state),
         )
@@ -85,6 +97,59 @@ def _local(moment: datetime, zone: ZoneInfo) -> str:
 def preview_schedule(state: State, key: str, count: int, queue: str | None, as_json: bool) -> None:
     """The next fire times of the schedule under KEY, in its timezone, with DST notes."""
     print_occurrences(state.app().preview(key, count, queue=queue), as_json)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90``, ``90s``, ``5m``, ``2h``, ``1d`` (a number, then an optional unit)."""
+    value, unit = (text[:-1], text[-1]) if text[-1:].lower() in _UNITS else (text, "s")
+    try:
+        seconds = float(value) * _UNITS[unit.lower()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a duration (90, 90s, 5m, 2h, 1d)") from None
+    if seconds < 0:
+        raise click.BadParameter("a duration must not be negative")
+    return timedelta(seconds=seconds)
+
+
+@schedules.command("check")
+@click.option("--max-late", required=True, metavar="DURATION", help="Margin: 90s, 5m, 2h, 1d.")
+@click.option("--queue", default=None, help="Only this queue [all].")
+@json_option
+@pass_state
+@backend_option
+@clean_errors
+def check_schedules(state: State, max_late: str, queue: str | None, as_json: bool) -> None:
+    """A dead man's check: exit 1 naming every schedule with no successful run within
+    its period plus --max-late (paused ones are not checked); exit 0 when all are on time."""
+    margin = parse_duration(max_late)
+    app = state.app()
+    late = app.overdue(margin, queue)
+    if as_json:
+        emit_json(
+            [
+                {
+                    "queue": o.schedule.queue,
+                    "key": o.schedule.key,
+                    "last_success": o.schedule.last_success and o.schedule.last_success.isoformat(),
+                    "expected_by": o.expected_by.isoformat(),
+                }
+                for o in late
+            ]
+        )
+    else:
+        for o in late:
+            since = o.schedule.last_success.isoformat() if o.schedule.last_success else "never"
+            click.echo(
+                f"overdue: {o.schedule.key} (queue {o.schedule.queue}): last success {since}, "
+                f"a success was expected by {o.expected_by.isoformat()}"
+            )
+        if not late:
+            click.echo(f"all {len(app.schedules(queue))} schedules on time")
+    if late:
+        raise SystemExit(1)
 
 
 @schedules.command("pause")

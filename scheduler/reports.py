@@ -1,0 +1,34 @@
+"""What the producer API reports back, and how it reads its ``on_conflict`` argument."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.backends import OnConflict, Outcome
+from scheduler.errors import InvalidMessage
+
+
+@dataclass
+class EnqueueReport:
+    """What ``enqueue_many`` did: ids in input order and a count per outcome."""
+
+    ids: list[str] = field(default_factory=list)
+    outcomes: dict[Outcome, int] = field(default_factory=dict)
+
+    @property
+    def enqueued(self) -> int:
+        return self.outcomes.get(Outcome.ENQUEUED, 0) + self.outcomes.get(Outcome.REPLACED, 0)
+
+    @property
+    def skipped(self) -> int:
+        return self.outcomes.get(Outcome.IGNORED, 0) + self.outcomes.get(Outcome.DUPLICATE, 0)
+
+
+def conflict_mode(value: str | OnConflict) -> OnConflict:
+    """``on_conflict`` as given by a caller, or ``InvalidMessage``."""
+    try:
+        return OnConflict(value)
+    except ValueError:
+        raise InvalidMessage(
+            f"on_conflict must be 'error', 'ignore' or 'replace', not {value!r}"
+        ) from None
