@@ -113,6 +113,7 @@ class App:
         timeout: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
+        unique_for: timedelta | None = None,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     def task(
@@ -126,10 +127,13 @@ class App:
         timeout: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
+        unique_for: timedelta | None = None,
     ) -> Any:
         """Register a function as a task. ``retries``: extra attempts after an exception
         (exponential backoff from 1 s, doubling, capped at 5 min, jittered); ``timeout``:
-        lease length in seconds, kept alive by heartbeats while the handler runs."""
+        lease length in seconds, kept alive by heartbeats while the handler runs;
+        ``unique_for``: after a keyed message succeeds, its key stays taken this long
+        (enqueueing it again is ignored or a conflict, per ``on_conflict``)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(
@@ -140,6 +144,7 @@ class App:
                 timeout=timeout,
                 priority=priority,
                 retry=retry,
+                unique_for=unique_for,
             )
 
         return register(fn) if fn is not None else register

@@ -162,14 +162,38 @@ class MessageBuilder:
         )
         return self.restored(run, now)
 
+    def unique_window(self, message: Message, now_ms: int) -> Envelope | None:
+        """What holds the key of ``message`` (keyed, one-off, just succeeded) for its task's
+        ``unique_for`` window: a message due at the window's end that no worker runs
+        (``is_unique_window``); None when the task has no window. Stored in the ack's
+        atomic step, like a next occurrence."""
+        task = self.registry.tasks.get(message.task)
+        window = task.options.unique_for if task is not None else None
+        if window is None or message.key is None or is_unique_window(message):
+            return None
+        until = to_datetime(now_ms) + window
+        holder = message.model_copy(
+            update={
+                "id": occurrence_id(message.chain, message.occurrence + 1),
+                "occurrence": message.occurrence + 1,
+                "scheduled_at": until,
+                "enqueued_at": to_datetime(now_ms),
+                "last_run_at": message.scheduled_at,
+                "last_success_at": message.scheduled_at,
+                "headers": {**message.headers, UNIQUE_UNTIL: str(to_ms(until))},
+            }
+        )
+        return self.restored(holder, until)
+
     def next_occurrence(
         self, message: Message, now_ms: int, succeeded: bool = True
     ) -> Envelope | None:
         """The envelope of the occurrence after ``message``, or None if the chain ends.
         ``succeeded``: whether ``message``'s run succeeded (it becomes the chain's last
-        success) or failed for good."""
+        success) or failed for good. A keyed one-off message of a task with ``unique_for``
+        that succeeded is followed by its unique window (``unique_window``)."""
         if message.trigger is None:
-            return None
+            return self.unique_window(message, now_ms) if succeeded else None
         planner = message.trigger.with_misfires(message.misfires)
         fire = planner.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
         if fire is None:
@@ -195,6 +219,16 @@ class MessageBuilder:
             fire.at,
             message.trigger.jitter.total_seconds(),
         )
+
+
+#: the header that marks a unique window: a message that holds its key, never runs, and is
+#: dropped when it comes due (the window's end, epoch ms)
+UNIQUE_UNTIL = "tickwork-unique-until"
+
+
+def is_unique_window(message: Message) -> bool:
+    """Whether ``message`` only holds its key for a ``unique_for`` window."""
+    return UNIQUE_UNTIL in message.headers
 
 
 def check_scalars(call: Call, queue: str) -> None:

@@ -11,6 +11,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -56,6 +57,7 @@ class TaskRegistry:
         timeout: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
+        unique_for: timedelta | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
@@ -66,6 +68,7 @@ class TaskRegistry:
             retry=retry or RetryPolicy(retries=retries),
             timeout_s=timeout or self.default_timeout_s,
             priority=priority,
+            unique_for=unique_for,
         )
         return self.add(
             TaskFunction(self.producer, function, options, Arguments(function, task_name))

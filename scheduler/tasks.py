@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -194,6 +194,15 @@ class TaskOptions(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     timeout_s: float = 300.0
     priority: int = Field(default=0, ge=-1000, le=1000)
+    #: after a keyed one-off message of this task succeeds, its key stays taken this long
+    unique_for: timedelta | None = None
+
+    @field_validator("unique_for")
+    @classmethod
+    def _positive_window(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("unique_for must be a positive duration")
+        return value
 
 
 class TaskFunction(Generic[P, R]):

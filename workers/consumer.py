@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from scheduler import App, BackendError, DecodeError
 from scheduler.backends import Backend, Claim, Failure
+from scheduler.building import is_unique_window
 from scheduler.message import Message
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
@@ -170,6 +171,9 @@ class Consumer:
             message = Message.decode(claim.body)
         except DecodeError as err:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
+            return
+        if is_unique_window(message):  # a unique_for window ended: free the key, run nothing
+            self._settler.close_window(claim)
             return
         if message.task not in self._app.tasks:
             failure = Failure(

@@ -230,6 +230,16 @@ class Settler:
         self._counters.add("poisoned" if done else "stale")
         self._permits.give(1)
 
+    def close_window(self, claim: Claim) -> None:
+        """Drop a ``unique_for`` window that came due (its key is free again)."""
+        try:
+            self._backend.ack([(claim, None)])
+        except BackendError as err:
+            log.warning(
+                "closing the unique window %s failed (it comes due again): %s", claim.id, err
+            )
+        self._permits.give(1)
+
     def release(self, works: list[Work]) -> None:
         """Give back claims that never started: due again at once, attempt not counted."""
         if not works:
