@@ -216,7 +216,7 @@ class MessageBuilder:
             nxt.priority,
             nxt.timeout_s,
             nxt.encode(),
-            fire.at,
+            planner.due_after(fire, to_datetime(now_ms)),
             message.trigger.jitter.total_seconds(),
         )
 

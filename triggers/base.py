@@ -66,6 +66,8 @@ class Trigger(BaseModel, ABC):
 
     misfire: Misfire = Misfire.COALESCE
     max_catch_up: int = Field(default=100, ge=1)
+    #: when runs are late (catching up after an outage), the least time between two of them
+    catch_up_spacing: timedelta = timedelta(0)
     jitter: timedelta = timedelta(0)
     end: datetime | None = None
     #: dates (in the trigger's timezone) on which it does not fire
@@ -76,12 +78,20 @@ class Trigger(BaseModel, ABC):
     def _aware_end(cls, value: datetime | None) -> datetime | None:
         return None if value is None else require_aware(value, "end")
 
-    @field_validator("jitter")
+    @field_validator("jitter", "catch_up_spacing")
     @classmethod
-    def _non_negative_jitter(cls, value: timedelta) -> timedelta:
+    def _non_negative(cls, value: timedelta) -> timedelta:
         if value < timedelta(0):
-            raise ValueError("jitter must not be negative")
+            raise ValueError("jitter and catch_up_spacing must not be negative")
         return value
+
+    def due_after(self, fire: Fire, finished: datetime) -> datetime:
+        """When ``fire`` may run, its predecessor having finished at ``finished``: its own
+        time, or, when it is already late (catching up), no sooner than
+        ``catch_up_spacing`` after the predecessor."""
+        if self.catch_up_spacing and fire.at <= finished:
+            return max(fire.at, finished + self.catch_up_spacing)
+        return fire.at
 
     @model_serializer(mode="wrap")
     def _always_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
@@ -160,6 +170,8 @@ class Trigger(BaseModel, ABC):
             parts.append(f"until {self.end:%Y-%m-%d %H:%M:%S} UTC")
         if self.misfire is not Misfire.COALESCE:
             parts.append(f"misfire {self.misfire}")
+        if self.catch_up_spacing:
+            parts.append(f"catch up {format_duration(self.catch_up_spacing)} apart")
         if self.jitter:
             parts.append(f"jitter {format_duration(self.jitter)}")
         if self.exclude is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,8 +24,8 @@ from scheduler import (
     State,
     UnknownTask,
 )
-from scheduler.clock import ManualClock
-from triggers import Cron, Repeating
+from scheduler.clock import ManualClock, to_datetime
+from triggers import Cron, Misfire, Repeating
 
 
 @pytest.fixture
@@ -358,4 +359,41 @@ def test_a_chain_carries_its_misfires_into_repeat_count(
             break
         message = Message.decode(nxt.body)
     assert len(seen) == runs
+    app.close()
+
+
+def test_catch_up_runs_are_spaced_and_return_to_the_grid(sqlite_url: str) -> None:
+    """Ten minutely occurrences missed, caught up no faster than one per 20 s: each run is
+    due 20 s after the previous one finished until the chain is back on its grid (each
+    late run gains 39 s on it: about 16 runs)."""
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    clock = ManualClock(int(start.timestamp() * 1000))
+    app = App(sqlite_url, clock=clock)
+
+    @app.task
+    def tick() -> None:
+        pass
+
+    trigger = Repeating(
+        interval=timedelta(minutes=1),
+        start=start,
+        misfire=Misfire.CATCH_UP,
+        catch_up_spacing=timedelta(seconds=20),
+    )
+    assert trigger.describe().endswith("misfire catch_up, catch up 20s apart")
+    clock.advance(10 * 60_000 + 30_000)  # back at 00:10:30
+    _, envelope = app.build(Call(tick.name, trigger=trigger))
+    assert to_datetime(envelope.due_ms) == start, "the first missed occurrence is due"
+    started = [clock.now_ms()]  # a worker runs it at once, at 00:10:30
+    message = Message.decode(envelope.body)
+    for _ in range(30):
+        finished = started[-1] + 1_000  # each run takes a second
+        nxt = app.next_occurrence(message, finished)
+        assert nxt is not None
+        started.append(max(nxt.due_ms, finished))  # it runs when due, not before
+        message = Message.decode(nxt.body)
+    gaps = [(b - a) // 1000 for a, b in itertools.pairwise(started)]
+    assert gaps[:5] == [21] * 5, "late runs: 20 s after the previous one finished"
+    assert [to_datetime(t).second for t in started[-3:]] == [0, 0, 0], "then on the grid"
+    assert gaps[-1] == 60
     app.close()
