@@ -11,14 +11,22 @@ the misfire policy given) back on the grid.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from scheduler.backends import AbortRequest, Backend, OnConflict, State, StoredMessage
+from scheduler.backends import (
+    AbortRequest,
+    Backend,
+    Envelope,
+    OnConflict,
+    State,
+    StoredMessage,
+)
 from scheduler.building import MessageBuilder
 from scheduler.clock import to_datetime
-from scheduler.errors import InvalidMessage, ScheduleNotFound
+from scheduler.errors import BackendError, InvalidMessage, KeyConflict, ScheduleNotFound
 from scheduler.ids import identity_chain_id, occurrence_id
 from scheduler.message import Message
 from triggers import Misfire, Trigger
@@ -26,6 +34,7 @@ from triggers.base import Fire
 
 #: where a paused schedule's message waits: no worker's clock reaches it
 PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)
+_PAUSE_ATTEMPTS = 10
 
 #: an abort request outlives the run it targets by this much past twice its timeout, so a
 #: redelivery after a worker crash is stopped too
@@ -126,18 +135,48 @@ def pause_schedule(
     backend: Backend, builder: MessageBuilder, queue: str, key: str, now_ms: int
 ) -> bool:
     """Pause the schedule ``key``; False if it was paused already. A run in progress
-    finishes; the pause holds the occurrence after it."""
-    stored, message = find_schedule(backend, queue, key)
-    if message.paused_at is not None:
-        return False
-    if stored.state is State.RUNNING:
-        following = builder.next_occurrence(message, now_ms)
-        if following is None:
-            raise InvalidMessage(f"the last run of {key!r} is running: nothing is left to pause")
-        message = Message.decode(following.body)
-    paused = message.model_copy(update={"paused_at": to_datetime(now_ms)})
-    backend.enqueue([builder.restored(paused, PAUSED_DUE)], OnConflict.REPLACE)
-    return True
+    finishes; the pause holds the occurrence after it.
+
+    The live chain is cancelled, then its paused copy stored only if the key is still
+    free: a worker acking the chain in between is either fenced by the cancel or, having
+    acked first, moved the chain on, and the pause is taken again from where it is now.
+    (Replacing in one write raced with such an ack: on Cassandra the acked occurrence
+    could survive beside the paused copy and keep running.)"""
+    for _ in range(_PAUSE_ATTEMPTS):
+        stored, message = find_schedule(backend, queue, key)
+        if message.paused_at is not None:
+            return False
+        if stored.state is State.RUNNING:
+            following = builder.next_occurrence(message, now_ms)
+            if following is None:
+                raise InvalidMessage(
+                    f"the last run of {key!r} is running: nothing is left to pause"
+                )
+            message = Message.decode(following.body)
+        paused = message.model_copy(update={"paused_at": to_datetime(now_ms)})
+        if not backend.delete_by_key(queue, key):
+            continue  # it moved on meanwhile: read it again
+        try:
+            _store(backend, builder.restored(paused, PAUSED_DUE))
+        except KeyConflict:
+            continue  # an ack stored the next occurrence in between: pause that one
+        return True
+    raise BackendError(f"the schedule {key!r} kept moving; pausing it failed: try again")
+
+
+def _store(backend: Backend, envelope: Envelope) -> None:
+    """Store a paused schedule whose live chain was just cancelled: a backend error is
+    tried again (three times) before it is raised, as the schedule exists only here."""
+    for attempt in range(3):
+        try:
+            backend.enqueue([envelope], OnConflict.ERROR)
+            return
+        except KeyConflict:
+            raise
+        except BackendError:
+            if attempt == 2:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 def resume_schedule(
