@@ -6,26 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from scheduler import App, InvalidMessage, RetryPolicy
 from scheduler.context import RunContext, RunInfo
-from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.helpers import wait_for
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
 
 
 def burst(app: App, **config: object) -> Worker:
@@ -35,20 +25,6 @@ def burst(app: App, **config: object) -> Worker:
     worker = Worker(app, WorkerConfig(burst=True, **config))  # type: ignore[arg-type]
     worker.run()
     return worker
-
-
-@pytest.fixture(params=BACKEND_NAMES)
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
-    application = App(backend_url(request.param, tmp_path))
-    yield application
-    application.close()
-
-
-@pytest.fixture
-def sqlite_app(sqlite_url: str) -> Iterator[App]:
-    application = App(sqlite_url)
-    yield application
-    application.close()
 
 
 def test_an_async_task_runs_on_the_loop_and_is_acked(app: App) -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -22,27 +20,12 @@ from scheduler import (
 )
 from scheduler.clock import to_ms
 from scheduler.ids import identity_chain_id, keyed_chain_id
-from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.helpers import wait_for
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 HOURLY = Repeating(interval=timedelta(hours=1), start=T0)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
-
-@pytest.fixture(params=BACKEND_NAMES)
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
-    application = App(backend_url(request.param, tmp_path))
-    yield application
-    application.close()
 
 
 def hourly_report(app: App) -> TaskFunction[[int], None]:

@@ -3,32 +3,14 @@ new enqueue is ignored), then frees itself; on every backend."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from scheduler import App, Call, KeyConflict, Outcome
 from scheduler.building import UNIQUE_UNTIL
-from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.helpers import wait_for
 from workers import Worker, WorkerConfig
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
-
-@pytest.fixture(params=BACKEND_NAMES)
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
-    application = App(backend_url(request.param, tmp_path))
-    yield application
-    application.close()
 
 
 def test_a_key_stays_taken_for_the_window_after_success_then_frees_itself(app: App) -> None:

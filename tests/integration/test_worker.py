@@ -4,40 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from scheduler import App, Message
 from scheduler.backends import Envelope, State
 from scheduler.clock import ManualClock
-from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.helpers import running, wait_for
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
-
-@contextmanager
-def running(app: App, **config: object) -> Iterator[Worker]:
-    config.setdefault("grace_s", 5.0)
-    config.setdefault("poll_interval_s", 0.05)
-    worker = Worker(app, WorkerConfig(**config))  # type: ignore[arg-type]
-    worker.start()
-    try:
-        yield worker
-    finally:
-        worker.stop()
-        assert worker.join(30), "worker did not shut down"
 
 
 class Runs:
@@ -54,14 +30,6 @@ class Runs:
     def __len__(self) -> int:
         with self.lock:
             return len(self.calls)
-
-
-@pytest.fixture(params=BACKEND_NAMES)
-def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
-    """An app on a fresh backend of each kind: every dispatcher test runs on each."""
-    application = App(backend_url(request.param, tmp_path))
-    yield application
-    application.close()
 
 
 def test_handler_that_returns_is_acked(app: App) -> None:

@@ -1,4 +1,4 @@
-"""Small helpers shared by the fault tests."""
+"""Small helpers shared by the integration and fault tests."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from scheduler import App
+from workers import Worker, WorkerConfig
 
 
 def completed(path: Path) -> Counter[int]:
@@ -25,6 +29,30 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    """Poll ``condition`` every 10 ms; fail the test if it does not hold in ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+@contextmanager
+def running(app: App, **config: object) -> Iterator[Worker]:
+    """A worker of ``app`` started for the block (quick polls, 5 s grace) and joined after."""
+    config.setdefault("grace_s", 5.0)
+    config.setdefault("poll_interval_s", 0.05)
+    config.setdefault("abort_check_s", 0.05)
+    worker = Worker(app, WorkerConfig(**config))  # type: ignore[arg-type]
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        assert worker.join(30), "worker did not shut down"
 
 
 def start_record_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

@@ -1,0 +1,26 @@
+"""Fixtures of the integration tests: an app on each backend, and one on SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler import App
+from tests.support.backends import BACKEND_NAMES, backend_url
+
+
+@pytest.fixture(params=BACKEND_NAMES)
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+    """An app on a fresh backend of each kind: a test using it runs on each."""
+    application = App(backend_url(request.param, tmp_path))
+    yield application
+    application.close()
+
+
+@pytest.fixture
+def sqlite_app(sqlite_url: str) -> Iterator[App]:
+    application = App(sqlite_url)
+    yield application
+    application.close()
