@@ -92,6 +92,7 @@ class Settler:
         acks: list[tuple[Claim, Envelope | None]] = []
         done: list[Work] = []
         aborts: list[str] = []  # abort requests to drop: their runs are settled
+        aborted: dict[str, int] = {}  # queue -> runs settled as aborted
         for work, result in batch:
             message = work.message
             done.append(work)
@@ -100,7 +101,8 @@ class Settler:
             if result.verdict is Verdict.ABORTED or (
                 work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER)
             ):
-                self._abort(work, result, now)
+                if self._abort(work, result, now):
+                    aborted[work.claim.queue] = aborted.get(work.claim.queue, 0) + 1
             elif result.verdict is Verdict.ACK:
                 acks.append((work.claim, self._next(message, now, succeeded=True)))
                 if log.isEnabledFor(logging.INFO):
@@ -120,6 +122,11 @@ class Settler:
             self._ack(acks)
         if aborts:
             self._clear_aborts(aborts)
+        for queue, count in aborted.items():  # one counter write per queue and batch
+            try:
+                self._backend.add_counters(queue, {"aborted": count})
+            except BackendError as err:
+                log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
         self.forget(done)
 
     def _ack(self, acks: list[tuple[Claim, Envelope | None]]) -> None:
@@ -171,9 +178,9 @@ class Settler:
         ok = self._with_retries(lambda: self._backend.retry(claim, due_ms, error))
         self._counters.add("retried" if ok else "stale")
 
-    def _abort(self, work: Work, result: HandlerResult, now: int) -> None:
+    def _abort(self, work: Work, result: HandlerResult, now: int) -> bool:
         """An aborted run: no retry; to the poison store with reason ``aborted``, and the
-        chain's next occurrence unless the abort ended the chain."""
+        chain's next occurrence unless the abort ended the chain. True if written."""
         claim, message = work.claim, work.message
         continue_chain = work.abort.continue_chain if work.abort is not None else True
         log.warning(
@@ -189,13 +196,9 @@ class Settler:
         )
         failure = Failure("aborted", "Aborted", why, result.traceback)
         nxt = self._next(message, now, succeeded=False) if continue_chain else None
-        ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
+        ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt)))
         self._counters.add("aborted" if ok else "stale")
-        if ok:
-            try:
-                self._backend.add_counters(claim.queue, {"aborted": 1})
-            except BackendError as err:
-                log.warning("cannot count the abort of %s: %s", claim.id, err)
+        return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:
         try:
