@@ -26,7 +26,7 @@ from scheduler.backends import (
 )
 from scheduler.building import MessageBuilder
 from scheduler.clock import to_datetime
-from scheduler.errors import BackendError, InvalidMessage, KeyConflict, ScheduleNotFound
+from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.ids import identity_chain_id, occurrence_id
 from scheduler.message import Message
 from triggers import Misfire, Trigger
@@ -137,11 +137,11 @@ def pause_schedule(
     """Pause the schedule ``key``; False if it was paused already. A run in progress
     finishes; the pause holds the occurrence after it.
 
-    The live chain is cancelled, then its paused copy stored only if the key is still
-    free: a worker acking the chain in between is either fenced by the cancel or, having
-    acked first, moved the chain on, and the pause is taken again from where it is now.
-    (Replacing in one write raced with such an ack: on Cassandra the acked occurrence
-    could survive beside the paused copy and keep running.)"""
+    The live chain is cancelled first, which fences a worker acking it, then its paused
+    copy is stored in the key's place; if the cancel found the chain moved on, the pause
+    is taken again from where it is now. (Replacing in one write raced with such an ack:
+    on Cassandra the acked occurrence could survive beside the paused copy and keep
+    running; refusing to store over a key taken after the cancel lost the schedule.)"""
     for _ in range(_PAUSE_ATTEMPTS):
         stored, message = find_schedule(backend, queue, key)
         if message.paused_at is not None:
@@ -156,10 +156,7 @@ def pause_schedule(
         paused = message.model_copy(update={"paused_at": to_datetime(now_ms)})
         if not backend.delete_by_key(queue, key):
             continue  # it moved on meanwhile: read it again
-        try:
-            _store(backend, builder.restored(paused, PAUSED_DUE))
-        except KeyConflict:
-            continue  # an ack stored the next occurrence in between: pause that one
+        _store(backend, builder.restored(paused, PAUSED_DUE))
         return True
     raise BackendError(f"the schedule {key!r} kept moving; pausing it failed: try again")
 
@@ -169,10 +166,10 @@ def _store(backend: Backend, envelope: Envelope) -> None:
     tried again (three times) before it is raised, as the schedule exists only here."""
     for attempt in range(3):
         try:
-            backend.enqueue([envelope], OnConflict.ERROR)
+            # REPLACE, not ERROR: the chain is cancelled, so whatever holds the key now is
+            # a stale view of it, and failing here would lose the schedule
+            backend.enqueue([envelope], OnConflict.REPLACE)
             return
-        except KeyConflict:
-            raise
         except BackendError:
             if attempt == 2:
                 raise
