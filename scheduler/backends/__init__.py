@@ -16,8 +16,10 @@ from scheduler.backends.base import (
     Outcome,
     PoisonRecord,
     QueueStats,
+    SlotRequest,
     State,
     StoredMessage,
+    Waiter,
 )
 from scheduler.clock import Clock
 from scheduler.errors import ConfigurationError
@@ -68,7 +70,9 @@ __all__ = [
     "Outcome",
     "PoisonRecord",
     "QueueStats",
+    "SlotRequest",
     "State",
     "StoredMessage",
+    "Waiter",
     "open_backend",
 ]

@@ -142,6 +142,29 @@ class AbortRequest:
     expires_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class SlotRequest:
+    """Ask for one of ``capacity`` slots of the concurrency limit ``limit`` (a limit key,
+    global to the backend) for the run of ``message_id``, leased for ``lease_ms`` on the
+    backend's clock. ``queue`` and ``key`` locate the message when it has to wait."""
+
+    limit: str
+    capacity: int
+    message_id: str
+    queue: str
+    key: str | None
+    lease_ms: int
+
+
+class Waiter(NamedTuple):
+    """A message waiting for a slot of a concurrency limit, as ``release_slots`` hands it
+    back to be woken."""
+
+    queue: str
+    key: str | None
+    message_id: str
+
+
 #: Counter names every backend keeps per queue.
 COUNTERS = (
     "enqueued",
@@ -227,8 +250,9 @@ class Backend(ABC):
         """Make a failed message due again at ``due_ms``, keeping its attempt count."""
 
     @abstractmethod
-    def release(self, claims: Iterable[Claim]) -> int:
-        """Give back claims that never started: due again at once, attempt not counted."""
+    def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
+        """Give back claims that never started, attempt not counted: due again at once, or
+        at ``due_ms`` (the message's due time becomes that)."""
 
     @abstractmethod
     def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
@@ -302,6 +326,39 @@ class Backend(ABC):
     @abstractmethod
     def clear_aborts(self, message_ids: Sequence[str]) -> int:
         """Drop the requests for ``message_ids`` (their runs settled); returns how many."""
+
+    # -- concurrency limits (slots with leases, and their waiters) --------------------------
+
+    @abstractmethod
+    def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
+        """For each request, in one atomic step per limit: forget holders whose lease ran
+        out (backend clock); if the message holds a slot already, or fewer than
+        ``capacity`` are held, take (or renew) one for ``lease_ms`` and answer None; else
+        answer when the earliest holder's lease ends (epoch ms), when to look again."""
+
+    @abstractmethod
+    def wait_for_slot(self, request: SlotRequest) -> bool:
+        """Add the request's message to its limit's waiters (first come, first served;
+        once however often it is added). True when a slot is free now: a slot given back
+        between a refused ``acquire_slots`` and this call woke nobody, so the caller wakes
+        the message itself."""
+
+    @abstractmethod
+    def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+        """Give back the slots ``(limit, message_id)`` and, for each one that was held,
+        take the longest waiter of that limit off its list: the caller wakes them."""
+
+    @abstractmethod
+    def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
+        """Push the lease of each held slot ``(limit, message_id)`` to now + ``lease_ms``."""
+
+    @abstractmethod
+    def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
+        """Make each waiting message due now; False for one that is gone or running."""
+
+    @abstractmethod
+    def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """For each limit: (slots held under a live lease, messages waiting)."""
 
     @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:

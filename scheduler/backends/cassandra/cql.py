@@ -153,3 +153,16 @@ SELECT_POISON_ONE = "SELECT * FROM poison WHERE queue = ? AND id = ?"
 SELECT_POISON_IDS = "SELECT id FROM poison WHERE queue = ?"
 DELETE_POISON = "DELETE FROM poison WHERE queue = ? AND id = ?"
 DELETE_QUEUE_POISON = "DELETE FROM poison WHERE queue = ?"
+
+# -- concurrency limits (limit_slots: LWT only) ---------------------------------------------
+
+SELECT_LIMIT = "SELECT holders, version FROM limit_slots WHERE name = ?"
+INSERT_LIMIT = "INSERT INTO limit_slots (name, holders, version) VALUES (?, ?, 1) IF NOT EXISTS"
+UPDATE_LIMIT = "UPDATE limit_slots SET holders = ?, version = ? WHERE name = ? IF version = ?"
+INSERT_WAITER = (
+    "INSERT INTO limit_waiters (name, seq, queue, key, id) VALUES (?, now(), ?, ?, ?) IF NOT EXISTS"
+)
+SELECT_WAITERS = "SELECT seq, queue, key, id FROM limit_waiters WHERE name = ?"
+SELECT_FIRST_WAITERS = "SELECT seq, queue, key, id FROM limit_waiters WHERE name = ? LIMIT 4"
+DELETE_WAITER = "DELETE FROM limit_waiters WHERE name = ? AND seq = ? IF EXISTS"
+COUNT_WAITERS = "SELECT COUNT(*) AS n FROM limit_waiters WHERE name = ?"

@@ -102,6 +102,16 @@ TABLES = {
         CREATE TABLE IF NOT EXISTS {ks}.abort_requests (
             registry int, id text, queue text, continue_chain boolean, requested_ms bigint,
             expires_ms bigint, PRIMARY KEY ((registry), id))""",
+    # one row per concurrency limit, written only with lightweight transactions: the
+    # holders (message id -> lease end, ms) change together under a version check
+    "limit_slots": """
+        CREATE TABLE IF NOT EXISTS {ks}.limit_slots (
+            name text PRIMARY KEY, holders map<text, bigint>, version bigint)""",
+    # a limit's waiting line, first come first served; taken off with DELETE ... IF EXISTS
+    "limit_waiters": """
+        CREATE TABLE IF NOT EXISTS {ks}.limit_waiters (
+            name text, seq timeuuid, queue text, key text, id text,
+            PRIMARY KEY ((name), seq))""",
 }
 
 KEYSPACE = """

@@ -101,7 +101,7 @@ class CassandraSettling(CassandraClaiming):
         self._count(claim.queue, "retried", 1)
         return True
 
-    def release(self, claims: Iterable[Claim]) -> int:
+    def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         """One read of the leases per shard, then logged batches of several releases."""
         claims = list(claims)
         leases = self._held_many(claims)
@@ -118,7 +118,7 @@ class CassandraSettling(CassandraClaiming):
                 claim.queue,
                 claim.key,
                 lease.priority,
-                lease.due_ms,
+                lease.due_ms if due_ms is None else due_ms,
                 claim.timeout_ms,
                 claim.body,
             )

@@ -15,7 +15,7 @@ the worker sleeps until then.
 
 Modules: ``options.py`` (URL options, connecting), ``shards.py`` (key layout, script
 calls), ``scripts.py`` + ``lua/`` (the scripts), ``admin.py`` (poison queue, stats,
-purge), this one (enqueue, read, cancel, claim, settle).
+purge), ``limits.py`` (concurrency limits), this one (enqueue, read, cancel, claim, settle).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from scheduler.backends.base import (
     StoredMessage,
 )
 from scheduler.backends.redis.admin import RedisAdmin
+from scheduler.backends.redis.limits import RedisLimits
 from scheduler.backends.redis.options import connect
 from scheduler.backends.redis.scripts import encode_record
 from scheduler.clock import Clock
@@ -48,7 +49,7 @@ _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 REREADS = 20
 
 
-class RedisBackend(RedisAdmin, Backend):
+class RedisBackend(RedisAdmin, RedisLimits, Backend):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
 
     @classmethod
@@ -229,10 +230,10 @@ class RedisBackend(RedisAdmin, Backend):
         queue, shard = self._claim_shard(claim)
         return bool(self._run("retry", queue, shard, [claim.id, claim.token, due_ms, error]))
 
-    def release(self, claims: Iterable[Claim]) -> int:
+    def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         calls = []
         for (queue, shard), group in self._by_shard(claims).items():
-            args: list[Any] = [len(group)]
+            args: list[Any] = [len(group), -1 if due_ms is None else due_ms]
             for claim in group:
                 args += [claim.id, claim.token]
             calls.append((queue, shard, args))

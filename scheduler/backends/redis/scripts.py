@@ -5,7 +5,8 @@ Every state change of a shard is one script call: the script touches the keys of
 shard only (one hash tag, so one Redis Cluster slot) and reads the time from the server
 (``TIME``), so worker clocks never decide when something is due or when a lease ends.
 ``lua/prelude.lua`` names the twelve keys of a shard (``SHARD_KEYS``, passed in that
-order to every script) and holds the helpers; it is prepended to each script. Each
+order to every shard script) and holds the helpers; it is prepended to each script. The
+``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag). Each
 script's header lists the keys it uses and its ``ARGV``.
 """
 
@@ -31,6 +32,11 @@ SCRIPT_NAMES = (
     "poison_replay",
     "delete",
     "delete_by_key",
+    "wake",
+    "slot_acquire",
+    "slot_wait",
+    "slot_release",
+    "slot_extend",
 )
 
 

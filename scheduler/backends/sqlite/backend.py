@@ -26,11 +26,12 @@ from scheduler.backends.sqlite.connection import (
     SQLiteOptions,
     stored_message,
 )
+from scheduler.backends.sqlite.limits import SQLiteLimits
 from scheduler.clock import Clock
 from scheduler.errors import ConfigurationError, KeyConflict
 
 
-class SQLiteBackend(SQLiteAdmin, Backend):
+class SQLiteBackend(SQLiteAdmin, SQLiteLimits, Backend):
     """SQLite storage. One connection per thread; all of them share the file."""
 
     @classmethod
@@ -330,16 +331,26 @@ class SQLiteBackend(SQLiteAdmin, Backend):
             self._count(db, claim.queue, "retried", int(held))
             return held
 
-    def release(self, claims: Iterable[Claim]) -> int:
+    def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         params = [(c.id, c.token) for c in claims]
         if not params:
             return 0
         with self._write() as db:
+            if due_ms is None:
+                return sum(
+                    db.execute(
+                        "UPDATE messages SET state = 1, at_ms = due_ms, token = NULL, "
+                        "attempt = attempt - 1 WHERE id = ? AND token = ?",
+                        p,
+                    ).rowcount
+                    for p in params
+                )
+            state = READY if due_ms <= self.now_ms() else SCHEDULED
             return sum(
                 db.execute(
-                    "UPDATE messages SET state = 1, at_ms = due_ms, token = NULL, "
+                    "UPDATE messages SET state = ?, at_ms = ?, due_ms = ?, token = NULL, "
                     "attempt = attempt - 1 WHERE id = ? AND token = ?",
-                    p,
+                    (state, due_ms, due_ms, *p),
                 ).rowcount
                 for p in params
             )

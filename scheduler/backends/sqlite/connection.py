@@ -75,6 +75,20 @@ CREATE TABLE IF NOT EXISTS abort_requests (
     requested_ms   INTEGER NOT NULL,
     expires_ms     INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS limit_slots (
+    name       TEXT NOT NULL,
+    holder     TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (name, holder)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS limit_waiters (
+    name       TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    queue      TEXT NOT NULL,
+    key        TEXT,
+    UNIQUE (name, message_id)
+);
+CREATE INDEX IF NOT EXISTS limit_waiters_fifo ON limit_waiters (name);
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2

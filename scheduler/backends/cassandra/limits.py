@@ -1,0 +1,176 @@
+"""The Cassandra backend's concurrency limits.
+
+A limit is one row of ``limit_slots`` (holders: message id -> lease end), changed only by
+lightweight transactions under a version check: read, decide, ``UPDATE ... IF version =``,
+and read again when another writer won. Its waiting line is a partition of
+``limit_waiters`` clustered by a time uuid; a waiter is taken off the line with
+``DELETE ... IF EXISTS``, so two releasers never both take the same one. Waking a waiter
+moves its pending row to now under the shard lock, as a claim would, so no consumer can
+be claiming the row being moved. Costs: a slot step is two to four Paxos round trips, so a
+limited message costs several milliseconds more than an unlimited one here.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from scheduler.backends.base import Envelope, SlotRequest, Waiter
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import add_to_batch
+from scheduler.backends.cassandra.layout import EXPIRE_INSERT
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from scheduler.errors import BackendError
+
+T = TypeVar("T")
+
+_CAS_ATTEMPTS = 50  # writers racing for one limit row: read and try again this often
+_LOCK_WAIT_S = 5.0  # how long waking waits for a busy shard lock
+
+Holders = dict[str, int]
+
+
+class CassandraLimits(CassandraShardLock):
+    """Slots and waiters of concurrency limits."""
+
+    def _change_limit(self, name: str, change: Callable[[Holders, int], tuple[Holders, T]]) -> T:
+        """Apply ``change(holders, now) -> (new holders, answer)`` to the limit ``name`` as
+        one compare-and-set; unchanged holders write nothing. Returns the answer."""
+        for _ in range(_CAS_ATTEMPTS):
+            row = self._run(self._prepare(cql.SELECT_LIMIT), (name,)).one()
+            holders: Holders = dict(row.holders or {}) if row is not None else {}
+            updated, answer = change(dict(holders), self.now_ms())
+            if updated == holders:
+                return answer
+            if row is None:
+                applied = self._run(self._prepare(cql.INSERT_LIMIT), (name, updated)).one()
+            else:
+                version = row.version
+                params = (updated, version + 1, name, version)
+                applied = self._run(self._prepare(cql.UPDATE_LIMIT), params).one()
+            if applied.applied:
+                return answer
+            time.sleep(random.uniform(0.001, 0.01))  # another writer won: read it again
+        raise BackendError(f"the concurrency limit {name!r} is too contended: try again")
+
+    def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
+        return [self._acquire(request) for request in requests]
+
+    def _acquire(self, request: SlotRequest) -> int | None:
+        def take(holders: Holders, now: int) -> tuple[Holders, int | None]:
+            live = {h: until for h, until in holders.items() if until > now}
+            if request.message_id in live or len(live) < request.capacity:
+                live[request.message_id] = now + request.lease_ms
+                return live, None
+            return holders, min(live.values())
+
+        return self._change_limit(request.limit, take)
+
+    def wait_for_slot(self, request: SlotRequest) -> bool:
+        rows = self._run(self._prepare(cql.SELECT_WAITERS), (request.limit,))
+        if all(str(row.id) != request.message_id for row in rows):
+            params = (request.limit, request.queue, request.key, request.message_id)
+            self._run(self._prepare(cql.INSERT_WAITER), params)
+        row = self._run(self._prepare(cql.SELECT_LIMIT), (request.limit,)).one()
+        now = self.now_ms()
+        held = sum(1 for until in (row.holders or {}).values() if until > now) if row else 0
+        return held < request.capacity
+
+    def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+        woken: list[Waiter] = []
+        for limit, message_id in held:
+
+            def drop(holders: Holders, _now: int, holder: str = message_id) -> tuple[Holders, bool]:
+                was_held = holders.pop(holder, None) is not None
+                return holders, was_held
+
+            if self._change_limit(limit, drop):
+                waiter = self._pop_waiter(limit)
+                if waiter is not None:
+                    woken.append(waiter)
+        return woken
+
+    def _pop_waiter(self, limit: str) -> Waiter | None:
+        """Take the first waiter off the line (another releaser may take it first)."""
+        for _ in range(_CAS_ATTEMPTS):
+            rows = list(self._run(self._prepare(cql.SELECT_FIRST_WAITERS), (limit,)))
+            if not rows:
+                return None
+            for row in rows:
+                taken = self._run(self._prepare(cql.DELETE_WAITER), (limit, row.seq)).one()
+                if taken.applied:
+                    return Waiter(str(row.queue), row.key, str(row.id))
+        return None
+
+    def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
+        by_limit: dict[str, list[str]] = {}
+        for limit, message_id in held:
+            by_limit.setdefault(limit, []).append(message_id)
+        for limit, ids in by_limit.items():
+
+            def extend(holders: Holders, now: int, ids: list[str] = ids) -> tuple[Holders, None]:
+                for holder in ids:
+                    if holder in holders:
+                        holders[holder] = now + lease_ms
+                return holders, None
+
+            self._change_limit(limit, extend)
+
+    def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
+        groups: dict[tuple[str, int], list[int]] = {}
+        for index, waiter in enumerate(waiters):
+            shard = self._shard(waiter.queue, waiter.message_id, waiter.key)
+            groups.setdefault((waiter.queue, shard), []).append(index)
+        woken = [False] * len(waiters)
+        for (queue, shard), indexes in groups.items():
+            state = self._wait_for_lock(queue, shard)
+            try:
+                batch = self._batch()
+                for index in indexes:
+                    woken[index] = self._move_to_now(batch, queue, waiters[index], state.fence)
+                self._run(batch)
+            finally:
+                self._unlock(queue, shard, state)
+        return woken
+
+    def _wait_for_lock(self, queue: str, shard: int) -> Any:
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            state = self._lock(queue, shard)
+            if state is not None:
+                return state
+            if time.monotonic() > deadline:
+                raise BackendError(f"shard {shard} of {queue!r} stayed locked: cannot wake")
+            time.sleep(random.uniform(0.005, 0.02))
+
+    def _move_to_now(self, batch: Any, queue: str, waiter: Waiter, fence: int) -> bool:
+        """Under the shard lock: make a pending message due now (move its row); False if
+        it is gone or leased."""
+        where = self._run(self._prepare(cql.SELECT_INDEX), (queue, waiter.message_id)).one()
+        if where is None or where.leased:
+            return False
+        place = (queue, where.bucket, where.shard, where.ready_ms, waiter.message_id)
+        row = self._run(self._prepare(cql.SELECT_PENDING), place).one()
+        if row is None:
+            return False
+        now = self.now_ms()
+        if row.ready_ms <= now:
+            return True  # due already
+        add_to_batch(batch, self._prepare(cql.DELETE_PENDING), (fence, *place))
+        envelope = Envelope(
+            waiter.message_id, queue, row.key, row.priority, now, row.timeout_ms, row.body
+        )
+        self._insert(batch, envelope, fence + EXPIRE_INSERT, row.attempt or 0, row.last_error)
+        return True
+
+    def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
+        now = self.now_ms()
+        usage: dict[str, tuple[int, int]] = {}
+        for limit in limits:
+            row = self._run(self._prepare(cql.SELECT_LIMIT), (limit,)).one()
+            held = sum(1 for until in (row.holders or {}).values() if until > now) if row else 0
+            waiting = self._run(self._prepare(cql.COUNT_WAITERS), (limit,)).one().n
+            usage[limit] = (held, int(waiting))
+        return usage

@@ -1,0 +1,119 @@
+"""The SQLite backend's concurrency limits: slots with leases, and the messages waiting
+for one (``limit_slots`` and ``limit_waiters``; the waiters' rowid is their place in line).
+Every step is one write transaction, which is the lock of every limit at once."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from scheduler.backends.base import SlotRequest, Waiter
+from scheduler.backends.sqlite.connection import LEASED, READY, SQLiteStore
+
+
+class SQLiteLimits(SQLiteStore):
+    """Slots and waiters of concurrency limits."""
+
+    def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
+        if not requests:
+            return []
+        now = self.now_ms()
+        with self._write() as db:
+            return [self._acquire(db, request, now) for request in requests]
+
+    @staticmethod
+    def _acquire(db: sqlite3.Connection, request: SlotRequest, now: int) -> int | None:
+        db.execute(
+            "DELETE FROM limit_slots WHERE name = ? AND expires_ms <= ?", (request.limit, now)
+        )
+        expires = now + request.lease_ms
+        renewed = db.execute(
+            "UPDATE limit_slots SET expires_ms = ? WHERE name = ? AND holder = ?",
+            (expires, request.limit, request.message_id),
+        ).rowcount
+        if renewed:
+            return None
+        held, earliest = db.execute(
+            "SELECT COUNT(*), MIN(expires_ms) FROM limit_slots WHERE name = ?", (request.limit,)
+        ).fetchone()
+        if held < request.capacity:
+            db.execute(
+                "INSERT INTO limit_slots (name, holder, expires_ms) VALUES (?, ?, ?)",
+                (request.limit, request.message_id, expires),
+            )
+            return None
+        return int(earliest)
+
+    def wait_for_slot(self, request: SlotRequest) -> bool:
+        now = self.now_ms()
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO limit_waiters (name, message_id, queue, key) "
+                "VALUES (?, ?, ?, ?)",
+                (request.limit, request.message_id, request.queue, request.key),
+            )
+            (held,) = db.execute(
+                "SELECT COUNT(*) FROM limit_slots WHERE name = ? AND expires_ms > ?",
+                (request.limit, now),
+            ).fetchone()
+            return bool(held < request.capacity)
+
+    def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+        if not held:
+            return []
+        woken: list[Waiter] = []
+        with self._write() as db:
+            for limit, message_id in held:
+                freed = db.execute(
+                    "DELETE FROM limit_slots WHERE name = ? AND holder = ?", (limit, message_id)
+                ).rowcount
+                if not freed:
+                    continue
+                row = db.execute(
+                    "SELECT rowid, queue, key, message_id FROM limit_waiters "
+                    "WHERE name = ? ORDER BY rowid LIMIT 1",
+                    (limit,),
+                ).fetchone()
+                if row is not None:
+                    db.execute("DELETE FROM limit_waiters WHERE rowid = ?", (row[0],))
+                    woken.append(Waiter(row[1], row[2], row[3]))
+        return woken
+
+    def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
+        if not held:
+            return
+        expires = self.now_ms() + lease_ms
+        with self._write() as db:
+            db.executemany(
+                "UPDATE limit_slots SET expires_ms = ? WHERE name = ? AND holder = ?",
+                [(expires, limit, message_id) for limit, message_id in held],
+            )
+
+    def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
+        if not waiters:
+            return []
+        now = self.now_ms()
+        with self._write() as db:
+            return [
+                db.execute(
+                    "UPDATE messages SET state = ?, due_ms = MIN(due_ms, ?), "
+                    "at_ms = MIN(due_ms, ?) WHERE id = ? AND queue = ? AND state != ?",
+                    (READY, now, now, w.message_id, w.queue, LEASED),
+                ).rowcount
+                == 1
+                for w in waiters
+            ]
+
+    def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
+        db = self._read()
+        now = self.now_ms()
+        usage: dict[str, tuple[int, int]] = {}
+        for limit in limits:
+            (held,) = db.execute(
+                "SELECT COUNT(*) FROM limit_slots WHERE name = ? AND expires_ms > ?", (limit, now)
+            ).fetchone()
+            (waiting,) = db.execute(
+                "SELECT COUNT(*) FROM limit_waiters WHERE name = ?", (limit,)
+            ).fetchone()
+            usage[limit] = (int(held), int(waiting))
+        return usage

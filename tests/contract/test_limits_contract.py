@@ -1,0 +1,101 @@
+"""The concurrency-limit part of the backend contract (slots with leases, waiters, waking,
+releasing to a later time), run against every backend."""
+
+from __future__ import annotations
+
+import uuid
+
+from scheduler.backends import Envelope, SlotRequest, State, Waiter
+from tests.support.backends import BackendHarness
+
+
+def _limit() -> str:
+    return f"crm:{uuid.uuid4().hex[:8]}"  # limits are global to a backend: one per test
+
+
+def _request(limit: str, message_id: str, capacity: int = 2, lease_ms: int = 60_000) -> SlotRequest:
+    return SlotRequest(limit, capacity, message_id, "q", None, lease_ms)
+
+
+def _enqueue(h: BackendHarness, message_id: str, due_in_ms: int = 0) -> None:
+    envelope = Envelope(message_id, "q", None, 0, h.now_ms() + due_in_ms, 5000, b"body")
+    h.backend.enqueue([envelope])
+
+
+def test_slots_are_granted_up_to_capacity_then_refused_with_when_to_look_again(
+    harness: BackendHarness,
+) -> None:
+    b, limit = harness.backend, _limit()
+    before = b.now_ms()
+    answers = b.acquire_slots([_request(limit, "m1"), _request(limit, "m2"), _request(limit, "m3")])
+    assert answers[:2] == [None, None]
+    retry_at = answers[2]
+    assert retry_at is not None and before + 59_000 <= retry_at <= b.now_ms() + 61_000
+    assert b.acquire_slots([_request(limit, "m1")]) == [None], "a holder renews its slot"
+    assert b.limit_usage([limit]) == {limit: (2, 0)}
+    other = _limit()
+    assert b.acquire_slots([_request(other, "m3")]) == [None], "limits do not share slots"
+
+
+def test_a_released_slot_hands_itself_to_the_longest_waiter(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    assert b.acquire_slots([_request(limit, "m1", capacity=1)]) == [None]
+    assert b.acquire_slots([_request(limit, "w1", capacity=1)])[0] is not None
+    assert b.wait_for_slot(_request(limit, "w1", capacity=1)) is False
+    assert b.wait_for_slot(_request(limit, "w2", capacity=1)) is False
+    assert b.wait_for_slot(_request(limit, "w1", capacity=1)) is False, "joins the line once"
+    assert b.limit_usage([limit]) == {limit: (1, 2)}
+    assert b.release_slots([(limit, "m1")]) == [Waiter("q", None, "w1")]
+    assert b.release_slots([(limit, "m1")]) == [], "a slot not held frees nobody"
+    assert b.limit_usage([limit]) == {limit: (0, 1)}
+    assert b.wait_for_slot(_request(limit, "w3", capacity=1)) is True, "a slot is free now"
+
+
+def test_a_slot_whose_lease_ran_out_is_free_again(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    assert b.acquire_slots([_request(limit, "dead", capacity=1, lease_ms=300)]) == [None]
+    assert b.acquire_slots([_request(limit, "next", capacity=1)])[0] is not None
+    harness.advance(400)  # sleeps on a server, moves the clock on SQLite
+    assert b.acquire_slots([_request(limit, "next", capacity=1)]) == [None]
+    assert b.limit_usage([limit]) == {limit: (1, 0)}
+
+
+def test_extending_a_slot_keeps_it_past_its_first_lease(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    assert b.acquire_slots([_request(limit, "long", capacity=1, lease_ms=400)]) == [None]
+    b.extend_slots([(limit, "long")], 60_000)
+    harness.advance(500)
+    assert b.acquire_slots([_request(limit, "other", capacity=1)])[0] is not None
+
+
+def test_release_to_a_later_time_does_not_count_an_attempt_and_wake_brings_it_back(
+    harness: BackendHarness,
+) -> None:
+    b = harness.backend
+    _enqueue(harness, "w")
+    (claim,) = b.claim("q", 10).claims
+    assert claim.attempt == 1
+    assert b.release([claim], due_ms=b.now_ms() + 60_000) == 1
+    stored = b.get("w")
+    assert stored is not None and stored.state is State.SCHEDULED
+    assert b.claim("q", 10).claims == [], "it waits until its new due time"
+    assert b.wake([Waiter("q", None, "w"), Waiter("q", None, "gone")]) == [True, False]
+    (again,) = b.claim("q", 10).claims
+    assert again.id == "w" and again.attempt == 1, "waiting was not an attempt"
+    assert again.due_ms <= b.now_ms()
+    assert b.wake([Waiter("q", None, "w")]) == [False], "a running message is not woken"
+    assert b.release([again], due_ms=None) == 1
+    assert b.wake([Waiter("q", None, "w")]) == [True], "waking a due message is harmless"
+    (third,) = b.claim("q", 10).claims
+    assert third.attempt == 1
+    assert b.claim("q", 10).claims == [], "woken twice, it was stored once"
+
+
+def test_a_keyed_waiter_is_found_in_its_shard(harness: BackendHarness) -> None:
+    b = harness.backend
+    envelope = Envelope("kw", "q", "tenant-7", 0, harness.now_ms(), 5000, b"body")
+    b.enqueue([envelope])
+    (claim,) = b.claim("q", 10).claims
+    b.release([claim], due_ms=b.now_ms() + 60_000)
+    assert b.wake([Waiter("q", "tenant-7", "kw")]) == [True]
+    assert [c.id for c in b.claim("q", 10).claims] == ["kw"]
