@@ -20,6 +20,7 @@ from scheduler.errors import (
     TickworkError,
     UnknownTask,
 )
+from scheduler.limits import ConcurrencyLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.reports import EnqueueReport
 from scheduler.retry import RetryPolicy
@@ -35,6 +36,7 @@ __all__ = [
     "BackendUnavailable",
     "Call",
     "Clock",
+    "ConcurrencyLimit",
     "ConfigurationError",
     "DecodeError",
     "EnqueueReport",

@@ -15,6 +15,7 @@ from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.limits import limit_of
 from scheduler.message import Message, encode_fields
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
@@ -54,6 +55,15 @@ class MessageBuilder:
         if now is None:
             now = to_datetime(now_ms)
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
+        options = task.options
+        limit = limit_of(
+            task.name,
+            task.arguments.signature,
+            options.concurrency_limit,
+            options.limit_key,
+            call.args,
+            call.kwargs,
+        )
         queue = call.queue or task.options.queue
         check_scalars(call, queue)
         stored, fire, jitter_s = plan(call, now)
@@ -85,6 +95,7 @@ class MessageBuilder:
             timeout_s=task.options.timeout_s,
             headers=call.headers,
             misfires=fire.misfires,
+            limit=limit,
         )
         return message_id, self.envelope(
             message_id,

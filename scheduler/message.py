@@ -45,6 +45,7 @@ class Message(BaseModel):
     misfires: int = 0
     paused_at: datetime | None = None  # a paused schedule: stored, never due (see control)
     last_success_at: datetime | None = None  # scheduled time of the chain's last success
+    limit: str | None = None  # the concurrency limit key its runs hold a slot of
 
     def encode(self) -> bytes:
         """Compact JSON bytes."""
@@ -88,6 +89,7 @@ def encode_fields(
     timeout_s: float,
     headers: Mapping[str, str] | None,
     misfires: int,
+    limit: str | None = None,
 ) -> bytes:
     """Encode already-validated message fields exactly as ``Message.encode`` would (fields
     at their defaults left out) without building a model: the bulk enqueue path."""
@@ -115,6 +117,8 @@ def encode_fields(
         fields["headers"] = dict(headers)
     if misfires:
         fields["misfires"] = misfires
+    if limit is not None:
+        fields["limit"] = limit
     return to_json(fields)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from scheduler.errors import InvalidMessage, UnknownTask
+from scheduler.limits import ConcurrencyLimit, LimitKey, check_limit
 from scheduler.retry import RetryPolicy
 from scheduler.tasks import Arguments, Producer, TaskClass, TaskFunction, TaskOptions
 from triggers import Trigger
@@ -58,10 +59,18 @@ class TaskRegistry:
         priority: int = 0,
         retry: RetryPolicy | None = None,
         unique_for: timedelta | None = None,
+        concurrency_limit: int | ConcurrencyLimit | None = None,
+        limit_key: LimitKey | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
         _check_runnable(function, task_name)
+        limit = (
+            ConcurrencyLimit(name=task_name, capacity=concurrency_limit)
+            if isinstance(concurrency_limit, int)
+            else concurrency_limit
+        )
+        check_limit(task_name, inspect.signature(function), limit, limit_key)
         options = TaskOptions(
             name=task_name,
             queue=queue or self.default_queue,
@@ -69,6 +78,8 @@ class TaskRegistry:
             timeout_s=timeout or self.default_timeout_s,
             priority=priority,
             unique_for=unique_for,
+            concurrency_limit=limit,
+            limit_key=limit_key,
         )
         return self.add(
             TaskFunction(self.producer, function, options, Arguments(function, task_name))

@@ -20,6 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
 from scheduler.errors import InvalidMessage
+from scheduler.limits import ConcurrencyLimit, LimitKey
 from scheduler.retry import RetryPolicy
 from triggers import Trigger
 
@@ -196,6 +197,9 @@ class TaskOptions(BaseModel):
     priority: int = Field(default=0, ge=-1000, le=1000)
     #: after a keyed one-off message of this task succeeds, its key stays taken this long
     unique_for: timedelta | None = None
+    #: at most this many of its messages (per limit key) run at once across every worker
+    concurrency_limit: ConcurrencyLimit | None = None
+    limit_key: LimitKey | None = None
 
     @field_validator("unique_for")
     @classmethod

@@ -45,7 +45,7 @@ class Consumer:
         settler: Settler,
         counters: Counters,
         now_ms: Callable[[], int],
-        submit: Callable[[Work], None],
+        submit: Callable[[list[Work]], None],
         stopping: threading.Event,
         stop: Callable[[], None],
     ) -> None:
@@ -143,6 +143,7 @@ class Consumer:
         Returns how many were claimed and the earliest next due time the backend gave."""
         claimed = 0
         next_due: int | None = None
+        ready: list[Work] = []
         try:
             for queue in self._active:
                 if claimed >= wanted:
@@ -155,32 +156,37 @@ class Consumer:
                         batch.next_due_ms if next_due is None else min(next_due, batch.next_due_ms)
                     )
                 for claim in batch.claims:
-                    self.accept(claim)
+                    work = self.accept(claim)
+                    if work is not None:
+                        ready.append(work)
         except BackendError as err:
             self._counters.add("backend_errors")
             log.warning("claim failed: %s", err)
             self._stopping.wait(0.5)
         finally:
             self._permits.give(wanted - claimed)
+            if ready:
+                self._submit(ready)
         self._counters.add("claimed", claimed)
         return claimed, next_due
 
-    def accept(self, claim: Claim) -> None:
-        """Take ownership of a claim (it holds a permit): decode it, then park it or run it."""
+    def accept(self, claim: Claim) -> Work | None:
+        """Take ownership of a claim (it holds a permit): decode it, then park it, or
+        return it to be run now."""
         try:
             message = Message.decode(claim.body)
         except DecodeError as err:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
-            return
+            return None
         if is_unique_window(message):  # a unique_for window ended: free the key, run nothing
             self._settler.close_window(claim)
-            return
+            return None
         if message.task not in self._app.tasks:
             failure = Failure(
                 "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
             )
             self._settler.poison_now(claim, failure)
-            return
+            return None
         work = Work(claim, message)
         self._holdings.add(work)
         if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
@@ -188,8 +194,8 @@ class Consumer:
             # from its due time, so it gives its permit back until it fires
             work.holds_permit = False
             self._permits.give(1)
-            return
-        self._submit(work)
+            return None
+        return work
 
     def _flush_counters(self) -> None:
         pending, self._empty_polls = self._empty_polls, 0

@@ -60,6 +60,7 @@ class WorkerStats:
     poisoned: int = 0
     aborted: int = 0
     released: int = 0
+    limited: int = 0  # sent back to storage to wait for a slot of its concurrency limit
     empty_polls: int = 0
     backend_errors: int = 0
 

@@ -1,7 +1,8 @@
 """The heartbeat thread: extends the leases of work this process holds.
 
 Every ``interval_s`` it extends each lease with less than half of its length left, by one
-backend call per lease length, so a slow handler is not run twice. A lease the backend
+backend call per lease length, so a slow handler is not run twice; the concurrency slots
+those runs hold are extended with them. A lease the backend
 says is no longer held (it expired and was claimed elsewhere, or was cancelled) is logged;
 its settle will be refused by the fence.
 """
@@ -52,6 +53,12 @@ class Heartbeat:
                 continue
             kept = [work for work, ok in zip(works, held, strict=True) if ok]
             self._holdings.extended(kept, now + timeout_ms)
+            slots = [(work.slot, work.claim.id) for work in kept if work.slot is not None]
+            if slots:
+                try:
+                    self._backend.extend_slots(slots, timeout_ms)
+                except BackendError as err:
+                    log.warning("concurrency slot heartbeat failed: %s", err)
             for work, ok in zip(works, held, strict=True):
                 if not ok:
                     log.warning("lease of %s was lost while it ran", work.claim.id)

@@ -28,6 +28,7 @@ class Work:
     started_ms: int = 0
     holds_permit: bool = True  # parked in the timing wheel: no permit until it fires
     abort: AbortRequest | None = None  # set when an abort of this run was read
+    slot: str | None = None  # the concurrency limit it holds a slot of, while it runs
 
     @property
     def handle(self) -> tuple[str, str]:

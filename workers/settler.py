@@ -28,6 +28,7 @@ from scheduler.retry import GiveUp, decide
 from workers.execution import HandlerResult, Verdict
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
+from workers.limits import LimitGate
 
 log = logging.getLogger("tickwork.worker")
 
@@ -46,7 +47,9 @@ class Settler:
         counters: Counters,
         now_ms: Callable[[], int],
         forced: threading.Event,
+        limits: LimitGate,
     ) -> None:
+        self._limits = limits
         self._app = app
         self._backend = backend
         self._holdings = holdings
@@ -256,7 +259,9 @@ class Settler:
         self.forget(works)
 
     def forget(self, works: list[Work]) -> None:
-        """Work has left this process: drop it and give its permits back."""
+        """Work has left this process: give back its concurrency slots (waking waiters),
+        drop it and give its permits back."""
+        self._limits.settled(works)
         self._holdings.remove(works)
         self._permits.give(sum(work.holds_permit for work in works))
 

@@ -30,7 +30,7 @@ class Timer:
         self,
         now_ms: Callable[[], int],
         permits: Permits,
-        submit: Callable[[Work], None],
+        submit: Callable[[list[Work]], None],
         release: Callable[[list[Work]], None],
         stopping: threading.Event,
         capacity: int,
@@ -84,8 +84,9 @@ class Timer:
                 if wait_ms > 0:
                     self._condition.wait(min(wait_ms, _MAX_WAIT_MS) / 1000)
                 due = self._wheel.advance(self._now_ms())
-            for work in due:
-                self._permits.force(1)  # may overdraw: the consumer waits until it is paid back
-                work.holds_permit = True
-                self._submit(work)
+            if due:
+                self._permits.force(len(due))  # may overdraw: the consumer waits to be paid back
+                for work in due:
+                    work.holds_permit = True
+                self._submit(due)
         self._release(parked)

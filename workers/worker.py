@@ -48,6 +48,7 @@ from workers.execution import aborted
 from workers.flow import Counters, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work
+from workers.limits import LimitGate
 from workers.pool import HandlerPool, PoolSpec
 from workers.pools import make_pool
 from workers.settler import Settler
@@ -77,6 +78,7 @@ class Worker:
         async_slots = self.config.async_concurrency if self._has_async else 0
         self._permits = Permits(self.config.permits + async_slots)
         self._holdings = Holdings()
+        self._limits = LimitGate(app, self.backend, self._counters, self._now_ms)
         self._settler = Settler(
             app,
             self.backend,
@@ -85,6 +87,7 @@ class Worker:
             self._counters,
             self._now_ms,
             self._force,
+            self._limits,
         )
         self._timer = Timer(
             self._now_ms,
@@ -229,19 +232,32 @@ class Worker:
         """The backend's clock, estimated locally (offset measured at start)."""
         return self.clock.now_ms() + self._offset_ms
 
-    def _submit(self, work: Work) -> None:
-        """Hand claimed work to the pool (from the consumer or the timer)."""
+    def _submit(self, works: list[Work]) -> None:
+        """Hand claimed work that is due to the pool (from the consumer or the timer):
+        aborted work is settled as such, work over its concurrency limit goes back to
+        wait, the rest starts."""
+        if self._stopping.is_set():
+            self._settler.release(works)
+            return
+        runnable = []
+        for work in works:
+            request = work.abort or self._aborts.requested(work.claim.id)
+            if request is not None:  # aborted before it started: it never runs
+                work.abort = request
+                self._settler.finished(work, aborted("aborted before it started"))
+            else:
+                runnable.append(work)
+        admitted = self._limits.admit(runnable)
+        if len(admitted) < len(runnable):
+            kept = {id(work) for work in admitted}
+            self._settler.forget([work for work in runnable if id(work) not in kept])
+        for work in admitted:
+            self._start(work)
+
+    def _start(self, work: Work) -> None:
         pool = self._pool
         assert pool is not None
-        if self._stopping.is_set():
-            self._settler.release([work])
-            return
         message = work.message
-        request = work.abort or self._aborts.requested(work.claim.id)
-        if request is not None:  # aborted before it started: it never runs
-            work.abort = request
-            self._settler.finished(work, aborted("aborted before it started"))
-            return
         work.started_ms = self._now_ms()
         if log.isEnabledFor(logging.INFO):
             log.info(

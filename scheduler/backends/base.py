@@ -157,9 +157,10 @@ class SlotRequest:
 
 
 class Waiter(NamedTuple):
-    """A message waiting for a slot of a concurrency limit, as ``release_slots`` hands it
-    back to be woken."""
+    """A message waiting for a slot of the concurrency limit ``limit``, as
+    ``release_slots`` hands it back to be woken."""
 
+    limit: str
     queue: str
     key: str | None
     message_id: str
@@ -347,6 +348,11 @@ class Backend(ABC):
     def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
         """Give back the slots ``(limit, message_id)`` and, for each one that was held,
         take the longest waiter of that limit off its list: the caller wakes them."""
+
+    @abstractmethod
+    def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
+        """Take up to ``count`` of the longest waiters of ``limit`` off its line (when a
+        waiter handed a slot turned out to be gone or running already)."""
 
     @abstractmethod
     def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:

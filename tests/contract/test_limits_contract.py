@@ -45,10 +45,15 @@ def test_a_released_slot_hands_itself_to_the_longest_waiter(harness: BackendHarn
     assert b.wait_for_slot(_request(limit, "w2", capacity=1)) is False
     assert b.wait_for_slot(_request(limit, "w1", capacity=1)) is False, "joins the line once"
     assert b.limit_usage([limit]) == {limit: (1, 2)}
-    assert b.release_slots([(limit, "m1")]) == [Waiter("q", None, "w1")]
+    assert b.release_slots([(limit, "m1")]) == [Waiter(limit, "q", None, "w1")]
     assert b.release_slots([(limit, "m1")]) == [], "a slot not held frees nobody"
     assert b.limit_usage([limit]) == {limit: (0, 1)}
     assert b.wait_for_slot(_request(limit, "w3", capacity=1)) is True, "a slot is free now"
+    assert b.pop_waiters(limit, 5) == [
+        Waiter(limit, "q", None, "w2"),
+        Waiter(limit, "q", None, "w3"),
+    ]
+    assert b.pop_waiters(limit, 5) == []
 
 
 def test_a_slot_whose_lease_ran_out_is_free_again(harness: BackendHarness) -> None:
@@ -79,13 +84,13 @@ def test_release_to_a_later_time_does_not_count_an_attempt_and_wake_brings_it_ba
     stored = b.get("w")
     assert stored is not None and stored.state is State.SCHEDULED
     assert b.claim("q", 10).claims == [], "it waits until its new due time"
-    assert b.wake([Waiter("q", None, "w"), Waiter("q", None, "gone")]) == [True, False]
+    assert b.wake([Waiter("l", "q", None, "w"), Waiter("l", "q", None, "gone")]) == [True, False]
     (again,) = b.claim("q", 10).claims
     assert again.id == "w" and again.attempt == 1, "waiting was not an attempt"
     assert again.due_ms <= b.now_ms()
-    assert b.wake([Waiter("q", None, "w")]) == [False], "a running message is not woken"
+    assert b.wake([Waiter("l", "q", None, "w")]) == [False], "a running message is not woken"
     assert b.release([again], due_ms=None) == 1
-    assert b.wake([Waiter("q", None, "w")]) == [True], "waking a due message is harmless"
+    assert b.wake([Waiter("l", "q", None, "w")]) == [True], "waking a due message is harmless"
     (third,) = b.claim("q", 10).claims
     assert third.attempt == 1
     assert b.claim("q", 10).claims == [], "woken twice, it was stored once"
@@ -97,5 +102,5 @@ def test_a_keyed_waiter_is_found_in_its_shard(harness: BackendHarness) -> None:
     b.enqueue([envelope])
     (claim,) = b.claim("q", 10).claims
     b.release([claim], due_ms=b.now_ms() + 60_000)
-    assert b.wake([Waiter("q", "tenant-7", "kw")]) == [True]
+    assert b.wake([Waiter("l", "q", "tenant-7", "kw")]) == [True]
     assert [c.id for c in b.claim("q", 10).claims] == ["kw"]

@@ -169,7 +169,7 @@ def _timer(clock: ManualClock, capacity: int = 10) -> tuple[Timer, list[Work], P
     submitted: list[Work] = []
     permits = Permits(4)
     timer = Timer(
-        clock.now_ms, permits, submitted.append, lambda _: None, threading.Event(), capacity
+        clock.now_ms, permits, submitted.extend, lambda _: None, threading.Event(), capacity
     )
     return timer, submitted, permits
 
@@ -209,8 +209,8 @@ def test_the_timer_thread_submits_on_time_with_a_forced_permit_and_releases_on_s
     stopping = threading.Event()
     fired = threading.Event()
 
-    def submit(work: Work) -> None:
-        submitted.append(work)
+    def submit(works: list[Work]) -> None:
+        submitted.extend(works)
         fired.set()
 
     timer = Timer(clock.now_ms, permits, submit, released.extend, stopping, 10)

@@ -101,8 +101,17 @@ class CassandraLimits(CassandraShardLock):
             for row in rows:
                 taken = self._run(self._prepare(cql.DELETE_WAITER), (limit, row.seq)).one()
                 if taken.applied:
-                    return Waiter(str(row.queue), row.key, str(row.id))
+                    return Waiter(limit, str(row.queue), row.key, str(row.id))
         return None
+
+    def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
+        popped: list[Waiter] = []
+        while len(popped) < count:
+            waiter = self._pop_waiter(limit)
+            if waiter is None:
+                break
+            popped.append(waiter)
+        return popped
 
     def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         by_limit: dict[str, list[str]] = {}

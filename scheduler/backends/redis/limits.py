@@ -68,7 +68,15 @@ class RedisLimits(RedisShards):
         answers = self._run_scripts(
             [("slot_release", self._limit_keys(limit)[:2], ids) for limit, ids in by_limit.items()]
         )
-        return [Waiter(*json.loads(member)) for popped in answers for member in popped]
+        return [
+            Waiter(limit, *json.loads(member))
+            for limit, popped in zip(by_limit, answers, strict=True)
+            for member in popped
+        ]
+
+    def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
+        popped = self._call(self._client.zpopmin, self._limit_keys(limit)[1], count)
+        return [Waiter(limit, *json.loads(member)) for member, _ in popped]
 
     def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         by_limit: dict[str, list[str]] = {}

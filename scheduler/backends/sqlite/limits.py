@@ -76,8 +76,18 @@ class SQLiteLimits(SQLiteStore):
                 ).fetchone()
                 if row is not None:
                     db.execute("DELETE FROM limit_waiters WHERE rowid = ?", (row[0],))
-                    woken.append(Waiter(row[1], row[2], row[3]))
+                    woken.append(Waiter(limit, row[1], row[2], row[3]))
         return woken
+
+    def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
+        with self._write() as db:
+            rows = db.execute(
+                "SELECT rowid, queue, key, message_id FROM limit_waiters "
+                "WHERE name = ? ORDER BY rowid LIMIT ?",
+                (limit, count),
+            ).fetchall()
+            db.executemany("DELETE FROM limit_waiters WHERE rowid = ?", [(r[0],) for r in rows])
+        return [Waiter(limit, r[1], r[2], r[3]) for r in rows]
 
     def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         if not held:

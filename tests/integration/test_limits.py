@@ -1,0 +1,131 @@
+"""Concurrency limits end to end, on every backend: at most N runs per limit key across
+workers, waiting is not an attempt, shared named limits, and bad limit keys refused."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from scheduler import App, ConcurrencyLimit, InvalidMessage
+from tests.support.helpers import running, wait_for
+
+
+class Gauge:
+    """Counts runs in progress per limit key and remembers the most seen at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now: Counter[str] = Counter()
+        self.most: Counter[str] = Counter()
+        self.done: list[tuple[str, int]] = []
+
+    def run(self, key: str, n: int, hold_s: float) -> None:
+        with self.lock:
+            self.now[key] += 1
+            self.most[key] = max(self.most[key], self.now[key])
+        time.sleep(hold_s)
+        with self.lock:
+            self.now[key] -= 1
+            self.done.append((key, n))
+
+
+def test_at_most_n_run_at_once_per_key_across_two_workers(app: App) -> None:
+    gauge = Gauge()
+    attempts: list[int] = []
+
+    @app.task(concurrency_limit=2, limit_key="customer")
+    def sync_customer(customer: str, n: int) -> None:
+        from scheduler import current_run
+
+        attempts.append(current_run().attempt)
+        gauge.run(customer, n, 0.15)
+
+    for n in range(8):
+        for customer in ("acme", "globex"):
+            sync_customer.delay(customer, n)
+    with running(app, concurrency=8) as first, running(app, concurrency=8) as second:
+        wait_for(lambda: len(gauge.done) == 16, timeout_s=60)
+        waited = first.stats.limited + second.stats.limited
+    assert gauge.most == {"acme": 2, "globex": 2}, "two per customer, and no more"
+    assert sorted(gauge.done) == sorted((c, n) for n in range(8) for c in ("acme", "globex"))
+    assert set(attempts) == {1}, "waiting for a slot is not an attempt"
+    assert waited > 0, "work over the limit went back to wait"
+    usage = app.backend.limit_usage(["tests.integration.test_limits.sync_customer:acme"])
+    assert usage == {"tests.integration.test_limits.sync_customer:acme": (0, 0)}
+
+
+def test_a_named_limit_is_shared_by_the_tasks_that_use_it(app: App) -> None:
+    gauge = Gauge()
+    crm = ConcurrencyLimit(name="crm", capacity=1)
+
+    @app.task(concurrency_limit=crm)
+    def push(n: int) -> None:
+        gauge.run("crm", n, 0.05)
+
+    @app.task(concurrency_limit=crm)
+    def pull(n: int) -> None:
+        gauge.run("crm", n, 0.05)
+
+    for n in range(4):
+        push.delay(n)
+        pull.delay(10 + n)
+    with running(app, concurrency=8):
+        wait_for(lambda: len(gauge.done) == 8, timeout_s=60)
+    assert gauge.most == {"crm": 1}
+
+
+def test_a_limit_key_function_and_a_recurring_limited_chain(sqlite_app: App) -> None:
+    from datetime import timedelta
+
+    from triggers import Repeating
+
+    gauge = Gauge()
+
+    @sqlite_app.task(concurrency_limit=1, limit_key=lambda order, **_: order["tenant"])
+    def ship(order: dict[str, str]) -> None:
+        gauge.run(order["tenant"], 0, 0.02)
+
+    every = Repeating(interval=timedelta(milliseconds=50))
+    ship.schedule([{"tenant": "t1"}], trigger=every, key="s")
+    for _ in range(3):
+        ship.delay({"tenant": "t1"})
+    stored = sqlite_app.get(key="s")
+    assert stored is not None and stored.message.limit == "tests.integration.test_limits.ship:t1"
+    with running(sqlite_app, concurrency=4):
+        wait_for(lambda: len(gauge.done) >= 6, timeout_s=30)
+    assert gauge.most == {"t1": 1}
+    nxt = sqlite_app.get(key="s")
+    assert nxt is not None and nxt.message.limit == stored.message.limit, "the chain keeps it"
+
+
+def test_bad_limit_keys_are_one_clear_error_and_store_nothing(sqlite_app: App) -> None:
+    with pytest.raises(InvalidMessage, match="not one of its parameters"):
+
+        @sqlite_app.task(concurrency_limit=2, limit_key="tenant")
+        def wrong(customer: str) -> None: ...
+
+    with pytest.raises(InvalidMessage, match="no concurrency_limit"):
+
+        @sqlite_app.task(limit_key="customer")
+        def unlimited(customer: str) -> None: ...
+
+    def broken(customer: str) -> str:
+        raise KeyError("region")
+
+    @sqlite_app.task(concurrency_limit=2, limit_key=broken)
+    def fragile(customer: str) -> None: ...
+
+    with pytest.raises(InvalidMessage, match="limit_key function of task .* failed: KeyError"):
+        fragile.delay("acme")
+    with pytest.raises(InvalidMessage, match="string or a number"):
+
+        @sqlite_app.task(concurrency_limit=2, limit_key=lambda customer: None)
+        def nothing(customer: str) -> None: ...
+
+        nothing.delay("acme")
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        ConcurrencyLimit(name="crm", capacity=0)
+    assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"

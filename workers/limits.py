@@ -1,0 +1,124 @@
+"""Concurrency limits on the worker's side: a limited run holds a slot of its limit.
+
+Before claimed work starts, ``admit`` takes a slot for each limited message (one backend
+call per batch). A message over its limit does not run and is not held here: it goes
+back to storage, attempt not counted, due again when the earliest holder's lease ends
+(the fallback if nobody wakes it, e.g. when the holder's worker died), and joins its
+limit's waiting line. When a run settles, its slot is given back and the longest waiter
+of that limit is woken (made due now), so waiting work is not polled for. A worker that
+dies holding slots gives them back when their leases run out (heartbeats extend them
+with the message's lease while the handler runs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from scheduler import App, BackendError
+from scheduler.backends import Backend, SlotRequest, Waiter
+from workers.flow import Counters
+from workers.holdings import Work
+
+log = logging.getLogger("tickwork.worker")
+
+_RETRY_MS = 1000  # when the backend could not be asked: look again this soon
+_MAX_POPS = 10  # waiters that turned out gone or running: take this many more, at most
+
+
+class LimitGate:
+    """Takes and gives back the slots of this worker's limited runs."""
+
+    def __init__(
+        self, app: App, backend: Backend, counters: Counters, now_ms: Callable[[], int]
+    ) -> None:
+        self._app = app
+        self._backend = backend
+        self._counters = counters
+        self._now_ms = now_ms
+
+    def request(self, work: Work) -> SlotRequest | None:
+        """The slot ``work`` needs, or None when it is not limited (the capacity is the
+        one this worker's registration of the task declares)."""
+        message = work.message
+        if message.limit is None:
+            return None
+        task = self._app.tasks.get(message.task)
+        limit = task.options.concurrency_limit if task is not None else None
+        if limit is None:
+            return None
+        claim = work.claim
+        return SlotRequest(
+            message.limit, limit.capacity, claim.id, claim.queue, claim.key, claim.timeout_ms
+        )
+
+    def admit(self, works: Sequence[Work]) -> list[Work]:
+        """The works that may start now, each limited one holding a slot; the others are
+        sent back to wait (the caller forgets them)."""
+        requests = [(work, request) for work in works if (request := self.request(work))]
+        if not requests:
+            return list(works)
+        try:
+            answers = self._backend.acquire_slots([request for _, request in requests])
+        except BackendError as err:
+            log.warning("cannot take concurrency slots (looking again soon): %s", err)
+            answers = [self._now_ms() + _RETRY_MS] * len(requests)
+        refused: dict[int, int] = {}
+        for (work, request), retry_at in zip(requests, answers, strict=True):
+            if retry_at is None:
+                work.slot = request.limit
+            else:
+                refused[id(work)] = retry_at
+                self._wait(work, request, retry_at)
+        return [work for work in works if id(work) not in refused]
+
+    def _wait(self, work: Work, request: SlotRequest, retry_at: int) -> None:
+        """Send ``work`` back to storage to wait for a slot of its limit."""
+        self._counters.add("limited")
+        log.debug(
+            "%s id=%s waits for a slot of %s", work.message.task, work.claim.id, request.limit
+        )
+        try:
+            if not self._backend.release([work.claim], due_ms=max(retry_at, self._now_ms())):
+                return  # the lease was lost meanwhile: whoever holds it now decides
+            if self._backend.wait_for_slot(request):  # a slot came free meanwhile
+                self._wake([Waiter(request.limit, request.queue, request.key, request.message_id)])
+        except BackendError as err:
+            log.warning(
+                "%s id=%s waits for a slot without a place in line (due again by its "
+                "lease or its release): %s",
+                work.message.task,
+                work.claim.id,
+                err,
+            )
+
+    def settled(self, works: Sequence[Work]) -> None:
+        """Give back the slots of runs that ended and wake the longest waiters."""
+        held = [(work.slot, work.claim.id) for work in works if work.slot is not None]
+        if not held:
+            return
+        for work in works:
+            work.slot = None
+        try:
+            waiters = self._backend.release_slots(held)
+            self._wake(waiters)
+        except BackendError as err:
+            log.warning(
+                "cannot give back %d concurrency slot(s) (their leases will end): %s",
+                len(held),
+                err,
+            )
+
+    def _wake(self, waiters: list[Waiter]) -> None:
+        """Wake ``waiters``; for each one gone or running already, take the next waiter of
+        its limit instead (a bounded number of times)."""
+        pops = 0
+        while waiters:
+            woken = self._backend.wake(waiters)
+            missed = [w for w, ok in zip(waiters, woken, strict=True) if not ok]
+            waiters = []
+            for waiter in missed:
+                if pops >= _MAX_POPS:
+                    return
+                pops += 1
+                waiters += self._backend.pop_waiters(waiter.limit, 1)
