@@ -118,7 +118,7 @@ def test_bad_limit_keys_are_one_clear_error_and_store_nothing(sqlite_app: App) -
     @sqlite_app.task(concurrency_limit=2, limit_key=broken)
     def fragile(customer: str) -> None: ...
 
-    with pytest.raises(InvalidMessage, match="limit_key function of task .* failed: KeyError"):
+    with pytest.raises(InvalidMessage, match=r"limit_key function of task .* failed: KeyError"):
         fragile.delay("acme")
     with pytest.raises(InvalidMessage, match="string or a number"):
 

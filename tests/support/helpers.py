@@ -55,15 +55,18 @@ def running(app: App, **config: object) -> Iterator[Worker]:
         assert worker.join(30), "worker did not shut down"
 
 
-def start_record_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """A ``tickwork worker`` process for ``tests.support.crash_tasks``, logging to ``log``."""
+def start_record_worker(
+    env: dict[str, str], log: Path, module: str = "tests.support.crash_tasks"
+) -> subprocess.Popen[bytes]:
+    """A ``tickwork worker`` process for ``module`` (the crash test's tasks unless told),
+    logging to ``log``."""
     command = [
         sys.executable,
         "-m",
         "tickwork",
         "worker",
         "-A",
-        "tests.support.crash_tasks",
+        module,
         "--concurrency",
         "4",
         "--log-level",
