@@ -64,6 +64,7 @@ class Consumer:
         self._empty_polls = 0  # not yet added to the backend's counters
         self._active = config.queues  # the consumed queues that are not paused
         self._paused_read_at = -float("inf")
+        self._nudged = threading.Event()
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -85,6 +86,9 @@ class Consumer:
                 wanted = self._permits.take(self._config.batch_size, timeout_s=0.2, linger_s=0.01)
                 if not wanted:
                     continue
+                # read before the claim: work settling during it may make more due (a next
+                # occurrence, a woken waiter for a concurrency slot) after the claim looked
+                idle_before = self._holdings.empty()
                 claimed, next_due = self.claim_round(wanted)
                 if claimed:
                     idle_s = 0.01
@@ -92,15 +96,23 @@ class Consumer:
                 self._counters.add("empty_polls")
                 self._empty_polls += 1
                 nothing_due = next_due is None or next_due > self._now_ms()
-                if self._config.burst and self._holdings.empty() and nothing_due:
+                if self._config.burst and idle_before and self._holdings.empty() and nothing_due:
                     log.info("burst: nothing due or running; stopping")
                     self._stop()
                     break
-                self._stopping.wait(self._sleep_s(idle_s, next_due))
-                idle_s = min(idle_s * 2, self._config.poll_interval_s)
+                if self._nudged.wait(self._sleep_s(idle_s, next_due)):
+                    self._nudged.clear()
+                    idle_s = 0.01
+                else:
+                    idle_s = min(idle_s * 2, self._config.poll_interval_s)
         finally:
             self._flush_counters()
             self.done.set()
+
+    def nudge(self) -> None:
+        """Cut an idle wait short: something was made due (a waiter woken for a concurrency
+        slot) or the worker is stopping. Any thread."""
+        self._nudged.set()
 
     @property
     def active(self) -> tuple[str, ...]:

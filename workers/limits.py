@@ -23,15 +23,21 @@ from workers.holdings import Work
 log = logging.getLogger("tickwork.worker")
 
 _RETRY_MS = 1000  # when the backend could not be asked: look again this soon
-_MAX_POPS = 10  # waiters that turned out gone or running: take this many more, at most
+_MAX_POPS = 1000  # waiters gone or running already: take the next, up to this many per call
 
 
 class LimitGate:
     """Takes and gives back the slots of this worker's limited runs."""
 
     def __init__(
-        self, app: App, backend: Backend, counters: Counters, now_ms: Callable[[], int]
+        self,
+        app: App,
+        backend: Backend,
+        counters: Counters,
+        now_ms: Callable[[], int],
+        woke: Callable[[], None] = lambda: None,
     ) -> None:
+        self._woke = woke  # told when waiters were made due (the consumer claims at once)
         self._app = app
         self._backend = backend
         self._counters = counters
@@ -110,11 +116,14 @@ class LimitGate:
             )
 
     def _wake(self, waiters: list[Waiter]) -> None:
-        """Wake ``waiters``; for each one gone or running already, take the next waiter of
-        its limit instead (a bounded number of times)."""
+        """Wake ``waiters``; for each one gone or running already (a line can hold such
+        entries: a message woken by its fallback time runs while still in line), take
+        the next waiter of its limit instead, until one wakes or the line is empty."""
         pops = 0
         while waiters:
             woken = self._backend.wake(waiters)
+            if any(woken):
+                self._woke()
             missed = [w for w, ok in zip(waiters, woken, strict=True) if not ok]
             waiters = []
             for waiter in missed:

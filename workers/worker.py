@@ -78,7 +78,9 @@ class Worker:
         async_slots = self.config.async_concurrency if self._has_async else 0
         self._permits = Permits(self.config.permits + async_slots)
         self._holdings = Holdings()
-        self._limits = LimitGate(app, self.backend, self._counters, self._now_ms)
+        self._limits = LimitGate(
+            app, self.backend, self._counters, self._now_ms, woke=lambda: self._consumer.nudge()
+        )
         self._settler = Settler(
             app,
             self.backend,
@@ -164,6 +166,7 @@ class Worker:
         if force:
             self._force.set()
         self._stopping.set()
+        self._consumer.nudge()
         self._timer.wake()
         self._permits.give(0)
 

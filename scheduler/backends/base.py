@@ -334,8 +334,10 @@ class Backend(ABC):
     def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
         """For each request, in one atomic step per limit: forget holders whose lease ran
         out (backend clock); if the message holds a slot already, or fewer than
-        ``capacity`` are held, take (or renew) one for ``lease_ms`` and answer None; else
-        answer when the earliest holder's lease ends (epoch ms), when to look again."""
+        ``capacity`` are held, take (or renew) one for ``lease_ms`` and answer None (the
+        message leaves the limit's waiting line, where the backend can do so in the same
+        step); else answer when the earliest holder's lease ends (epoch ms), when to look
+        again."""
 
     @abstractmethod
     def wait_for_slot(self, request: SlotRequest) -> bool:

@@ -39,21 +39,34 @@ class RedisLimits(RedisShards):
 
         return self._call(pipelined)
 
+    def _calls_by_limit(self, limits: Sequence[str]) -> list[list[int]]:
+        """Indexes of ``limits`` grouped into script calls: all in one on a single node,
+        one call per limit on a cluster (a script's keys must share one slot there)."""
+        if not self._cluster:
+            return [list(range(len(limits)))] if limits else []
+        groups: dict[str, list[int]] = {}
+        for index, limit in enumerate(limits):
+            groups.setdefault(limit, []).append(index)
+        return list(groups.values())
+
     def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
-        answers = self._run_scripts(
-            [
-                (
-                    "slot_acquire",
-                    self._limit_keys(r.limit)[:1],
-                    [r.message_id, r.capacity, r.lease_ms],
-                )
-                for r in requests
-            ]
-        )
-        return [None if int(a) < 0 else int(a) for a in answers]
+        calls: list[tuple[str, list[str], list[Any]]] = []
+        groups = self._calls_by_limit([r.limit for r in requests])
+        for indexes in groups:
+            keys, args = [], []
+            for i in indexes:
+                r = requests[i]
+                keys += self._limit_keys(r.limit)[:2]
+                args += [r.message_id, r.capacity, r.lease_ms, _member(r)]
+            calls.append(("slot_acquire", keys, args))
+        answers: list[int | None] = [None] * len(requests)
+        for indexes, found in zip(groups, self._run_scripts(calls), strict=True):
+            for i, answer in zip(indexes, found, strict=True):
+                answers[i] = None if int(answer) < 0 else int(answer)
+        return answers
 
     def wait_for_slot(self, request: SlotRequest) -> bool:
-        member = json.dumps([request.queue, request.key, request.message_id])
+        member = _member(request)
         answer = self._call(
             self._scripts["slot_wait"],
             keys=self._limit_keys(request.limit),
@@ -65,14 +78,22 @@ class RedisLimits(RedisShards):
         by_limit: dict[str, list[str]] = {}
         for limit, message_id in held:
             by_limit.setdefault(limit, []).append(message_id)
-        answers = self._run_scripts(
-            [("slot_release", self._limit_keys(limit)[:2], ids) for limit, ids in by_limit.items()]
-        )
-        return [
-            Waiter(limit, *json.loads(member))
-            for limit, popped in zip(by_limit, answers, strict=True)
-            for member in popped
-        ]
+        limits = list(by_limit)
+        calls: list[tuple[str, list[str], list[Any]]] = []
+        for indexes in self._calls_by_limit(limits):
+            keys: list[str] = []
+            args: list[Any] = []
+            for i in indexes:
+                keys += self._limit_keys(limits[i])[:2]
+                args += [len(by_limit[limits[i]]), *by_limit[limits[i]]]
+            calls.append(("slot_release", keys, args))
+        waiters: list[Waiter] = []
+        for indexes, popped in zip(
+            self._calls_by_limit(limits), self._run_scripts(calls), strict=True
+        ):
+            for i, members in zip(indexes, popped, strict=True):
+                waiters += [Waiter(limits[i], *json.loads(member)) for member in members]
+        return waiters
 
     def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
         popped = self._call(self._client.zpopmin, self._limit_keys(limit)[1], count)
@@ -113,3 +134,8 @@ class RedisLimits(RedisShards):
             waiting = self._call(self._client.zcard, waiters)
             usage[limit] = (int(held), int(waiting))
         return usage
+
+
+def _member(request: SlotRequest) -> str:
+    """How a waiting message is named in its limit's line."""
+    return json.dumps([request.queue, request.key, request.message_id])

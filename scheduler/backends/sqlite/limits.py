@@ -36,13 +36,17 @@ class SQLiteLimits(SQLiteStore):
         held, earliest = db.execute(
             "SELECT COUNT(*), MIN(expires_ms) FROM limit_slots WHERE name = ?", (request.limit,)
         ).fetchone()
-        if held < request.capacity:
-            db.execute(
-                "INSERT INTO limit_slots (name, holder, expires_ms) VALUES (?, ?, ?)",
-                (request.limit, request.message_id, expires),
-            )
-            return None
-        return int(earliest)
+        if held >= request.capacity:
+            return int(earliest)
+        db.execute(
+            "INSERT INTO limit_slots (name, holder, expires_ms) VALUES (?, ?, ?)",
+            (request.limit, request.message_id, expires),
+        )
+        db.execute(
+            "DELETE FROM limit_waiters WHERE name = ? AND message_id = ?",
+            (request.limit, request.message_id),
+        )
+        return None
 
     def wait_for_slot(self, request: SlotRequest) -> bool:
         now = self.now_ms()
