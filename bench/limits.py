@@ -4,7 +4,7 @@ a contended case (a limit of 1 over 8 keys, so most work waits and is woken), an
 latency of claiming a batch of 100 limited messages and taking their slots at 10,000
 and 1,000,000 pending.
 
-python -m bench.limits [--scale 1.0] [--rounds 2] [--out bench/results/limits.json]
+python -m bench.limits [--scale 1.0] [--rounds 2] [--only sqlite|redis] [--out FILE.json]
 (starts a Redis server; SQLite in a scratch directory)
 """
 
@@ -106,12 +106,14 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", choices=("sqlite", "redis"), help="one backend only")
     args = parser.parse_args()
     logging.getLogger("tickwork").setLevel(logging.WARNING)
     server = RedisServer()
     try:
         with tempfile.TemporaryDirectory() as scratch:
             urls = [f"sqlite:///{scratch}/bench.db", server.url]
+            urls = [u for u in urls if args.only is None or u.startswith(args.only)]
             result = {
                 "machine": machine(),
                 "scale": args.scale,

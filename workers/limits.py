@@ -88,7 +88,7 @@ class LimitGate:
             if not self._backend.release([work.claim], due_ms=max(retry_at, self._now_ms())):
                 return  # the lease was lost meanwhile: whoever holds it now decides
             if self._backend.wait_for_slot(request):  # a slot came free meanwhile
-                self._wake([Waiter(request.limit, request.queue, request.key, request.message_id)])
+                self.wake([Waiter(request.limit, request.queue, request.key, request.message_id)])
         except BackendError as err:
             log.warning(
                 "%s id=%s waits for a slot without a place in line (due again by its "
@@ -98,27 +98,47 @@ class LimitGate:
                 err,
             )
 
-    def settled(self, works: Sequence[Work]) -> None:
-        """Give back the slots of runs that ended and wake the longest waiters."""
+    @staticmethod
+    def take_slots(works: Sequence[Work]) -> list[tuple[str, str]]:
+        """The slots ``(limit, message id)`` that ``works`` hold, which they no longer
+        hold afterwards: the caller gives them back."""
         held = [(work.slot, work.claim.id) for work in works if work.slot is not None]
-        if not held:
-            return
         for work in works:
             work.slot = None
+        return held
+
+    def settled(self, works: Sequence[Work]) -> None:
+        """Give back the slots of runs that ended and wake the longest waiters."""
+        self.release(self.take_slots(works))
+
+    def release(self, held: list[tuple[str, str]]) -> None:
+        """Give back slots ``(limit, message id)`` and wake the longest waiters."""
+        if not held:
+            return
         try:
             waiters = self._backend.release_slots(held)
-            self._wake(waiters)
         except BackendError as err:
             log.warning(
                 "cannot give back %d concurrency slot(s) (their leases will end): %s",
                 len(held),
                 err,
             )
+            return
+        self.wake(waiters)
 
-    def _wake(self, waiters: list[Waiter]) -> None:
+    def wake(self, waiters: list[Waiter]) -> None:
         """Wake ``waiters``; for each one gone or running already (a line can hold such
         entries: a message woken by its fallback time runs while still in line), take
-        the next waiter of its limit instead, until one wakes or the line is empty."""
+        the next waiter of its limit instead, until one wakes or the line is empty. A
+        backend error is logged: those waiters wake at their fallback time instead."""
+        try:
+            self._wake(waiters)
+        except BackendError as err:
+            log.warning(
+                "cannot wake %d waiter(s) (they wake later by themselves): %s", len(waiters), err
+            )
+
+    def _wake(self, waiters: list[Waiter]) -> None:
         pops = 0
         while waiters:
             woken = self._backend.wake(waiters)

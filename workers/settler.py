@@ -121,8 +121,13 @@ class Settler:
                 self._counters.add("redelivered")
             else:
                 self._fail(work, result, now)
+        # the slots of this batch's runs go back with the acks (one round trip where the
+        # backend can); forget() then finds none left to give back
+        held = self._limits.take_slots(done)
         if acks:
-            self._ack(acks)
+            self._ack(acks, held)
+        elif held:
+            self._limits.release(held)
         if aborts:
             self._clear_aborts(aborts)
         for queue, count in aborted.items():  # one counter write per queue and batch
@@ -132,10 +137,12 @@ class Settler:
                 log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
         self.forget(done)
 
-    def _ack(self, acks: list[tuple[Claim, Envelope | None]]) -> None:
-        results = self._with_retries(lambda: self._backend.ack(acks))
-        if results is None:
+    def _ack(self, acks: list[tuple[Claim, Envelope | None]], slots: list[tuple[str, str]]) -> None:
+        settled = self._with_retries(lambda: self._backend.ack_releasing(acks, slots))
+        if settled is None:
             return
+        results, waiters = settled
+        self._limits.wake(waiters)
         held = sum(results)
         self._counters.add("acked", held)
         self._counters.add("stale", len(results) - held)

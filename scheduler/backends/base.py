@@ -246,6 +246,14 @@ class Backend(ABC):
         """Delete each claimed message and, in the same atomic step, store its next
         occurrence if given and only if the lease was still held. One commit per call."""
 
+    def ack_releasing(
+        self, items: Sequence[tuple[Claim, Envelope | None]], held: Sequence[tuple[str, str]]
+    ) -> tuple[list[bool], list[Waiter]]:
+        """``ack(items)``, then ``release_slots(held)``: how a worker settles a batch of
+        runs that held concurrency slots; one round trip (or transaction) where the
+        backend can. Each part keeps its own contract."""
+        return self.ack(items), self.release_slots(held) if held else []
+
     @abstractmethod
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
         """Make a failed message due again at ``due_ms``, keeping its attempt count."""

@@ -116,3 +116,15 @@ def test_a_waiter_that_gets_a_slot_leaves_the_line(harness: BackendHarness) -> N
     if harness.name != "cassandra":  # Cassandra keeps the entry; a releaser skips it
         assert b.limit_usage([limit]) == {limit: (1, 0)}
     assert b.release_slots([(limit, "w")]) in ([], [Waiter(limit, "q", None, "w")])
+
+
+def test_ack_releasing_acks_and_gives_slots_back_in_one_step(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    _enqueue(harness, "run")
+    (claim,) = b.claim("q", 10).claims
+    assert b.acquire_slots([_request(limit, "run", capacity=1)]) == [None]
+    assert b.wait_for_slot(_request(limit, "next", capacity=1)) is False
+    acked, woken = b.ack_releasing([(claim, None)], [(limit, "run")])
+    assert acked == [True] and woken == [Waiter(limit, "q", None, "next")]
+    assert b.get("run") is None and b.limit_usage([limit]) == {limit: (0, 0)}
+    assert b.ack_releasing([(claim, None)], [(limit, "run")]) == ([False], [])

@@ -34,6 +34,7 @@ from scheduler.backends.base import (
     OnConflict,
     Outcome,
     StoredMessage,
+    Waiter,
 )
 from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.limits import RedisLimits
@@ -207,6 +208,27 @@ class RedisBackend(RedisAdmin, RedisLimits, Backend):
     def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
         if not items:
             return []
+        groups, calls = self._ack_calls(items)
+        return self._ack_results(len(items), groups, self._run_many("ack", calls))
+
+    def ack_releasing(
+        self, items: Sequence[tuple[Claim, Envelope | None]], held: Sequence[tuple[str, str]]
+    ) -> tuple[list[bool], list[Waiter]]:
+        """On one node, the ack and slot scripts go in one pipelined round trip."""
+        if self._cluster or not items or not held:
+            return super().ack_releasing(items, held)
+        groups, calls = self._ack_calls(items)
+        limits, release_calls = self._release_calls(held)
+        replies = self._run_scripts(
+            [("ack", self._shard_keys(queue, shard), args) for queue, shard, args in calls]
+            + release_calls
+        )
+        acked = self._ack_results(len(items), groups, replies[: len(calls)])
+        return acked, self._released(limits, replies[len(calls) :])
+
+    def _ack_calls(
+        self, items: Sequence[tuple[Claim, Envelope | None]]
+    ) -> tuple[dict[tuple[str, int], list[int]], list[tuple[str, int, list[Any]]]]:
         groups: dict[tuple[str, int], list[int]] = {}
         for index, (claim, _) in enumerate(items):
             groups.setdefault(self._claim_shard(claim), []).append(index)
@@ -220,8 +242,14 @@ class RedisBackend(RedisAdmin, RedisLimits, Backend):
                 else:
                     args += [claim.id, claim.token, 1, *self._next_args(nxt)]
             calls.append((queue, shard, args))
-        results = [False] * len(items)
-        for (_, indexes), reply in zip(groups.items(), self._run_many("ack", calls), strict=True):
+        return groups, calls
+
+    @staticmethod
+    def _ack_results(
+        count: int, groups: dict[tuple[str, int], list[int]], replies: list[Any]
+    ) -> list[bool]:
+        results = [False] * count
+        for indexes, reply in zip(groups.values(), replies, strict=True):
             for i, ok in zip(indexes, reply, strict=True):
                 results[i] = bool(ok)
         return results

@@ -1,13 +1,12 @@
 """The Redis backend's concurrency limits: each limit's keys share one hash tag
 ``{prefix:limit:NAME}`` (one cluster slot): ``:h`` holders (id -> lease end), ``:w``
-waiters (a JSON [queue, key, id] -> place in line), ``:q`` the line's counter. A slot step
+waiters (queue, key and id -> place in line), ``:q`` the line's counter. A slot step
 is one ``slot_*`` script on those keys; waking a waiter is one ``wake`` script on its
 message's shard. On one node the calls of a batch are pipelined (one round trip); on a
 cluster they go one by one, as the keys live in different slots."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,6 +74,13 @@ class RedisLimits(RedisShards):
         return bool(int(answer))
 
     def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+        limits, calls = self._release_calls(held)
+        return self._released(limits, self._run_scripts(calls))
+
+    def _release_calls(
+        self, held: Sequence[tuple[str, str]]
+    ) -> tuple[list[str], list[tuple[str, list[str], list[Any]]]]:
+        """The limits of ``held`` (in order) and the ``slot_release`` calls for them."""
         by_limit: dict[str, list[str]] = {}
         for limit, message_id in held:
             by_limit.setdefault(limit, []).append(message_id)
@@ -87,17 +93,19 @@ class RedisLimits(RedisShards):
                 keys += self._limit_keys(limits[i])[:2]
                 args += [len(by_limit[limits[i]]), *by_limit[limits[i]]]
             calls.append(("slot_release", keys, args))
+        return limits, calls
+
+    def _released(self, limits: list[str], replies: list[Any]) -> list[Waiter]:
+        """The waiters the ``slot_release`` calls for ``limits`` took off their lines."""
         waiters: list[Waiter] = []
-        for indexes, popped in zip(
-            self._calls_by_limit(limits), self._run_scripts(calls), strict=True
-        ):
+        for indexes, popped in zip(self._calls_by_limit(limits), replies, strict=True):
             for i, members in zip(indexes, popped, strict=True):
-                waiters += [Waiter(limits[i], *json.loads(member)) for member in members]
+                waiters += [_waiter(limits[i], member) for member in members]
         return waiters
 
     def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
         popped = self._call(self._client.zpopmin, self._limit_keys(limit)[1], count)
-        return [Waiter(limit, *json.loads(member)) for member, _ in popped]
+        return [_waiter(limit, member) for member, _ in popped]
 
     def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         by_limit: dict[str, list[str]] = {}
@@ -137,5 +145,12 @@ class RedisLimits(RedisShards):
 
 
 def _member(request: SlotRequest) -> str:
-    """How a waiting message is named in its limit's line."""
-    return json.dumps([request.queue, request.key, request.message_id])
+    """How a waiting message is named in its limit's line: queue, key (empty for none:
+    keys are never empty) and id, joined by the unit separator."""
+    return f"{request.queue}\x1f{request.key or ''}\x1f{request.message_id}"
+
+
+def _waiter(limit: str, member: bytes) -> Waiter:
+    queue, rest = member.decode().split("\x1f", 1)
+    key, message_id = rest.rsplit("\x1f", 1)
+    return Waiter(limit, queue, key or None, message_id)

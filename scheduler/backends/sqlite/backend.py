@@ -16,6 +16,7 @@ from scheduler.backends.base import (
     OnConflict,
     Outcome,
     StoredMessage,
+    Waiter,
 )
 from scheduler.backends.options import parse_options
 from scheduler.backends.sqlite.admin import SQLiteAdmin
@@ -296,25 +297,37 @@ class SQLiteBackend(SQLiteAdmin, SQLiteLimits, Backend):
     def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
         if not items:
             return []
+        with self._write() as db:
+            return self._ack_in(db, items)
+
+    def ack_releasing(
+        self, items: Sequence[tuple[Claim, Envelope | None]], held: Sequence[tuple[str, str]]
+    ) -> tuple[list[bool], list[Waiter]]:
+        """Both in one write transaction."""
+        with self._write() as db:
+            return self._ack_in(db, items), self._release_slots_in(db, held)
+
+    def _ack_in(
+        self, db: sqlite3.Connection, items: Sequence[tuple[Claim, Envelope | None]]
+    ) -> list[bool]:
         now = self.now_ms()
         results = []
         acked: dict[str, int] = {}
-        with self._write() as db:
-            for claim, nxt in items:
-                held = (
-                    db.execute(
-                        "DELETE FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
-                    ).rowcount
-                    == 1
-                )
-                results.append(held)
-                if not held:
-                    continue
-                acked[claim.queue] = acked.get(claim.queue, 0) + 1
-                if nxt is not None:
-                    self._insert_next(db, nxt, now)
-            for queue, count in acked.items():
-                self._count(db, queue, "acked", count)
+        for claim, nxt in items:
+            held = (
+                db.execute(
+                    "DELETE FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
+                ).rowcount
+                == 1
+            )
+            results.append(held)
+            if not held:
+                continue
+            acked[claim.queue] = acked.get(claim.queue, 0) + 1
+            if nxt is not None:
+                self._insert_next(db, nxt, now)
+        for queue, count in acked.items():
+            self._count(db, queue, "acked", count)
         return results
 
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:

@@ -65,22 +65,26 @@ class SQLiteLimits(SQLiteStore):
     def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
         if not held:
             return []
-        woken: list[Waiter] = []
         with self._write() as db:
-            for limit, message_id in held:
-                freed = db.execute(
-                    "DELETE FROM limit_slots WHERE name = ? AND holder = ?", (limit, message_id)
-                ).rowcount
-                if not freed:
-                    continue
-                row = db.execute(
-                    "SELECT rowid, queue, key, message_id FROM limit_waiters "
-                    "WHERE name = ? ORDER BY rowid LIMIT 1",
-                    (limit,),
-                ).fetchone()
-                if row is not None:
-                    db.execute("DELETE FROM limit_waiters WHERE rowid = ?", (row[0],))
-                    woken.append(Waiter(limit, row[1], row[2], row[3]))
+            return self._release_slots_in(db, held)
+
+    @staticmethod
+    def _release_slots_in(db: sqlite3.Connection, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+        woken: list[Waiter] = []
+        for limit, message_id in held:
+            freed = db.execute(
+                "DELETE FROM limit_slots WHERE name = ? AND holder = ?", (limit, message_id)
+            ).rowcount
+            if not freed:
+                continue
+            row = db.execute(
+                "SELECT rowid, queue, key, message_id FROM limit_waiters "
+                "WHERE name = ? ORDER BY rowid LIMIT 1",
+                (limit,),
+            ).fetchone()
+            if row is not None:
+                db.execute("DELETE FROM limit_waiters WHERE rowid = ?", (row[0],))
+                woken.append(Waiter(limit, row[1], row[2], row[3]))
         return woken
 
     def pop_waiters(self, limit: str, count: int) -> list[Waiter]:

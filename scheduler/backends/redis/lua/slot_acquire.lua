@@ -10,8 +10,16 @@ for i = 1, #KEYS / 2 do
     local holders, waiters = KEYS[2 * i - 1], KEYS[2 * i]
     local holder, capacity = ARGV[4 * i - 3], tonumber(ARGV[4 * i - 2])
     local lease, member = tonumber(ARGV[4 * i - 1]), ARGV[4 * i]
-    redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
-    if redis.call('ZSCORE', holders, holder) or redis.call('ZCARD', holders) < capacity then
+    local granted = redis.call('ZSCORE', holders, holder) ~= false
+    if not granted then
+        local held = redis.call('ZCARD', holders)
+        if held >= capacity then  -- full: forget holders whose lease ran out, then look
+            redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+            held = redis.call('ZCARD', holders)
+        end
+        granted = held < capacity
+    end
+    if granted then
         redis.call('ZADD', holders, now + lease, holder)
         redis.call('ZREM', waiters, member)
         out[i] = -1
