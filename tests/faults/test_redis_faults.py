@@ -99,3 +99,26 @@ def test_password_and_acl_user_from_the_url(tmp_path: Path) -> None:
             open_backend(f"redis://worker:wrong@127.0.0.1:{server.port}/0")
     finally:
         server.stop()
+
+
+def test_pipelined_scripts_survive_a_server_that_lost_them() -> None:
+    """After SCRIPT FLUSH (what a restart does) a pipelined batch is sent again, once: the
+    calls the server refused with NOSCRIPT, and only those."""
+    import redis
+
+    from scheduler.backends import Envelope, Outcome
+
+    server = RedisServer()
+    try:
+        backend = open_backend(server.url)
+        now = backend.now_ms()
+        first = [Envelope(f"a{i}", f"q{i}", None, 0, now, 5000, b"x") for i in range(3)]
+        assert backend.enqueue(first) == [Outcome.ENQUEUED] * 3  # loads the scripts
+        redis.Redis.from_url(server.url).script_flush()
+        again = [Envelope(f"b{i}", f"q{i}", None, 0, now, 5000, b"x") for i in range(3)]
+        assert backend.enqueue(again) == [Outcome.ENQUEUED] * 3, "each written once"
+        claims = [c for i in range(3) for c in backend.claim(f"q{i}", 10).claims]
+        assert sorted(c.id for c in claims) == ["a0", "a1", "a2", "b0", "b1", "b2"]
+        backend.close()
+    finally:
+        server.stop()

@@ -21,23 +21,6 @@ class RedisLimits(RedisShards):
         tag = f"{{{self._prefix}:limit:{limit}}}"
         return [f"{tag}:h", f"{tag}:w", f"{tag}:q"]
 
-    def _run_scripts(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
-        """Run (script, keys, args) calls: pipelined on one node, one by one on a cluster."""
-        if not calls:
-            return []
-        if self._cluster or len(calls) == 1:
-            return [
-                self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
-            ]
-
-        def pipelined() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for name, keys, args in calls:
-                self._scripts[name](keys=keys, args=args, client=pipe)
-            return list(pipe.execute())
-
-        return self._call(pipelined)
-
     def _calls_by_limit(self, limits: Sequence[str]) -> list[list[int]]:
         """Indexes of ``limits`` grouped into script calls: all in one on a single node,
         one call per limit on a cluster (a script's keys must share one slot there)."""

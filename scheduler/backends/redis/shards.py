@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 
 from scheduler.backends.base import Claim, Envelope, State, StoredMessage
 from scheduler.backends.redis.scripts import SHARD_KEYS, decode_record, load_scripts
@@ -112,19 +113,47 @@ class RedisShards:
     def _run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
         """Run one script per (queue, shard): one pipelined round trip on a single node;
         one round trip per shard on a cluster."""
+        return self._run_scripts(
+            [(name, self._shard_keys(queue, shard), args) for queue, shard, args in calls]
+        )
+
+    def _run_scripts(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """Run (script, keys, args) calls: pipelined in one round trip on a single node,
+        one by one on a cluster (their keys may live in different slots).
+
+        The pipeline sends ``EVALSHA`` itself: redis-py's own script pipelining first asks
+        the server whether the scripts exist, a second round trip on every call. Calls a
+        server answers with ``NOSCRIPT`` (it restarted and lost them) are sent again, and
+        only those, once the scripts are loaded."""
         if not calls:
             return []
         if self._cluster or len(calls) == 1:
-            return [self._run(name, queue, shard, args) for queue, shard, args in calls]
-        script = self._scripts[name]
+            return [
+                self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
+            ]
+        replies = self._evalsha_pipeline(calls)
+        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+        if missing:
+            for script in self._scripts.values():
+                self._call(self._client.script_load, script.script)
+            again = self._evalsha_pipeline([calls[i] for i in missing])
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise BackendError(f"Redis error: {reply}") from reply
+        return replies
 
-        def pipelined() -> list[Any]:
+    def _evalsha_pipeline(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """One pipelined round trip of ``EVALSHA`` calls; errors come back in place."""
+
+        def run() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
-            for queue, shard, args in calls:
-                script(keys=self._shard_keys(queue, shard), args=args, client=pipe)
-            return list(pipe.execute())
+            for name, keys, args in calls:
+                pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+            return list(pipe.execute(raise_on_error=False))
 
-        return self._call(pipelined)
+        return self._call(run)
 
     def _pipelined(self, calls: list[tuple[Any, ...]], command: str) -> list[Any]:
         def run() -> list[Any]:
