@@ -9,7 +9,8 @@ Threads of a worker process, one module each::
                                                │
     heartbeat.py: extends leases of held work  └──results──> settler.py: ack + next
     aborts.py: stops handlers of aborted runs                occurrence, retry, poison;
-                                                             gives permits back
+    limits.py: concurrency slots, taken before               gives permits (and slots)
+        a run starts (its caller's thread)                   back
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
 the permits and counters. This module wires them together and runs them.

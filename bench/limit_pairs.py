@@ -1,0 +1,63 @@
+"""Pairs of end-to-end runs, without a limit and with a limit of 10 per key over 1,000
+keys, alternating, to quote the median ratio pair by pair (this machine's speed drifts
+more between runs than the limit costs).
+
+python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+from pathlib import Path
+
+from bench.common import emit, machine
+from bench.limits import end_to_end
+
+
+def pairs(url: str, count: int, rounds: int) -> dict[str, object]:
+    runs = []
+    for _ in range(rounds):
+        free = end_to_end(url, "free", count, 1000)["per_second"]
+        limited = end_to_end(url, "limited", count, 1000)["per_second"]
+        runs.append({"no_limit": free, "limit_10_per_key": limited})
+    ratios = [r["limit_10_per_key"] / r["no_limit"] for r in runs]
+    return {
+        "backend": url.split("://")[0],
+        "messages": count,
+        "pairs": runs,
+        "median_ratio": round(statistics.median(ratios), 3),
+        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "median_cost_percent": round(100 * (1 - statistics.median(ratios)), 1),
+    }
+
+
+def main() -> None:
+    from tests.support.servers import RedisServer
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    logging.getLogger("tickwork").setLevel(logging.WARNING)
+    server = RedisServer()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            urls = [f"sqlite:///{scratch}/bench.db", server.url]
+            result = {
+                "machine": machine(),
+                "results": [pairs(url, args.messages, args.pairs) for url in urls],
+            }
+    finally:
+        server.stop()
+    emit(result)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
