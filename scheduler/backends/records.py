@@ -1,0 +1,80 @@
+"""Records the backend contract hands back besides messages: failures, queue
+statistics, abort requests and the slots of concurrency limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a message went to the poison queue."""
+
+    reason: str  # "exception", "undecodable", "unknown_task"
+    error_type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    queue: str
+    ready: int
+    scheduled: int
+    in_flight: int
+    poison: int
+    next_due_ms: int | None
+    counters: dict[str, int] = field(default_factory=dict)
+    shards: dict[int, int] = field(default_factory=dict)
+    paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AbortRequest:
+    """A request to stop a running message: workers holding it stop its handler. It lapses
+    at ``expires_ms`` (a request outlives the run it targets, so a redelivery after a
+    crash is stopped too; it must not outlive it for ever)."""
+
+    message_id: str
+    queue: str
+    continue_chain: bool  # store the chain's next occurrence when the aborted run settles
+    requested_ms: int
+    expires_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRequest:
+    """Ask for one of ``capacity`` slots of the concurrency limit ``limit`` (a limit key,
+    global to the backend) for the run of ``message_id``, leased for ``lease_ms`` on the
+    backend's clock. ``queue`` and ``key`` locate the message when it has to wait."""
+
+    limit: str
+    capacity: int
+    message_id: str
+    queue: str
+    key: str | None
+    lease_ms: int
+
+
+class Waiter(NamedTuple):
+    """A message waiting for a slot of the concurrency limit ``limit``, as
+    ``release_slots`` hands it back to be woken."""
+
+    limit: str
+    queue: str
+    key: str | None
+    message_id: str
+
+
+#: Counter names every backend keeps per queue.
+COUNTERS = (
+    "enqueued",
+    "claimed",
+    "acked",
+    "redelivered",
+    "retried",
+    "poisoned",
+    "aborted",
+    "empty_polls",
+)
