@@ -31,6 +31,7 @@ from scheduler.backends.records import (
     AbortRequest,
     Failure,
     QueueStats,
+    RateRequest,
     SlotRequest,
     Waiter,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "Outcome",
     "PoisonRecord",
     "QueueStats",
+    "RateRequest",
     "SlotRequest",
     "State",
     "StoredMessage",
@@ -330,6 +332,20 @@ class Backend(ABC):
     @abstractmethod
     def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
         """For each limit: (slots held under a live lease, messages waiting)."""
+
+    # -- rate limits: starts reserved in a sliding window ----------------------------------
+
+    @abstractmethod
+    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
+        """For each request in order, a start of its rate limit: None when it may start now
+        (fewer than ``count`` starts in the last period), else the time (ms, backend
+        clock) reserved for it, a period after the start ``count`` places before. Starts
+        are recorded for their member: asking again returns the same reservation (None
+        once it is due). Starts older than the period are forgotten."""
+
+    @abstractmethod
+    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
+        """For each rate limit: (starts in the last ``period_ms``, starts reserved ahead)."""
 
     @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:

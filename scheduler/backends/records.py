@@ -1,5 +1,5 @@
 """Records the backend contract hands back besides messages: failures, queue
-statistics, abort requests and the slots of concurrency limits."""
+statistics, abort requests, the slots of concurrency limits and the starts of rate limits."""
 
 from __future__ import annotations
 
@@ -55,6 +55,18 @@ class SlotRequest:
     queue: str
     key: str | None
     lease_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RateRequest:
+    """Ask for a start of the rate limit ``limit`` (a limit key, global to the backend):
+    at most ``count`` starts in any ``period_ms`` on the backend's clock. ``member`` names
+    the start (message id and attempt), so asking again finds the same reservation."""
+
+    limit: str
+    count: int
+    period_ms: int
+    member: str
 
 
 class Waiter(NamedTuple):

@@ -166,3 +166,12 @@ SELECT_WAITERS = "SELECT seq, queue, key, id FROM limit_waiters WHERE name = ?"
 SELECT_FIRST_WAITERS = "SELECT seq, queue, key, id FROM limit_waiters WHERE name = ? LIMIT 4"
 DELETE_WAITER = "DELETE FROM limit_waiters WHERE name = ? AND seq = ? IF EXISTS"
 COUNT_WAITERS = "SELECT COUNT(*) AS n FROM limit_waiters WHERE name = ?"
+
+# -- rate limits (rate_limits: LWT only; rate_starts: one row per start, with a TTL) --------
+
+SELECT_RATE = "SELECT recent, version FROM rate_limits WHERE name = ?"
+INSERT_RATE = "INSERT INTO rate_limits (name, recent, version) VALUES (?, ?, 1) IF NOT EXISTS"
+UPDATE_RATE = "UPDATE rate_limits SET recent = ?, version = ? WHERE name = ? IF version = ?"
+SELECT_RATE_START = "SELECT at_ms FROM rate_starts WHERE name = ? AND member = ?"
+SELECT_RATE_STARTS = "SELECT at_ms FROM rate_starts WHERE name = ?"
+INSERT_RATE_START = "INSERT INTO rate_starts (name, member, at_ms) VALUES (?, ?, ?) USING TTL ?"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from scheduler.backends.base import Envelope, SlotRequest, Waiter
 from scheduler.backends.cassandra import cql
@@ -32,28 +32,49 @@ _LOCK_WAIT_S = 5.0  # how long waking waits for a busy shard lock
 Holders = dict[str, int]
 
 
+class CasRow(NamedTuple):
+    """The statements of a row changed only by compare-and-set on its version, and how a
+    stored value (None when absent) becomes a fresh, mutable one."""
+
+    select: str  # SELECT value, version ... WHERE name = ?
+    insert: str  # INSERT (name, value, version) VALUES (?, ?, 1) IF NOT EXISTS
+    update: str  # UPDATE SET value = ?, version = ? WHERE name = ? IF version = ?
+    fresh: Callable[[Any], Any]
+
+
+_SLOT_ROW = CasRow(cql.SELECT_LIMIT, cql.INSERT_LIMIT, cql.UPDATE_LIMIT, lambda v: dict(v or {}))
+
+
 class CassandraLimits(CassandraShardLock):
     """Slots and waiters of concurrency limits."""
 
     def _change_limit(self, name: str, change: Callable[[Holders, int], tuple[Holders, T]]) -> T:
         """Apply ``change(holders, now) -> (new holders, answer)`` to the limit ``name`` as
         one compare-and-set; unchanged holders write nothing. Returns the answer."""
+        return self._compare_and_set(_SLOT_ROW, name, change)
+
+    def _compare_and_set(
+        self, statements: CasRow, name: str, change: Callable[[Any, int], tuple[Any, T]]
+    ) -> T:
+        """Apply ``change(value, now) -> (new value, answer)`` to the row ``name`` read and
+        written by ``statements`` as one compare-and-set on its version; an unchanged value
+        writes nothing. Returns the answer."""
         for _ in range(_CAS_ATTEMPTS):
-            row = self._run(self._prepare(cql.SELECT_LIMIT), (name,)).one()
-            holders: Holders = dict(row.holders or {}) if row is not None else {}
-            updated, answer = change(dict(holders), self.now_ms())
-            if updated == holders:
+            row = self._run(self._prepare(statements.select), (name,)).one()
+            value = statements.fresh(row[0] if row is not None else None)
+            updated, answer = change(statements.fresh(value), self.now_ms())
+            if updated == value:
                 return answer
             if row is None:
-                applied = self._run(self._prepare(cql.INSERT_LIMIT), (name, updated)).one()
+                applied = self._run(self._prepare(statements.insert), (name, updated)).one()
             else:
                 version = row.version
                 params = (updated, version + 1, name, version)
-                applied = self._run(self._prepare(cql.UPDATE_LIMIT), params).one()
+                applied = self._run(self._prepare(statements.update), params).one()
             if applied.applied:
                 return answer
             time.sleep(random.uniform(0.001, 0.01))  # another writer won: read it again
-        raise BackendError(f"the concurrency limit {name!r} is too contended: try again")
+        raise BackendError(f"the limit {name!r} is too contended: try again")
 
     def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
         return [self._acquire(request) for request in requests]

@@ -112,6 +112,15 @@ TABLES = {
         CREATE TABLE IF NOT EXISTS {ks}.limit_waiters (
             name text, seq timeuuid, queue text, key text, id text,
             PRIMARY KEY ((name), seq))""",
+    # one row per rate limit, written only with lightweight transactions: the times of
+    # its last `count` starts, in order, under a version check
+    "rate_limits": """
+        CREATE TABLE IF NOT EXISTS {ks}.rate_limits (
+            name text PRIMARY KEY, recent list<bigint>, version bigint)""",
+    # each start a rate limit granted or reserved, by member (expires a period after it)
+    "rate_starts": """
+        CREATE TABLE IF NOT EXISTS {ks}.rate_starts (
+            name text, member text, at_ms bigint, PRIMARY KEY ((name), member))""",
 }
 
 KEYSPACE = """

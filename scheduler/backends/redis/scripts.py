@@ -6,7 +6,8 @@ shard only (one hash tag, so one Redis Cluster slot) and reads the time from the
 (``TIME``), so worker clocks never decide when something is due or when a lease ends.
 ``lua/prelude.lua`` names the twelve keys of a shard (``SHARD_KEYS``, passed in that
 order to every shard script) and holds the helpers; it is prepended to each script. The
-``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag). Each
+``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag), and
+``rate_reserve`` the start log of one rate limit. Each
 script's header lists the keys it uses and its ``ARGV``.
 """
 
@@ -37,6 +38,7 @@ SCRIPT_NAMES = (
     "slot_wait",
     "slot_release",
     "slot_extend",
+    "rate_reserve",
 )
 
 

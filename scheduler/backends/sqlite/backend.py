@@ -28,11 +28,12 @@ from scheduler.backends.sqlite.connection import (
     stored_message,
 )
 from scheduler.backends.sqlite.limits import SQLiteLimits
+from scheduler.backends.sqlite.rates import SQLiteRates
 from scheduler.clock import Clock
 from scheduler.errors import ConfigurationError, KeyConflict
 
 
-class SQLiteBackend(SQLiteAdmin, SQLiteLimits, Backend):
+class SQLiteBackend(SQLiteAdmin, SQLiteLimits, SQLiteRates, Backend):
     """SQLite storage. One connection per thread; all of them share the file."""
 
     @classmethod

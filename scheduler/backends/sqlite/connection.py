@@ -89,6 +89,13 @@ CREATE TABLE IF NOT EXISTS limit_waiters (
     UNIQUE (name, message_id)
 );
 CREATE INDEX IF NOT EXISTS limit_waiters_fifo ON limit_waiters (name);
+CREATE TABLE IF NOT EXISTS rate_starts (
+    name   TEXT NOT NULL,
+    member TEXT NOT NULL,
+    at_ms  INTEGER NOT NULL,
+    PRIMARY KEY (name, member)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rate_starts_in_order ON rate_starts (name, at_ms);
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2

@@ -1,0 +1,46 @@
+"""The Redis backend's rate limits: each limit is one sorted set ``{prefix:rate:NAME}``
+of the starts it granted or reserved (member -> start time, ms), trimmed to the last
+period by the ``rate_reserve`` script that reserves starts. On one node the requests of
+a batch go in one script call; on a cluster, one call per limit (its own hash tag)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.backends.base import RateRequest
+from scheduler.backends.redis.limits import RedisLimits
+
+
+class RedisRates(RedisLimits):
+    """Starts and reservations of rate limits."""
+
+    def _rate_key(self, limit: str) -> str:
+        return f"{{{self._prefix}:rate:{limit}}}"
+
+    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
+        groups = self._calls_by_limit([r.limit for r in requests])
+        calls: list[tuple[str, list[str], list[Any]]] = []
+        for indexes in groups:
+            keys: list[str] = []
+            args: list[Any] = []
+            for i in indexes:
+                r = requests[i]
+                keys.append(self._rate_key(r.limit))
+                args += [r.member, r.count, r.period_ms]
+            calls.append(("rate_reserve", keys, args))
+        answers: list[int | None] = [None] * len(requests)
+        for indexes, found in zip(groups, self._run_scripts(calls), strict=True):
+            for i, answer in zip(indexes, found, strict=True):
+                answers[i] = None if int(answer) < 0 else int(answer)
+        return answers
+
+    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
+        now = self.now_ms()
+        usage: dict[str, tuple[int, int]] = {}
+        for limit in limits:
+            key = self._rate_key(limit)
+            started = self._call(self._client.zcount, key, f"({now - period_ms}", now)
+            ahead = self._call(self._client.zcount, key, f"({now}", "+inf")
+            usage[limit] = (int(started), int(ahead))
+        return usage
