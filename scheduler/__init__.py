@@ -20,7 +20,7 @@ from scheduler.errors import (
     TickworkError,
     UnknownTask,
 )
-from scheduler.limits import ConcurrencyLimit
+from scheduler.limits import ConcurrencyLimit, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.reports import EnqueueReport
 from scheduler.retry import RetryPolicy
@@ -45,6 +45,7 @@ __all__ = [
     "Message",
     "OnConflict",
     "Outcome",
+    "RateLimit",
     "Resumed",
     "RetryPolicy",
     "RunContext",

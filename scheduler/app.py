@@ -22,7 +22,7 @@ from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult, Overdue, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
-from scheduler.limits import ConcurrencyLimit, LimitKey
+from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.registry import Periodic, TaskRegistry
 from scheduler.reports import EnqueueReport, conflict_mode
@@ -116,46 +116,24 @@ class App:
         retry: RetryPolicy | None = None,
         unique_for: timedelta | None = None,
         concurrency_limit: int | ConcurrencyLimit | None = None,
+        rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
-    def task(
-        self,
-        fn: Callable[..., Any] | None = None,
-        /,
-        *,
-        name: str | None = None,
-        queue: str | None = None,
-        retries: int = 0,
-        timeout: float | None = None,
-        priority: int = 0,
-        retry: RetryPolicy | None = None,
-        unique_for: timedelta | None = None,
-        concurrency_limit: int | ConcurrencyLimit | None = None,
-        limit_key: LimitKey | None = None,
-    ) -> Any:
+    def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Register a function as a task. ``retries``: extra attempts after an exception
         (exponential backoff from 1 s, doubling, capped at 5 min, jittered); ``timeout``:
         lease length in seconds, kept alive by heartbeats while the handler runs;
         ``unique_for``: after a keyed message succeeds, its key stays taken this long
         (enqueueing it again is ignored or a conflict, per ``on_conflict``);
         ``concurrency_limit``: at most this many run at once across every worker (an int,
-        or a ``ConcurrencyLimit`` several tasks share), per value of ``limit_key`` (a
-        parameter name, or a function of the arguments) when given; the rest wait, stored."""
+        or a ``ConcurrencyLimit`` several tasks share); ``rate_limit``: at most this many
+        start per period across every worker (``"100/m"``, ``"5/s"``, ``"10/30s"``, or a
+        ``RateLimit`` several tasks share); both per value of ``limit_key`` (a parameter
+        name, or a function of the arguments) when given; the rest wait, stored."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
-            return self.registry.function(
-                function,
-                name=name,
-                queue=queue,
-                retries=retries,
-                timeout=timeout,
-                priority=priority,
-                retry=retry,
-                unique_for=unique_for,
-                concurrency_limit=concurrency_limit,
-                limit_key=limit_key,
-            )
+            return self.registry.function(function, **options)
 
         return register(fn) if fn is not None else register
 

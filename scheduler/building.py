@@ -15,7 +15,7 @@ from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
-from scheduler.limits import limit_of
+from scheduler.limits import limit_keys
 from scheduler.message import Message, encode_fields
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
@@ -56,10 +56,10 @@ class MessageBuilder:
             now = to_datetime(now_ms)
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
         options = task.options
-        limit = limit_of(
+        limit, rate = limit_keys(
             task.name,
             task.arguments.signature,
-            options.concurrency_limit,
+            (options.concurrency_limit, options.rate_limit),
             options.limit_key,
             call.args,
             call.kwargs,
@@ -96,6 +96,7 @@ class MessageBuilder:
             headers=call.headers,
             misfires=fire.misfires,
             limit=limit,
+            rate=rate,
         )
         return message_id, self.envelope(
             message_id,

@@ -1,16 +1,20 @@
-"""Concurrency limits on the producer's side: what a task declares, and the limit key each
-message carries (``Message.limit``), computed once when it is enqueued.
+"""Limits per key on the producer's side: what a task declares, and the limit keys each
+message carries (``Message.limit``, ``Message.rate``), computed once when it is enqueued.
 
 ``@app.task(concurrency_limit=2, limit_key="customer_id")`` lets at most two messages of
 the same customer run at once across every worker; ``concurrency_limit=ConcurrencyLimit(
-"crm", 5)`` names a limit several tasks share. Workers enforce it (``workers/limits.py``)
-with the backend's slots; the capacity a worker registers is the one it enforces.
+"crm", 5)`` names a limit several tasks share. ``rate_limit="100/m"`` lets at most 100
+of them start in any minute (``RateLimit("crm", 100, timedelta(minutes=1))`` names one).
+Workers enforce both (``workers/limits.py``, ``workers/rates.py``) with the backend's
+slots and start logs; the figures a worker registers are the ones it enforces.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +23,9 @@ from scheduler.errors import InvalidMessage
 
 #: a limit key: the name of one of the task's parameters, or a function of its arguments
 LimitKey = str | Callable[..., Any]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([smhd])[a-z]*\s*$")
 
 
 class ConcurrencyLimit(BaseModel):
@@ -31,17 +38,51 @@ class ConcurrencyLimit(BaseModel):
     capacity: int = Field(ge=1)
 
 
+class RateLimit(BaseModel):
+    """At most ``count`` starts in any ``period`` across every worker, for each value of
+    the limit key of the tasks that use it, on the backend's clock (every task naming the
+    same limit shares its starts)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    count: int = Field(ge=1, le=100_000)
+    period: timedelta = Field(ge=timedelta(milliseconds=1))
+
+    @property
+    def period_ms(self) -> int:
+        return int(self.period.total_seconds() * 1000)
+
+    @classmethod
+    def parse(cls, name: str, text: str) -> RateLimit:
+        """``"100/m"``, ``"5/s"``, ``"1000/h"``, ``"10/d"`` or with a multiple of the unit,
+        ``"10/30s"``; raises ``InvalidMessage`` for anything else."""
+        match = _RATE.match(text)
+        if match is None or int(match[1]) < 1 or match[2] == "0":
+            raise InvalidMessage(
+                f"rate_limit {text!r} of {name!r} is not COUNT/PERIOD, "
+                "such as '100/m', '5/s', '10/30s' or '1000/h'"
+            )
+        if int(match[1]) > 100_000:
+            raise InvalidMessage(f"rate_limit {text!r} of {name!r}: at most 100000 per period")
+        seconds = int(match[2] or 1) * _UNITS[match[3]]
+        return cls(name=name, count=int(match[1]), period=timedelta(seconds=seconds))
+
+
 def check_limit(
     task_name: str,
     signature: inspect.Signature,
-    limit: ConcurrencyLimit | None,
+    limited: bool,
     limit_key: LimitKey | None,
 ) -> None:
-    """Raise ``InvalidMessage`` for a limit key that cannot work, at registration."""
+    """Raise ``InvalidMessage`` for a limit key that cannot work, at registration;
+    ``limited`` tells whether the task has a concurrency or a rate limit."""
     if limit_key is None:
         return
-    if limit is None:
-        raise InvalidMessage(f"task {task_name!r} has a limit_key but no concurrency_limit")
+    if not limited:
+        raise InvalidMessage(
+            f"task {task_name!r} has a limit_key but no concurrency_limit or rate_limit"
+        )
     if isinstance(limit_key, str) and limit_key not in signature.parameters:
         known = ", ".join(signature.parameters) or "none"
         raise InvalidMessage(
@@ -54,20 +95,15 @@ def check_limit(
         )
 
 
-def limit_of(
+def limit_value(
     task_name: str,
     signature: inspect.Signature,
-    limit: ConcurrencyLimit | None,
-    limit_key: LimitKey | None,
+    limit_key: LimitKey,
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
-) -> str | None:
-    """The limit key a call of the task carries: ``NAME`` (one limit for every call) or
-    ``NAME:VALUE``; None without a limit. Raises ``InvalidMessage`` when it cannot be had."""
-    if limit is None:
-        return None
-    if limit_key is None:
-        return limit.name
+) -> Any:
+    """The value of the limit key for a call of the task. Raises ``InvalidMessage`` when
+    it cannot be had."""
     if isinstance(limit_key, str):
         try:
             bound = signature.bind_partial(*args, **kwargs)
@@ -90,4 +126,28 @@ def limit_of(
         raise InvalidMessage(
             f"the limit key of task {task_name!r} must be a string or a number, not {value!r}"
         )
-    return f"{limit.name}:{value}"
+    return value
+
+
+def limit_keys(
+    task_name: str,
+    signature: inspect.Signature,
+    limits: tuple[ConcurrencyLimit | None, RateLimit | None],
+    limit_key: LimitKey | None,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+) -> tuple[str | None, str | None]:
+    """The keys of the concurrency and the rate limit a call of the task carries, each
+    ``NAME`` (one limit for every call) or ``NAME:VALUE``; None where there is no such
+    limit. Raises ``InvalidMessage`` when the limit key cannot be had."""
+    concurrency, rate = limits
+    if concurrency is None and rate is None:
+        return None, None
+    if limit_key is None:
+        suffix = ""
+    else:
+        suffix = f":{limit_value(task_name, signature, limit_key, args, kwargs)}"
+    return (
+        None if concurrency is None else concurrency.name + suffix,
+        None if rate is None else rate.name + suffix,
+    )

@@ -46,6 +46,7 @@ class Message(BaseModel):
     paused_at: datetime | None = None  # a paused schedule: stored, never due (see control)
     last_success_at: datetime | None = None  # scheduled time of the chain's last success
     limit: str | None = None  # the concurrency limit key its runs hold a slot of
+    rate: str | None = None  # the rate limit key its starts are counted under
 
     def encode(self) -> bytes:
         """Compact JSON bytes."""
@@ -90,6 +91,7 @@ def encode_fields(
     headers: Mapping[str, str] | None,
     misfires: int,
     limit: str | None = None,
+    rate: str | None = None,
 ) -> bytes:
     """Encode already-validated message fields exactly as ``Message.encode`` would (fields
     at their defaults left out) without building a model: the bulk enqueue path."""
@@ -119,6 +121,8 @@ def encode_fields(
         fields["misfires"] = misfires
     if limit is not None:
         fields["limit"] = limit
+    if rate is not None:
+        fields["rate"] = rate
     return to_json(fields)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from scheduler.errors import InvalidMessage, UnknownTask
-from scheduler.limits import ConcurrencyLimit, LimitKey, check_limit
+from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit, check_limit
 from scheduler.retry import RetryPolicy
 from scheduler.tasks import Arguments, Producer, TaskClass, TaskFunction, TaskOptions
 from triggers import Trigger
@@ -60,6 +60,7 @@ class TaskRegistry:
         retry: RetryPolicy | None = None,
         unique_for: timedelta | None = None,
         concurrency_limit: int | ConcurrencyLimit | None = None,
+        rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
@@ -70,7 +71,9 @@ class TaskRegistry:
             if isinstance(concurrency_limit, int)
             else concurrency_limit
         )
-        check_limit(task_name, inspect.signature(function), limit, limit_key)
+        rate = RateLimit.parse(task_name, rate_limit) if isinstance(rate_limit, str) else rate_limit
+        limited = limit is not None or rate is not None
+        check_limit(task_name, inspect.signature(function), limited, limit_key)
         options = TaskOptions(
             name=task_name,
             queue=queue or self.default_queue,
@@ -79,6 +82,7 @@ class TaskRegistry:
             priority=priority,
             unique_for=unique_for,
             concurrency_limit=limit,
+            rate_limit=rate,
             limit_key=limit_key,
         )
         return self.add(

@@ -20,7 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
 from scheduler.errors import InvalidMessage
-from scheduler.limits import ConcurrencyLimit, LimitKey
+from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.retry import RetryPolicy
 from triggers import Trigger
 
@@ -199,6 +199,8 @@ class TaskOptions(BaseModel):
     unique_for: timedelta | None = None
     #: at most this many of its messages (per limit key) run at once across every worker
     concurrency_limit: ConcurrencyLimit | None = None
+    #: at most so many of its messages (per limit key) start per period across every worker
+    rate_limit: RateLimit | None = None
     limit_key: LimitKey | None = None
 
     @field_validator("unique_for")

@@ -61,6 +61,7 @@ class WorkerStats:
     aborted: int = 0
     released: int = 0
     limited: int = 0  # sent back to storage to wait for a slot of its concurrency limit
+    rate_limited: int = 0  # sent back to storage to wait for the start its rate limit reserved
     empty_polls: int = 0
     backend_errors: int = 0
 

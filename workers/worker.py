@@ -11,6 +11,7 @@ Threads of a worker process, one module each::
     aborts.py: stops handlers of aborted runs                occurrence, retry, poison;
     limits.py: concurrency slots, taken before               gives permits (and slots)
         a run starts (its caller's thread)                   back
+    rates.py: rate-limited starts, reserved before those slots
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
 the permits and counters. This module wires them together and runs them.
@@ -52,6 +53,7 @@ from workers.holdings import Holdings, Work
 from workers.limits import LimitGate
 from workers.pool import HandlerPool, PoolSpec
 from workers.pools import make_pool
+from workers.rates import RateGate
 from workers.settler import Settler
 from workers.timer import Timer
 
@@ -82,6 +84,7 @@ class Worker:
         self._limits = LimitGate(
             app, self.backend, self._counters, self._now_ms, woke=lambda: self._consumer.nudge()
         )
+        self._rates = RateGate(app, self.backend, self._counters, self._now_ms)
         self._settler = Settler(
             app,
             self.backend,
@@ -238,8 +241,8 @@ class Worker:
 
     def _submit(self, works: list[Work]) -> None:
         """Hand claimed work that is due to the pool (from the consumer or the timer):
-        aborted work is settled as such, work over its concurrency limit goes back to
-        wait, the rest starts."""
+        aborted work is settled as such, work over its rate or concurrency limit goes
+        back to wait (rate first: a start reserved is a start counted), the rest starts."""
         if self._stopping.is_set():
             self._settler.release(works)
             return
@@ -251,7 +254,7 @@ class Worker:
                 self._settler.finished(work, aborted("aborted before it started"))
             else:
                 runnable.append(work)
-        admitted = self._limits.admit(runnable)
+        admitted = self._limits.admit(self._rates.admit(runnable))
         if len(admitted) < len(runnable):
             kept = {id(work) for work in admitted}
             self._settler.forget([work for work in runnable if id(work) not in kept])

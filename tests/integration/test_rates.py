@@ -27,7 +27,7 @@ def test_at_most_n_starts_per_period_per_key_across_two_workers(app: App) -> Non
     starts: dict[str, list[int]] = {"acme": [], "globex": []}
     attempts: list[int] = []
 
-    @app.task(rate_limit="3/s", limit_key="customer")
+    @app.task(rate_limit="3/2s", limit_key="customer")
     def call_api(customer: str, n: int) -> None:
         from scheduler import current_run
 
@@ -42,13 +42,14 @@ def test_at_most_n_starts_per_period_per_key_across_two_workers(app: App) -> Non
         wait_for(lambda: sum(map(len, starts.values())) == 14, timeout_s=60)
         deferred = first.stats.rate_limited + second.stats.rate_limited
     for customer, times in starts.items():
-        # a start is read on the backend's clock a little after it was granted
-        assert _most_in_any_window(times, 900) <= 3, (customer, times)
-        assert max(times) - min(times) >= 1900, "seven starts at three a second take 2 s"
+        # a start is read on the backend's clock after its grant reached the worker (a
+        # round trip later: a Paxos round trip on Cassandra), so the window allows for it
+        assert _most_in_any_window(times, 1500) <= 3, (customer, times)
+        assert max(times) - min(times) >= 3500, "seven starts at three per 2 s take 4 s"
     assert set(attempts) == {1}, "waiting for a start is not an attempt"
     assert deferred >= 8, "work over the rate went back to wait for its start"
     name = "tests.integration.test_rates.call_api:acme"
-    started, ahead = app.backend.rate_usage([name], 1000)
+    started, ahead = app.backend.rate_usage([name], 2000)[name]
     assert ahead == 0 and started <= 3
 
 
@@ -93,6 +94,6 @@ def test_bad_rates_are_one_clear_error_and_store_nothing(sqlite_app: App) -> Non
     assert spaced.options.rate_limit == RateLimit(
         name="tests.integration.test_rates.spaced", count=10, period=timedelta(seconds=30)
     )
-    with pytest.raises(InvalidMessage, match="without 'customer'"):
-        spaced.delay()
+    with pytest.raises(InvalidMessage, match="customer: Field required"):
+        spaced.delay()  # type: ignore[call-arg]
     assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"

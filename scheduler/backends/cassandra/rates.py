@@ -4,9 +4,10 @@ A limit is one row of ``rate_limits``: the times of its last ``count`` starts, g
 reserved, in order, changed only by a lightweight transaction under a version check (as
 the rows of concurrency limits are). Each reservation is also a row of ``rate_starts``
 (limit, member -> time) written with a time to live of its time plus a period, so a
-message that comes back at its reserved time finds it with one read. Costs: a start
-reserved is one read, one or two Paxos round trips and one write; a start that was
-reserved earlier is one read.
+message that comes back at its reserved time finds it with one read. Costs, per limit
+and batch of messages: one read of the members' reservations, then for those without one
+a compare-and-set (a Paxos round trip or two, more under contention) and one batch
+writing them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 from scheduler.backends.base import RateRequest
 from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import add_to_batch
 from scheduler.backends.cassandra.limits import CasRow, CassandraLimits
 
 _RATE_ROW = CasRow(cql.SELECT_RATE, cql.INSERT_RATE, cql.UPDATE_RATE, lambda v: list(v or []))
@@ -25,27 +27,48 @@ class CassandraRates(CassandraLimits):
     """Starts and reservations of rate limits."""
 
     def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
-        return [self._reserve(request) for request in requests]
+        by_limit: dict[str, list[int]] = {}
+        for index, request in enumerate(requests):
+            by_limit.setdefault(request.limit, []).append(index)
+        answers: list[int | None] = [None] * len(requests)
+        for indexes in by_limit.values():
+            found = self._reserve([requests[i] for i in indexes])
+            for index, answer in zip(indexes, found, strict=True):
+                answers[index] = answer
+        return answers
 
-    def _reserve(self, request: RateRequest) -> int | None:
-        found = self._run(self._prepare(cql.SELECT_RATE_START), (request.limit, request.member))
-        row = found.one()
-        if row is not None:
-            at = int(row.at_ms)
-            return None if at <= self.now_ms() else at
+    def _reserve(self, requests: list[RateRequest]) -> list[int | None]:
+        """Reserve starts for ``requests`` of one limit: one read of the reservations its
+        members have, one compare-and-set for the others, one batch writing theirs."""
+        limit = requests[0].limit
+        members = [r.member for r in requests]
+        rows = self._run(self._prepare(cql.SELECT_RATE_MEMBERS), (limit, members))
+        reserved = {str(row.member): int(row.at_ms) for row in rows}
+        new = [r for r in requests if r.member not in reserved]
+        now = self.now_ms()
+        if new:
 
-        def reserve(recent: list[int], now: int) -> tuple[list[int], tuple[int, int]]:
-            live = [t for t in recent if t > now - request.period_ms]
-            at = now
-            if len(live) >= request.count:
-                at = max(now, live[-request.count] + request.period_ms)
-            return [*live, at][-request.count :], (at, now)
+            def reserve(recent: list[int], now: int) -> tuple[list[int], tuple[list[int], int]]:
+                times = []
+                for r in new:
+                    live = [t for t in recent if t > now - r.period_ms]
+                    at = now
+                    if len(live) >= r.count:
+                        at = max(now, live[-r.count] + r.period_ms)
+                    recent = [*live, at][-r.count :]
+                    times.append(at)
+                return recent, (times, now)
 
-        at, now = self._compare_and_set(_RATE_ROW, request.limit, reserve)
-        ttl_s = math.ceil((at - now + request.period_ms) / 1000) + 1
-        params = (request.limit, request.member, at, ttl_s)
-        self._run(self._prepare(cql.INSERT_RATE_START), params)
-        return None if at <= now else at
+            times, now = self._compare_and_set(_RATE_ROW, limit, reserve)
+            batch = self._batch()
+            for r, at in zip(new, times, strict=True):
+                reserved[r.member] = at
+                ttl_s = math.ceil((at - now + r.period_ms) / 1000) + 1
+                add_to_batch(
+                    batch, self._prepare(cql.INSERT_RATE_START), (limit, r.member, at, ttl_s)
+                )
+            self._run(batch)
+        return [None if reserved[m] <= now else reserved[m] for m in members]
 
     def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
         now = self.now_ms()

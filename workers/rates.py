@@ -1,0 +1,89 @@
+"""Rate limits on the worker's side: a rate-limited run starts only in a start the
+backend granted or reserved for it.
+
+When claimed work is due, ``admit`` asks the backend for a start of each rate-limited
+message (one call per batch). A message that may start now runs; one over its rate goes
+back to storage, attempt not counted, due at the start reserved for it, so it is not
+polled for and waiting messages do not all rush at the next free start: each has its own
+time, a period after the start ``count`` places before it. When it comes due, the
+backend finds its reservation (named by id and attempt) and it runs. A retry is a new
+start and reserves again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from scheduler import App, BackendError
+from scheduler.backends import Backend, RateRequest
+from workers.flow import Counters
+from workers.holdings import Work
+
+log = logging.getLogger("tickwork.worker")
+
+_RETRY_MS = 1000  # when the backend could not be asked: look again this soon
+
+
+class RateGate:
+    """Reserves the starts of this worker's rate-limited runs."""
+
+    def __init__(
+        self, app: App, backend: Backend, counters: Counters, now_ms: Callable[[], int]
+    ) -> None:
+        self._app = app
+        self._backend = backend
+        self._counters = counters
+        self._now_ms = now_ms
+
+    def request(self, work: Work) -> RateRequest | None:
+        """The start ``work`` needs, or None when it is not rate-limited (the rate is the
+        one this worker's registration of the task declares)."""
+        message = work.message
+        if message.rate is None:
+            return None
+        task = self._app.tasks.get(message.task)
+        rate = task.options.rate_limit if task is not None else None
+        if rate is None:
+            return None
+        claim = work.claim
+        return RateRequest(message.rate, rate.count, rate.period_ms, f"{claim.id}:{claim.attempt}")
+
+    def admit(self, works: Sequence[Work]) -> list[Work]:
+        """The works that may start now; the others are sent back to storage, due at
+        their reserved start (the caller forgets them)."""
+        requests = [(work, request) for work in works if (request := self.request(work))]
+        if not requests:
+            return list(works)
+        try:
+            answers = self._backend.reserve_starts([request for _, request in requests])
+        except BackendError as err:
+            log.warning("cannot reserve rate-limited starts (looking again soon): %s", err)
+            answers = [self._now_ms() + _RETRY_MS] * len(requests)
+        deferred: set[int] = set()
+        for (work, request), start_at in zip(requests, answers, strict=True):
+            if start_at is not None:
+                deferred.add(id(work))
+                self._defer(work, request, start_at)
+        return [work for work in works if id(work) not in deferred]
+
+    def _defer(self, work: Work, request: RateRequest, start_at: int) -> None:
+        """Send ``work`` back to storage, due at ``start_at``."""
+        self._counters.add("rate_limited")
+        log.debug(
+            "%s id=%s starts at %d (rate limit %s)",
+            work.message.task,
+            work.claim.id,
+            start_at,
+            request.limit,
+        )
+        try:
+            self._backend.release([work.claim], due_ms=max(start_at, self._now_ms()))
+        except BackendError as err:
+            log.warning(
+                "%s id=%s could not be sent back to wait for its start (due again when its "
+                "lease ends): %s",
+                work.message.task,
+                work.claim.id,
+                err,
+            )
