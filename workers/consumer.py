@@ -48,6 +48,7 @@ class Consumer:
         submit: Callable[[list[Work]], None],
         stopping: threading.Event,
         stop: Callable[[], None],
+        deferred_until: Callable[[], int] = lambda: 0,
     ) -> None:
         self._app = app
         self._backend = backend
@@ -61,6 +62,7 @@ class Consumer:
         self._submit = submit
         self._stopping = stopping
         self._stop = stop
+        self._deferred_until = deferred_until  # work this worker sent to wait is due by then
         self._empty_polls = 0  # not yet added to the backend's counters
         self._active = config.queues  # the consumed queues that are not paused
         self._paused_read_at = -float("inf")
@@ -95,9 +97,11 @@ class Consumer:
                     continue
                 self._counters.add("empty_polls")
                 self._empty_polls += 1
-                nothing_due = next_due is None or next_due > self._now_ms()
-                if self._config.burst and idle_before and self._holdings.empty() and nothing_due:
-                    log.info("burst: nothing due or running; stopping")
+                now = self._now_ms()
+                nothing_due = next_due is None or next_due > now
+                idle = idle_before and self._holdings.empty() and now >= self._deferred_until()
+                if self._config.burst and idle and nothing_due:
+                    log.info("burst: nothing due, running or waiting for its start; stopping")
                     self._stop()
                     break
                 if self._nudged.wait(self._sleep_s(idle_s, next_due)):

@@ -13,6 +13,7 @@ start and reserves again.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 
 from scheduler import App, BackendError
@@ -35,6 +36,13 @@ class RateGate:
         self._backend = backend
         self._counters = counters
         self._now_ms = now_ms
+        self._lock = threading.Lock()
+        self._deferred_until = 0
+
+    def deferred_until(self) -> int:
+        """When the last start this worker sent work back to wait for is due (a burst
+        worker does not stop before it)."""
+        return self._deferred_until
 
     def request(self, work: Work) -> RateRequest | None:
         """The start ``work`` needs, or None when it is not rate-limited (the rate is the
@@ -70,6 +78,8 @@ class RateGate:
     def _defer(self, work: Work, request: RateRequest, start_at: int) -> None:
         """Send ``work`` back to storage, due at ``start_at``."""
         self._counters.add("rate_limited")
+        with self._lock:
+            self._deferred_until = max(self._deferred_until, start_at)
         log.debug(
             "%s id=%s starts at %d (rate limit %s)",
             work.message.task,

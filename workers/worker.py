@@ -116,6 +116,7 @@ class Worker:
             self._submit,
             self._stopping,
             self.stop,
+            self._rates.deferred_until,
         )
         self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
         self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)

@@ -97,3 +97,22 @@ def test_bad_rates_are_one_clear_error_and_store_nothing(sqlite_app: App) -> Non
     with pytest.raises(InvalidMessage, match="customer: Field required"):
         spaced.delay()  # type: ignore[call-arg]
     assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
+
+
+def test_a_burst_worker_waits_for_the_starts_it_sent_work_back_to_wait_for(
+    sqlite_app: App,
+) -> None:
+    from workers import Worker, WorkerConfig
+
+    ran: list[int] = []
+
+    @sqlite_app.task(rate_limit="2/s")
+    def ping(n: int) -> None:
+        ran.append(n)
+
+    for n in range(5):
+        ping.delay(n)
+    worker = Worker(sqlite_app, WorkerConfig(burst=True, poll_interval_s=0.05))
+    stats = worker.run(duration_s=30)
+    assert sorted(ran) == [0, 1, 2, 3, 4], "burst stopped before the work it deferred ran"
+    assert stats.rate_limited == 3
