@@ -1,8 +1,11 @@
-"""Pairs of end-to-end runs, without a limit and with a limit of 10 per key over 1,000
-keys, alternating, to quote the median ratio pair by pair (this machine's speed drifts
-more between runs than the limit costs).
+"""Pairs of end-to-end runs, without a limit and with a limit over 1,000 keys,
+alternating, to quote the median ratio pair by pair (this machine's speed drifts more
+between runs than the limit costs). The limit is a concurrency limit of 10 per key
+(``--against limited``) or a rate limit per key that is never reached (``--against
+rated``: what asking for each start costs).
 
-python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--out FILE.json]
+python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--against limited|rated]
+                            [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -17,16 +20,20 @@ from pathlib import Path
 from bench.common import emit, machine
 from bench.limits import end_to_end
 
+COLUMNS = {"limited": "limit_10_per_key", "rated": "rate_limit_per_key"}
 
-def pairs(url: str, count: int, rounds: int) -> dict[str, object]:
+
+def pairs(url: str, count: int, rounds: int, against: str = "limited") -> dict[str, object]:
+    column = COLUMNS[against]
     runs = []
     for _ in range(rounds):
         free = end_to_end(url, "free", count, 1000)["per_second"]
-        limited = end_to_end(url, "limited", count, 1000)["per_second"]
-        runs.append({"no_limit": free, "limit_10_per_key": limited})
-    ratios = [r["limit_10_per_key"] / r["no_limit"] for r in runs]
+        limited = end_to_end(url, against, count, 1000)["per_second"]
+        runs.append({"no_limit": free, column: limited})
+    ratios = [r[column] / r["no_limit"] for r in runs]
     return {
         "backend": url.split("://")[0],
+        "against": against,
         "messages": count,
         "pairs": runs,
         "median_ratio": round(statistics.median(ratios), 3),
@@ -41,6 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--against", choices=sorted(COLUMNS), default="limited")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     logging.getLogger("tickwork").setLevel(logging.WARNING)
@@ -50,7 +58,7 @@ def main() -> None:
             urls = [f"sqlite:///{scratch}/bench.db", server.url]
             result = {
                 "machine": machine(),
-                "results": [pairs(url, args.messages, args.pairs) for url in urls],
+                "results": [pairs(url, args.messages, args.pairs, args.against) for url in urls],
             }
     finally:
         server.stop()

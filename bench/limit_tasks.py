@@ -1,5 +1,6 @@
-"""Benchmark tasks for concurrency limits: the same no-op without a limit, with a limit of
-10 per key, and with a limit of 1 per key (contended)."""
+"""Benchmark tasks for limits: the same no-op without a limit, with a concurrency limit of
+10 per key, with one of 1 per key (contended), and with a rate limit per key that a
+benchmark never reaches (what asking for a start costs)."""
 
 from __future__ import annotations
 
@@ -20,4 +21,9 @@ def limited(n: int, key: str) -> None:
 
 @app.task(queue="bench", concurrency_limit=1, limit_key="key")
 def contended(n: int, key: str) -> None:
+    return None
+
+
+@app.task(queue="bench", rate_limit="100000/s", limit_key="key")
+def rated(n: int, key: str) -> None:
     return None

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from scheduler.errors import InvalidMessage
 
@@ -48,10 +48,14 @@ class RateLimit(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     count: int = Field(ge=1, le=100_000)
     period: timedelta = Field(ge=timedelta(milliseconds=1))
+    _period_ms: int = PrivateAttr(0)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._period_ms = self.period // timedelta(milliseconds=1)
 
     @property
     def period_ms(self) -> int:
-        return int(self.period.total_seconds() * 1000)
+        return self._period_ms
 
     @classmethod
     def parse(cls, name: str, text: str) -> RateLimit:

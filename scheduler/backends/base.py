@@ -338,8 +338,8 @@ class Backend(ABC):
     @abstractmethod
     def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
         """For each request in order, a start of its rate limit: None when it may start now
-        (fewer than ``count`` starts in the last period), else the time (ms, backend
-        clock) reserved for it, a period after the start ``count`` places before. Starts
+        (fewer than ``starts`` starts in the last period), else the time (ms, backend
+        clock) reserved for it, a period after the start ``starts`` places before. Starts
         are recorded for their member: asking again returns the same reservation (None
         once it is due). Starts older than the period are forgotten."""
 

@@ -57,14 +57,14 @@ class SlotRequest:
     lease_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class RateRequest:
+class RateRequest(NamedTuple):
     """Ask for a start of the rate limit ``limit`` (a limit key, global to the backend):
-    at most ``count`` starts in any ``period_ms`` on the backend's clock. ``member`` names
-    the start (message id and attempt), so asking again finds the same reservation."""
+    at most ``starts`` starts in any ``period_ms`` on the backend's clock. ``member`` names
+    the start (message id and attempt), so asking again finds the same reservation.
+    (A named tuple: one is built per rate-limited run.)"""
 
     limit: str
-    count: int
+    starts: int
     period_ms: int
     member: str
 

@@ -82,3 +82,16 @@ def test_a_batch_over_several_limits_keeps_each_order(harness: BackendHarness) -
     assert f3 - f2 >= 60_000, "each reservation of a limit a period after the one before"
     assert b.rate_usage([first, second], 60_000) == {first: (1, 2), second: (1, 1)}
     assert b.reserve_starts([]) == []
+
+
+def test_a_reservation_stands_when_the_rate_is_not_reached_by_the_count_asked(
+    harness: BackendHarness,
+) -> None:
+    b, limit = harness.backend, _limit()
+    assert b.reserve_starts([_request(limit, "a", count=1)]) == [None]
+    (reserved,) = b.reserve_starts([_request(limit, "b", count=1)])
+    assert reserved is not None
+    # a worker registered with a higher rate asks for b's start: b keeps its time
+    assert b.reserve_starts([_request(limit, "b", count=5)]) == [reserved]
+    assert b.reserve_starts([_request(limit, "c", count=5)]) == [None]
+    assert b.rate_usage([limit], 60_000) == {limit: (2, 1)}

@@ -53,9 +53,9 @@ class CassandraRates(CassandraLimits):
                 for r in new:
                     live = [t for t in recent if t > now - r.period_ms]
                     at = now
-                    if len(live) >= r.count:
-                        at = max(now, live[-r.count] + r.period_ms)
-                    recent = [*live, at][-r.count :]
+                    if len(live) >= r.starts:
+                        at = max(now, live[-r.starts] + r.period_ms)
+                    recent = [*live, at][-r.starts :]
                     times.append(at)
                 return recent, (times, now)
 

@@ -27,7 +27,7 @@ class RedisRates(RedisLimits):
             for i in indexes:
                 r = requests[i]
                 keys.append(self._rate_key(r.limit))
-                args += [r.member, r.count, r.period_ms]
+                args += [r.member, r.starts, r.period_ms]
             calls.append(("rate_reserve", keys, args))
         answers: list[int | None] = [None] * len(requests)
         for indexes, found in zip(groups, self._run_scripts(calls), strict=True):

@@ -1,7 +1,8 @@
 """The SQLite backend's rate limits: every start a limit granted or reserved is a row of
 ``rate_starts`` (limit, member, time); a reservation is one write transaction, which is
-the lock of every limit at once. Rows older than the limit's period are deleted as the
-limit is next used."""
+the lock of every limit at once. Rows older than the limit's period are deleted when
+the limit's log holds ``count`` of them or more, so a start under the rate is two
+statements."""
 
 from __future__ import annotations
 
@@ -25,26 +26,29 @@ class SQLiteRates(SQLiteStore):
     @staticmethod
     def _reserve(db: sqlite3.Connection, request: RateRequest, now: int) -> int | None:
         name = request.limit
-        db.execute(
-            "DELETE FROM rate_starts WHERE name = ? AND at_ms <= ?",
-            (name, now - request.period_ms),
-        )
-        row = db.execute(
-            "SELECT at_ms FROM rate_starts WHERE name = ? AND member = ?", (name, request.member)
-        ).fetchone()
-        if row is not None:
-            at = int(row[0])
-            return None if at <= now else at
         row = db.execute(
             "SELECT at_ms FROM rate_starts WHERE name = ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?",
-            (name, request.count - 1),
+            (name, request.starts - 1),
         ).fetchone()
-        at = now if row is None else max(now, int(row[0]) + request.period_ms)
-        db.execute(
-            "INSERT INTO rate_starts (name, member, at_ms) VALUES (?, ?, ?)",
+        at = now
+        if row is not None:  # count starts or more: the count-th last one decides
+            if row[0] > now - request.period_ms:
+                at = int(row[0]) + request.period_ms
+            else:  # it left the window: fewer are in it, and the log keeps old starts
+                db.execute(
+                    "DELETE FROM rate_starts WHERE name = ? AND at_ms <= ?",
+                    (name, now - request.period_ms),
+                )
+        inserted = db.execute(
+            "INSERT OR IGNORE INTO rate_starts (name, member, at_ms) VALUES (?, ?, ?)",
             (name, request.member, at),
-        )
-        return None if at <= now else at
+        ).rowcount
+        if not inserted:  # reserved before: its time stands
+            (at,) = db.execute(
+                "SELECT at_ms FROM rate_starts WHERE name = ? AND member = ?",
+                (name, request.member),
+            ).fetchone()
+        return None if at <= now else int(at)
 
     def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
         now = self.now_ms()
