@@ -70,3 +70,19 @@ def test_many_threads_create_one_file_at_once(tmp_path: Path) -> None:
         if (errors := _create_at_once(tmp_path / f"r{round_}.db", 10))
     ]
     assert failed == []
+
+
+def test_rate_starts_that_left_every_window_are_deleted(tmp_path: Path) -> None:
+    from scheduler.backends import RateRequest
+    from scheduler.clock import ManualClock
+
+    clock = ManualClock()
+    backend = open_backend(f"sqlite:///{tmp_path}/a.db", clock=clock)
+    # a key that never reaches its rate: its starts must not pile up for ever
+    for n in range(50):
+        assert backend.reserve_starts([RateRequest("k", 1000, 500, f"m{n}")]) == [None]
+    clock.advance(2000)
+    assert backend.reserve_starts([RateRequest("other", 1000, 500, "x")]) == [None]
+    (rows,) = backend._read().execute("SELECT COUNT(*) FROM rate_starts").fetchone()
+    assert rows == 1, "only the start still in its window is kept"
+    backend.close()

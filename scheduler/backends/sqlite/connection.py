@@ -90,12 +90,14 @@ CREATE TABLE IF NOT EXISTS limit_waiters (
 );
 CREATE INDEX IF NOT EXISTS limit_waiters_fifo ON limit_waiters (name);
 CREATE TABLE IF NOT EXISTS rate_starts (
-    name   TEXT NOT NULL,
-    member TEXT NOT NULL,
-    at_ms  INTEGER NOT NULL,
+    name     TEXT NOT NULL,
+    member   TEXT NOT NULL,
+    at_ms    INTEGER NOT NULL,
+    until_ms INTEGER NOT NULL,
     PRIMARY KEY (name, member)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rate_starts_in_order ON rate_starts (name, at_ms);
+CREATE INDEX IF NOT EXISTS rate_starts_to_prune ON rate_starts (until_ms);
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
@@ -155,6 +157,9 @@ class SQLiteStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        # this process's writers queue here, woken at once, rather than in SQLite's busy
+        # handler, which sleeps milliseconds between looks (other processes still do)
+        self._writer = threading.Lock()
         self._closed = False
         if path != ":memory:":
             parent = Path(path).parent
@@ -209,20 +214,21 @@ class SQLiteStore:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: taken at once (IMMEDIATE), committed or rolled back."""
         db = self._connection()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as err:
-            raise BackendUnavailable(f"SQLite is busy or unavailable: {err}") from err
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        try:
-            db.execute("COMMIT")
-        except sqlite3.Error as err:
-            db.execute("ROLLBACK")
-            raise BackendError(f"SQLite commit failed: {err}") from err
+        with self._writer:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as err:
+                raise BackendUnavailable(f"SQLite is busy or unavailable: {err}") from err
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as err:
+                db.execute("ROLLBACK")
+                raise BackendError(f"SQLite commit failed: {err}") from err
 
     def _read(self) -> sqlite3.Connection:
         return self._connection()

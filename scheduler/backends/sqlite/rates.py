@@ -1,8 +1,8 @@
 """The SQLite backend's rate limits: every start a limit granted or reserved is a row of
-``rate_starts`` (limit, member, time); a reservation is one write transaction, which is
-the lock of every limit at once. Rows older than the limit's period are deleted when
-the limit's log holds ``count`` of them or more, so a start under the rate is two
-statements."""
+``rate_starts`` (limit, member, time, and when it stops counting); a reservation is one
+write transaction, which is the lock of every limit at once. A reservation reads only the
+starts still in its limit's window; rows that left every window are deleted at most once
+a second, by whichever reservation comes then."""
 
 from __future__ import annotations
 
@@ -12,36 +12,41 @@ from collections.abc import Sequence
 from scheduler.backends.base import RateRequest
 from scheduler.backends.sqlite.connection import SQLiteStore
 
+_PRUNE_EVERY_MS = 1000  # rows past their window are deleted this often
+_PRUNE_ROWS = 10_000  # and at most this many at a time, so no transaction grows long
+
 
 class SQLiteRates(SQLiteStore):
     """Starts and reservations of rate limits."""
+
+    _rates_pruned_ms = 0
 
     def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
         if not requests:
             return []
         now = self.now_ms()
         with self._write() as db:
+            if now - self._rates_pruned_ms >= _PRUNE_EVERY_MS:
+                self._rates_pruned_ms = now
+                db.execute(
+                    "DELETE FROM rate_starts WHERE (name, member) IN (SELECT name, member "
+                    "FROM rate_starts WHERE until_ms <= ? LIMIT ?)",
+                    (now, _PRUNE_ROWS),
+                )
             return [self._reserve(db, request, now) for request in requests]
 
     @staticmethod
     def _reserve(db: sqlite3.Connection, request: RateRequest, now: int) -> int | None:
-        name = request.limit
-        row = db.execute(
-            "SELECT at_ms FROM rate_starts WHERE name = ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?",
-            (name, request.starts - 1),
+        name, period = request.limit, request.period_ms
+        row = db.execute(  # the starts-th last start still in the window, if there are so many
+            "SELECT at_ms FROM rate_starts WHERE name = ? AND at_ms > ? "
+            "ORDER BY at_ms DESC LIMIT 1 OFFSET ?",
+            (name, now - period, request.starts - 1),
         ).fetchone()
-        at = now
-        if row is not None:  # count starts or more: the count-th last one decides
-            if row[0] > now - request.period_ms:
-                at = int(row[0]) + request.period_ms
-            else:  # it left the window: fewer are in it, and the log keeps old starts
-                db.execute(
-                    "DELETE FROM rate_starts WHERE name = ? AND at_ms <= ?",
-                    (name, now - request.period_ms),
-                )
+        at = now if row is None else int(row[0]) + period
         inserted = db.execute(
-            "INSERT OR IGNORE INTO rate_starts (name, member, at_ms) VALUES (?, ?, ?)",
-            (name, request.member, at),
+            "INSERT OR IGNORE INTO rate_starts (name, member, at_ms, until_ms) VALUES (?, ?, ?, ?)",
+            (name, request.member, at, at + period),
         ).rowcount
         if not inserted:  # reserved before: its time stands
             (at,) = db.execute(
