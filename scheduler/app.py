@@ -19,7 +19,7 @@ from scheduler.backends import (
 )
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
-from scheduler.control import AbortResult, Overdue, Resumed, ScheduleInfo
+from scheduler.control import AbortResult, Backfill, Overdue, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
@@ -327,6 +327,27 @@ class App:
         move); returns the run's message id (header ``tickwork-origin: manual``)."""
         queue = queue or self.settings.default_queue
         return control.trigger_now(self.backend, self.builder, queue, key, self._now_ms())
+
+    def backfill(
+        self,
+        key: str,
+        start: datetime,
+        end: datetime,
+        *,
+        queue: str | None = None,
+        limit: int = 1000,
+        spacing: timedelta = timedelta(0),
+        remember: timedelta = timedelta(days=30),
+    ) -> Backfill:
+        """Run the occurrences of schedule ``key`` from ``start`` to ``end`` (past ones):
+        enqueued now, ``spacing`` apart, at most ``limit`` (else nothing, one error). Asked
+        again within ``remember`` it enqueues none twice (see ``control.backfill``)."""
+        queue = queue or self.settings.default_queue
+        now = self._now_ms()
+        span = (start, end)
+        return control.backfill(
+            self.backend, self.builder, queue, key, span, now, limit, spacing, remember
+        )
 
     def _now_ms(self) -> int:
         return self.backend.now_ms()

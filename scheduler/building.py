@@ -149,19 +149,30 @@ class MessageBuilder:
         )
 
     def one_off(
-        self, message: Message, at: datetime, now_ms: int, origin: str, chain: str | None = None
+        self,
+        message: Message,
+        at: datetime,
+        now_ms: int,
+        origin: str,
+        chain: str | None = None,
+        key: str | None = None,
+        unique_for: timedelta | None = None,
     ) -> Envelope:
-        """An unkeyed, non-recurring run of ``message``'s task and arguments, scheduled at
-        ``at`` and due at once: a manual run or a caught-up occurrence of a schedule.
+        """A non-recurring run of ``message``'s task and arguments, scheduled at ``at`` and
+        due at once: a manual run, a caught-up or a backfilled occurrence of a schedule.
         ``origin`` goes to the ``tickwork-origin`` header; ``chain`` (else a fresh id)
-        names it, so a deterministic one makes a repeat a duplicate."""
+        names it, so a deterministic one makes a repeat a duplicate. With ``key`` and
+        ``unique_for`` the run holds its key that long after it succeeds."""
         now = to_datetime(now_ms)
         chain = chain or new_chain_id(now_ms)
+        headers = {**message.headers, "tickwork-origin": origin}
+        if unique_for is not None:
+            headers[UNIQUE_FOR] = str(unique_for // timedelta(milliseconds=1))
         run = message.model_copy(
             update={
                 "id": chain,
                 "chain": chain,
-                "key": None,
+                "key": key,
                 "trigger": None,
                 "occurrence": 0,
                 "scheduled_at": at,
@@ -169,7 +180,7 @@ class MessageBuilder:
                 "last_run_at": None,
                 "misfires": 0,
                 "paused_at": None,
-                "headers": {**message.headers, "tickwork-origin": origin},
+                "headers": headers,
             }
         )
         return self.restored(run, now)
@@ -181,6 +192,8 @@ class MessageBuilder:
         atomic step, like a next occurrence."""
         task = self.registry.tasks.get(message.task)
         window = task.options.unique_for if task is not None else None
+        if UNIQUE_FOR in message.headers:  # the message's own window (a backfilled run)
+            window = timedelta(milliseconds=int(message.headers[UNIQUE_FOR]))
         if window is None or message.key is None or is_unique_window(message):
             return None
         until = to_datetime(now_ms) + window
@@ -236,6 +249,11 @@ class MessageBuilder:
 #: the header that marks a unique window: a message that holds its key, never runs, and is
 #: dropped when it comes due (the window's end, epoch ms)
 UNIQUE_UNTIL = "tickwork-unique-until"
+
+
+#: the header that gives a keyed one-off message its own unique window (ms), whatever its
+#: task's ``unique_for``: a backfilled run keeps its key that long after it succeeded
+UNIQUE_FOR = "tickwork-unique-for"
 
 
 def is_unique_window(message: Message) -> bool:

@@ -1,6 +1,7 @@
 """Steering stored messages: aborting runs, listing schedules, pausing and resuming them,
-running one now (the logic behind ``App.abort``, ``App.schedules``,
-``App.pause_schedule``, ``App.resume_schedule`` and ``App.trigger_now``).
+running one now, backfilling a past range (the logic behind ``App.abort``,
+``App.schedules``, ``App.pause_schedule``, ``App.resume_schedule``, ``App.trigger_now``
+and ``App.backfill``).
 
 A paused schedule is its pending message, stored with ``paused_at`` set and due at
 ``PAUSED_DUE`` (far past any real due time), so no worker claims it while it can still be
@@ -21,11 +22,12 @@ from scheduler.backends import (
     Backend,
     Envelope,
     OnConflict,
+    Outcome,
     State,
     StoredMessage,
 )
 from scheduler.building import MessageBuilder
-from scheduler.clock import to_datetime
+from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.ids import identity_chain_id, occurrence_id
 from scheduler.message import Message
@@ -236,6 +238,56 @@ def trigger_now(
     run = builder.one_off(message, to_datetime(now_ms), now_ms, "manual")
     backend.enqueue([run])
     return run.id
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What ``App.backfill`` did."""
+
+    occurrences: list[datetime]  # the schedule's grid times in the range, oldest first
+    enqueued: int  # runs enqueued now
+    already: int  # runs a backfill enqueued before: waiting, running or succeeded
+
+
+def backfill(
+    backend: Backend,
+    builder: MessageBuilder,
+    queue: str,
+    key: str,
+    span: tuple[datetime, datetime],
+    now_ms: int,
+    limit: int,
+    spacing: timedelta,
+    remember: timedelta,
+) -> Backfill:
+    """Enqueue a run of each occurrence of schedule ``key`` from ``span``'s start to its
+    end (at the latest now), oldest first, ``spacing`` apart from now. Each run is keyed
+    by the schedule's key and the occurrence's time, and keeps that key for ``remember``
+    after it succeeds, so a backfill asked again enqueues none of them twice; a run that
+    failed for good frees its key, so asking again retries it. More than ``limit``
+    occurrences in the range is an ``InvalidMessage``, and nothing is enqueued."""
+    start, end = span
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidMessage("backfill start and end must be timezone-aware datetimes")
+    if start > end:
+        raise InvalidMessage(f"backfill start {start.isoformat()} is after its end")
+    _, message = find_schedule(backend, queue, key)
+    assert message.trigger is not None
+    fires = message.trigger.between(start, min(end, to_datetime(now_ms)), limit + 1)
+    if len(fires) > limit:
+        raise InvalidMessage(
+            f"the range holds more than {limit} occurrences of {key!r}: narrow it or raise limit"
+        )
+    step_ms = spacing // timedelta(milliseconds=1)
+    envelopes = []
+    for i, fire in enumerate(fires):
+        run_key = f"{key}/backfill/{to_ms(fire.at)}"
+        chain = identity_chain_id(queue, f"backfill\x00{run_key}")
+        run = builder.one_off(message, fire.at, now_ms, "backfill", chain, run_key, remember)
+        envelopes.append(run._replace(due_ms=now_ms + i * step_ms))
+    outcomes = backend.enqueue(envelopes, OnConflict.IGNORE)
+    enqueued = sum(outcome is Outcome.ENQUEUED for outcome in outcomes)
+    return Backfill([fire.at for fire in fires], enqueued, len(fires) - enqueued)
 
 
 def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:

@@ -208,6 +208,19 @@ class Trigger(BaseModel, ABC):
             current = self._within_end(self.after(current.at, current.occurrence))
         return found
 
+    def between(self, start: datetime, end: datetime, limit: int) -> list[Fire]:
+        """The grid occurrences from ``start`` to ``end``, both included, oldest first,
+        not on excluded dates and not past the trigger's end, ignoring misfires; at most
+        ``limit`` (a caller asks for one more than it takes to learn there are more).
+        Occurrence numbers are not meaningful here: name an occurrence by its time."""
+        start, end = require_aware(start, "start"), require_aware(end, "end")
+        found: list[Fire] = []
+        fire = self._within_end(self.after(start - timedelta(microseconds=1), 0))
+        while fire is not None and fire.at <= end and len(found) < limit:
+            found.append(fire)
+            fire = self._within_end(self.after(fire.at, fire.occurrence))
+        return found
+
     def after_pause(self, pending: Fire, now: datetime, misfire: Misfire) -> Fire | None:
         """The fire to store when a schedule paused at ``pending`` resumes at ``now``:
         with ``SKIP`` every occurrence due by now is skipped (counted in ``misfires``),

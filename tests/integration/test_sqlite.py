@@ -78,6 +78,7 @@ def test_rate_starts_that_left_every_window_are_deleted(tmp_path: Path) -> None:
 
     clock = ManualClock()
     backend = open_backend(f"sqlite:///{tmp_path}/a.db", clock=clock)
+    assert isinstance(backend, SQLiteBackend)
     # a key that never reaches its rate: its starts must not pile up for ever
     for n in range(50):
         assert backend.reserve_starts([RateRequest("k", 1000, 500, f"m{n}")]) == [None]
