@@ -415,6 +415,32 @@ def test_schedules_pause_resume_trigger(run) -> None:  # type: ignore[no-untyped
     assert code == 2
 
 
+def test_schedules_backfill(run) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime, timedelta
+
+    args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
+    assert run(*args, "--args", '["e"]', "--cron", "0 * * * *", "--key", "hourly")[0] == 0
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    start = (hour - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S")  # bare: UTC
+    code, out, _ = run("schedules", "backfill", "hourly", "--start", start, "--end", "2100-01-01")
+    assert (code, out.strip()) == (
+        0,
+        "3 occurrence(s) in the range: enqueued 3, 0 backfilled before",
+    )
+    code, out, _ = run(
+        "schedules", "backfill", "hourly", "--start", start, "--end", hour.isoformat(), "--json"
+    )
+    done = json.loads(out)
+    assert code == 0 and (done["enqueued"], done["already"]) == (0, 3)
+    assert done["occurrences"][0] == (hour - timedelta(hours=2)).isoformat()
+    code, _, err = run("schedules", "backfill", "hourly", "--start", "yesterday", "--end", start)
+    assert code == 2 and "not an ISO 8601 time" in err
+    code, _, err = run(
+        "schedules", "backfill", "hourly", "--start", "2000-01-01", "--end", start, "--limit", "5"
+    )
+    assert code == 2 and err.count("\n") == 1 and "more than 5 occurrences" in err
+
+
 def test_schedules_check_is_a_dead_mans_switch(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
     import time as time_module
     from datetime import timedelta
