@@ -23,6 +23,7 @@ from scheduler.errors import (
 from scheduler.limits import ConcurrencyLimit, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.reports import EnqueueReport
+from scheduler.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction
@@ -46,16 +47,21 @@ __all__ = [
     "OnConflict",
     "Outcome",
     "RateLimit",
+    "ResultTimeout",
     "Resumed",
     "RetryPolicy",
     "RunContext",
+    "RunStatus",
     "ScheduleInfo",
     "ScheduleNotFound",
     "ScheduledMessage",
     "Settings",
     "State",
     "TaskClass",
+    "TaskFailed",
     "TaskFunction",
+    "TaskHandle",
+    "TaskInfo",
     "TickworkError",
     "UnknownTask",
     "current_run",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from scheduler import control
+from scheduler import control, results
 from scheduler.backends import (
     Backend,
     Envelope,
@@ -19,24 +19,26 @@ from scheduler.backends import (
 )
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
-from scheduler.control import AbortResult, Backfill, Overdue, Resumed, ScheduleInfo
+from scheduler.control import AbortResult
 from scheduler.errors import InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.registry import Periodic, TaskRegistry
 from scheduler.reports import EnqueueReport, conflict_mode
+from scheduler.results import TaskInfo
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
+from scheduler.steering import ScheduleSteering
 from scheduler.tasks import Call, TaskClass, TaskFunction
-from triggers import Misfire, Trigger
+from triggers import Trigger
 from triggers.preview import Occurrence, preview
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class App:
+class App(ScheduleSteering):
     """A tickwork application: its tasks, its settings, and (opened on first use) its backend.
 
     ``App()`` reads ``TICKWORK_BACKEND`` (else ``sqlite:///tickwork.db``). Nothing connects
@@ -57,8 +59,12 @@ class App:
             self.settings = settings or Settings.load(backend=backend)
             self._backend = None
         self.clock: Clock = clock or SystemClock()
+        retention = (
+            self.settings.keep_results,
+            timedelta(seconds=self.settings.result_retention_s),
+        )
         self.registry = TaskRegistry(
-            self, self.settings.default_queue, self.settings.default_timeout_s
+            self, self.settings.default_queue, self.settings.default_timeout_s, retention
         )
         self.builder = MessageBuilder(self.registry, self.clock, self.settings.max_payload_bytes)
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
@@ -118,6 +124,7 @@ class App:
         concurrency_limit: int | ConcurrencyLimit | None = None,
         rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
+        keep_result: bool | timedelta | None = None,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -130,7 +137,10 @@ class App:
         or a ``ConcurrencyLimit`` several tasks share); ``rate_limit``: at most this many
         start per period across every worker (``"100/m"``, ``"5/s"``, ``"10/30s"``, or a
         ``RateLimit`` several tasks share); both per value of ``limit_key`` (a parameter
-        name, or a function of the arguments) when given; the rest wait, stored."""
+        name, or a function of the arguments) when given; the rest wait, stored;
+        ``keep_result``: keep what it returns (True: for the setting
+        ``result_retention_s``; a ``timedelta``: that long), readable by the handle
+        ``delay()`` returns."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)
@@ -294,72 +304,21 @@ class App:
             raise ScheduleNotFound(f"no schedule holds the key {what!r}")
         return upcoming(found.message, count)
 
-    # -- steering schedules --------------------------------------------------------------
+    # -- results -----------------------------------------------------------------------
 
-    def pause_schedule(self, key: str, *, queue: str | None = None) -> bool:
-        """Pause the recurring schedule ``key``: nothing of it runs until it is resumed
-        (stored in the backend: every worker, restarts included). It can still be read,
-        replaced, cancelled and previewed. False if it was paused already; raises
-        ``ScheduleNotFound``."""
-        queue = queue or self.settings.default_queue
-        return control.pause_schedule(self.backend, self.builder, queue, key, self._now_ms())
+    def result(self, id: str) -> TaskInfo:
+        """What is known of message ``id``'s run: status, what it returned or why it failed
+        (for a task that keeps results), progress."""
+        return results.read(self.backend, id)
 
-    def resume_schedule(
-        self,
-        key: str,
-        *,
-        queue: str | None = None,
-        misfire: Misfire | str = Misfire.SKIP,
-        limit: int | None = None,
-        spacing: timedelta = timedelta(0),
-    ) -> Resumed | None:
-        """Resume a paused schedule (None if it was not paused). What fell in the pause is
-        skipped (``"skip"``, the default), run once now (``"coalesce"``), or run one by
-        one (``"catch_up"``: at most ``limit``, ``spacing`` apart)."""
-        queue = queue or self.settings.default_queue
-        policy = Misfire(misfire)
-        return control.resume_schedule(
-            self.backend, self.builder, queue, key, self._now_ms(), policy, limit, spacing
-        )
-
-    def trigger_now(self, key: str, *, queue: str | None = None) -> str:
-        """Run the schedule ``key``'s task once now, apart from its grid (which does not
-        move); returns the run's message id (header ``tickwork-origin: manual``)."""
-        queue = queue or self.settings.default_queue
-        return control.trigger_now(self.backend, self.builder, queue, key, self._now_ms())
-
-    def backfill(
-        self,
-        key: str,
-        start: datetime,
-        end: datetime,
-        *,
-        queue: str | None = None,
-        limit: int = 1000,
-        spacing: timedelta = timedelta(0),
-        remember: timedelta = timedelta(days=30),
-    ) -> Backfill:
-        """Run the occurrences of schedule ``key`` from ``start`` to ``end`` (past ones):
-        enqueued now, ``spacing`` apart, at most ``limit`` (else nothing, one error). Asked
-        again within ``remember`` it enqueues none twice (see ``control.backfill``)."""
-        queue = queue or self.settings.default_queue
-        now = self._now_ms()
-        span = (start, end)
-        return control.backfill(
-            self.backend, self.builder, queue, key, span, now, limit, spacing, remember
-        )
+    def result_retention_ms(self, task: str) -> int | None:
+        """How long task ``task`` keeps its results, in ms (None: it keeps none)."""
+        found = self.registry.tasks.get(task)
+        retention = found.options.result_retention if found is not None else None
+        return None if retention is None else retention // timedelta(milliseconds=1)
 
     def _now_ms(self) -> int:
         return self.backend.now_ms()
-
-    def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
-        """Keyed recurring messages with their next run, last run and misfires."""
-        return control.schedules(self.backend, queue)
-
-    def overdue(self, max_late: timedelta, queue: str | None = None) -> list[Overdue]:
-        """Schedules with no successful run within their period plus ``max_late``."""
-        now = to_datetime(self._now_ms())
-        return control.overdue(self.schedules(queue), now, max_late)
 
     def install_periodic(self) -> list[Outcome]:
         """Install every ``@app.periodic`` schedule by key. A schedule already installed with

@@ -11,6 +11,7 @@ safe points; an ``async def`` handler is cancelled instead; a process-pool handl
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import NamedTuple
 
@@ -33,15 +34,20 @@ class RunInfo(NamedTuple):
     attempt: int
 
 
+#: writes a run's progress: (run, fraction, note)
+ProgressReporter = Callable[[RunInfo, float, str | None], None]
+
+
 class RunContext:
     """One handler's run: what it is running and whether it was asked to stop."""
 
-    __slots__ = ("_aborted", "_event", "info")
+    __slots__ = ("_aborted", "_event", "_reporter", "info")
 
     _event_lock = threading.Lock()
 
-    def __init__(self, info: RunInfo) -> None:
+    def __init__(self, info: RunInfo, reporter: ProgressReporter | None = None) -> None:
         self.info = info
+        self._reporter = reporter  # writes progress (the worker gives one)
         self._aborted = False
         self._event: threading.Event | None = None  # made only if a handler waits on it
 
@@ -82,6 +88,14 @@ class RunContext:
         if self._aborted:
             return True
         return event.wait(timeout_s) or self._aborted
+
+    def progress(self, fraction: float, note: str | None = None) -> None:
+        """Report how far this run has come (a fraction from 0 to 1, and a short note),
+        readable with its handle while it runs; for a task that keeps its results (one
+        backend write per call: report at a human pace, not per row)."""
+        if self._reporter is None:
+            raise TickworkError("progress can only be reported from a run a worker started")
+        self._reporter(self.info, fraction, note)
 
     def request_abort(self) -> None:
         """Mark this run aborted (the worker calls it; any thread)."""

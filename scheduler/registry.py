@@ -41,10 +41,17 @@ class TaskRegistry:
     ``default_queue`` and ``default_timeout_s`` fill in options a task leaves out.
     """
 
-    def __init__(self, producer: Producer, default_queue: str, default_timeout_s: float) -> None:
+    def __init__(
+        self,
+        producer: Producer,
+        default_queue: str,
+        default_timeout_s: float,
+        default_retention: tuple[bool, timedelta] = (False, timedelta(days=1)),
+    ) -> None:
         self.producer = producer
         self.default_queue = default_queue
         self.default_timeout_s = default_timeout_s
+        self.default_retention = default_retention  # (keep results?, for how long)
         self.tasks: dict[str, TaskFunction[..., Any]] = {}
         self.periodics: list[Periodic] = []
 
@@ -62,6 +69,7 @@ class TaskRegistry:
         concurrency_limit: int | ConcurrencyLimit | None = None,
         rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
+        keep_result: bool | timedelta | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
@@ -84,6 +92,7 @@ class TaskRegistry:
             concurrency_limit=limit,
             rate_limit=rate,
             limit_key=limit_key,
+            result_retention=self.retention(task_name, keep_result),
         )
         return self.add(
             TaskFunction(self.producer, function, options, Arguments(function, task_name))
@@ -103,12 +112,25 @@ class TaskRegistry:
             retry=RetryPolicy(retries=cls.retries),
             timeout_s=cls.timeout,
             priority=cls.priority,
+            result_retention=self.retention(task_name, None),
         )
         arguments = Arguments(cls.run, task_name, skip_self=True)
         is_async = inspect.iscoroutinefunction(cls.run)
         return self.add(
             TaskFunction(self.producer, run_instance, options, arguments, is_async=is_async)
         )
+
+    def retention(self, task_name: str, keep_result: bool | timedelta | None) -> timedelta | None:
+        """How long a task keeps its results (None: not at all), given its ``keep_result``
+        and the app's defaults."""
+        keep, default = self.default_retention
+        if keep_result is None:
+            return default if keep else None
+        if isinstance(keep_result, bool):
+            return default if keep_result else None
+        if keep_result <= timedelta(0):
+            raise InvalidMessage(f"keep_result of task {task_name!r} must be a positive duration")
+        return keep_result
 
     def add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
         """Register an existing ``TaskFunction`` (a name may be registered once)."""

@@ -26,6 +26,10 @@ class Settings(BaseModel):
     default_queue: str = "default"
     max_payload_bytes: int = Field(default=256 * 1024, gt=0)
     default_timeout_s: float = Field(default=300.0, gt=0)
+    #: keep what every task returns (a task's own ``keep_result`` wins)
+    keep_results: bool = False
+    #: how long a result is kept when the task does not say
+    result_retention_s: float = Field(default=86_400.0, gt=0)
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:

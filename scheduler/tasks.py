@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError
 
 from scheduler.errors import InvalidMessage
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
+from scheduler.results import ResultReader, TaskHandle
 from scheduler.retry import RetryPolicy
 from triggers import Trigger
 
@@ -171,7 +172,7 @@ class Call:
         return replace(self, **changes)
 
 
-class Producer(Protocol):
+class Producer(ResultReader, Protocol):
     """What a task enqueues through (an ``App``): tasks depend on this, not on ``App``."""
 
     def enqueue(self, call: Call, on_conflict: str = "error") -> str: ...
@@ -202,6 +203,8 @@ class TaskOptions(BaseModel):
     #: at most so many of its messages (per limit key) start per period across every worker
     rate_limit: RateLimit | None = None
     limit_key: LimitKey | None = None
+    #: keep what its runs return this long (None: keep nothing)
+    result_retention: timedelta | None = None
 
     @field_validator("unique_for")
     @classmethod
@@ -246,9 +249,9 @@ class TaskFunction(Generic[P, R]):
         """An invocation to pass to ``App.enqueue_many`` (like Celery's signature ``.s()``)."""
         return Call(self.name, args, kwargs)
 
-    def delay(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        """Enqueue a run due now; returns the message id."""
-        return self.app.enqueue(Call(self.name, args, kwargs))
+    def delay(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle:
+        """Enqueue a run due now; returns its handle (the message id, a ``str``)."""
+        return TaskHandle(self.app.enqueue(Call(self.name, args, kwargs)), self.app, self.name)
 
     def schedule(
         self,
@@ -263,17 +266,18 @@ class TaskFunction(Generic[P, R]):
         priority: int | None = None,
         headers: Mapping[str, str] | None = None,
         on_conflict: str = "error",
-    ) -> str:
+    ) -> TaskHandle:
         """Enqueue with a time (``at``/``delay``) or a ``trigger``, optionally under ``key``;
-        returns the message id. ``on_conflict``: "error" | "ignore" | "replace"."""
+        returns its handle (the message id). ``on_conflict``: "error" | "ignore" | "replace"."""
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
-        return self.app.enqueue(call, on_conflict=on_conflict)
+        return TaskHandle(self.app.enqueue(call, on_conflict=on_conflict), self.app, self.name)
 
-    async def adelay(self, *args: P.args, **kwargs: P.kwargs) -> str:
+    async def adelay(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle:
         """``delay`` for code on an event loop: the backend call runs in a thread."""
-        return await self.app.aenqueue(Call(self.name, args, kwargs))
+        message_id = await self.app.aenqueue(Call(self.name, args, kwargs))
+        return TaskHandle(message_id, self.app, self.name)
 
     async def aschedule(
         self,
@@ -288,12 +292,13 @@ class TaskFunction(Generic[P, R]):
         priority: int | None = None,
         headers: Mapping[str, str] | None = None,
         on_conflict: str = "error",
-    ) -> str:
+    ) -> TaskHandle:
         """``schedule`` for code on an event loop: the backend call runs in a thread."""
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
-        return await self.app.aenqueue(call, on_conflict=on_conflict)
+        message_id = await self.app.aenqueue(call, on_conflict=on_conflict)
+        return TaskHandle(message_id, self.app, self.name)
 
     def run(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         """Run the handler on stored JSON arguments (what a worker does); for an async task
@@ -328,11 +333,11 @@ class TaskClass:
         raise NotImplementedError
 
     @classmethod
-    def delay(cls, *args: Any, **kwargs: Any) -> str:
+    def delay(cls, *args: Any, **kwargs: Any) -> TaskHandle:
         return cls.task.delay(*args, **kwargs)
 
     @classmethod
-    def schedule(cls, *args: Any, **kwargs: Any) -> str:
+    def schedule(cls, *args: Any, **kwargs: Any) -> TaskHandle:
         return cls.task.schedule(*args, **kwargs)
 
     @classmethod
@@ -340,9 +345,9 @@ class TaskClass:
         return cls.task.call(*args, **kwargs)
 
     @classmethod
-    async def adelay(cls, *args: Any, **kwargs: Any) -> str:
+    async def adelay(cls, *args: Any, **kwargs: Any) -> TaskHandle:
         return await cls.task.adelay(*args, **kwargs)
 
     @classmethod
-    async def aschedule(cls, *args: Any, **kwargs: Any) -> str:
+    async def aschedule(cls, *args: Any, **kwargs: Any) -> TaskHandle:
         return await cls.task.aschedule(*args, **kwargs)

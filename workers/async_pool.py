@@ -28,10 +28,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from scheduler import App, UnknownTask
 from scheduler.context import RunContext, RunInfo
+from scheduler.results import report_progress
 from workers.execution import HandlerResult, Verdict, aborted, run_async_handler
 from workers.pool import Done, HandlerPool
 
@@ -178,7 +180,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
             timeout_s = self._app.lookup(task).options.timeout_s
         except UnknownTask:
             timeout_s = float("inf")  # it is poisoned at once below
-        run = RunContext(info)
+        run = RunContext(info, partial(report_progress, self._app))
         running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
         try:

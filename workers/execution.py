@@ -14,6 +14,8 @@ from typing import Any
 
 from scheduler import Aborted, App, InvalidMessage, UnknownTask
 from scheduler.context import RunContext, enter, leave
+from scheduler.results import encode_value
+from scheduler.tasks import TaskFunction
 
 
 class Verdict(StrEnum):
@@ -31,6 +33,7 @@ class HandlerResult:
     error: str = ""
     traceback: str = ""
     duration_ms: float = 0.0
+    value: bytes | None = None  # what it returned, as JSON, when its task keeps results
 
 
 def run_handler(
@@ -49,6 +52,7 @@ def run_handler(
         returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
             returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
+        value = _kept(app, task, returned)
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Aborted as err:
@@ -57,7 +61,7 @@ def run_handler(
         return _failed(err, started)
     finally:
         leave(token)
-    return _returned(returned, started)
+    return _returned(returned, started, value)
 
 
 async def run_async_handler(
@@ -73,6 +77,7 @@ async def run_async_handler(
         returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
             returned = await returned
+        value = _kept(app, task, returned)
     except Aborted as err:
         return aborted(str(err), started)
     except (UnknownTask, InvalidMessage) as err:
@@ -81,7 +86,7 @@ async def run_async_handler(
         return _failed(err, started)
     finally:
         leave(token)
-    return _returned(returned, started)
+    return _returned(returned, started, value)
 
 
 async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
@@ -110,11 +115,19 @@ def _failed(err: Exception, started: float) -> HandlerResult:
     )
 
 
-def _returned(returned: Any, started: float) -> HandlerResult:
+def _kept(app: App, task: TaskFunction[..., Any], returned: Any) -> bytes | None:
+    """What ``returned`` is kept as, if its task keeps results; a value that cannot be
+    kept raises (the run fails: it is retried or poisoned like any failure)."""
+    if task.options.result_retention is None or returned is False:
+        return None
+    return encode_value(returned, app.settings.max_payload_bytes)
+
+
+def _returned(returned: Any, started: float, value: bytes | None) -> HandlerResult:
     elapsed = (time.perf_counter() - started) * 1000
     if returned is False:
         return HandlerResult(Verdict.REDELIVER, duration_ms=elapsed)
-    return HandlerResult(Verdict.ACK, duration_ms=elapsed)
+    return HandlerResult(Verdict.ACK, duration_ms=elapsed, value=value)
 
 
 def load_app(reference: str) -> App:

@@ -23,12 +23,14 @@ import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from multiprocessing.sharedctypes import SynchronizedArray
 from types import FrameType
 from typing import Any
 
 from scheduler import Aborted, App
 from scheduler.context import RunContext, RunInfo
+from scheduler.results import report_progress
 from workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
 from workers.pool import Done, HandlerPool, W
 
@@ -67,7 +69,7 @@ def run_in_child(
 ) -> HandlerResult:
     global _child_job, _child_run
     assert _child_app is not None, "init_child was not called"
-    run = RunContext(info)
+    run = RunContext(info, partial(report_progress, _child_app))
     _child_job, _child_run = job, run  # set before reporting: a signal may follow at once
     _child_started.put((job, os.getpid()))
     try:

@@ -24,6 +24,7 @@ from typing import Any
 from scheduler import App, BackendError, TickworkError
 from scheduler.backends import Backend, Claim, Envelope, Failure
 from scheduler.message import Message
+from scheduler.results import failed_record, succeeded_record
 from scheduler.retry import GiveUp, decide
 from workers.execution import HandlerResult, Verdict
 from workers.flow import Counters, Permits
@@ -96,6 +97,7 @@ class Settler:
         done: list[Work] = []
         aborts: list[str] = []  # abort requests to drop: their runs are settled
         aborted: dict[str, int] = {}  # queue -> runs settled as aborted
+        kept: list[tuple[str, bytes, int]] = []  # results to keep, written before the acks
         for work, result in batch:
             message = work.message
             done.append(work)
@@ -107,6 +109,10 @@ class Settler:
                 if self._abort(work, result, now):
                     aborted[work.claim.queue] = aborted.get(work.claim.queue, 0) + 1
             elif result.verdict is Verdict.ACK:
+                retention = self._app.result_retention_ms(message.task)
+                if result.value is not None and retention is not None:
+                    record = succeeded_record(result.value, work.claim.attempt, now)
+                    kept.append((work.claim.id, record, retention))
                 acks.append((work.claim, self._next(message, now, succeeded=True)))
                 if log.isEnabledFor(logging.INFO):
                     log.info(
@@ -123,6 +129,8 @@ class Settler:
                 self._fail(work, result, now)
         # the slots of this batch's runs go back with the acks (one round trip where the
         # backend can); forget() then finds none left to give back
+        if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
+            self._with_retries(lambda: self._backend.put_results(kept))
         held = self._limits.take_slots(done)
         if acks:
             self._ack(acks, held)
@@ -205,6 +213,7 @@ class Settler:
             else f"{result.error_type}: {result.error}"
         )
         failure = Failure("aborted", "Aborted", why, result.traceback)
+        self._keep_failure(work, "Aborted", why, now)
         nxt = self._next(message, now, succeeded=False) if continue_chain else None
         ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt)))
         self._counters.add("aborted" if ok else "stale")
@@ -228,9 +237,18 @@ class Settler:
             result.error,
         )
         failure = Failure(reason, result.error_type, result.error, result.traceback)
+        self._keep_failure(work, result.error_type, result.error, now)
         nxt = self._next(message, now, succeeded=False)
         ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
         self._counters.add("poisoned" if ok else "stale")
+
+    def _keep_failure(self, work: Work, error_type: str, error: str, now: int) -> None:
+        """Keep the record of a run that failed for good, if its task keeps results."""
+        retention = self._app.result_retention_ms(work.message.task)
+        if retention is not None:
+            record = failed_record(error_type, error, work.claim.attempt, now)
+            item = (work.claim.id, record, retention)
+            self._with_retries(lambda: self._backend.put_results([item]))
 
     def poison_now(self, claim: Claim, failure: Failure) -> None:
         """Poison a claim that can never run (undecodable, unknown task) at once."""

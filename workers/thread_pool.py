@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import queue
 import threading
+from functools import partial
 from typing import Any
 
 from scheduler import App
 from scheduler.context import RunContext, RunInfo
+from scheduler.results import report_progress
 from workers.execution import aborted, run_handler
 from workers.pool import Done, HandlerPool, W
 
@@ -34,7 +36,7 @@ class ThreadPool(HandlerPool[W]):
     def submit(
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
-        run = RunContext(info)
+        run = RunContext(info, partial(report_progress, self._app))
         self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 

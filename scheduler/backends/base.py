@@ -333,6 +333,17 @@ class Backend(ABC):
     def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
         """For each limit: (slots held under a live lease, messages waiting)."""
 
+    # -- result records: what a run returned, kept by message id ---------------------------
+
+    @abstractmethod
+    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+        """Store ``(message id, record, ttl_ms)``: each record is kept ``ttl_ms`` on the
+        backend's clock; a later put for the same id replaces it."""
+
+    @abstractmethod
+    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+        """The records still kept for ``message_ids`` (ids without one are left out)."""
+
     # -- rate limits: starts reserved in a sliding window ----------------------------------
 
     @abstractmethod

@@ -274,6 +274,7 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         module.square.delay(i)
         module.async_square.delay(i)
     module.crash.delay()
+    cubed = module.cube.delay(3)
     config = WorkerConfig(
         pool="process",
         concurrency=2,
@@ -282,7 +283,8 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         app_reference="tests.support.process_tasks",
     )
     stats = Worker(module.app, config).run()
-    assert stats.acked == 12 and stats.poisoned == 1
+    assert stats.acked == 13 and stats.poisoned == 1
+    assert cubed.result(timeout=5) == 27, "kept from the pool process (its progress too)"
     (record,) = module.app.backend.poison_list()
     assert record.failure.error_type == "ZeroDivisionError"
     module.app.close()

@@ -21,3 +21,11 @@ async def async_square(n: int) -> int:
 
     await asyncio.sleep(0)
     return n * n
+
+
+@app.task(keep_result=True)
+def cube(n: int) -> int:
+    from scheduler import current_run
+
+    current_run().progress(1.0, "computed in a pool process")
+    return n * n * n

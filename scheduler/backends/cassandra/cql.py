@@ -175,3 +175,8 @@ UPDATE_RATE = "UPDATE rate_limits SET recent = ?, version = ? WHERE name = ? IF 
 SELECT_RATE_MEMBERS = "SELECT member, at_ms FROM rate_starts WHERE name = ? AND member IN ?"
 SELECT_RATE_STARTS = "SELECT at_ms FROM rate_starts WHERE name = ?"
 INSERT_RATE_START = "INSERT INTO rate_starts (name, member, at_ms) VALUES (?, ?, ?) USING TTL ?"
+
+# -- result records (one row per message id, with a TTL) ---------------------------------------
+
+INSERT_RESULT = "INSERT INTO results (id, body) VALUES (?, ?) USING TTL ?"
+SELECT_RESULTS = "SELECT id, body FROM results WHERE id IN ?"

@@ -121,6 +121,9 @@ TABLES = {
     "rate_starts": """
         CREATE TABLE IF NOT EXISTS {ks}.rate_starts (
             name text, member text, at_ms bigint, PRIMARY KEY ((name), member))""",
+    # what a run returned (or why it failed), by message id, written with a TTL
+    "results": """
+        CREATE TABLE IF NOT EXISTS {ks}.results (id text PRIMARY KEY, body blob)""",
 }
 
 KEYSPACE = """

@@ -39,6 +39,7 @@ from scheduler.backends.base import (
 from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.options import connect
 from scheduler.backends.redis.rates import RedisRates
+from scheduler.backends.redis.results import RedisResults
 from scheduler.backends.redis.scripts import encode_record
 from scheduler.clock import Clock
 from scheduler.errors import KeyConflict
@@ -50,7 +51,7 @@ _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 REREADS = 20
 
 
-class RedisBackend(RedisAdmin, RedisRates, Backend):
+class RedisBackend(RedisAdmin, RedisRates, RedisResults, Backend):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
 
     @classmethod

@@ -98,6 +98,12 @@ CREATE TABLE IF NOT EXISTS rate_starts (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rate_starts_in_order ON rate_starts (name, at_ms);
 CREATE INDEX IF NOT EXISTS rate_starts_to_prune ON rate_starts (until_ms);
+CREATE TABLE IF NOT EXISTS results (
+    id         TEXT PRIMARY KEY,
+    body       BLOB NOT NULL,
+    expires_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS results_to_prune ON results (expires_ms);
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2

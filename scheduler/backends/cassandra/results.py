@@ -1,0 +1,25 @@
+"""The Cassandra backend's result records: one row per message id in ``results``, written
+with a time to live, so Cassandra expires it; a batch is written as concurrent single-row
+writes (rows of different partitions: a logged batch would only add work)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+
+
+class CassandraResults(CassandraShardLock):
+    """Result records of messages."""
+
+    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+        params = [(i, body, max(1, math.ceil(ttl / 1000))) for i, body, ttl in results]
+        self._concurrently(self._prepare(cql.INSERT_RESULT), params)
+
+    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+        if not message_ids:
+            return {}
+        rows = self._run(self._prepare(cql.SELECT_RESULTS), (list(message_ids),))
+        return {str(row.id): bytes(row.body) for row in rows}

@@ -1,0 +1,46 @@
+"""The SQLite backend's result records: one row per message id in ``results``, with the
+time it expires; expired rows are deleted at most once a second, by whichever write
+comes then, and never read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scheduler.backends.sqlite.connection import SQLiteStore
+
+_PRUNE_EVERY_MS = 1000
+_PRUNE_ROWS = 10_000
+
+
+class SQLiteResults(SQLiteStore):
+    """Result records of messages."""
+
+    _results_pruned_ms = 0
+
+    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+        if not results:
+            return
+        now = self.now_ms()
+        with self._write() as db:
+            if now - self._results_pruned_ms >= _PRUNE_EVERY_MS:
+                self._results_pruned_ms = now
+                db.execute(
+                    "DELETE FROM results WHERE id IN "
+                    "(SELECT id FROM results WHERE expires_ms <= ? LIMIT ?)",
+                    (now, _PRUNE_ROWS),
+                )
+            db.executemany(
+                "INSERT OR REPLACE INTO results (id, body, expires_ms) VALUES (?, ?, ?)",
+                [(message_id, body, now + ttl_ms) for message_id, body, ttl_ms in results],
+            )
+
+    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+        if not message_ids:
+            return {}
+        now = self.now_ms()
+        marks = ",".join("?" * len(message_ids))
+        rows = self._read().execute(
+            f"SELECT id, body FROM results WHERE id IN ({marks}) AND expires_ms > ?",
+            (*message_ids, now),
+        )
+        return {str(row[0]): bytes(row[1]) for row in rows}

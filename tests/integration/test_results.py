@@ -1,0 +1,98 @@
+"""Results and progress end to end, on every backend: a handle waits for what a task
+returned, a failure is raised as one clear error, progress is readable while it runs, a
+task that keeps no results says so, and a value that cannot be kept fails the run."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+
+import pytest
+
+from scheduler import (
+    App,
+    ResultTimeout,
+    RunStatus,
+    TaskFailed,
+    TaskHandle,
+    TickworkError,
+    current_run,
+)
+from tests.support.helpers import running, wait_for
+
+
+def test_a_handle_waits_for_the_value_and_raises_a_failure(app: App) -> None:
+    @app.task(keep_result=True)
+    def add(a: int, b: int) -> dict[str, int]:
+        return {"sum": a + b}
+
+    @app.task(keep_result=timedelta(minutes=5))
+    def broken() -> None:
+        raise ValueError("no such account")
+
+    handle = add.delay(2, 3)
+    assert isinstance(handle, TaskHandle) and isinstance(handle, str)
+    assert handle.status() is RunStatus.READY
+    with pytest.raises(ResultTimeout):
+        handle.result(timeout=0.05)
+    failing = broken.delay()
+    with running(app):
+        assert handle.result(timeout=30) == {"sum": 5}
+        with pytest.raises(TaskFailed, match="ValueError: no such account") as raised:
+            failing.result(timeout=30)
+    assert raised.value.error_type == "ValueError"
+    info = app.result(handle)
+    assert info.status is RunStatus.SUCCEEDED and info.attempt == 1
+    assert info.updated_at is not None
+    assert app.result(failing).status is RunStatus.FAILED
+    assert asyncio.run(handle.aresult(timeout=5)) == {"sum": 5}
+
+
+def test_progress_is_readable_while_the_task_runs(app: App) -> None:
+    halfway = threading.Event()
+    go_on = threading.Event()
+
+    @app.task(keep_result=True)
+    def crunch() -> str:
+        current_run().progress(0.5, "half the rows")
+        halfway.set()
+        go_on.wait(30)
+        return "done"
+
+    handle = crunch.delay()
+    with running(app):
+        assert halfway.wait(30)
+        info = handle.info()
+        assert info.status is RunStatus.RUNNING
+        assert (info.progress, info.note) == (0.5, "half the rows")
+        go_on.set()
+        assert handle.result(timeout=30) == "done"
+
+
+def test_what_cannot_be_kept_is_one_clear_error(sqlite_app: App) -> None:
+    @sqlite_app.task
+    def quiet() -> int:
+        return 1
+
+    @sqlite_app.task(keep_result=True)
+    def odd() -> object:
+        return object()
+
+    @sqlite_app.task(keep_result=True)
+    def bad_progress() -> None:
+        current_run().progress(2.0)
+
+    with pytest.raises(TickworkError, match="does not keep its results"):
+        quiet.delay().result(timeout=1)
+    unkept = quiet.delay()
+    not_encodable = odd.delay()
+    out_of_range = bad_progress.delay()
+    with running(sqlite_app):
+        wait_for(lambda: sqlite_app.result(unkept).status is RunStatus.UNKNOWN, timeout_s=30)
+        with pytest.raises(TaskFailed, match="not JSON-encodable"):
+            not_encodable.result(timeout=30)
+        with pytest.raises(TaskFailed, match="progress must be a fraction"):
+            out_of_range.result(timeout=30)
+    assert sqlite_app.result("no-such-id").status is RunStatus.UNKNOWN
+    assert unkept.cancel() is False, "it ran: nothing left to cancel"
