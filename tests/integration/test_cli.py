@@ -53,6 +53,20 @@ def test_enqueue_show_cancel_by_key(run) -> None:  # type: ignore[no-untyped-def
     assert code == 1 and err.count("\n") == 1 and "nothing to cancel" in err
 
 
+def test_show_by_id_tells_what_a_run_returned(run) -> None:  # type: ignore[no-untyped-def]
+    args = ("enqueue", "tests.support.cli_tasks.total", "-A", "tests.support.cli_tasks")
+    code, out, _ = run(*args, "--args", "[[1, 2, 3]]")
+    message_id = out.strip()
+    shown = json.loads(run("show", "--id", message_id, "--json")[1])
+    assert shown["state"] == "ready" and "status" not in shown, "no record kept yet"
+    run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
+    code, out, _ = run("show", "--id", message_id, "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["status"] == "succeeded"
+    assert shown["result_value"] == {"total": 6} and shown["result_attempt"] == 1
+    assert 'result_value: {"total": 6}' in run("show", "--id", message_id)[1]
+
+
 def test_abort_a_running_and_a_pending_message(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
     from scheduler import App
 

@@ -13,3 +13,8 @@ def greet(name: str, times: int = 1) -> None:
 @app.task(retries=0)
 def explode() -> None:
     raise RuntimeError("kaboom")
+
+
+@app.task(keep_result=True)
+def total(numbers: list[int]) -> dict[str, int]:
+    return {"total": sum(numbers)}

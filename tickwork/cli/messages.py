@@ -173,15 +173,24 @@ def abort(
 def show(
     state: State, key: str | None, message_id: str | None, queue: str | None, as_json: bool
 ) -> None:
-    """Show a scheduled or running message by key or id."""
+    """Show a scheduled or running message by key or id; by id, also what its run
+    returned or why it failed, and its progress, when its task keeps results."""
     one_of(key, message_id)
-    found = state.app().get(id=message_id, key=key, queue=queue)
-    if found is None:
+    app = state.app()
+    found = app.get(id=message_id, key=key, queue=queue)
+    run = app.result(message_id) if message_id is not None else None
+    if run is not None and run.updated_at is None:  # no record kept: nothing to add
+        run = None
+    if found is None and run is None:
         fail(
             f"no message with {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
             EXIT_NOT_FOUND,
         )
-    data = found.as_dict()
+    data = found.as_dict() if found is not None else {"id": message_id}
+    if run is not None:
+        data["status"] = str(run.status)
+        kept = run.model_dump(mode="json", exclude={"id", "status"}, exclude_none=True)
+        data.update({f"result_{name}": value for name, value in kept.items()})
     if as_json:
         emit_json(data)
         return
