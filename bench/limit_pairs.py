@@ -2,9 +2,10 @@
 alternating, to quote the median ratio pair by pair (this machine's speed drifts more
 between runs than the limit costs). The limit is a concurrency limit of 10 per key
 (``--against limited``) or a rate limit per key that is never reached (``--against
-rated``: what asking for each start costs).
+rated``: what asking for each start costs), or a task that keeps its result (``--against
+kept``: what writing the result record costs).
 
-python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--against limited|rated]
+python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--against limited|rated|kept]
                             [--out FILE.json]
 """
 
@@ -20,7 +21,11 @@ from pathlib import Path
 from bench.common import emit, machine
 from bench.limits import end_to_end
 
-COLUMNS = {"limited": "limit_10_per_key", "rated": "rate_limit_per_key"}
+COLUMNS = {
+    "limited": "limit_10_per_key",
+    "rated": "rate_limit_per_key",
+    "kept": "result_kept",
+}
 
 
 def pairs(url: str, count: int, rounds: int, against: str = "limited") -> dict[str, object]:

@@ -1,6 +1,7 @@
 """Benchmark tasks for limits: the same no-op without a limit, with a concurrency limit of
 10 per key, with one of 1 per key (contended), and with a rate limit per key that a
-benchmark never reaches (what asking for a start costs)."""
+benchmark never reaches (what asking for a start costs), and one that keeps its result
+(what writing the result record costs)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,8 @@ def contended(n: int, key: str) -> None:
 @app.task(queue="bench", rate_limit="100000/s", limit_key="key")
 def rated(n: int, key: str) -> None:
     return None
+
+
+@app.task(queue="bench", keep_result=True)
+def kept(n: int, key: str) -> int:
+    return n

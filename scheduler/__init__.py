@@ -27,6 +27,7 @@ from scheduler.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, 
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
 from scheduler.tasks import Call, TaskClass, TaskFunction
+from scheduler.workflows import chain
 
 __all__ = [
     "AbortResult",
@@ -64,6 +65,7 @@ __all__ = [
     "TaskInfo",
     "TickworkError",
     "UnknownTask",
+    "chain",
     "current_run",
     "open_backend",
 ]

@@ -349,8 +349,8 @@ class App(ScheduleSteering):
     # -- what workers need ---------------------------------------------------------------
 
     def next_occurrence(
-        self, message: Message, now_ms: int, succeeded: bool = True
+        self, message: Message, now_ms: int, succeeded: bool = True, value: bytes | None = None
     ) -> Envelope | None:
-        """The envelope of the occurrence after ``message`` (whose run ``succeeded`` or
-        failed for good), or None if the chain ends."""
-        return self.builder.next_occurrence(message, now_ms, succeeded)
+        """The envelope of the occurrence (or workflow step) after ``message``, whose run
+        ``succeeded`` (returning ``value``, JSON) or failed for good; None if it ends."""
+        return self.builder.next_occurrence(message, now_ms, succeeded, value)

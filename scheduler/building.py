@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic_core import from_json
 
 from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
@@ -19,6 +22,7 @@ from scheduler.limits import limit_keys
 from scheduler.message import Message, encode_fields
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
+from scheduler.workflows import resolve_step
 from triggers import Cron, Repeating
 from triggers.base import Fire, require_aware
 from triggers.preview import Occurrence, preview
@@ -97,6 +101,7 @@ class MessageBuilder:
             misfires=fire.misfires,
             limit=limit,
             rate=rate,
+            then=self._steps(call),
         )
         return message_id, self.envelope(
             message_id,
@@ -110,6 +115,39 @@ class MessageBuilder:
             now,
             now_ms,
         )
+
+    def _steps(self, call: Call) -> list[dict[str, Any]] | None:
+        """The stored form of the steps after ``call`` in a chain (validated now)."""
+        if not call.then:
+            return None
+        steps = [resolve_step(step, self.registry.lookup(step.task)) for step in call.then]
+        return [step.model_dump(mode="json", exclude_defaults=True) for step in steps]
+
+    def next_step(self, message: Message, now_ms: int, value: bytes | None) -> Envelope:
+        """The message of the step after ``message`` (which succeeded and returned
+        ``value``, JSON) in its chain: due now, the chain's next occurrence number."""
+        step, rest = message.then[0], message.then[1:]
+        args = list(step.args)
+        if step.takes_result:
+            args.insert(0, from_json(value) if value is not None else None)
+        now = to_datetime(now_ms)
+        nxt = Message(
+            id=occurrence_id(message.chain, message.occurrence + 1),
+            queue=step.queue,
+            task=step.task,
+            args=args,
+            kwargs=step.kwargs,
+            priority=step.priority,
+            chain=message.chain,
+            occurrence=message.occurrence + 1,
+            scheduled_at=now,
+            enqueued_at=now,
+            max_attempts=step.max_attempts,
+            timeout_s=step.timeout_s,
+            headers=message.headers,
+            then=rest,
+        )
+        return self.restored(nxt, now)
 
     def envelope(
         self,
@@ -211,12 +249,15 @@ class MessageBuilder:
         return self.restored(holder, until)
 
     def next_occurrence(
-        self, message: Message, now_ms: int, succeeded: bool = True
+        self, message: Message, now_ms: int, succeeded: bool = True, value: bytes | None = None
     ) -> Envelope | None:
         """The envelope of the occurrence after ``message``, or None if the chain ends.
         ``succeeded``: whether ``message``'s run succeeded (it becomes the chain's last
         success) or failed for good. A keyed one-off message of a task with ``unique_for``
-        that succeeded is followed by its unique window (``unique_window``)."""
+        that succeeded is followed by its unique window (``unique_window``); a step of a
+        workflow chain that succeeded (returning ``value``) by the next step."""
+        if message.then:
+            return self.next_step(message, now_ms, value) if succeeded else None
         if message.trigger is None:
             return self.unique_window(message, now_ms) if succeeded else None
         planner = message.trigger.with_misfires(message.misfires)

@@ -32,6 +32,7 @@ class RunInfo(NamedTuple):
     queue: str
     key: str | None
     attempt: int
+    keep_value: bool = False  # what the handler returns is needed (a chain's next step)
 
 
 #: writes a run's progress: (run, fraction, note)

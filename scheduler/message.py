@@ -21,6 +21,22 @@ from scheduler.errors import DecodeError
 from triggers import AnyTrigger
 
 
+class Step(BaseModel):
+    """A step after the first, stored in the message of the step before it, with every
+    option resolved when the chain was enqueued (a worker need not know its task)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    args: list[Any] = Field(default_factory=list)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    takes_result: bool = False
+    queue: str
+    priority: int = 0
+    timeout_s: float = 300.0
+    max_attempts: int = 1
+
+
 class Message(BaseModel):
     """A task invocation with its trigger and its place in a recurring chain."""
 
@@ -47,6 +63,7 @@ class Message(BaseModel):
     last_success_at: datetime | None = None  # scheduled time of the chain's last success
     limit: str | None = None  # the concurrency limit key its runs hold a slot of
     rate: str | None = None  # the rate limit key its starts are counted under
+    then: list[Step] = Field(default_factory=list)  # a chain's steps after this one
 
     def encode(self) -> bytes:
         """Compact JSON bytes."""
@@ -92,6 +109,7 @@ def encode_fields(
     misfires: int,
     limit: str | None = None,
     rate: str | None = None,
+    then: list[dict[str, Any]] | None = None,
 ) -> bytes:
     """Encode already-validated message fields exactly as ``Message.encode`` would (fields
     at their defaults left out) without building a model: the bulk enqueue path."""
@@ -123,6 +141,8 @@ def encode_fields(
         fields["limit"] = limit
     if rate is not None:
         fields["rate"] = rate
+    if then:
+        fields["then"] = then
     return to_json(fields)
 
 

@@ -166,6 +166,10 @@ class Call:
     #: For an unkeyed message: a deterministic identity (any string), so that sending the
     #: same call again (a Spark task retry) names the same message instead of a new one.
     identity: str | None = None
+    #: In a chain: this step takes the previous step's return value as its first argument
+    takes_result: bool = False
+    #: The steps after this one (see ``scheduler.workflows.chain``)
+    then: tuple[Call, ...] = ()
 
     def options(self, **changes: Any) -> Call:
         """A copy with other options (``key=``, ``at=``, ``trigger=``, ...)."""
@@ -246,7 +250,17 @@ class TaskFunction(Generic[P, R]):
         return f"<task {self.name} queue={self.options.queue}>"
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
-        """An invocation to pass to ``App.enqueue_many`` (like Celery's signature ``.s()``)."""
+        """An invocation to pass to ``App.enqueue_many`` or to ``chain`` (as a step, it does
+        not take the previous step's result: Celery's ``.si()``)."""
+        return Call(self.name, args, kwargs)
+
+    def s(self, *args: Any, **kwargs: Any) -> Call:
+        """A chain step that takes the previous step's return value as its first argument,
+        before ``args`` (Celery's ``.s()``)."""
+        return Call(self.name, args, kwargs, takes_result=True)
+
+    def si(self, *args: P.args, **kwargs: P.kwargs) -> Call:
+        """A chain step that ignores the previous step's result (Celery's ``.si()``)."""
         return Call(self.name, args, kwargs)
 
     def delay(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle:

@@ -52,7 +52,7 @@ def run_handler(
         returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
             returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
-        value = _kept(app, task, returned)
+        value = _kept(app, task, returned, run.info.keep_value)
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Aborted as err:
@@ -77,7 +77,7 @@ async def run_async_handler(
         returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
             returned = await returned
-        value = _kept(app, task, returned)
+        value = _kept(app, task, returned, run.info.keep_value)
     except Aborted as err:
         return aborted(str(err), started)
     except (UnknownTask, InvalidMessage) as err:
@@ -115,10 +115,11 @@ def _failed(err: Exception, started: float) -> HandlerResult:
     )
 
 
-def _kept(app: App, task: TaskFunction[..., Any], returned: Any) -> bytes | None:
-    """What ``returned`` is kept as, if its task keeps results; a value that cannot be
-    kept raises (the run fails: it is retried or poisoned like any failure)."""
-    if task.options.result_retention is None or returned is False:
+def _kept(app: App, task: TaskFunction[..., Any], returned: Any, needed: bool) -> bytes | None:
+    """What ``returned`` is kept as, if its task keeps results or the value is ``needed``
+    (by a chain's next step); a value that cannot be kept raises (the run fails: it is
+    retried or poisoned like any failure)."""
+    if (task.options.result_retention is None and not needed) or returned is False:
         return None
     return encode_value(returned, app.settings.max_payload_bytes)
 

@@ -113,7 +113,8 @@ class Settler:
                 if result.value is not None and retention is not None:
                     record = succeeded_record(result.value, work.claim.attempt, now)
                     kept.append((work.claim.id, record, retention))
-                acks.append((work.claim, self._next(message, now, succeeded=True)))
+                nxt = self._next(message, now, succeeded=True, value=result.value)
+                acks.append((work.claim, nxt))
                 if log.isEnabledFor(logging.INFO):
                     log.info(
                         "done %s id=%s in %.1fms", message.task, message.id, result.duration_ms
@@ -162,9 +163,11 @@ class Settler:
                     claim.id,
                 )
 
-    def _next(self, message: Message, now: int, succeeded: bool) -> Envelope | None:
+    def _next(
+        self, message: Message, now: int, succeeded: bool, value: bytes | None = None
+    ) -> Envelope | None:
         try:
-            return self._app.next_occurrence(message, now, succeeded)
+            return self._app.next_occurrence(message, now, succeeded, value)
         except TickworkError as err:
             log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
             return None

@@ -277,7 +277,10 @@ class Worker:
                 work.started_ms - work.claim.due_ms,
                 work.claim.attempt,
             )
-        info = RunInfo(message.id, message.task, message.queue, message.key, work.claim.attempt)
+        keep_value = bool(message.then) and message.then[0].takes_result
+        info = RunInfo(
+            message.id, message.task, message.queue, message.key, work.claim.attempt, keep_value
+        )
         pool.submit(work, message.task, message.args, message.kwargs, info)
 
     def _settle(self) -> None:

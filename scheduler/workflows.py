@@ -1,0 +1,89 @@
+"""Chains: steps that run one after another, each once the step before it succeeded.
+
+``chain(a.si(1), b.s(), c.s(x=2))`` is enqueued like any call (``app.enqueue``) and
+returns the first step's handle. A chain is stored in its running step: the message of
+a step carries the steps after it (``Message.then``), and when it succeeds the worker
+writes the next step's message in the same atomic step as the ack (where a recurring
+message writes its next occurrence), so a chain never loses a step and never runs one
+twice on any backend. A step made with ``task.s()`` takes the previous step's return
+value as its first argument; one made with ``task.si()`` (or ``task.call()``) does not,
+as in Celery's mutable and immutable signatures. A step that fails for good goes to the
+poison queue with the rest of the chain in its message: the chain stops there, and
+replaying that message from the poison queue resumes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from scheduler.errors import InvalidMessage
+from scheduler.ids import occurrence_id
+from scheduler.message import Step
+from scheduler.tasks import Call, TaskFunction
+
+
+def chain(*calls: Call) -> Call:
+    """The first call, carrying the others as the steps after it. The first step keeps its
+    own options (``at``, ``delay``, ``key``, ``queue``); a later step may only choose its
+    queue and priority."""
+    if not calls:
+        raise InvalidMessage("a chain needs at least one step")
+    first, rest = calls[0], calls[1:]
+    if first.takes_result:
+        raise InvalidMessage(
+            f"the first step of a chain ({first.task}) has no previous result to take: "
+            "make it with .si() or .call()"
+        )
+    if first.trigger is not None:
+        raise InvalidMessage("a chain cannot be recurring yet: its first step has a trigger")
+    for call in calls:
+        if call.then:
+            raise InvalidMessage(f"step {call.task} is a chain itself: chains do not nest yet")
+    for call in rest:
+        if call.key or call.trigger or call.at or call.delay or call.identity:
+            raise InvalidMessage(
+                f"step {call.task} of a chain cannot have its own key, trigger or time: "
+                "it runs when the step before it succeeds"
+            )
+    return first.options(then=tuple(rest))
+
+
+def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
+    """The stored form of a later step: its arguments validated now (a step that takes
+    the previous result has its arity checked now and its types when it runs)."""
+    if call.takes_result:
+        try:
+            task.arguments.signature.bind(None, *call.args, **call.kwargs)
+        except TypeError as err:
+            raise InvalidMessage(
+                f"arguments for step {task.name!r} (which takes the previous result "
+                f"first) do not match its signature: {err}"
+            ) from err
+        try:
+            args = to_jsonable_python(list(call.args))
+            kwargs = to_jsonable_python(dict(call.kwargs))
+        except PydanticSerializationError as err:
+            raise InvalidMessage(
+                f"arguments for step {task.name!r} are not JSON-serialisable: {err}"
+            ) from err
+    else:
+        args, kwargs = task.arguments.to_json(call.args, call.kwargs)
+    options = task.options
+    return Step(
+        task=task.name,
+        args=args,
+        kwargs=kwargs,
+        takes_result=call.takes_result,
+        queue=call.queue or options.queue,
+        priority=options.priority if call.priority is None else call.priority,
+        timeout_s=options.timeout_s,
+        max_attempts=options.retry.max_attempts,
+    )
+
+
+def step_id(first_id: str, index: int) -> str:
+    """The message id of step ``index`` (0 is the first) of the chain whose first step is
+    ``first_id`` (what ``app.enqueue(chain(...))`` returned)."""
+    return occurrence_id(first_id, index)
