@@ -101,7 +101,7 @@ class MessageBuilder:
             misfires=fire.misfires,
             limit=limit,
             rate=rate,
-            then=self._steps(call),
+            then=self._steps(call, queue),
         )
         return message_id, self.envelope(
             message_id,
@@ -116,11 +116,20 @@ class MessageBuilder:
             now_ms,
         )
 
-    def _steps(self, call: Call) -> list[dict[str, Any]] | None:
-        """The stored form of the steps after ``call`` in a chain (validated now)."""
+    def _steps(self, call: Call, queue: str) -> list[dict[str, Any]] | None:
+        """The stored form of the steps after ``call`` in a chain (validated now); every
+        step runs in the first step's ``queue`` (its next step is written where it is
+        acked: on Redis, in its queue's shard)."""
         if not call.then:
             return None
         steps = [resolve_step(step, self.registry.lookup(step.task)) for step in call.then]
+        for step in steps:
+            if step.queue != queue:
+                raise InvalidMessage(
+                    f"step {step.task} of a chain would run in queue {step.queue!r}, the "
+                    f"chain in {queue!r}: the steps of a chain run in one queue for now "
+                    f"(give the step queue={queue!r})"
+                )
         return [step.model_dump(mode="json", exclude_defaults=True) for step in steps]
 
     def next_step(self, message: Message, now_ms: int, value: bytes | None) -> Envelope:

@@ -27,7 +27,7 @@ from scheduler.tasks import Call, TaskFunction
 def chain(*calls: Call) -> Call:
     """The first call, carrying the others as the steps after it. The first step keeps its
     own options (``at``, ``delay``, ``key``, ``queue``); a later step may only choose its
-    queue and priority."""
+    priority (every step runs in the first step's queue)."""
     if not calls:
         raise InvalidMessage("a chain needs at least one step")
     first, rest = calls[0], calls[1:]

@@ -123,6 +123,8 @@ def test_bad_chains_are_one_clear_error_and_store_nothing(sqlite_app: App) -> No
         chain(one.si(1), two.s(2).options(key="k"))
     with pytest.raises(InvalidMessage, match="do not match its signature"):
         sqlite_app.enqueue(chain(one.si(1), two.s(2, 3)))
+    with pytest.raises(InvalidMessage, match="run in one queue"):
+        sqlite_app.enqueue(chain(one.si(1), two.s(2).options(queue="elsewhere")))
     with pytest.raises(InvalidMessage, match="invalid arguments for task"):
         sqlite_app.enqueue(chain(one.si(1), two.si("x", 2)))  # type: ignore[arg-type]
     assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
