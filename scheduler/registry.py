@@ -112,7 +112,7 @@ class TaskRegistry:
             retry=RetryPolicy(retries=cls.retries),
             timeout_s=cls.timeout,
             priority=cls.priority,
-            result_retention=self.retention(task_name, None),
+            result_retention=self.retention(task_name, cls.keep_result),
         )
         arguments = Arguments(cls.run, task_name, skip_self=True)
         is_async = inspect.iscoroutinefunction(cls.run)

@@ -325,8 +325,8 @@ class TaskClass:
     """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
 
     Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes ``name``,
-    ``queue``, ``retries``, ``timeout`` and ``priority`` set the options. Each message gets
-    a fresh instance.
+    ``queue``, ``retries``, ``timeout``, ``priority`` and ``keep_result`` set the options.
+    Each message gets a fresh instance.
     """
 
     app: ClassVar[TaskHost]
@@ -335,6 +335,7 @@ class TaskClass:
     retries: ClassVar[int] = 0
     timeout: ClassVar[float] = 300.0
     priority: ClassVar[int] = 0
+    keep_result: ClassVar[bool | timedelta | None] = None
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

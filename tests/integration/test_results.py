@@ -96,3 +96,15 @@ def test_what_cannot_be_kept_is_one_clear_error(sqlite_app: App) -> None:
             out_of_range.result(timeout=30)
     assert sqlite_app.result("no-such-id").status is RunStatus.UNKNOWN
     assert unkept.cancel() is False, "it ran: nothing left to cancel"
+
+
+def test_a_task_class_keeps_its_results_when_it_says_so(sqlite_app: App) -> None:
+    class Square(sqlite_app.Task):  # type: ignore[name-defined,misc]
+        keep_result = True
+
+        def run(self, n: int) -> int:
+            return n * n
+
+    handle = Square.delay(7)
+    with running(sqlite_app):
+        assert handle.result(timeout=30) == 49
