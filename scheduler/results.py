@@ -203,6 +203,10 @@ class TaskHandle(str):
         handle._task = task
         return handle
 
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        """Pickled (or copied) as the plain id: the app it reads through stays here."""
+        return (str, (str(self),))
+
     @property
     def id(self) -> str:
         return str(self)

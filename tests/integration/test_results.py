@@ -108,3 +108,6 @@ def test_a_task_class_keeps_its_results_when_it_says_so(sqlite_app: App) -> None
     handle = Square.delay(7)
     with running(sqlite_app):
         assert handle.result(timeout=30) == 49
+    import pickle
+
+    assert pickle.loads(pickle.dumps(handle)) == handle, "a handle pickles as its id"
