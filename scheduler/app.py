@@ -24,6 +24,7 @@ from scheduler.errors import InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
+from scheduler.presence import WorkerInfo, live_workers
 from scheduler.registry import Periodic, TaskRegistry
 from scheduler.reports import EnqueueReport, conflict_mode
 from scheduler.results import TaskInfo
@@ -316,6 +317,10 @@ class App(ScheduleSteering):
         found = self.registry.tasks.get(task)
         retention = found.options.result_retention if found is not None else None
         return None if retention is None else retention // timedelta(milliseconds=1)
+
+    def workers(self) -> list[WorkerInfo]:
+        """The workers in the backend's registry, oldest first, each alive or gone."""
+        return live_workers(self.backend)
 
     def _now_ms(self) -> int:
         return self.backend.now_ms()

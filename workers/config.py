@@ -30,6 +30,8 @@ class WorkerConfig(BaseModel):
     abort_check_s: float = Field(default=0.5, gt=0)
     #: how long an aborted process-pool handler has to stop before its process is killed
     abort_grace_s: float = Field(default=10.0, ge=0)
+    #: how often the worker refreshes its record in the worker registry (s)
+    registry_interval_s: float = Field(default=5.0, gt=0)
     burst: bool = False
     timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
     install_periodic: bool = True

@@ -12,6 +12,7 @@ Threads of a worker process, one module each::
     limits.py: concurrency slots, taken before               gives permits (and slots)
         a run starts (its caller's thread)                   back
     rates.py: rate-limited starts, reserved before those slots
+    presence.py: this worker's record in the worker registry
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
 the permits and counters. This module wires them together and runs them.
@@ -53,6 +54,7 @@ from workers.holdings import Holdings, Work
 from workers.limits import LimitGate
 from workers.pool import HandlerPool, PoolSpec
 from workers.pools import make_pool
+from workers.presence import Presence
 from workers.rates import RateGate
 from workers.settler import Settler
 from workers.timer import Timer
@@ -119,6 +121,9 @@ class Worker:
             self._rates.deferred_until,
         )
         self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
+        self._presence = Presence(
+            self.backend, self.config, self._holdings, self._counters, self._now_ms, self._has_async
+        )
         self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
@@ -154,6 +159,7 @@ class Worker:
             ("settler", self._settle),
             ("heartbeat", self._beat),
             ("aborts", self._watch_aborts),
+            ("presence", lambda: self._presence.run(until=self._settled)),
         ]
         for name, target in roles:
             thread = threading.Thread(target=target, name=f"tickwork-{name}", daemon=True)

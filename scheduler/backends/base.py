@@ -35,6 +35,7 @@ from scheduler.backends.records import (
     SlotRequest,
     Waiter,
 )
+from scheduler.backends.side_records import SideRecords
 
 if TYPE_CHECKING:
     from scheduler.clock import Clock
@@ -136,7 +137,7 @@ class PoisonRecord:
     failed_at_ms: int
 
 
-class Backend(ABC):
+class Backend(SideRecords, ABC):
     """Storage for one tickwork deployment. Thread-safe; cheap to call from several threads.
 
     Nothing here blocks for longer than one storage round trip (plus lock waits). Methods
@@ -332,31 +333,6 @@ class Backend(ABC):
     @abstractmethod
     def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
         """For each limit: (slots held under a live lease, messages waiting)."""
-
-    # -- result records: what a run returned, kept by message id ---------------------------
-
-    @abstractmethod
-    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
-        """Store ``(message id, record, ttl_ms)``: each record is kept ``ttl_ms`` on the
-        backend's clock; a later put for the same id replaces it."""
-
-    @abstractmethod
-    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
-        """The records still kept for ``message_ids`` (ids without one are left out)."""
-
-    # -- rate limits: starts reserved in a sliding window ----------------------------------
-
-    @abstractmethod
-    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
-        """For each request in order, a start of its rate limit: None when it may start now
-        (fewer than ``starts`` starts in the last period), else the time (ms, backend
-        clock) reserved for it, a period after the start ``starts`` places before. Starts
-        are recorded for their member: asking again returns the same reservation (None
-        once it is due). Starts older than the period are forgotten."""
-
-    @abstractmethod
-    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
-        """For each rate limit: (starts in the last ``period_ms``, starts reserved ahead)."""
 
     @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:

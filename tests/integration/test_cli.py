@@ -67,6 +67,31 @@ def test_show_by_id_tells_what_a_run_returned(run) -> None:  # type: ignore[no-u
     assert 'result_value: {"total": 6}' in run("show", "--id", message_id)[1]
 
 
+def test_workers_lists_the_registry(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
+    from scheduler import App
+
+    code, out, _ = run("workers", "--json")
+    assert (code, json.loads(out)) == (0, [])
+    app = App(sqlite_url)
+    record = {
+        "id": "w1",
+        "host": "h",
+        "pid": 7,
+        "queues": ["default"],
+        "concurrency": 8,
+        "pool": "thread",
+        "started_at": "2026-11-23T00:00:00Z",
+        "last_seen": "2026-11-23T00:00:01Z",
+        "interval_s": 5.0,
+    }
+    app.backend.put_worker("w1", json.dumps(record).encode(), 60_000)
+    app.close()
+    (row,) = json.loads(run("workers", "--json")[1])
+    assert row["id"] == "w1" and row["alive"] is False, "not seen for days: gone"
+    code, out, _ = run("workers")
+    assert code == 0 and "w1" in out and "gone" in out and "thread x8" in out
+
+
 def test_abort_a_running_and_a_pending_message(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
     from scheduler import App
 

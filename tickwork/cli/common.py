@@ -123,7 +123,7 @@ def one_of(key: str | None, message_id: str | None) -> None:
 pass_state = click.make_pass_decorator(State)
 
 #: Commands that can print JSON; ``tickwork --json`` before any other is an error.
-JSON_COMMANDS = ("show", "stats", "schedules", "poison", "queues", "cron")
+JSON_COMMANDS = ("show", "stats", "schedules", "poison", "queues", "cron", "workers")
 
 
 def _set_backend(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:

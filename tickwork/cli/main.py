@@ -43,6 +43,7 @@ for command in (
     messages.abort,
     messages.show,
     status.stats,
+    status.workers,
     schedules.schedules,
     poison.poison,
     queues.queues,

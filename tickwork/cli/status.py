@@ -1,4 +1,4 @@
-"""``tickwork stats``: what the queues hold."""
+"""``tickwork stats``: what the queues hold; ``tickwork workers``: who consumes them."""
 
 from __future__ import annotations
 
@@ -65,5 +65,36 @@ def stats(state: State, as_json: bool) -> None:
             str(s.poison),
             iso(s.next_due_ms),
             *(str(c.get(name, 0)) for name in COUNTERS),
+        )
+    console().print(table)
+
+
+@click.command("workers")
+@json_option
+@pass_state
+@backend_option
+@clean_errors
+def workers(state: State, as_json: bool) -> None:
+    """The workers in the registry: host, pid, queues, pool, what they hold, last seen; a
+    worker not seen for three of its heartbeats is shown as gone."""
+    rows = state.app().workers()
+    if as_json:
+        emit_json([row.model_dump(mode="json") for row in rows])
+        return
+    table = Table("worker", "state", "queues", "pool", "held", "acked", "started", "last seen")
+    for w in rows:
+        pool = f"{w.pool} x{w.concurrency}"
+        if w.async_concurrency:
+            pool += f" + async x{w.async_concurrency}"
+        table.add_row(
+            w.id,
+            "alive" if w.alive else "gone",
+            ",".join(w.queues),
+            f"{w.pool} x{w.concurrency}"
+            + (f" + async x{w.async_concurrency}" if w.async_concurrency else ""),
+            str(w.held),
+            str(w.stats.get("acked", 0)),
+            w.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            w.last_seen.strftime("%H:%M:%S"),
         )
     console().print(table)

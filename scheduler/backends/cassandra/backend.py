@@ -17,6 +17,7 @@ from scheduler.backends.cassandra.admin import CassandraAdmin
 from scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
 from scheduler.backends.cassandra.connection import connect
 from scheduler.backends.cassandra.rates import CassandraRates
+from scheduler.backends.cassandra.registry import CassandraRegistry
 from scheduler.backends.cassandra.results import CassandraResults
 from scheduler.clock import Clock
 from scheduler.errors import (
@@ -25,7 +26,9 @@ from scheduler.errors import (
 )
 
 
-class CassandraBackend(CassandraAdmin, CassandraRates, CassandraResults, Backend):
+class CassandraBackend(
+    CassandraAdmin, CassandraRates, CassandraResults, CassandraRegistry, Backend
+):
     """Storage on Cassandra. Thread-safe (the driver's session is)."""
 
     @classmethod

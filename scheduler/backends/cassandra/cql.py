@@ -180,3 +180,9 @@ INSERT_RATE_START = "INSERT INTO rate_starts (name, member, at_ms) VALUES (?, ?,
 
 INSERT_RESULT = "INSERT INTO results (id, body) VALUES (?, ?) USING TTL ?"
 SELECT_RESULTS = "SELECT id, body FROM results WHERE id IN ?"
+
+# -- the worker registry (one partition, rows with a TTL) ---------------------------------------
+
+PUT_WORKER = "INSERT INTO workers (registry, id, body) VALUES (0, ?, ?) USING TTL ?"
+DELETE_WORKER = "DELETE FROM workers WHERE registry = 0 AND id = ?"
+SELECT_WORKERS = "SELECT id, body FROM workers WHERE registry = 0"

@@ -124,6 +124,10 @@ TABLES = {
     # what a run returned (or why it failed), by message id, written with a TTL
     "results": """
         CREATE TABLE IF NOT EXISTS {ks}.results (id text PRIMARY KEY, body blob)""",
+    # live workers: one small partition, each row with a TTL its heartbeat renews
+    "workers": """
+        CREATE TABLE IF NOT EXISTS {ks}.workers (
+            registry int, id text, body blob, PRIMARY KEY ((registry), id))""",
 }
 
 KEYSPACE = """

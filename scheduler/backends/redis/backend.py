@@ -39,6 +39,7 @@ from scheduler.backends.base import (
 from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.options import connect
 from scheduler.backends.redis.rates import RedisRates
+from scheduler.backends.redis.registry import RedisRegistry
 from scheduler.backends.redis.results import RedisResults
 from scheduler.backends.redis.scripts import encode_record
 from scheduler.clock import Clock
@@ -51,7 +52,7 @@ _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 REREADS = 20
 
 
-class RedisBackend(RedisAdmin, RedisRates, RedisResults, Backend):
+class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, Backend):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
 
     @classmethod

@@ -29,12 +29,13 @@ from scheduler.backends.sqlite.connection import (
 )
 from scheduler.backends.sqlite.limits import SQLiteLimits
 from scheduler.backends.sqlite.rates import SQLiteRates
+from scheduler.backends.sqlite.registry import SQLiteRegistry
 from scheduler.backends.sqlite.results import SQLiteResults
 from scheduler.clock import Clock
 from scheduler.errors import ConfigurationError, KeyConflict
 
 
-class SQLiteBackend(SQLiteAdmin, SQLiteLimits, SQLiteRates, SQLiteResults, Backend):
+class SQLiteBackend(SQLiteAdmin, SQLiteLimits, SQLiteRates, SQLiteResults, SQLiteRegistry, Backend):
     """SQLite storage. One connection per thread; all of them share the file."""
 
     @classmethod

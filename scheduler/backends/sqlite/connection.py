@@ -104,6 +104,11 @@ CREATE TABLE IF NOT EXISTS results (
     expires_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS results_to_prune ON results (expires_ms);
+CREATE TABLE IF NOT EXISTS workers (
+    id         TEXT PRIMARY KEY,
+    body       BLOB NOT NULL,
+    expires_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2

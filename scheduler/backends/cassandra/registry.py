@@ -1,0 +1,24 @@
+"""The Cassandra backend's worker registry: one small partition of ``workers``, a row per
+live worker written with a time to live that its heartbeat renews."""
+
+from __future__ import annotations
+
+import math
+
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+
+
+class CassandraRegistry(CassandraShardLock):
+    """Records of live workers."""
+
+    def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
+        ttl_s = max(1, math.ceil(ttl_ms / 1000))
+        self._run(self._prepare(cql.PUT_WORKER), (worker_id, record, ttl_s))
+
+    def delete_worker(self, worker_id: str) -> None:
+        self._run(self._prepare(cql.DELETE_WORKER), (worker_id,))
+
+    def worker_records(self) -> dict[str, bytes]:
+        rows = self._run(self._prepare(cql.SELECT_WORKERS))
+        return {str(row.id): bytes(row.body) for row in rows}

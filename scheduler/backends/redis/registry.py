@@ -1,0 +1,47 @@
+"""The Redis backend's worker registry: a sorted set of live workers (id -> expiry, ms on
+the server's clock) and a hash of their records, under one hash tag
+``{prefix:workers}``; expired entries are dropped when the registry is next read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.backends.redis.shards import RedisShards
+
+
+class RedisRegistry(RedisShards):
+    """Records of live workers."""
+
+    def _registry_keys(self) -> tuple[str, str]:
+        tag = f"{{{self._prefix}:workers}}"
+        return f"{tag}:z", f"{tag}:h"
+
+    def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
+        expiries, records = self._registry_keys()
+        expires = self.now_ms() + ttl_ms
+
+        def run() -> Any:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.zadd(expiries, {worker_id: expires})
+            pipe.hset(records, worker_id, record)
+            return pipe.execute()
+
+        self._call(run)
+
+    def delete_worker(self, worker_id: str) -> None:
+        expiries, records = self._registry_keys()
+        self._call(self._client.zrem, expiries, worker_id)
+        self._call(self._client.hdel, records, worker_id)
+
+    def worker_records(self) -> dict[str, bytes]:
+        expiries, records = self._registry_keys()
+        now = self.now_ms()
+        gone = self._call(self._client.zrangebyscore, expiries, "-inf", now)
+        if gone:
+            self._call(self._client.zrem, expiries, *gone)
+            self._call(self._client.hdel, records, *gone)
+        live = [i.decode() for i in self._call(self._client.zrangebyscore, expiries, now, "+inf")]
+        if not live:
+            return {}
+        found = self._call(self._client.hmget, records, live)
+        return {i: bytes(body) for i, body in zip(live, found, strict=True) if body}

@@ -1,0 +1,55 @@
+"""The side records of the backend contract: what a backend keeps beside messages, each
+record small, keyed and most with a time to live: the result records of runs, the starts
+of rate limits, and the registry of live workers. ``Backend`` inherits these abstract
+operations; the contract suite checks each on every backend."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from scheduler.backends.records import RateRequest
+
+
+class SideRecords(ABC):
+    """Records kept beside messages (part of ``Backend``)."""
+
+    # -- result records: what a run returned, kept by message id ---------------------------
+
+    @abstractmethod
+    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+        """Store ``(message id, record, ttl_ms)``: each record is kept ``ttl_ms`` on the
+        backend's clock; a later put for the same id replaces it."""
+
+    @abstractmethod
+    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+        """The records still kept for ``message_ids`` (ids without one are left out)."""
+
+    # -- rate limits: starts reserved in a sliding window ----------------------------------
+
+    @abstractmethod
+    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
+        """For each request in order, a start of its rate limit: None when it may start now
+        (fewer than ``starts`` starts in the last period), else the time (ms, backend
+        clock) reserved for it, a period after the start ``starts`` places before. Starts
+        are recorded for their member: asking again returns the same reservation (None
+        once it is due). Starts older than the period are forgotten."""
+
+    @abstractmethod
+    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
+        """For each rate limit: (starts in the last ``period_ms``, starts reserved ahead)."""
+
+    # -- the worker registry: live workers, each record refreshed by its heartbeat --------
+
+    @abstractmethod
+    def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
+        """Store (or refresh) worker ``worker_id``'s record, kept ``ttl_ms`` on the
+        backend's clock unless refreshed."""
+
+    @abstractmethod
+    def delete_worker(self, worker_id: str) -> None:
+        """Remove a worker's record (it stopped)."""
+
+    @abstractmethod
+    def worker_records(self) -> dict[str, bytes]:
+        """The records of every worker not yet expired, by worker id."""

@@ -1,0 +1,30 @@
+"""The SQLite backend's worker registry: one row per live worker in ``workers``, with the
+time it expires unless its heartbeat refreshes it; expired rows are deleted when a worker
+next writes its own."""
+
+from __future__ import annotations
+
+from scheduler.backends.sqlite.connection import SQLiteStore
+
+
+class SQLiteRegistry(SQLiteStore):
+    """Records of live workers."""
+
+    def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
+        now = self.now_ms()
+        with self._write() as db:
+            db.execute("DELETE FROM workers WHERE expires_ms <= ?", (now,))
+            db.execute(
+                "INSERT OR REPLACE INTO workers (id, body, expires_ms) VALUES (?, ?, ?)",
+                (worker_id, record, now + ttl_ms),
+            )
+
+    def delete_worker(self, worker_id: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM workers WHERE id = ?", (worker_id,))
+
+    def worker_records(self) -> dict[str, bytes]:
+        rows = self._read().execute(
+            "SELECT id, body FROM workers WHERE expires_ms > ? ORDER BY id", (self.now_ms(),)
+        )
+        return {str(row[0]): bytes(row[1]) for row in rows}

@@ -1,0 +1,26 @@
+"""The worker-registry part of the backend contract (records refreshed by a heartbeat,
+expired when it stops, removed on a clean stop), run against every backend."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.support.backends import BackendHarness
+
+
+def test_workers_are_listed_until_they_expire_or_leave(harness: BackendHarness) -> None:
+    b = harness.backend
+    steady, crashed, leaving = (f"w-{uuid.uuid4().hex[:8]}" for _ in range(3))
+    b.put_worker(steady, b'{"pid": 1}', 60_000)
+    b.put_worker(crashed, b'{"pid": 2}', 1000)
+    b.put_worker(leaving, b'{"pid": 3}', 60_000)
+    found = b.worker_records()
+    assert {steady, crashed, leaving} <= set(found) and found[crashed] == b'{"pid": 2}'
+    b.put_worker(steady, b'{"pid": 1, "held": 4}', 60_000)
+    b.delete_worker(leaving)
+    harness.advance(2100)  # sleeps on a server (Cassandra's TTL counts in seconds)
+    found = b.worker_records()
+    assert found.get(steady) == b'{"pid": 1, "held": 4}', "a refresh replaces the record"
+    assert crashed not in found, "a worker whose heartbeat stopped expires"
+    assert leaving not in found, "a worker that stopped cleanly is gone at once"
+    b.delete_worker("never-registered")

@@ -1,0 +1,85 @@
+"""This worker's record in the backend's worker registry (``scheduler/presence.py``): who
+it is (host, pid, queues, concurrency, pools), when it started, what it holds now and its
+counters, written every ``interval_s`` by its own thread, and removed when it stops. A
+worker killed without a word is shown as gone after three intervals and dropped after ten.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+
+from scheduler import BackendError
+from scheduler.backends import Backend
+from scheduler.clock import to_datetime
+from scheduler.presence import KEPT_FOR, WorkerInfo
+from workers.config import WorkerConfig
+from workers.flow import Counters
+from workers.holdings import Holdings
+
+log = logging.getLogger("tickwork.worker")
+
+
+class Presence:
+    """Writes this worker's registry record until ``until`` is set, then removes it."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        config: WorkerConfig,
+        holdings: Holdings,
+        counters: Counters,
+        now_ms: Callable[[], int],
+        has_async: bool,
+    ) -> None:
+        self._backend = backend
+        self._config = config
+        self._holdings = holdings
+        self._counters = counters
+        self._now_ms = now_ms
+        self._has_async = has_async
+        host = socket.gethostname()
+        self.worker_id = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._host = host
+        self._started_ms = now_ms()
+
+    def record(self) -> bytes:
+        """This worker's record now."""
+        config = self._config
+        info = WorkerInfo(
+            id=self.worker_id,
+            host=self._host,
+            pid=os.getpid(),
+            queues=list(config.queues),
+            concurrency=config.concurrency,
+            pool=config.pool,
+            async_concurrency=config.async_concurrency if self._has_async else None,
+            started_at=to_datetime(self._started_ms),
+            last_seen=to_datetime(self._now_ms()),
+            interval_s=config.registry_interval_s,
+            held=len(self._holdings.all()),
+            stats=self._counters.snapshot().as_dict(),
+        )
+        return info.model_dump_json().encode()
+
+    def run(self, until: threading.Event) -> None:
+        ttl_ms = int(self._config.registry_interval_s * 1000 * KEPT_FOR)
+        try:
+            self._write(ttl_ms)
+            while not until.wait(self._config.registry_interval_s):
+                self._write(ttl_ms)
+        finally:
+            try:
+                self._backend.delete_worker(self.worker_id)
+            except BackendError as err:
+                log.warning("cannot leave the worker registry (the record expires): %s", err)
+
+    def _write(self, ttl_ms: int) -> None:
+        try:
+            self._backend.put_worker(self.worker_id, self.record(), ttl_ms)
+        except BackendError as err:
+            log.warning("cannot write this worker's registry record: %s", err)
