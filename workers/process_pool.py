@@ -23,14 +23,13 @@ import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from functools import partial
 from multiprocessing.sharedctypes import SynchronizedArray
 from types import FrameType
 from typing import Any
 
-from scheduler import Aborted, App
+from scheduler import Aborted, App, TickworkError
 from scheduler.context import RunContext, RunInfo
-from scheduler.results import report_progress
+from scheduler.results import report_progress, running_record
 from workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
 from workers.pool import Done, HandlerPool, W
 
@@ -41,7 +40,7 @@ _ABORT_SLOTS = 64  # job numbers of the latest aborts, shared with every child
 # -- the child's side --------------------------------------------------------------------------
 
 _child_app: App | None = None
-_child_started: Any = None  # multiprocessing SimpleQueue: (job number, pid) per job started
+_child_started: Any = None  # multiprocessing SimpleQueue: (job, pid) per job started, and progress
 _child_aborting: SynchronizedArray[int] | None = None
 _child_job = 0  # the job this child runs now, 0 when idle
 _child_run: RunContext | None = None
@@ -64,12 +63,20 @@ def _on_abort_signal(_signum: int, _frame: FrameType | None) -> None:
         raise Aborted(f"message {run.message_id} was aborted")
 
 
+def _report_to_parent(info: RunInfo, fraction: float, note: str | None) -> None:
+    """Progress from a child goes to the worker process, which writes it: a child forked
+    from a threaded process must not open storage of its own (SQLite's own locks may have
+    been held by another thread at the fork)."""
+    running_record(fraction, note, info.attempt, 0)  # a bad fraction raises here, in the task
+    _child_started.put((_child_job, info, fraction, note))
+
+
 def run_in_child(
     job: int, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
 ) -> HandlerResult:
     global _child_job, _child_run
     assert _child_app is not None, "init_child was not called"
-    run = RunContext(info, partial(report_progress, _child_app))
+    run = RunContext(info, _report_to_parent)
     _child_job, _child_run = job, run  # set before reporting: a signal may follow at once
     _child_started.put((job, os.getpid()))
     try:
@@ -85,8 +92,14 @@ class ProcessPool(HandlerPool[W]):
     """Handlers in child processes; aborts by signal, then by kill after a grace."""
 
     def __init__(
-        self, app_reference: str, size: int, on_done: Done[W], abort_grace_s: float = 10.0
+        self,
+        app: App,
+        app_reference: str,
+        size: int,
+        on_done: Done[W],
+        abort_grace_s: float = 10.0,
     ) -> None:
+        self._app = app  # writes the progress children report
         self._reference = app_reference
         self._size = size
         self._on_done = on_done
@@ -150,11 +163,15 @@ class ProcessPool(HandlerPool[W]):
         self._on_done(entry[0], result)
 
     def _listen(self) -> None:
-        """Record which child runs which job (reported by the child as it starts one)."""
+        """Record which child runs which job (reported by the child as it starts one), and
+        write the progress children report."""
         while True:
             started = self._started.get()
             if started is None:
                 return
+            if len(started) == 4:
+                self._write_progress(*started)
+                continue
             job, pid = started
             with self._lock:
                 if job in self._pending:
@@ -164,6 +181,18 @@ class ProcessPool(HandlerPool[W]):
                     signal_now = False
             if signal_now:  # the abort was asked before the child had said where it runs
                 self._signal(job, signal.SIGUSR1)
+
+    def _write_progress(self, job: int, info: RunInfo, fraction: float, note: str | None) -> None:
+        """Write a child's progress while its job runs. Under the pool's lock, which
+        ``_finished`` takes before the result is settled: a late progress report never
+        overwrites the record of the finished run."""
+        with self._lock:
+            if job not in self._pending:
+                return
+            try:
+                report_progress(self._app, info, fraction, note)
+            except TickworkError as err:
+                log.warning("cannot keep the progress of %s: %s", info.message_id, err)
 
     def abort(self, item: W) -> bool:
         with self._lock:

@@ -3,9 +3,11 @@ each in WAL mode), write and read transactions, the counters table."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -145,6 +147,20 @@ class SQLiteOptions(UrlOptions):
         return value.lower() if isinstance(value, str) else value
 
 
+#: every open store, so that a forked child can renew its write lock (``_after_fork``)
+_STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child: a store's write lock may have been held by a parent thread at
+    the fork, and would never be released here."""
+    for store in list(_STORES):
+        store._writer = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 class SQLiteStore:
     """The file and its connections: one per thread, all sharing the file; write
     transactions, the clock and the counters table."""
@@ -171,6 +187,7 @@ class SQLiteStore:
         # this process's writers queue here, woken at once, rather than in SQLite's busy
         # handler, which sleeps milliseconds between looks (other processes still do)
         self._writer = threading.Lock()
+        _STORES.add(self)
         self._closed = False
         if path != ":memory:":
             parent = Path(path).parent
