@@ -26,8 +26,8 @@ from scheduler.tasks import Call, TaskFunction
 
 def chain(*calls: Call) -> Call:
     """The first call, carrying the others as the steps after it. The first step keeps its
-    own options (``at``, ``delay``, ``key``, ``queue``); a later step may only choose its
-    priority (every step runs in the first step's queue)."""
+    own options (``at``, ``delay``, ``queue``, ``priority``); a later step may only choose
+    its priority (every step runs in the first step's queue)."""
     if not calls:
         raise InvalidMessage("a chain needs at least one step")
     first, rest = calls[0], calls[1:]
@@ -38,6 +38,11 @@ def chain(*calls: Call) -> Call:
         )
     if first.trigger is not None:
         raise InvalidMessage("a chain cannot be recurring yet: its first step has a trigger")
+    if first.key is not None:
+        raise InvalidMessage(
+            "a chain cannot have a key yet: its later steps are unkeyed, and on Redis a "
+            "keyed first step lives in another shard than they do"
+        )
     for call in calls:
         if call.then:
             raise InvalidMessage(f"step {call.task} is a chain itself: chains do not nest yet")
