@@ -7,7 +7,9 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,30 @@ def emit(result: dict[str, Any]) -> None:
 def report(backend: str, results: dict[str, Any], out: Path | None) -> None:
     """Print one run's results with the machine's facts, and write them to ``out``."""
     result = {"machine": machine(), "backend": backend, "results": results}
+    emit(result)
+    if out:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def on_sqlite_and_redis(
+    measure: Callable[[str], Any],
+    extra: dict[str, Any],
+    out: Path | None,
+    only: str | None = None,
+) -> None:
+    """Run ``measure(url)`` on a scratch SQLite file and on a Redis server started here
+    (as the test harness does; ``only`` keeps one of them), then print the result and
+    write it to ``out``."""
+    from tests.support.servers import RedisServer
+
+    server = RedisServer()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            urls = [f"sqlite:///{scratch}/bench.db", server.url]
+            urls = [u for u in urls if only is None or u.startswith(only)]
+            result = {"machine": machine(), **extra, "results": [measure(u) for u in urls]}
+    finally:
+        server.stop()
     emit(result)
     if out:
         out.write_text(json.dumps(result, indent=2) + "\n")

@@ -12,13 +12,11 @@ python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--against limited|ra
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
-import tempfile
 from pathlib import Path
 
-from bench.common import emit, machine
+from bench.common import on_sqlite_and_redis
 from bench.limits import end_to_end
 
 COLUMNS = {
@@ -48,7 +46,6 @@ def pairs(url: str, count: int, rounds: int, against: str = "limited") -> dict[s
 
 
 def main() -> None:
-    from tests.support.servers import RedisServer
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=8)
@@ -57,19 +54,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     logging.getLogger("tickwork").setLevel(logging.WARNING)
-    server = RedisServer()
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            urls = [f"sqlite:///{scratch}/bench.db", server.url]
-            result = {
-                "machine": machine(),
-                "results": [pairs(url, args.messages, args.pairs, args.against) for url in urls],
-            }
-    finally:
-        server.stop()
-    emit(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    on_sqlite_and_redis(
+        lambda url: pairs(url, args.messages, args.pairs, args.against), {}, args.out, None
+    )
 
 
 if __name__ == "__main__":

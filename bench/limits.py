@@ -11,15 +11,13 @@ python -m bench.limits [--scale 1.0] [--rounds 2] [--only sqlite|redis] [--out F
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import emit, machine, summary_ms
+from bench.common import on_sqlite_and_redis, summary_ms
 from bench.engine import fresh_app
 from scheduler.backends import SlotRequest
 from workers import Worker, WorkerConfig
@@ -100,7 +98,6 @@ def run_backend(url: str, scale: float, rounds: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    from tests.support.servers import RedisServer
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scale", type=float, default=1.0)
@@ -109,21 +106,12 @@ def main() -> None:
     parser.add_argument("--only", choices=("sqlite", "redis"), help="one backend only")
     args = parser.parse_args()
     logging.getLogger("tickwork").setLevel(logging.WARNING)
-    server = RedisServer()
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            urls = [f"sqlite:///{scratch}/bench.db", server.url]
-            urls = [u for u in urls if args.only is None or u.startswith(args.only)]
-            result = {
-                "machine": machine(),
-                "scale": args.scale,
-                "results": [run_backend(url, args.scale, args.rounds) for url in urls],
-            }
-    finally:
-        server.stop()
-    emit(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    on_sqlite_and_redis(
+        lambda url: run_backend(url, args.scale, args.rounds),
+        {"scale": args.scale},
+        args.out,
+        args.only,
+    )
 
 
 if __name__ == "__main__":
