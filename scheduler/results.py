@@ -70,18 +70,23 @@ class RunStatus(StrEnum):
     UNKNOWN = "unknown"  # not stored and no record kept (no results kept, expired, cancelled)
 
 
-class ResultRecord(BaseModel):
-    """The record kept for a message id (compact JSON in the backend)."""
+class RunOutcome(BaseModel):
+    """What a record and a ``TaskInfo`` share: the run's value or error, its progress."""
 
     model_config = ConfigDict(frozen=True)
 
-    status: Literal["running", "succeeded", "failed"]
     value: Any = None
     error_type: str | None = None
     error: str | None = None
     progress: float | None = None
     note: str | None = None
     attempt: int = 0
+
+
+class ResultRecord(RunOutcome):
+    """The record kept for a message id (compact JSON in the backend)."""
+
+    status: Literal["running", "succeeded", "failed"]
     at_ms: int = 0
 
     @classmethod
@@ -131,19 +136,11 @@ def encode_value(value: Any, max_bytes: int) -> bytes:
     return encoded
 
 
-class TaskInfo(BaseModel):
+class TaskInfo(RunOutcome):
     """What ``TaskHandle.info()`` and ``App.result`` tell of one message's run."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     status: RunStatus
-    value: Any = None
-    error_type: str | None = None
-    error: str | None = None
-    progress: float | None = None
-    note: str | None = None
-    attempt: int = 0
     updated_at: datetime | None = None
 
 
@@ -177,17 +174,9 @@ def read(backend: Backend, message_id: str) -> TaskInfo:
 def _info(message_id: str, status: RunStatus, record: ResultRecord | None) -> TaskInfo:
     if record is None:
         return TaskInfo(id=message_id, status=status)
-    return TaskInfo(
-        id=message_id,
-        status=status,
-        value=record.value,
-        error_type=record.error_type,
-        error=record.error,
-        progress=record.progress,
-        note=record.note,
-        attempt=record.attempt,
-        updated_at=to_datetime(record.at_ms) if record.at_ms else None,
-    )
+    shared = record.model_dump(include=set(RunOutcome.model_fields))
+    updated_at = to_datetime(record.at_ms) if record.at_ms else None
+    return TaskInfo(id=message_id, status=status, updated_at=updated_at, **shared)
 
 
 class TaskHandle(str):
