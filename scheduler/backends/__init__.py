@@ -6,20 +6,22 @@ import importlib
 from urllib.parse import urlsplit
 
 from scheduler.backends.base import (
-    AbortRequest,
     Backend,
     Claim,
     ClaimBatch,
     Envelope,
-    Failure,
     OnConflict,
     Outcome,
     PoisonRecord,
+    State,
+    StoredMessage,
+)
+from scheduler.backends.records import (
+    AbortRequest,
+    Failure,
     QueueStats,
     RateRequest,
     SlotRequest,
-    State,
-    StoredMessage,
     Waiter,
 )
 from scheduler.clock import Clock

@@ -27,11 +27,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple, Self
 
 from scheduler.backends.records import (
-    COUNTERS,
     AbortRequest,
     Failure,
     QueueStats,
-    RateRequest,
     SlotRequest,
     Waiter,
 )
@@ -39,26 +37,6 @@ from scheduler.backends.side_records import SideRecords
 
 if TYPE_CHECKING:
     from scheduler.clock import Clock
-
-# The records module holds the contract's administrative records; they are re-exported.
-__all__ = [
-    "COUNTERS",
-    "AbortRequest",
-    "Backend",
-    "Claim",
-    "ClaimBatch",
-    "Envelope",
-    "Failure",
-    "OnConflict",
-    "Outcome",
-    "PoisonRecord",
-    "QueueStats",
-    "RateRequest",
-    "SlotRequest",
-    "State",
-    "StoredMessage",
-    "Waiter",
-]
 
 
 class OnConflict(StrEnum):

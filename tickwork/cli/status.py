@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from scheduler.backends.base import COUNTERS
+from scheduler.backends.records import COUNTERS
 from tickwork.cli.common import (
     State,
     backend_option,

@@ -6,17 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import (
-    AbortRequest,
-    Envelope,
-    Failure,
-    PoisonRecord,
-    QueueStats,
-)
+from scheduler.backends.base import Envelope, PoisonRecord
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import add_to_batch
 from scheduler.backends.cassandra.settling import CassandraSettling
 from scheduler.backends.cassandra.shard_lock import ShardState, stored_state, time_slices
+from scheduler.backends.records import AbortRequest, Failure, QueueStats
 
 
 class CassandraAdmin(CassandraSettling):

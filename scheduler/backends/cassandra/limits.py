@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from scheduler.backends.base import Envelope, SlotRequest, Waiter
+from scheduler.backends.base import Envelope
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import add_to_batch
 from scheduler.backends.cassandra.layout import EXPIRE_INSERT
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from scheduler.backends.records import SlotRequest, Waiter
 from scheduler.errors import BackendError
 
 T = TypeVar("T")

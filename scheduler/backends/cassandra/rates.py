@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from scheduler.backends.base import RateRequest
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import add_to_batch
 from scheduler.backends.cassandra.limits import CasRow, CassandraLimits
+from scheduler.backends.records import RateRequest
 
 _RATE_ROW = CasRow(cql.SELECT_RATE, cql.INSERT_RATE, cql.UPDATE_RATE, lambda v: list(v or []))
 

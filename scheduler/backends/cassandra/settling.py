@@ -8,15 +8,12 @@ from typing import Any
 
 from cassandra.query import BatchStatement
 
-from scheduler.backends.base import (
-    Claim,
-    Envelope,
-    Failure,
-)
+from scheduler.backends.base import Claim, Envelope
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import Batches, add_to_batch
 from scheduler.backends.cassandra.claiming import CassandraClaiming
 from scheduler.backends.cassandra.layout import ACK_DELETE, ACK_INSERT
+from scheduler.backends.records import Failure
 
 
 class CassandraSettling(CassandraClaiming):

@@ -7,14 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import (
-    AbortRequest,
-    Claim,
-    Envelope,
-    Failure,
-    PoisonRecord,
-    QueueStats,
-)
+from scheduler.backends.base import Claim, Envelope, PoisonRecord
+from scheduler.backends.records import AbortRequest, Failure, QueueStats
 from scheduler.backends.redis.scripts import decode_record
 from scheduler.backends.redis.shards import RedisShards
 

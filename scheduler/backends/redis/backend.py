@@ -34,8 +34,8 @@ from scheduler.backends.base import (
     OnConflict,
     Outcome,
     StoredMessage,
-    Waiter,
 )
+from scheduler.backends.records import Waiter
 from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.options import connect
 from scheduler.backends.redis.rates import RedisRates

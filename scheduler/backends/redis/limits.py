@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import SlotRequest, Waiter
+from scheduler.backends.records import SlotRequest, Waiter
 from scheduler.backends.redis.shards import RedisShards
 
 

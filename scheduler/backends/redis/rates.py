@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import RateRequest
+from scheduler.backends.records import RateRequest
 from scheduler.backends.redis.limits import RedisLimits
 
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import (
-    AbortRequest,
-    Claim,
-    Envelope,
-    Failure,
-    PoisonRecord,
-    QueueStats,
-)
+from scheduler.backends.base import Claim, Envelope, PoisonRecord
+from scheduler.backends.records import AbortRequest, Failure, QueueStats
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 

@@ -16,9 +16,9 @@ from scheduler.backends.base import (
     OnConflict,
     Outcome,
     StoredMessage,
-    Waiter,
 )
 from scheduler.backends.options import parse_options
+from scheduler.backends.records import Waiter
 from scheduler.backends.sqlite.admin import SQLiteAdmin
 from scheduler.backends.sqlite.connection import (
     COLUMNS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import SlotRequest, Waiter
+from scheduler.backends.records import SlotRequest, Waiter
 from scheduler.backends.sqlite.connection import LEASED, READY, SQLiteStore
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import RateRequest
+from scheduler.backends.records import RateRequest
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 _PRUNE_EVERY_MS = 1000  # rows past their window are deleted this often
