@@ -114,6 +114,9 @@ CREATE TABLE IF NOT EXISTS workers (
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
+_PRUNE_EVERY_MS = (
+    1000  # expired side records (rate starts, results, workers) are deleted this often
+)
 STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
 COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body"
 
@@ -188,6 +191,7 @@ class SQLiteStore:
         # handler, which sleeps milliseconds between looks (other processes still do)
         self._writer = threading.Lock()
         _STORES.add(self)
+        self._pruned_ms: dict[str, int] = {}  # table -> when its expired rows were deleted
         self._closed = False
         if path != ":memory:":
             parent = Path(path).parent
@@ -257,6 +261,14 @@ class SQLiteStore:
             except sqlite3.Error as err:
                 db.execute("ROLLBACK")
                 raise BackendError(f"SQLite commit failed: {err}") from err
+
+    def _prune(self, db: sqlite3.Connection, table: str, column: str, now: int) -> None:
+        """Inside a write: delete the rows of ``table`` whose time ``column`` has passed,
+        at most once a second per table (what expires is never read: this only bounds
+        the table)."""
+        if now - self._pruned_ms.get(table, 0) >= _PRUNE_EVERY_MS:
+            self._pruned_ms[table] = now
+            db.execute(f"DELETE FROM {table} WHERE {column} <= ?", (now,))
 
     def _read(self) -> sqlite3.Connection:
         return self._connection()

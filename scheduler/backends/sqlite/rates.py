@@ -12,27 +12,16 @@ from collections.abc import Sequence
 from scheduler.backends.records import RateRequest
 from scheduler.backends.sqlite.connection import SQLiteStore
 
-_PRUNE_EVERY_MS = 1000  # rows past their window are deleted this often
-_PRUNE_ROWS = 10_000  # and at most this many at a time, so no transaction grows long
-
 
 class SQLiteRates(SQLiteStore):
     """Starts and reservations of rate limits."""
-
-    _rates_pruned_ms = 0
 
     def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
         if not requests:
             return []
         now = self.now_ms()
         with self._write() as db:
-            if now - self._rates_pruned_ms >= _PRUNE_EVERY_MS:
-                self._rates_pruned_ms = now
-                db.execute(
-                    "DELETE FROM rate_starts WHERE (name, member) IN (SELECT name, member "
-                    "FROM rate_starts WHERE until_ms <= ? LIMIT ?)",
-                    (now, _PRUNE_ROWS),
-                )
+            self._prune(db, "rate_starts", "until_ms", now)
             return [self._reserve(db, request, now) for request in requests]
 
     @staticmethod

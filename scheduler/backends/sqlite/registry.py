@@ -1,6 +1,6 @@
 """The SQLite backend's worker registry: one row per live worker in ``workers``, with the
-time it expires unless its heartbeat refreshes it; expired rows are deleted when a worker
-next writes its own."""
+time it expires unless its heartbeat refreshes it; expired rows are deleted at most once a
+second, when a worker next writes its own (``SQLiteStore._prune``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class SQLiteRegistry(SQLiteStore):
     def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
         now = self.now_ms()
         with self._write() as db:
-            db.execute("DELETE FROM workers WHERE expires_ms <= ?", (now,))
+            self._prune(db, "workers", "expires_ms", now)
             db.execute(
                 "INSERT OR REPLACE INTO workers (id, body, expires_ms) VALUES (?, ?, ?)",
                 (worker_id, record, now + ttl_ms),

@@ -8,27 +8,16 @@ from collections.abc import Sequence
 
 from scheduler.backends.sqlite.connection import SQLiteStore
 
-_PRUNE_EVERY_MS = 1000
-_PRUNE_ROWS = 10_000
-
 
 class SQLiteResults(SQLiteStore):
     """Result records of messages."""
-
-    _results_pruned_ms = 0
 
     def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
         if not results:
             return
         now = self.now_ms()
         with self._write() as db:
-            if now - self._results_pruned_ms >= _PRUNE_EVERY_MS:
-                self._results_pruned_ms = now
-                db.execute(
-                    "DELETE FROM results WHERE id IN "
-                    "(SELECT id FROM results WHERE expires_ms <= ? LIMIT ?)",
-                    (now, _PRUNE_ROWS),
-                )
+            self._prune(db, "results", "expires_ms", now)
             db.executemany(
                 "INSERT OR REPLACE INTO results (id, body, expires_ms) VALUES (?, ?, ?)",
                 [(message_id, body, now + ttl_ms) for message_id, body, ttl_ms in results],
