@@ -3,8 +3,8 @@
 Every ``interval_s`` it extends each lease with less than half of its length left, by one
 backend call per lease length, so a slow handler is not run twice; the concurrency slots
 those runs hold are extended with them. A lease the backend
-says is no longer held (it expired and was claimed elsewhere, or was cancelled) is logged;
-its settle will be refused by the fence.
+says is no longer held (it expired and was claimed elsewhere, or was cancelled) is logged
+once and not extended again; its settle will be refused by the fence.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Heartbeat:
                     self._backend.extend_slots(slots, timeout_ms)
                 except BackendError as err:
                     log.warning("concurrency slot heartbeat failed: %s", err)
-            for work, ok in zip(works, held, strict=True):
-                if not ok:
-                    log.warning("lease of %s was lost while it ran", work.claim.id)
+            lost = [work for work, ok in zip(works, held, strict=True) if not ok]
+            self._holdings.lost(lost)
+            for work in lost:
+                log.warning("lease of %s was lost while it ran", work.claim.id)

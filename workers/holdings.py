@@ -41,6 +41,7 @@ class Holdings:
     def __init__(self) -> None:
         self._works: dict[tuple[str, str], Work] = {}
         self._deadlines: dict[tuple[str, str], int] = {}
+        self._lost: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
     def add(self, work: Work) -> None:
@@ -53,6 +54,7 @@ class Holdings:
             for work in works:
                 self._works.pop(work.handle, None)
                 self._deadlines.pop(work.handle, None)
+                self._lost.discard(work.handle)
 
     def empty(self) -> bool:
         with self._lock:
@@ -63,12 +65,13 @@ class Holdings:
             return list(self._works.values())
 
     def expiring(self, now_ms: int) -> list[Work]:
-        """Work whose lease has less than half of its length left."""
+        """Work whose lease has less than half of its length left (and is not lost)."""
         with self._lock:
             return [
                 work
                 for handle, work in self._works.items()
-                if self._deadlines.get(handle, 0) - now_ms < work.claim.timeout_ms / 2
+                if handle not in self._lost
+                and self._deadlines.get(handle, 0) - now_ms < work.claim.timeout_ms / 2
             ]
 
     def extended(self, works: Sequence[Work], deadline_ms: int) -> None:
@@ -77,6 +80,11 @@ class Holdings:
             for work in works:
                 if work.handle in self._deadlines:
                     self._deadlines[work.handle] = deadline_ms
+
+    def lost(self, works: Sequence[Work]) -> None:
+        """Record that the leases of ``works`` are no longer held: no more extending them."""
+        with self._lock:
+            self._lost.update(work.handle for work in works if work.handle in self._works)
 
     def deadline(self, work: Work) -> int | None:
         with self._lock:

@@ -174,10 +174,13 @@ def test_outliving_the_lease_does_not_fork_the_chain(app: App) -> None:
 def test_heartbeat_keeps_a_long_handler_from_running_twice(app: App) -> None:
     runs = Runs()
 
-    @app.task(timeout=0.4)
+    # Beats come every 0.25 s and extend a lease past half its length, so a 1.2 s lease
+    # is extended with at least 0.35 s to spare (a loaded Cassandra's LWT took longer
+    # than the 0.15 s a 0.4 s lease leaves); 2.5 s of work needs two extensions.
+    @app.task(timeout=1.2)
     def long() -> None:
         runs.add(1)
-        time.sleep(1.5)
+        time.sleep(2.5)
 
     long.delay()
     with running(app) as worker:

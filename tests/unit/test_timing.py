@@ -278,6 +278,8 @@ def test_the_heartbeat_forgets_nothing_when_a_lease_was_lost(backend: Backend) -
     work = Work(claim, _work("m", START).message)
     holdings.add(work)
     clock.advance(700)
-    Heartbeat(backend, holdings, clock.now_ms).beat()
+    beat = Heartbeat(backend, holdings, clock.now_ms)
+    beat.beat()
     assert holdings.deadline(work) == START + 1000, "a lost lease is not recorded as extended"
+    assert holdings.expiring(clock.now_ms()) == [], "a lost lease is not extended again"
     assert not holdings.empty(), "the settle, refused by the fence, removes it"
