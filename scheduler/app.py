@@ -17,14 +17,16 @@ from scheduler.backends import (
     StoredMessage,
     open_backend,
 )
+from scheduler.backpressure import WRITTEN, write_bounded
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult
-from scheduler.errors import InvalidMessage, ScheduleNotFound
+from scheduler.errors import InvalidMessage, QueueFull, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.presence import WorkerInfo, live_workers
+from scheduler.queues import QueueControl
 from scheduler.registry import Periodic, TaskRegistry
 from scheduler.reports import EnqueueReport, conflict_mode
 from scheduler.results import TaskInfo
@@ -39,7 +41,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class App(ScheduleSteering):
+class App(ScheduleSteering, QueueControl):
     """A tickwork application: its tasks, its settings, and (opened on first use) its backend.
 
     ``App()`` reads ``TICKWORK_BACKEND`` (else ``sqlite:///tickwork.db``). Nothing connects
@@ -193,11 +195,23 @@ class App(ScheduleSteering):
         ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
         return self.builder.build(call, now_ms, now)
 
-    def enqueue(self, call: Call, on_conflict: str | OnConflict = OnConflict.ERROR) -> str:
-        """Validate and store one invocation; returns its message id."""
+    def enqueue(
+        self,
+        call: Call,
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str:
+        """Validate and store one invocation; returns its message id. While its queue is
+        full (``configure_queue``), wait up to ``block_timeout`` seconds (default: the
+        ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
+        ``block=False`` raise it at once."""
         mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
-        self.backend.enqueue([envelope], mode)
+        write_bounded(
+            self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
+        )
         return message_id
 
     def enqueue_many(
@@ -205,20 +219,37 @@ class App(ScheduleSteering):
         calls: Iterable[Call],
         on_conflict: str | OnConflict = OnConflict.ERROR,
         batch_size: int = 1000,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
     ) -> EnqueueReport:
         """Validate and store many invocations, ``batch_size`` per backend round trip.
 
         Each batch is validated whole before any of it is written, so a bad call raises
-        ``InvalidMessage`` with nothing of its batch stored (earlier batches are)."""
+        ``InvalidMessage`` with nothing of its batch stored (earlier batches are). A batch
+        that does not fit its queue's bound waits for room as ``enqueue`` does; the
+        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote."""
         mode = conflict_mode(on_conflict)
         report = EnqueueReport()
         batch: list[Envelope] = []
         now_ms = self.clock.now_ms()
         now = to_datetime(now_ms)
+        timeout_s = self._block_s(block_timeout)
+        written: list[str] = []
 
         def flush() -> None:
-            for outcome in self.backend.enqueue(batch, mode):
+            try:
+                outcomes, waited_s = write_bounded(
+                    self.backend, batch, mode, block=block, timeout_s=timeout_s - report.waited_s
+                )
+            except QueueFull as err:
+                err.add_written_before(written, report.waited_s)
+                raise
+            report.waited_s += waited_s
+            for envelope, outcome in zip(batch, outcomes, strict=True):
                 report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
+                if outcome in WRITTEN:
+                    written.append(envelope.id)
             batch.clear()
 
         for call in calls:
@@ -276,22 +307,6 @@ class App(ScheduleSteering):
         stored = self._read(id, key, queue)
         return control.abort(self.backend, stored, continue_chain, self._now_ms())
 
-    # -- pausing queues ------------------------------------------------------------------
-
-    def pause(self, queue: str | None = None) -> bool:
-        """Stop every worker claiming from ``queue`` (default: the default queue) within
-        its poll interval; enqueueing goes on and due messages wait. False if it was
-        already paused."""
-        return self.backend.pause_queue(queue or self.settings.default_queue)
-
-    def resume(self, queue: str | None = None) -> bool:
-        """Let workers claim from ``queue`` again. False if it was not paused."""
-        return self.backend.resume_queue(queue or self.settings.default_queue)
-
-    def paused(self) -> list[str]:
-        """The paused queues, sorted."""
-        return self.backend.paused_queues()
-
     def preview(
         self, what: Trigger | str, count: int = 10, *, queue: str | None = None
     ) -> list[Occurrence]:
@@ -321,6 +336,9 @@ class App(ScheduleSteering):
     def workers(self) -> list[WorkerInfo]:
         """The workers in the backend's registry, oldest first, each alive or gone."""
         return live_workers(self.backend)
+
+    def _block_s(self, block_timeout: float | None) -> float:
+        return self.settings.enqueue_block_s if block_timeout is None else block_timeout
 
     def _now_ms(self) -> int:
         return self.backend.now_ms()

@@ -36,6 +36,41 @@ class KeyConflict(InvalidMessage):
         )
 
 
+class QueueFull(TickworkError):
+    """A bounded queue stayed full: ``written`` messages of the call were stored (ids in
+    ``written_ids``), the others were not, after waiting ``waited_s`` seconds."""
+
+    def __init__(
+        self,
+        queue: str,
+        max_pending: int | None,
+        written_ids: list[str],
+        refused: int,
+        waited_s: float,
+    ) -> None:
+        self.queue = queue
+        self.max_pending = max_pending
+        self.written_ids = written_ids
+        self.written = len(written_ids)
+        self.refused = refused
+        self.waited_s = waited_s
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        bound = f" (max_pending {self.max_pending})" if self.max_pending is not None else ""
+        return (
+            f"queue {self.queue!r} is full{bound}: {self.refused} message(s) not written "
+            f"after waiting {self.waited_s:.1f} s; {self.written} of this call were written"
+        )
+
+    def add_written_before(self, written_ids: list[str], waited_s: float) -> None:
+        """Count what earlier batches of the same call wrote and waited (``enqueue_many``)."""
+        self.written_ids = written_ids + self.written_ids
+        self.written = len(self.written_ids)
+        self.waited_s += waited_s
+        self.args = (self._describe(),)
+
+
 class DecodeError(TickworkError):
     """Stored bytes are not a valid message (sent to the poison queue by workers)."""
 

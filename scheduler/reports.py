@@ -10,10 +10,12 @@ from scheduler.errors import InvalidMessage
 
 @dataclass
 class EnqueueReport:
-    """What ``enqueue_many`` did: ids in input order and a count per outcome."""
+    """What ``enqueue_many`` did: ids in input order, a count per outcome, and how long it
+    waited for room in bounded queues."""
 
     ids: list[str] = field(default_factory=list)
     outcomes: dict[Outcome, int] = field(default_factory=dict)
+    waited_s: float = 0.0
 
     @property
     def enqueued(self) -> int:

@@ -179,9 +179,23 @@ class Call:
 class Producer(ResultReader, Protocol):
     """What a task enqueues through (an ``App``): tasks depend on this, not on ``App``."""
 
-    def enqueue(self, call: Call, on_conflict: str = "error") -> str: ...
+    def enqueue(
+        self,
+        call: Call,
+        on_conflict: str = "error",
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str: ...
 
-    async def aenqueue(self, call: Call, on_conflict: str = "error") -> str: ...
+    async def aenqueue(
+        self,
+        call: Call,
+        on_conflict: str = "error",
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str: ...
 
 
 class TaskHost(Producer, Protocol):
@@ -280,13 +294,20 @@ class TaskFunction(Generic[P, R]):
         priority: int | None = None,
         headers: Mapping[str, str] | None = None,
         on_conflict: str = "error",
+        block: bool = True,
+        block_timeout: float | None = None,
     ) -> TaskHandle:
         """Enqueue with a time (``at``/``delay``) or a ``trigger``, optionally under ``key``;
-        returns its handle (the message id). ``on_conflict``: "error" | "ignore" | "replace"."""
+        returns its handle (the message id). ``on_conflict``: "error" | "ignore" | "replace".
+        A full bounded queue: wait up to ``block_timeout`` s for room (default: the
+        ``enqueue_block_s`` setting), or with ``block=False`` raise ``QueueFull`` at once."""
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
-        return TaskHandle(self.app.enqueue(call, on_conflict=on_conflict), self.app, self.name)
+        message_id = self.app.enqueue(
+            call, on_conflict=on_conflict, block=block, block_timeout=block_timeout
+        )
+        return TaskHandle(message_id, self.app, self.name)
 
     async def adelay(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle:
         """``delay`` for code on an event loop: the backend call runs in a thread."""
@@ -306,12 +327,17 @@ class TaskFunction(Generic[P, R]):
         priority: int | None = None,
         headers: Mapping[str, str] | None = None,
         on_conflict: str = "error",
+        block: bool = True,
+        block_timeout: float | None = None,
     ) -> TaskHandle:
-        """``schedule`` for code on an event loop: the backend call runs in a thread."""
+        """``schedule`` for code on an event loop: the backend call (and any wait for room
+        in a full queue) runs in a thread."""
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
-        message_id = await self.app.aenqueue(call, on_conflict=on_conflict)
+        message_id = await self.app.aenqueue(
+            call, on_conflict=on_conflict, block=block, block_timeout=block_timeout
+        )
         return TaskHandle(message_id, self.app, self.name)
 
     def run(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:

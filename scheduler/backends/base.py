@@ -54,6 +54,7 @@ class Outcome(StrEnum):
     REPLACED = "replaced"
     IGNORED = "ignored"  # the key was taken by another message, which is kept
     DUPLICATE = "duplicate"  # the same id and body are already stored: an idempotent re-send
+    FULL = "full"  # not written: the queue holds its ``max_pending`` (``bounded`` enqueue)
 
 
 class State(StrEnum):
@@ -137,11 +138,19 @@ class Backend(SideRecords, ABC):
 
     @abstractmethod
     def enqueue(
-        self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
     ) -> list[Outcome]:
         """Store messages atomically per call. With ``ERROR``, raise ``KeyConflict`` and
         write nothing if any key is held by a different message. Re-sending a message that is
-        already stored byte for byte is never an error (``DUPLICATE``)."""
+        already stored byte for byte is never an error (``DUPLICATE``).
+
+        With ``bounded``, a message that would add to a queue holding its ``max_pending``
+        (see ``set_queue_bound``) is not written and answers ``FULL``; replacing one, or a
+        duplicate, adds nothing and is never refused. The count and the writes are one
+        atomic step where the backend can (the Cassandra backend documents its margin)."""
 
     # -- reading and cancelling ----------------------------------------------------------
 
@@ -255,6 +264,16 @@ class Backend(SideRecords, ABC):
     @abstractmethod
     def paused_queues(self) -> list[str]:
         """The paused queues, sorted."""
+
+    @abstractmethod
+    def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
+        """Bound ``queue`` to ``max_pending`` messages waiting or leased (not poisoned), for
+        ``bounded`` enqueues; None removes the bound. Retries, releases, replays and the
+        next occurrences written at ack are never refused (they may pass the bound)."""
+
+    @abstractmethod
+    def queue_bounds(self) -> dict[str, int]:
+        """The bound of every bounded queue."""
 
     # -- aborting running messages ------------------------------------------------------
 

@@ -28,6 +28,12 @@ class QueueStats:
     counters: dict[str, int] = field(default_factory=dict)
     shards: dict[int, int] = field(default_factory=dict)
     paused: bool = False
+    max_pending: int | None = None  # the queue's bound, if it has one
+
+    @property
+    def pending(self) -> int:
+        """Messages that count against the bound: waiting or leased."""
+        return self.ready + self.scheduled + self.in_flight
 
 
 @dataclass(frozen=True, slots=True)

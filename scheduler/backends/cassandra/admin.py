@@ -80,6 +80,8 @@ class CassandraAdmin(CassandraSettling):
         and leases with a deadline after its expiry position (older ones are tombstones)."""
         result = []
         paused = set(self.paused_queues())
+        rows = self._run(self._prepare(cql.SELECT_BOUNDS))
+        bounds = {str(row.queue): int(row.max_pending) for row in rows}
         now = self.now_ms()
         for name in [queue] if queue is not None else self.queues():
             ready = scheduled = in_flight = 0
@@ -113,6 +115,7 @@ class CassandraAdmin(CassandraSettling):
                     counters,
                     per_shard,
                     name in paused,
+                    bounds.get(name),
                 )
             )
         return result

@@ -13,8 +13,8 @@ from scheduler.backends.base import (
     StoredMessage,
 )
 from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.admin import CassandraAdmin
 from scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
+from scheduler.backends.cassandra.bounds import CassandraBounds
 from scheduler.backends.cassandra.connection import connect
 from scheduler.backends.cassandra.rates import CassandraRates
 from scheduler.backends.cassandra.registry import CassandraRegistry
@@ -27,7 +27,7 @@ from scheduler.errors import (
 
 
 class CassandraBackend(
-    CassandraAdmin, CassandraRates, CassandraResults, CassandraRegistry, Backend
+    CassandraBounds, CassandraRates, CassandraResults, CassandraRegistry, Backend
 ):
     """Storage on Cassandra. Thread-safe (the driver's session is)."""
 
@@ -46,10 +46,13 @@ class CassandraBackend(
         )
 
     def enqueue(
-        self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
     ) -> list[Outcome]:
         """Logged batches of several messages each (a batch is atomic, so a message's row
-        and its index entries are written together)."""
+        and its index entries are written together). A bound is approximate (``bounds.py``)."""
         if not envelopes:
             return []
         too_large = [e.id for e in envelopes if len(e.body) > MAX_BODY_BYTES]
@@ -61,6 +64,7 @@ class CassandraBackend(
             )
         holders = self._holders(envelopes)
         present = self._present(envelopes)
+        room = self._room(envelopes) if bounded else {}
         if on_conflict is OnConflict.ERROR:
             taken = [
                 e.key
@@ -84,19 +88,26 @@ class CassandraBackend(
                 if holder is not None and on_conflict is OnConflict.IGNORE:
                     outcomes.append(Outcome.IGNORED)
                     continue
-                if holder is not None:
-                    self._remove(batch, e.queue, holder[0], ts)
-                if e.id in present and (holder is None or holder[0] != e.id):
-                    self._remove(batch, e.queue, e.id, ts)
-                outcomes.append(Outcome.REPLACED if holder is not None else Outcome.ENQUEUED)
-                holders[(e.queue, e.key)] = (e.id, e.body)
+                outcome = Outcome.REPLACED if holder is not None else Outcome.ENQUEUED
             else:
                 if e.id in present and on_conflict is not OnConflict.REPLACE:
                     outcomes.append(Outcome.DUPLICATE)
                     continue
-                if e.id in present:
+                outcome = Outcome.REPLACED if e.id in present else Outcome.ENQUEUED
+            if outcome is Outcome.ENQUEUED and e.queue in room:
+                if room[e.queue] <= 0:
+                    outcomes.append(Outcome.FULL)
+                    continue
+                room[e.queue] -= 1
+            outcomes.append(outcome)
+            if e.key is not None:
+                if holder is not None:
+                    self._remove(batch, e.queue, holder[0], ts)
+                if e.id in present and (holder is None or holder[0] != e.id):
                     self._remove(batch, e.queue, e.id, ts)
-                outcomes.append(Outcome.REPLACED if e.id in present else Outcome.ENQUEUED)
+                holders[(e.queue, e.key)] = (e.id, e.body)
+            elif e.id in present:
+                self._remove(batch, e.queue, e.id, ts)
             present.add(e.id)
             self._insert(batch, e, ts + 1)
             counts[e.queue] = counts.get(e.queue, 0) + 1

@@ -54,6 +54,13 @@ SELECT_PENDING_BETWEEN = (
     "bucket = ? AND shard = ? AND (ready_ms, id) > (?, ?) AND (ready_ms, id) <= (?, ?) LIMIT ?"
 )
 # Every pending row after a position (stats, purge): below it everything was consumed.
+COUNT_PENDING_AFTER = (
+    "SELECT COUNT(*) FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
+    "AND (ready_ms, id) > (?, ?)"
+)
+SET_BOUND = "INSERT INTO queue_bounds (registry, queue, max_pending) VALUES (0, ?, ?)"
+DELETE_BOUND = "DELETE FROM queue_bounds WHERE registry = 0 AND queue = ?"
+SELECT_BOUNDS = "SELECT queue, max_pending FROM queue_bounds WHERE registry = 0"
 SELECT_PENDING_AFTER = (
     "SELECT ready_ms, id FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
     "AND (ready_ms, id) > (?, ?)"

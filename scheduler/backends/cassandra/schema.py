@@ -93,6 +93,10 @@ TABLES = {
     "queues": """
         CREATE TABLE IF NOT EXISTS {ks}.queues (
             registry int, queue text, PRIMARY KEY ((registry), queue))""",
+    # the bound of each bounded queue (one small partition, read before a bounded enqueue)
+    "queue_bounds": """
+        CREATE TABLE IF NOT EXISTS {ks}.queue_bounds (
+            registry int, queue text, max_pending int, PRIMARY KEY ((registry), queue))""",
     # written only with lightweight transactions (pause: IF NOT EXISTS, resume: IF EXISTS)
     "paused_queues": """
         CREATE TABLE IF NOT EXISTS {ks}.paused_queues (

@@ -1,5 +1,5 @@
 """Redis operations off the hot path: lease expiry on demand, the poison queue, stats,
-counters, paused queues, abort requests and purge."""
+counters, paused queues, bounds of queues, abort requests and purge."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ from typing import Any
 
 from scheduler.backends.base import Claim, Envelope, PoisonRecord
 from scheduler.backends.records import AbortRequest, Failure, QueueStats
-from scheduler.backends.redis.scripts import decode_record
+from scheduler.backends.redis.scripts import BOUND, decode_record
 from scheduler.backends.redis.shards import RedisShards
+from scheduler.errors import ConfigurationError
+
+
+def shares(max_pending: int, shards: int) -> list[int]:
+    """``max_pending`` split over ``shards`` as evenly as whole numbers go (summing to it)."""
+    each, extra = divmod(max_pending, shards)
+    return [each + (1 if shard < extra else 0) for shard in range(shards)]
 
 
 class RedisAdmin(RedisShards):
@@ -102,6 +109,7 @@ class RedisAdmin(RedisShards):
         now = self.now_ms()
         result = []
         paused = set(self.paused_queues())
+        bounds = self.queue_bounds()
         for name in [queue] if queue is not None else self.queues():
             shards = self.shard_count(name)
 
@@ -151,6 +159,7 @@ class RedisAdmin(RedisShards):
                     counters,
                     per_shard,
                     name in paused,
+                    bounds.get(name),
                 )
             )
         return result
@@ -165,6 +174,29 @@ class RedisAdmin(RedisShards):
     def paused_queues(self) -> list[str]:
         members = self._call(self._client.smembers, self._paused_key())
         return sorted(m.decode() for m in members)
+
+    # bounds: the queue's max_pending in one hash (for listing), and each shard's share of
+    # it beside the shard's messages (the enqueue script compares it with HLEN of m)
+
+    def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
+        shards = self.shard_count(queue)  # registers the queue, so it is listed while empty
+        if max_pending is None:
+            self._call(self._client.hdel, self._bounds_key(), queue)
+            for shard in range(shards):
+                self._call(self._client.delete, self._shard_keys(queue, shard)[BOUND])
+            return
+        if max_pending < shards:
+            raise ConfigurationError(
+                f"max_pending of {queue!r} must be at least its {shards} shards (each shard "
+                f"holds an equal share of the bound), not {max_pending}"
+            )
+        for shard, share in enumerate(shares(max_pending, shards)):
+            self._call(self._client.set, self._shard_keys(queue, shard)[BOUND], share)
+        self._call(self._client.hset, self._bounds_key(), queue, max_pending)
+
+    def queue_bounds(self) -> dict[str, int]:
+        found = self._call(self._client.hgetall, self._bounds_key())
+        return {name.decode(): int(value) for name, value in sorted(found.items())}
 
     # abort requests: one hash, message id -> JSON; expired entries are skipped on read and
     # dropped by the next request (a hash field cannot carry its own TTL before Redis 7.4)

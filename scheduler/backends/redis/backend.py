@@ -69,7 +69,10 @@ class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, Backend)
         )
 
     def enqueue(
-        self, envelopes: Sequence[Envelope], on_conflict: OnConflict = OnConflict.ERROR
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
     ) -> list[Outcome]:
         if not envelopes:
             return []
@@ -81,7 +84,7 @@ class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, Backend)
             self._check_keys(envelopes)
         calls = []
         for (queue, shard), indexes in groups.items():
-            args: list[Any] = [on_conflict.value, len(indexes)]
+            args: list[Any] = [on_conflict.value, "1" if bounded else "0", len(indexes)]
             for i in indexes:
                 e = envelopes[i]
                 args += [e.id, e.key or "", e.priority, e.due_ms, encode_record(e)]

@@ -4,7 +4,7 @@ record format they share with Python.
 Every state change of a shard is one script call: the script touches the keys of one
 shard only (one hash tag, so one Redis Cluster slot) and reads the time from the server
 (``TIME``), so worker clocks never decide when something is due or when a lease ends.
-``lua/prelude.lua`` names the twelve keys of a shard (``SHARD_KEYS``, passed in that
+``lua/prelude.lua`` names the thirteen keys of a shard (``SHARD_KEYS``, passed in that
 order to every shard script) and holds the helpers; it is prepended to each script. The
 ``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag), and
 ``rate_reserve`` the start log of one rate limit. Each
@@ -18,9 +18,9 @@ from importlib.resources import files
 from scheduler.backends.base import Envelope
 
 #: suffixes of a shard's keys, in ``KEYS`` order (see ``lua/prelude.lua``)
-SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c")
+SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b")
 MESSAGES, SCHEDULED, READY, LEASED = 0, 1, 2, 3
-KEYS, POISON_RECORDS, POISON_FAILURES, POISON_TIMES, COUNTERS = 7, 8, 9, 10, 11
+KEYS, POISON_RECORDS, POISON_FAILURES, POISON_TIMES, COUNTERS, BOUND = 7, 8, 9, 10, 11, 12
 
 SCRIPT_NAMES = (
     "enqueue",

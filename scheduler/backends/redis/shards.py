@@ -83,6 +83,9 @@ class RedisShards:
     def _queues_key(self) -> str:
         return f"{self._prefix}:queues"
 
+    def _bounds_key(self) -> str:
+        return f"{self._prefix}:bounds"
+
     def _paused_key(self) -> str:
         return f"{self._prefix}:paused"
 

@@ -110,6 +110,7 @@ class SQLiteAdmin(SQLiteStore):
             .execute(
                 "SELECT queue FROM messages UNION SELECT queue FROM poison "
                 "UNION SELECT queue FROM counters UNION SELECT queue FROM paused_queues "
+                "UNION SELECT queue FROM queue_bounds "
                 "ORDER BY 1"
             )
             .fetchall()
@@ -121,6 +122,7 @@ class SQLiteAdmin(SQLiteStore):
         now = self.now_ms()
         result = []
         paused = set(self.paused_queues())
+        bounds = dict(db.execute("SELECT queue, max_pending FROM queue_bounds").fetchall())
         for name in [queue] if queue is not None else self.queues():
             ready, scheduled, running, next_due = db.execute(
                 "SELECT COALESCE(SUM(state = 1 OR (state = 0 AND at_ms <= ?)), 0), "
@@ -145,6 +147,7 @@ class SQLiteAdmin(SQLiteStore):
                     counters,
                     {0: ready + scheduled + running},
                     name in paused,
+                    bounds.get(name),
                 )
             )
         return result

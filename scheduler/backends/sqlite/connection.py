@@ -66,6 +66,17 @@ CREATE TABLE IF NOT EXISTS counters (
     value INTEGER NOT NULL,
     PRIMARY KEY (queue, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS queue_bounds (
+    queue       TEXT PRIMARY KEY,
+    max_pending INTEGER NOT NULL,
+    pending     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS queue_bounds_count_in AFTER INSERT ON messages BEGIN
+    UPDATE queue_bounds SET pending = pending + 1 WHERE queue = NEW.queue;
+END;
+CREATE TRIGGER IF NOT EXISTS queue_bounds_count_out AFTER DELETE ON messages BEGIN
+    UPDATE queue_bounds SET pending = pending - 1 WHERE queue = OLD.queue;
+END;
 CREATE TABLE IF NOT EXISTS paused_queues (
     queue    TEXT PRIMARY KEY,
     since_ms INTEGER NOT NULL
@@ -218,6 +229,7 @@ class SQLiteStore:
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
             db.execute("PRAGMA cache_size=-65536")  # 64 MiB: keyed ids insert at random
+            db.execute("PRAGMA recursive_triggers=ON")  # REPLACE's deletes count out (bounds)
         except sqlite3.Error as err:
             raise BackendUnavailable(f"cannot open SQLite database {self.path!r}: {err}") from err
         self._local.db = db

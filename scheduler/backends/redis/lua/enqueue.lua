@@ -1,11 +1,21 @@
--- enqueue: store messages (one shard), with the key-conflict mode.
--- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12])
--- ARGV: mode, count, then count x (id, key, priority, due_ms, record)
+-- enqueue: store messages (one shard), with the key-conflict mode and, when bounded, the
+-- shard's share of the queue's bound: a message that would add to a full shard is 'full'
+-- (not written); a replace or a duplicate adds nothing and always passes.
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12]) B (KEYS[13])
+-- ARGV: mode, bounded ('1' or '0'), count, then count x (id, key, priority, due_ms, record)
 -- (the client builds each record; unkeyed fresh messages take a fast path: HSETNX, and one
 -- ZADD per thousand messages)
-local mode, count = ARGV[1], tonumber(ARGV[2])
+local mode, count = ARGV[1], tonumber(ARGV[3])
 local now = now_ms()
-local function arg(i, f) return ARGV[2 + (i - 1) * 5 + f] end
+local function arg(i, f) return ARGV[3 + (i - 1) * 5 + f] end
+-- room: how many more messages the shard takes (false: no bound applies)
+local room = false
+if ARGV[2] == '1' then
+    local bound = redis.call('GET', B)
+    if bound then room = tonumber(bound) - redis.call('HLEN', M) end
+end
+local function full() return room and room <= 0 end
+local function took() if room then room = room - 1 end end
 local function same(holder, i)
     if holder ~= arg(i, 1) then return false end
     local stored = redis.call('HGET', M, holder)
@@ -52,15 +62,20 @@ for i = 1, count do
     local priority, due = tonumber(arg(i, 3)), tonumber(arg(i, 4))
     if key == '' then
         if mode ~= 'replace' then
-            if redis.call('HSETNX', M, id, record) == 1 then
+            if full() then
+                out[i] = redis.call('HEXISTS', M, id) == 1 and 'duplicate' or 'full'
+            elseif redis.call('HSETNX', M, id, record) == 1 then
                 queue_up(id, priority, due)
+                took()
                 out[i] = 'enqueued'
             else
                 out[i] = 'duplicate'
             end
+        elseif full() and redis.call('HEXISTS', M, id) == 0 then
+            out[i] = 'full'
         else
             flush(true)
-            out[i] = remove(id) and 'replaced' or 'enqueued'
+            if remove(id) then out[i] = 'replaced' else out[i] = 'enqueued'; took() end
             redis.call('HSET', M, id, record)
             queue_up(id, priority, due)
         end
@@ -71,8 +86,10 @@ for i = 1, count do
             out[i] = 'duplicate'
         elseif holder and mode == 'ignore' then
             out[i] = 'ignored'
+        elseif not holder and full() and redis.call('HEXISTS', M, id) == 0 then
+            out[i] = 'full'
         else
-            if holder then remove(holder); out[i] = 'replaced' else out[i] = 'enqueued' end
+            if holder then remove(holder); out[i] = 'replaced' else out[i] = 'enqueued'; took() end
             if redis.call('HEXISTS', M, id) == 1 then remove(id) end
             redis.call('HSET', M, id, record)
             redis.call('HSET', K, key, id)

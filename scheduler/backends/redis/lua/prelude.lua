@@ -1,5 +1,5 @@
 -- Shared by every script (prepended when the scripts are loaded): the names of the
--- shard's twelve keys, the record format and the helpers that keep them consistent.
+-- shard's thirteen keys, the record format and the helpers that keep them consistent.
 --
 -- KEYS (all of one shard S = {prefix}:{queue}:{n}, one hash tag, one cluster slot):
 --   KEYS[1]  M   S:m   HASH  id -> record
@@ -14,9 +14,10 @@
 --   KEYS[10] PF  S:pf  HASH  poisoned id -> failure
 --   KEYS[11] PZ  S:pz  ZSET  poisoned id -> failed at (ms)
 --   KEYS[12] C   S:c   HASH  counters
-local M, S, R, L, T, A, E, K, PM, PF, PZ, C =
+--   KEYS[13] B   S:b   STRING this shard's share of the queue's max_pending (absent: no bound)
+local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
-    KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+    KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 
 local function now_ms()
     local t = redis.call('TIME')

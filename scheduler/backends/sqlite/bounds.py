@@ -1,0 +1,59 @@
+"""The SQLite backend's queue bounds: one row per bounded queue in ``queue_bounds`` with its
+``max_pending`` and ``pending``, the count of its messages (waiting or leased). Triggers on
+``messages`` keep ``pending`` exact in the same transaction as every insert and delete
+(``recursive_triggers`` is on, so a row an ``INSERT OR REPLACE`` removes is counted out
+too); setting a bound recounts the queue, so a count can never drift for good. An
+unbounded queue pays one lookup in that small table per row written or deleted."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from scheduler.backends.base import Envelope
+from scheduler.backends.sqlite.connection import SQLiteStore
+from scheduler.errors import ConfigurationError
+
+
+class SQLiteBounds(SQLiteStore):
+    """Bounds of queues, read and checked inside enqueue's transaction."""
+
+    def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
+        if max_pending is not None and max_pending < 1:
+            raise ConfigurationError(f"max_pending must be at least 1, not {max_pending}")
+        with self._write() as db:
+            if max_pending is None:
+                db.execute("DELETE FROM queue_bounds WHERE queue = ?", (queue,))
+                return
+            db.execute(
+                "INSERT OR REPLACE INTO queue_bounds (queue, max_pending, pending) "
+                "VALUES (?, ?, (SELECT COUNT(*) FROM messages WHERE queue = ?))",
+                (queue, max_pending, queue),
+            )
+
+    def queue_bounds(self) -> dict[str, int]:
+        rows = self._read().execute("SELECT queue, max_pending FROM queue_bounds ORDER BY queue")
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    @staticmethod
+    def _room(db: sqlite3.Connection, envelopes: Sequence[Envelope]) -> dict[str, int]:
+        """Inside enqueue's transaction: how many more messages each bounded queue among
+        ``envelopes`` takes (queues without a bound are left out)."""
+        queues = sorted({e.queue for e in envelopes})
+        marks = ", ".join("?" * len(queues))
+        rows = db.execute(
+            f"SELECT queue, max_pending - pending FROM queue_bounds WHERE queue IN ({marks})",
+            queues,
+        )
+        return {str(row[0]): int(row[1]) for row in rows}
+
+
+def fits(envelopes: Sequence[Envelope], room: dict[str, int]) -> bool:
+    """True when every message of ``envelopes`` fits its queue's ``room`` (as if each one
+    were new: the fast path of enqueue writes them all or none)."""
+    if not room:
+        return True
+    wanted: dict[str, int] = {}
+    for e in envelopes:
+        wanted[e.queue] = wanted.get(e.queue, 0) + 1
+    return all(wanted.get(queue, 0) <= left for queue, left in room.items())

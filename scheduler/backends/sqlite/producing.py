@@ -1,0 +1,171 @@
+"""The SQLite backend's enqueue: one write transaction per call, a fast path for fresh
+unkeyed messages (one ``executemany``), the careful path for keys, re-sends and replaces,
+and the bound of each bounded queue checked in that same transaction (``bounds.py``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from scheduler.backends.base import Envelope, OnConflict, Outcome
+from scheduler.backends.sqlite.bounds import SQLiteBounds, fits
+from scheduler.backends.sqlite.connection import READY, SCHEDULED
+from scheduler.errors import KeyConflict
+
+
+class SQLiteProducing(SQLiteBounds):
+    """Stores messages."""
+
+    def enqueue(
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
+    ) -> list[Outcome]:
+        if not envelopes:
+            return []
+        now = self.now_ms()
+        replace = on_conflict is OnConflict.REPLACE
+        with self._write() as db:
+            room = self._room(db, envelopes) if bounded else {}
+            fresh = not replace and all(e.key is None for e in envelopes)
+            if fresh and fits(envelopes, room):
+                done = self._insert_fresh(db, envelopes, now)
+                if done is not None:
+                    return done
+            holders = self._key_holders(db, envelopes)
+            present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
+            if on_conflict is OnConflict.ERROR:
+                taken = [
+                    e.key
+                    for e in envelopes
+                    if e.key is not None
+                    and holders.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
+                ]
+                if taken:
+                    raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
+            outcomes: list[Outcome] = []
+            rows = []
+            per_queue: dict[str, int] = {}
+            for e in envelopes:
+                if e.key is not None:
+                    holder = holders.get((e.queue, e.key))
+                    if holder == (e.id, e.body) and not replace:
+                        outcomes.append(Outcome.DUPLICATE)
+                        continue
+                    if holder is not None and on_conflict is OnConflict.IGNORE:
+                        outcomes.append(Outcome.IGNORED)
+                        continue
+                    outcome = Outcome.ENQUEUED if holder is None else Outcome.REPLACED
+                else:
+                    if e.id in present and not replace:
+                        outcomes.append(Outcome.DUPLICATE)
+                        continue
+                    outcome = Outcome.REPLACED if e.id in present else Outcome.ENQUEUED
+                if outcome is Outcome.ENQUEUED and e.queue in room:
+                    if room[e.queue] <= 0:
+                        outcomes.append(Outcome.FULL)
+                        continue
+                    room[e.queue] -= 1
+                outcomes.append(outcome)
+                if e.key is not None:
+                    holders[(e.queue, e.key)] = (e.id, e.body)
+                else:
+                    present.add(e.id)
+                state = READY if e.due_ms <= now else SCHEDULED
+                rows.append(
+                    (
+                        e.id,
+                        e.queue,
+                        e.key,
+                        e.priority,
+                        state,
+                        e.due_ms,
+                        e.due_ms,
+                        e.timeout_ms,
+                        e.body,
+                    )
+                )
+                per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
+            # REPLACE also removes a row that holds the key under another id (even a leased
+            # one: its holder's ack is then refused, so a replaced chain cannot resurrect)
+            db.executemany(
+                f"INSERT {'OR REPLACE ' if replace else ''}INTO messages "
+                "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            for queue, count in per_queue.items():
+                self._count(db, queue, "enqueued", count)
+        return outcomes
+
+    def _insert_fresh(
+        self, db: sqlite3.Connection, envelopes: Sequence[Envelope], now: int
+    ) -> list[Outcome] | None:
+        """Fast path for unkeyed messages with fresh ids: one ``executemany``. Returns None
+        (having written nothing) if some id is already stored, for the careful path."""
+        rows = [
+            (
+                e.id,
+                e.queue,
+                None,
+                e.priority,
+                READY if e.due_ms <= now else SCHEDULED,
+                e.due_ms,
+                e.due_ms,
+                e.timeout_ms,
+                e.body,
+            )
+            for e in envelopes
+        ]
+        db.execute("SAVEPOINT fresh")
+        try:
+            db.executemany(
+                "INSERT INTO messages (id, queue, key, priority, state, at_ms, due_ms, "
+                "timeout_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        except sqlite3.IntegrityError:
+            db.execute("ROLLBACK TO fresh")
+            db.execute("RELEASE fresh")
+            return None
+        db.execute("RELEASE fresh")
+        per_queue: dict[str, int] = {}
+        for e in envelopes:
+            per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
+        for queue, count in per_queue.items():
+            self._count(db, queue, "enqueued", count)
+        return [Outcome.ENQUEUED] * len(envelopes)
+
+    @staticmethod
+    def _key_holders(
+        db: sqlite3.Connection, envelopes: Sequence[Envelope]
+    ) -> dict[tuple[str, str], tuple[str, bytes]]:
+        """Who holds each key among ``envelopes`` now: (queue, key) -> (id, body)."""
+        holders: dict[tuple[str, str], tuple[str, bytes]] = {}
+        by_queue: dict[str, list[str]] = {}
+        for e in envelopes:
+            if e.key is not None:
+                by_queue.setdefault(e.queue, []).append(e.key)
+        for queue, keys in by_queue.items():
+            for start in range(0, len(keys), 900):
+                chunk = keys[start : start + 900]
+                marks = ",".join("?" * len(chunk))
+                for key, message_id, body in db.execute(
+                    f"SELECT key, id, body FROM messages WHERE queue = ? AND key IN ({marks})",
+                    [queue, *chunk],
+                ):
+                    holders[(queue, key)] = (message_id, body)
+        return holders
+
+    @staticmethod
+    def _present_ids(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+        present: set[str] = set()
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            present.update(
+                row[0]
+                for row in db.execute(f"SELECT id FROM messages WHERE id IN ({marks})", chunk)
+            )
+        return present

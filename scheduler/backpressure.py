@@ -1,0 +1,66 @@
+"""Producers and bounded queues: write what fits, wait with backoff for the rest, or give
+up with ``QueueFull``.
+
+A bounded enqueue answers ``FULL`` for each message its queue had no room for and writes
+the others (``Backend.enqueue(..., bounded=True)``). ``write_bounded`` re-sends only the
+refused ones, after a pause that doubles from 10 ms to half a second (a full queue drains
+at the workers' pace: polling it faster buys nothing), until all are written or the
+timeout passes. Re-sending is safe: a refused message was not written, and a message
+written meanwhile by another attempt answers ``DUPLICATE``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+from scheduler.backends import Backend, Envelope, OnConflict, Outcome
+from scheduler.errors import QueueFull
+
+FIRST_PAUSE_S = 0.01
+LONGEST_PAUSE_S = 0.5
+WRITTEN = (Outcome.ENQUEUED, Outcome.REPLACED)
+
+
+def write_bounded(
+    backend: Backend,
+    envelopes: Sequence[Envelope],
+    on_conflict: OnConflict,
+    *,
+    block: bool = True,
+    timeout_s: float = math.inf,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[Outcome], float]:
+    """Store ``envelopes`` within their queues' bounds: (outcomes, seconds waited).
+
+    Raises ``QueueFull`` (listing what was written) when a queue is still full after
+    ``timeout_s``, or at once with ``block=False``; nothing beyond what fit is written."""
+    outcomes = backend.enqueue(envelopes, on_conflict, bounded=True)
+    refused = [i for i, outcome in enumerate(outcomes) if outcome is Outcome.FULL]
+    if not refused:
+        return outcomes, 0.0
+    started = time.monotonic()
+    deadline = started + timeout_s
+    pause = FIRST_PAUSE_S
+    while refused:
+        left = deadline - time.monotonic()
+        if not block or left <= 0:
+            raise full_error(backend, envelopes, outcomes, time.monotonic() - started)
+        sleep(min(pause, left))
+        pause = min(pause * 2, LONGEST_PAUSE_S)
+        again = backend.enqueue([envelopes[i] for i in refused], on_conflict, bounded=True)
+        for i, outcome in zip(refused, again, strict=True):
+            outcomes[i] = outcome
+        refused = [i for i in refused if outcomes[i] is Outcome.FULL]
+    return outcomes, time.monotonic() - started
+
+
+def full_error(
+    backend: Backend, envelopes: Sequence[Envelope], outcomes: Sequence[Outcome], waited_s: float
+) -> QueueFull:
+    """The ``QueueFull`` for a call whose refused messages stayed refused."""
+    refused = [e for e, o in zip(envelopes, outcomes, strict=True) if o is Outcome.FULL]
+    written = [e.id for e, o in zip(envelopes, outcomes, strict=True) if o in WRITTEN]
+    queue = refused[0].queue
+    return QueueFull(queue, backend.queue_bounds().get(queue), written, len(refused), waited_s)

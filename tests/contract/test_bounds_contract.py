@@ -1,0 +1,115 @@
+"""The queue-bound part of the backend contract (``set_queue_bound``, ``queue_bounds`` and
+``enqueue(..., bounded=True)``), run against every backend. The Redis Cluster and
+Cassandra harnesses spread each queue over three shards: a cluster splits the bound into
+equal shares per shard, so the tests fill every shard (many more messages than the bound)
+before they count."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from scheduler.backends import Envelope, OnConflict, Outcome
+from scheduler.backends.records import Failure
+from scheduler.errors import ConfigurationError
+from tests.support.backends import BackendHarness
+
+BOUND = 6
+
+
+def _queue() -> str:
+    return f"bq-{uuid.uuid4().hex[:8]}"
+
+
+def _envelopes(queue: str, count: int, now: int, key_prefix: str | None = None) -> list[Envelope]:
+    return [
+        Envelope(
+            f"{queue}-{uuid.uuid4().hex[:12]}",
+            queue,
+            None if key_prefix is None else f"{key_prefix}{i}",
+            0,
+            now,
+            30_000,
+            b'{"n": %d}' % i,
+        )
+        for i in range(count)
+    ]
+
+
+def _pending(harness: BackendHarness, queue: str) -> int:
+    (stats,) = harness.backend.stats(queue)
+    return stats.pending
+
+
+def test_a_bounded_enqueue_writes_what_fits_and_refuses_the_rest(harness: BackendHarness) -> None:
+    b, queue = harness.backend, _queue()
+    b.set_queue_bound(queue, BOUND)
+    assert b.queue_bounds()[queue] == BOUND
+    (stats,) = b.stats(queue)
+    assert stats.max_pending == BOUND
+    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    assert outcomes.count(Outcome.ENQUEUED) == BOUND
+    assert outcomes.count(Outcome.FULL) == 60 - BOUND
+    assert _pending(harness, queue) == BOUND, "nothing refused was written"
+    assert b.enqueue(_envelopes(queue, 30, b.now_ms()), bounded=True) == [Outcome.FULL] * 30
+    unbounded = b.enqueue(_envelopes(queue, 2, b.now_ms()))
+    assert unbounded == [Outcome.ENQUEUED] * 2, "an enqueue that is not bounded passes"
+    assert _pending(harness, queue) == BOUND + 2
+
+
+def test_a_full_queue_still_takes_duplicates_and_replacements(harness: BackendHarness) -> None:
+    b, queue = harness.backend, _queue()
+    b.set_queue_bound(queue, BOUND)
+    keyed = _envelopes(queue, 60, b.now_ms(), key_prefix="k")
+    outcomes = b.enqueue(keyed, OnConflict.IGNORE, bounded=True)
+    stored = [e for e, o in zip(keyed, outcomes, strict=True) if o is Outcome.ENQUEUED]
+    assert len(stored) == BOUND and _pending(harness, queue) == BOUND
+    again = b.enqueue(stored, bounded=True)
+    assert again == [Outcome.DUPLICATE] * BOUND, "a re-send of a stored message is not refused"
+    replacement = stored[0]._replace(id=f"{queue}-new", body=b'{"n": "new"}')
+    assert b.enqueue([replacement], OnConflict.REPLACE, bounded=True) == [Outcome.REPLACED]
+    assert b.get_by_key(queue, stored[0].key or "") is not None
+    assert _pending(harness, queue) == BOUND
+
+
+def test_settling_makes_room_and_never_refuses(harness: BackendHarness) -> None:
+    b, queue = harness.backend, _queue()
+    b.set_queue_bound(queue, BOUND)
+    b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    claims = b.claim(queue, BOUND).claims
+    assert len(claims) == BOUND, "leased messages still count"
+    assert b.enqueue(_envelopes(queue, 30, b.now_ms()), bounded=True) == [Outcome.FULL] * 30
+    first, second, third, fourth, *_ = claims
+    assert b.retry(first, b.now_ms(), "boom"), "a retry is never refused"
+    assert b.release([second]) == 1, "a release is never refused"
+    nxt = Envelope(f"{fourth.id}.1", queue, None, 0, b.now_ms() + 60_000, 30_000, b"{}")
+    assert b.ack([(fourth, nxt)]) == [True], "the next occurrence of a chain is never refused"
+    assert _pending(harness, queue) == BOUND
+    assert b.poison(third, Failure("exception", "ValueError", "no")), "poison leaves the bound"
+    assert _pending(harness, queue) == BOUND - 1
+    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    assert outcomes.count(Outcome.ENQUEUED) == 1, "a poisoned message frees its place"
+    assert b.poison_replay([third.id]) == 1, "a replay is never refused"
+    assert _pending(harness, queue) == BOUND + 1
+
+
+def test_removing_a_bound_lets_everything_in(harness: BackendHarness) -> None:
+    b, queue = harness.backend, _queue()
+    b.set_queue_bound(queue, BOUND)
+    b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    b.set_queue_bound(queue, None)
+    assert queue not in b.queue_bounds()
+    (stats,) = b.stats(queue)
+    assert stats.max_pending is None
+    assert b.enqueue(_envelopes(queue, 10, b.now_ms()), bounded=True) == [Outcome.ENQUEUED] * 10
+    b.set_queue_bound(queue, BOUND * 4)
+    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    assert outcomes.count(Outcome.ENQUEUED) == BOUND * 4 - BOUND - 10, (
+        "a new bound counts what the queue already holds"
+    )
+
+
+def test_a_bound_below_one_is_refused(harness: BackendHarness) -> None:
+    with pytest.raises(ConfigurationError):
+        harness.backend.set_queue_bound(_queue(), 0)
