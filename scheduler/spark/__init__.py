@@ -42,13 +42,17 @@ except ImportError as err:  # pragma: no cover - depends on the environment
         "scheduler.spark needs the 'spark' extra: pip install 'tickwork[spark]'"
     ) from err
 
-OUTPUT_SCHEMA = "kind string, enqueued long, skipped long, failed long, row string, reason string"
+OUTPUT_SCHEMA = (
+    "kind string, enqueued long, skipped long, failed long, waited_s double, row string, "
+    "reason string"
+)
 _ARROW_SCHEMA = pa.schema(
     [
         ("kind", pa.string()),
         ("enqueued", pa.int64()),
         ("skipped", pa.int64()),
         ("failed", pa.int64()),
+        ("waited_s", pa.float64()),
         ("row", pa.string()),
         ("reason", pa.string()),
     ]
@@ -63,12 +67,16 @@ class EnqueueResult:
     taken, or an identical message was there, e.g. written by a retried attempt).
     ``failed``: invalid rows. ``examples``: up to five (row, reason) pairs. ``rejected``:
     with ``on_invalid="reject"``, a cached DataFrame of (row, reason) for every invalid row.
+    ``waited_s``: seconds partitions spent waiting for room in a full bounded queue, summed
+    (``longest_wait_s``: the partition that waited longest).
     """
 
     enqueued: int = 0
     skipped: int = 0
     failed: int = 0
     partitions: int = 0
+    waited_s: float = 0.0
+    longest_wait_s: float = 0.0
     examples: list[tuple[str, str]] = field(default_factory=list)
     rejected: Any = None
 
@@ -96,6 +104,7 @@ def result_batches(result: PartitionResult) -> Iterator[pa.RecordBatch]:
                 "enqueued": result.enqueued,
                 "skipped": result.skipped,
                 "failed": result.failed,
+                "waited_s": result.waited_s,
                 "row": None,
                 "reason": None,
             }
@@ -111,6 +120,7 @@ def result_batches(result: PartitionResult) -> Iterator[pa.RecordBatch]:
                     "enqueued": 0,
                     "skipped": 0,
                     "failed": 0,
+                    "waited_s": 0.0,
                     "row": row,
                     "reason": reason,
                 }
@@ -142,6 +152,7 @@ def enqueue_dataframe(
     schema: Mapping[str, type] | None = None,
     task_module: str | None = None,
     after_batch: Callable[[int], None] | None = None,
+    block_timeout: float | None = None,
 ) -> EnqueueResult:
     """Turn every row of ``df`` into a scheduled message of ``task`` on ``backend``.
 
@@ -152,7 +163,10 @@ def enqueue_dataframe(
     else against ``schema`` (argument name -> Python type). Invalid rows fail the job
     (``on_invalid="fail"``, at the first one) or are counted and returned
     (``"reject"``). ``max_partitions`` bounds concurrent connections to the backend.
-    ``after_batch(rows_so_far)`` runs on the executor after each written batch.
+    ``after_batch(rows_so_far)`` runs on the executor after each written batch. A batch
+    for a full bounded queue waits for room, for at most ``block_timeout`` seconds (None:
+    as long as it takes; after it the task fails with ``QueueFull`` and Spark's retry
+    writes nothing twice).
     """
     mapping = build_mapping(
         backend,
@@ -172,6 +186,7 @@ def enqueue_dataframe(
         batch_size=batch_size,
         schema=schema,
         task_module=task_module,
+        block_timeout=block_timeout,
     )
     missing = [c for c in mapping.columns if c not in df.columns]
     if missing:
@@ -189,19 +204,30 @@ def enqueue_dataframe(
     from pyspark import StorageLevel
 
     out = out.persist(StorageLevel.MEMORY_AND_DISK)
+    from pyspark.sql import functions as f
+
     counts = (
         out.where("kind = 'count'")
         .groupBy()
-        .agg({"enqueued": "sum", "skipped": "sum", "failed": "sum", "kind": "count"})
+        .agg(
+            f.sum("enqueued").alias("enqueued"),
+            f.sum("skipped").alias("skipped"),
+            f.sum("failed").alias("failed"),
+            f.count("kind").alias("partitions"),
+            f.sum("waited_s").alias("waited_s"),
+            f.max("waited_s").alias("longest_wait_s"),
+        )
         .collect()[0]
     )
     rejected = out.where("kind = 'rejected'").select("row", "reason")
     examples = [(r["row"], r["reason"]) for r in rejected.limit(5).collect()]
     result = EnqueueResult(
-        enqueued=int(counts["sum(enqueued)"] or 0),
-        skipped=int(counts["sum(skipped)"] or 0),
-        failed=int(counts["sum(failed)"] or 0),
-        partitions=int(counts["count(kind)"] or 0),
+        enqueued=int(counts["enqueued"] or 0),
+        skipped=int(counts["skipped"] or 0),
+        failed=int(counts["failed"] or 0),
+        partitions=int(counts["partitions"] or 0),
+        waited_s=float(counts["waited_s"] or 0.0),
+        longest_wait_s=float(counts["longest_wait_s"] or 0.0),
         examples=examples,
         rejected=rejected if mapping.on_invalid == "reject" else None,
     )

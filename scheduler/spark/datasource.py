@@ -4,7 +4,9 @@ Options (strings, as Spark passes them): ``backend``, ``task`` (required); ``arg
 (comma-separated columns); ``kwargs`` (``name=column`` pairs, comma-separated); ``key``;
 ``at``; ``cron`` with ``tz``; ``queue``; ``priority``; ``identity`` (comma-separated
 columns); ``on_conflict`` (default ``ignore``); ``on_invalid`` (``fail``, or ``skip`` to
-count and drop invalid rows); ``batch_size``; ``task_module``. Only ``append`` mode.
+count and drop invalid rows); ``batch_size``; ``task_module``; ``block_timeout`` (seconds
+a batch waits for room in a full bounded queue; default: as long as it takes). Only
+``append`` mode.
 ``save()`` returns nothing: the totals are logged by ``commit()`` on the driver; use
 ``enqueue_dataframe`` when you need them as values.
 """
@@ -57,6 +59,7 @@ def mapping_from_options(options: dict[str, str]) -> RowMapping:
         on_invalid="reject" if on_invalid == "skip" else "fail",
         batch_size=int(options.get("batch_size", 1000)),
         task_module=options.get("task_module"),
+        block_timeout=float(options["block_timeout"]) if options.get("block_timeout") else None,
     )
 
 
@@ -65,6 +68,7 @@ class Counts(WriterCommitMessage):
     enqueued: int
     skipped: int
     failed: int
+    waited_s: float = 0.0
 
 
 class TickworkWriter(DataSourceArrowWriter):
@@ -77,16 +81,18 @@ class TickworkWriter(DataSourceArrowWriter):
                 yield from batch.to_pylist()
 
         result = write_rows(self.mapping, rows())
-        return Counts(result.enqueued, result.skipped, result.failed)
+        return Counts(result.enqueued, result.skipped, result.failed, result.waited_s)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         done = [m for m in messages if isinstance(m, Counts)]
         log.warning(
-            "tickwork: enqueued %d, skipped %d, invalid %d rows in %d partitions",
+            "tickwork: enqueued %d, skipped %d, invalid %d rows in %d partitions "
+            "(%.1f s waiting for room in a full queue)",
             sum(m.enqueued for m in done),
             sum(m.skipped for m in done),
             sum(m.failed for m in done),
             len(done),
+            sum(m.waited_s for m in done),
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

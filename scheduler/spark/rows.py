@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -18,6 +19,7 @@ from typing import Any
 
 from scheduler.app import App
 from scheduler.backends import Envelope, OnConflict, Outcome
+from scheduler.backpressure import write_bounded
 from scheduler.clock import SystemClock, to_datetime
 from scheduler.errors import InvalidMessage, TickworkError
 from scheduler.retry import RetryPolicy
@@ -52,6 +54,7 @@ class RowMapping:
     schema: tuple[tuple[str, type], ...] | None = None
     task_module: str | None = None
     examples: int = 5
+    block_timeout_s: float | None = None  # None: wait for room in a full queue as long as it takes
 
     @property
     def columns(self) -> list[str]:
@@ -70,6 +73,7 @@ class PartitionResult:
     skipped: int = 0
     failed: int = 0
     rejected: list[tuple[str, str]] = field(default_factory=list)
+    waited_s: float = 0.0  # time spent waiting for room in a full (bounded) queue
 
     def add(self, outcomes: Iterable[Outcome]) -> None:
         for outcome in outcomes:
@@ -192,7 +196,9 @@ def write_rows(
     rows: Iterator[dict[str, Any]],
     after_batch: Callable[[int], None] | None = None,
 ) -> PartitionResult:
-    """Validate and write ``rows``: one connection, one backend write per batch."""
+    """Validate and write ``rows``: one connection, one backend write per batch. A batch
+    for a full bounded queue waits for room (``write_bounded``), so a job slows down to the
+    workers' pace instead of burying the backend."""
     result = PartitionResult()
     app = App(mapping.backend)
     try:
@@ -200,8 +206,14 @@ def write_rows(
         now = to_datetime(mapping.now_ms)
         pending: list[Envelope] = []
 
+        timeout_s = math.inf if mapping.block_timeout_s is None else mapping.block_timeout_s
+
         def flush() -> None:
-            result.add(app.backend.enqueue(pending, mapping.on_conflict))
+            outcomes, waited_s = write_bounded(
+                app.backend, pending, mapping.on_conflict, timeout_s=timeout_s
+            )
+            result.add(outcomes)
+            result.waited_s += waited_s
             pending.clear()
             if after_batch is not None:
                 after_batch(result.enqueued + result.skipped)
@@ -245,6 +257,7 @@ def build_mapping(
     batch_size: int = 1000,
     schema: Mapping[str, type] | None = None,
     task_module: str | None = None,
+    block_timeout: float | None = None,
 ) -> RowMapping:
     """Check the options once, on the driver, and freeze them for the executors."""
     if on_invalid not in ("fail", "reject"):
@@ -259,6 +272,8 @@ def build_mapping(
         raise InvalidMessage("give at most one of at=, cron= and trigger=")
     if batch_size < 1:
         raise InvalidMessage("batch_size must be at least 1")
+    if block_timeout is not None and block_timeout < 0:
+        raise InvalidMessage("block_timeout must be at least 0 seconds (or None: no limit)")
     if cron is not None:
         try:
             Cron("* * * * *", tz=tz)
@@ -283,4 +298,5 @@ def build_mapping(
         batch_size=batch_size,
         schema=None if schema is None else tuple(schema.items()),
         task_module=task_module,
+        block_timeout_s=block_timeout,
     )

@@ -272,3 +272,49 @@ def test_the_data_source_writer(spark, url: str) -> None:  # type: ignore[no-unt
         df.write.format("tickwork").mode("overwrite").option("backend", url).option(
             "task", TASK
         ).save()
+
+
+def test_a_job_five_times_the_bound_waits_for_a_worker(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from scheduler.spark import enqueue_dataframe
+    from tests.support import spark_tasks
+    from tests.support.helpers import running, wait_for
+
+    bound, rows, batch = 100, 500, 50
+    app = spark_tasks.app
+    app.use_backend(url)
+    spark_tasks.RAN.clear()
+    app.configure_queue("drained", max_pending=bound)
+    most, done = [0], threading.Event()
+
+    def sample() -> None:  # the fill, as often as it can be read
+        while not done.is_set():
+            found = app.backend.stats("drained")
+            most[0] = max(most[0], found[0].pending if found else 0)
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with running(app, queues=("drained",), concurrency=4) as worker:
+            result = enqueue_dataframe(
+                invoices(spark, rows, partitions=2),
+                url,
+                "tests.support.spark_tasks.count_invoice",
+                args=["customer_id"],
+                kwargs={"amount": "amount_due"},
+                queue="drained",
+                batch_size=batch,
+            )
+            wait_for(lambda: worker.stats.acked == rows, 120)
+    finally:
+        done.set()
+        sampler.join()
+        app.close()
+    assert (result.enqueued, result.skipped, result.failed) == (rows, 0, 0)
+    assert result.waited_s > 0 and result.longest_wait_s > 0, "partitions waited for room"
+    assert sorted(spark_tasks.RAN) == list(range(rows)), "every row ran exactly once"
+    # Cassandra's bound is approximate: the other partition may write one batch at once
+    margin = batch if url.startswith("cassandra") else 0
+    assert most[0] <= bound + margin
