@@ -382,7 +382,15 @@ def test_queues_pause_resume_list(run) -> None:  # type: ignore[no-untyped-def]
         '["p"]',
     )
     (row,) = json.loads(run("queues", "list", "--json")[1])
-    assert row == {"queue": "default", "paused": True, "ready": 1, "in_flight": 0}
+    assert row == {
+        "queue": "default",
+        "paused": True,
+        "ready": 1,
+        "scheduled": 0,
+        "in_flight": 0,
+        "pending": 1,
+        "max_pending": None,
+    }
     assert json.loads(run("stats", "--json")[1])[0]["paused"] is True
     code, _, _ = run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert code == 0 and json.loads(run("stats", "--json")[1])[0]["ready"] == 1
@@ -391,6 +399,29 @@ def test_queues_pause_resume_list(run) -> None:  # type: ignore[no-untyped-def]
     assert code == 1 and "not paused" in err
     run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert json.loads(run("stats", "--json")[1])[0]["ready"] == 0
+
+
+def test_queues_set_a_bound_that_enqueue_honours(run) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run("queues", "set", "default", "--max-pending", "1")
+    assert code == 0 and out.strip() == "default: at most 1 pending"
+    greet = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
+    assert run(*greet, "--args", '["a"]')[0] == 0
+    (row,) = json.loads(run("queues", "list", "--json")[1])
+    assert (row["pending"], row["max_pending"]) == (1, 1)
+    assert json.loads(run("stats", "--json")[1])[0]["max_pending"] == 1
+    assert "1/1" in run("queues", "list")[1]
+    code, _, err = run(*greet, "--args", '["x"]', "--no-block")
+    assert code == 5 and "queue 'default' is full (max_pending 1)" in err
+    code, _, err = run(*greet, "--args", '["x"]', "--block-timeout", "0.2")
+    assert code == 5 and "after waiting 0.2 s" in err
+    code, _, err = run("queues", "set", "default")
+    assert code == 2 and "exactly one of --max-pending N and --unbounded" in err
+    code, _, err = run("queues", "set", "default", "--max-pending", "0")
+    assert code == 2
+    code, out, _ = run("queues", "set", "default", "--unbounded")
+    assert code == 0 and out.strip() == "default: unbounded"
+    assert run(*greet, "--args", '["b"]')[0] == 0
+    assert json.loads(run("queues", "list", "--json")[1])[0]["max_pending"] is None
 
 
 def test_cron_explain_and_schedules_preview(run) -> None:  # type: ignore[no-untyped-def]

@@ -19,16 +19,18 @@ from scheduler import (
     BackendError,
     ConfigurationError,
     InvalidMessage,
+    QueueFull,
     ScheduleNotFound,
     TickworkError,
 )
+from scheduler.backends.records import QueueStats
 from scheduler.clock import to_datetime
 from workers import load_app
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_INTERNAL = 1, 2, 3, 4
+EXIT_NOT_FOUND, EXIT_INVALID, EXIT_BACKEND, EXIT_INTERNAL, EXIT_FULL = 1, 2, 3, 4, 5
 
 
 def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
@@ -51,6 +53,8 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
             fail(" ; ".join(e["msg"] for e in err.errors()))
         except BackendError as err:
             fail(str(err), EXIT_BACKEND)
+        except QueueFull as err:
+            fail(str(err), EXIT_FULL)
         except TickworkError as err:
             fail(str(err))
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
@@ -101,6 +105,13 @@ def console() -> Console:
 
 def iso(ms: int | None) -> str:
     return "-" if ms is None else to_datetime(ms).isoformat(timespec="milliseconds")
+
+
+def fill(stats: QueueStats) -> str:
+    """A bounded queue's fill as "pending/max_pending" ("-" without a bound)."""
+    if stats.max_pending is None:
+        return "-"
+    return f"{stats.pending}/{stats.max_pending}"
 
 
 def parse_json(value: str | None, kind: type, what: str) -> Any:

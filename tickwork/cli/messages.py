@@ -53,6 +53,13 @@ from triggers import Cron, Repeating, Trigger
     default="error",
     show_default=True,
 )
+@click.option(
+    "--block-timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="While a bounded queue is full, wait this long for room [enqueue_block_s: 60].",
+)
+@click.option("--no-block", is_flag=True, help="Fail at once if the queue is full.")
 @pass_state
 @backend_option
 @clean_errors
@@ -72,6 +79,8 @@ def enqueue(
     cron: str | None,
     tz: str,
     on_conflict: str,
+    block_timeout: float | None,
+    no_block: bool,
 ) -> None:
     """Enqueue TASK; prints the message id."""
     chosen = [
@@ -108,7 +117,10 @@ def enqueue(
         queue=queue,
         priority=priority,
     )
-    click.echo(app.enqueue(call, on_conflict=on_conflict))
+    message_id = app.enqueue(
+        call, on_conflict=on_conflict, block=not no_block, block_timeout=block_timeout
+    )
+    click.echo(message_id)
     app.close()
 
 

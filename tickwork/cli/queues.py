@@ -1,4 +1,4 @@
-"""``tickwork queues ...``: list queues, pause and resume them."""
+"""``tickwork queues ...``: list queues, pause and resume them, set or remove their bounds."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tickwork.cli.common import (
     console,
     emit_json,
     fail,
+    fill,
     json_option,
     pass_state,
 )
@@ -20,7 +21,7 @@ from tickwork.cli.common import (
 
 @click.group()
 def queues() -> None:
-    """List, pause and resume queues."""
+    """List, pause, resume and bound queues."""
 
 
 @queues.command("list")
@@ -29,21 +30,50 @@ def queues() -> None:
 @backend_option
 @clean_errors
 def list_queues(state: State, as_json: bool) -> None:
-    """Every known queue, whether it is paused, and what it holds."""
+    """Every known queue, whether it is paused, what it holds and its bound."""
     rows = state.app().backend.stats()
     if as_json:
         emit_json(
             [
-                {"queue": s.queue, "paused": s.paused, "ready": s.ready, "in_flight": s.in_flight}
+                {
+                    "queue": s.queue,
+                    "paused": s.paused,
+                    "ready": s.ready,
+                    "scheduled": s.scheduled,
+                    "in_flight": s.in_flight,
+                    "pending": s.pending,
+                    "max_pending": s.max_pending,
+                }
                 for s in rows
             ]
         )
         return
-    table = Table("queue", "state", "ready", "scheduled", "in flight")
+    table = Table("queue", "state", "ready", "scheduled", "in flight", "fill")
     for s in rows:
         state_name = "paused" if s.paused else "active"
-        table.add_row(s.queue, state_name, str(s.ready), str(s.scheduled), str(s.in_flight))
+        table.add_row(
+            s.queue, state_name, str(s.ready), str(s.scheduled), str(s.in_flight), fill(s)
+        )
     console().print(table)
+
+
+@queues.command("set")
+@click.argument("queue")
+@click.option(
+    "--max-pending",
+    type=click.IntRange(min=1),
+    help="bound QUEUE to this many messages waiting or leased; producers wait while full",
+)
+@click.option("--unbounded", is_flag=True, help="remove QUEUE's bound")
+@pass_state
+@backend_option
+@clean_errors
+def set_queue(state: State, queue: str, max_pending: int | None, unbounded: bool) -> None:
+    """Set (or remove) QUEUE's bound, stored in the backend for every producer."""
+    if (max_pending is None) == (not unbounded):
+        raise click.UsageError("give exactly one of --max-pending N and --unbounded")
+    state.app().configure_queue(queue, max_pending=max_pending)
+    click.echo(f"{queue}: at most {max_pending} pending" if max_pending else f"{queue}: unbounded")
 
 
 @queues.command("pause")

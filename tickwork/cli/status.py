@@ -12,6 +12,7 @@ from tickwork.cli.common import (
     clean_errors,
     console,
     emit_json,
+    fill,
     iso,
     json_option,
     pass_state,
@@ -24,7 +25,8 @@ from tickwork.cli.common import (
 @backend_option
 @clean_errors
 def stats(state: State, as_json: bool) -> None:
-    """Per queue: ready, scheduled, in flight, poison, next due time and counters."""
+    """Per queue: ready, scheduled, in flight, poison, fill of its bound, next due time
+    and counters."""
     rows = state.app().backend.stats()
     if as_json:
         emit_json(
@@ -39,6 +41,8 @@ def stats(state: State, as_json: bool) -> None:
                     "counters": s.counters,
                     "shards": s.shards,
                     "paused": s.paused,
+                    "pending": s.pending,
+                    "max_pending": s.max_pending,
                 }
                 for s in rows
             ]
@@ -51,6 +55,7 @@ def stats(state: State, as_json: bool) -> None:
         "scheduled",
         "in flight",
         "poison",
+        "fill",
         "next due",
         *(name.replace("_", " ") for name in COUNTERS),
     )
@@ -63,6 +68,7 @@ def stats(state: State, as_json: bool) -> None:
             str(s.scheduled),
             str(s.in_flight),
             str(s.poison),
+            fill(s),
             iso(s.next_due_ms),
             *(str(c.get(name, 0)) for name in COUNTERS),
         )
