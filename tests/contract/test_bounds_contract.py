@@ -94,6 +94,21 @@ def test_settling_makes_room_and_never_refuses(harness: BackendHarness) -> None:
     assert _pending(harness, queue) == BOUND + 1
 
 
+def test_cancelling_and_purging_make_room(harness: BackendHarness) -> None:
+    b, queue = harness.backend, _queue()
+    b.set_queue_bound(queue, BOUND)
+    keyed = _envelopes(queue, 60, b.now_ms(), key_prefix="k")
+    outcomes = b.enqueue(keyed, OnConflict.IGNORE, bounded=True)
+    stored = [e for e, o in zip(keyed, outcomes, strict=True) if o is Outcome.ENQUEUED]
+    assert b.delete(stored[0].id, queue) and b.delete(stored[1].id)
+    assert b.delete_by_key(queue, stored[2].key or "")
+    outcomes = b.enqueue(_envelopes(queue, 90, b.now_ms()), bounded=True)
+    assert outcomes.count(Outcome.ENQUEUED) == 3, "each cancelled message freed its place"
+    b.purge(queue)
+    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    assert outcomes.count(Outcome.ENQUEUED) == BOUND, "a purged queue is empty"
+
+
 def test_removing_a_bound_lets_everything_in(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
     b.set_queue_bound(queue, BOUND)

@@ -34,6 +34,7 @@ class SQLiteAdmin(SQLiteStore):
             if row is None:
                 return False
             db.execute("DELETE FROM messages WHERE id = ?", (claim.id,))
+            self._add_pending(db, claim.queue, -1)
             db.execute(
                 "INSERT OR REPLACE INTO poison (id, queue, key, priority, timeout_ms, attempts, "
                 "failed_ms, reason, error_type, error, traceback, body) "
@@ -82,7 +83,7 @@ class SQLiteAdmin(SQLiteStore):
             if ids is None:
                 sql = "SELECT id FROM poison" + (" WHERE queue = ?" if queue else "")
                 ids = [r[0] for r in db.execute(sql, (queue,) if queue else ())]
-            moved = 0
+            moved: dict[str, int] = {}
             for message_id in ids:
                 inserted = db.execute(
                     "INSERT OR IGNORE INTO messages "
@@ -92,9 +93,13 @@ class SQLiteAdmin(SQLiteStore):
                     (now, now, message_id),
                 ).rowcount
                 if inserted:
-                    db.execute("DELETE FROM poison WHERE id = ?", (message_id,))
-                    moved += 1
-            return moved
+                    (name,) = db.execute(
+                        "DELETE FROM poison WHERE id = ? RETURNING queue", (message_id,)
+                    ).fetchone()
+                    moved[name] = moved.get(name, 0) + 1
+            for name, count in moved.items():
+                self._add_pending(db, name, count)
+            return sum(moved.values())
 
     def poison_purge(self, queue: str | None = None) -> int:
         with self._write() as db:
@@ -209,4 +214,5 @@ class SQLiteAdmin(SQLiteStore):
 
     def purge(self, queue: str) -> int:
         with self._write() as db:
+            db.execute("UPDATE queue_bounds SET pending = 0 WHERE queue = ?", (queue,))
             return db.execute("DELETE FROM messages WHERE queue = ?", (queue,)).rowcount

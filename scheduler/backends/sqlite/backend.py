@@ -86,16 +86,22 @@ class SQLiteBackend(
     def delete(self, message_id: str, queue: str | None = None) -> bool:
         with self._write() as db:
             if queue is None:
-                cursor = db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+                row = db.execute(
+                    "DELETE FROM messages WHERE id = ? RETURNING queue", (message_id,)
+                ).fetchone()
             else:
-                cursor = db.execute(
-                    "DELETE FROM messages WHERE id = ? AND queue = ?", (message_id, queue)
-                )
-            return cursor.rowcount > 0
+                row = db.execute(
+                    "DELETE FROM messages WHERE id = ? AND queue = ? RETURNING queue",
+                    (message_id, queue),
+                ).fetchone()
+            if row is not None:
+                self._add_pending(db, row[0], -1)
+            return row is not None
 
     def delete_by_key(self, queue: str, key: str) -> bool:
         with self._write() as db:
             cursor = db.execute("DELETE FROM messages WHERE queue = ? AND key = ?", (queue, key))
+            self._add_pending(db, queue, -cursor.rowcount)
             return cursor.rowcount > 0
 
     def keyed(self, queue: str | None = None) -> list[StoredMessage]:
@@ -196,6 +202,7 @@ class SQLiteBackend(
                 self._insert_next(db, nxt, now)
         for queue, count in acked.items():
             self._count(db, queue, "acked", count)
+            self._add_pending(db, queue, -count)
         return results
 
     def retry(self, claim: Claim, due_ms: int, error: str) -> bool:

@@ -71,12 +71,6 @@ CREATE TABLE IF NOT EXISTS queue_bounds (
     max_pending INTEGER NOT NULL,
     pending     INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS queue_bounds_count_in AFTER INSERT ON messages BEGIN
-    UPDATE queue_bounds SET pending = pending + 1 WHERE queue = NEW.queue;
-END;
-CREATE TRIGGER IF NOT EXISTS queue_bounds_count_out AFTER DELETE ON messages BEGIN
-    UPDATE queue_bounds SET pending = pending - 1 WHERE queue = OLD.queue;
-END;
 CREATE TABLE IF NOT EXISTS paused_queues (
     queue    TEXT PRIMARY KEY,
     since_ms INTEGER NOT NULL
@@ -229,7 +223,6 @@ class SQLiteStore:
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
             db.execute("PRAGMA cache_size=-65536")  # 64 MiB: keyed ids insert at random
-            db.execute("PRAGMA recursive_triggers=ON")  # REPLACE's deletes count out (bounds)
         except sqlite3.Error as err:
             raise BackendUnavailable(f"cannot open SQLite database {self.path!r}: {err}") from err
         self._local.db = db
@@ -305,6 +298,15 @@ class SQLiteStore:
                 (queue, name, delta),
             )
 
+    @staticmethod
+    def _add_pending(db: sqlite3.Connection, queue: str, delta: int) -> None:
+        """Keep a bounded queue's count of messages in step with a write that added or
+        removed ``delta`` of them (``bounds.py``); nothing changes for an unbounded queue."""
+        if delta:
+            db.execute(
+                "UPDATE queue_bounds SET pending = pending + ? WHERE queue = ?", (delta, queue)
+            )
+
     def _insert_next(self, db: sqlite3.Connection, nxt: Envelope, now: int) -> None:
         """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
         inserted = db.execute(
@@ -324,3 +326,4 @@ class SQLiteStore:
             ),
         ).rowcount
         self._count(db, nxt.queue, "enqueued", inserted)
+        self._add_pending(db, nxt.queue, inserted)

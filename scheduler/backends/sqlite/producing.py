@@ -47,6 +47,7 @@ class SQLiteProducing(SQLiteBounds):
             outcomes: list[Outcome] = []
             rows = []
             per_queue: dict[str, int] = {}
+            added: dict[str, int] = {}  # new messages (a replacement adds none)
             for e in envelopes:
                 if e.key is not None:
                     holder = holders.get((e.queue, e.key))
@@ -68,6 +69,8 @@ class SQLiteProducing(SQLiteBounds):
                         continue
                     room[e.queue] -= 1
                 outcomes.append(outcome)
+                if outcome is Outcome.ENQUEUED:
+                    added[e.queue] = added.get(e.queue, 0) + 1
                 if e.key is not None:
                     holders[(e.queue, e.key)] = (e.id, e.body)
                 else:
@@ -97,6 +100,8 @@ class SQLiteProducing(SQLiteBounds):
             )
             for queue, count in per_queue.items():
                 self._count(db, queue, "enqueued", count)
+            for queue, count in added.items():
+                self._add_pending(db, queue, count)
         return outcomes
 
     def _insert_fresh(
@@ -135,6 +140,7 @@ class SQLiteProducing(SQLiteBounds):
             per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
         for queue, count in per_queue.items():
             self._count(db, queue, "enqueued", count)
+            self._add_pending(db, queue, count)
         return [Outcome.ENQUEUED] * len(envelopes)
 
     @staticmethod
