@@ -77,6 +77,7 @@ class CassandraBackend(
         outcomes: list[Outcome] = []
         batches = Batches()
         counts: dict[str, int] = {}
+        added: dict[str, int] = {}  # new messages of bounded queues
         for e in envelopes:
             batch = batches.current
             ts = self._now_us()
@@ -99,6 +100,7 @@ class CassandraBackend(
                     outcomes.append(Outcome.FULL)
                     continue
                 room[e.queue] -= 1
+                added[e.queue] = added.get(e.queue, 0) + 1
             outcomes.append(outcome)
             if e.key is not None:
                 if holder is not None:
@@ -113,6 +115,7 @@ class CassandraBackend(
             counts[e.queue] = counts.get(e.queue, 0) + 1
             batches.added(len(e.body))
         self._execute_many(batches.all())
+        self._wrote(added)
         for queue, count in counts.items():
             self._count(queue, "enqueued", count)
         return outcomes

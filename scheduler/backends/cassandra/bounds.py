@@ -7,12 +7,19 @@ their deadlines, as ``stats`` does) and then writes what fits. Producers that co
 the same moment can each fill the same room: the bound can be passed by what concurrent
 producers write in one call each (an exact bound would take a lightweight transaction on
 one row per queue for every enqueue and every ack: a serial point for the whole queue).
-Bounds are read at most once a second per process (a new bound applies within a second)."""
+
+Counting reads every live row, so a process does not count again for each call: it
+reuses a count up to a second old while what it wrote since (and is about to write) is at
+most a ``SHARE`` (a tenth) of the room that count left. Up to ten producers writing at once
+therefore stay within the bound (plus one call each, as above); more can pass it by their
+shares beyond ten. Bounds are read at most once a second per process (a new bound
+applies within a second)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from scheduler.backends.base import Envelope
 from scheduler.backends.cassandra import cql
@@ -21,12 +28,18 @@ from scheduler.backends.cassandra.shard_lock import stored_state
 from scheduler.errors import ConfigurationError
 
 _BOUNDS_FRESH_S = 1.0
+_COUNT_FRESH_S = 1.0
+SHARE = 0.1  # of the room a count left, what a process writes before it counts again
 
 
 class CassandraBounds(CassandraAdmin):
     """Bounds of queues, counted before a bounded enqueue writes."""
 
-    _bounds_cache: tuple[float, dict[str, int]] | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._bounds_cache: tuple[float, dict[str, int]] | None = None
+        #: per queue: when it was last counted, that count, what this process wrote since
+        self._counts: dict[str, tuple[float, int, int]] = {}
 
     def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
         if max_pending is not None and max_pending < 1:
@@ -63,5 +76,27 @@ class CassandraBounds(CassandraAdmin):
             bounds = cached[1]
         else:
             bounds = self.queue_bounds()
-        queues = {e.queue for e in envelopes if e.queue in bounds}
-        return {queue: bounds[queue] - self.pending_count(queue) for queue in sorted(queues)}
+        wanted: dict[str, int] = {}
+        for e in envelopes:
+            if e.queue in bounds:
+                wanted[e.queue] = wanted.get(e.queue, 0) + 1
+        room = {}
+        for queue, count in sorted(wanted.items()):
+            now = time.monotonic()
+            known = self._counts.get(queue)
+            if (
+                known is None
+                or now - known[0] >= _COUNT_FRESH_S
+                or known[2] + count > (bounds[queue] - known[1]) * SHARE
+            ):
+                known = (now, self.pending_count(queue), 0)
+                self._counts[queue] = known
+            room[queue] = bounds[queue] - known[1] - known[2]
+        return room
+
+    def _wrote(self, added: dict[str, int]) -> None:
+        """Add what a bounded enqueue wrote to the counts it started from."""
+        for queue, count in added.items():
+            known = self._counts.get(queue)
+            if known is not None:
+                self._counts[queue] = (known[0], known[1], known[2] + count)
