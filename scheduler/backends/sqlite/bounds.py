@@ -38,6 +38,22 @@ class SQLiteBounds(SQLiteStore):
         return {str(row[0]): int(row[1]) for row in rows}
 
     @staticmethod
+    def _count_in(db: sqlite3.Connection, added: dict[str, int], bounded: bool) -> bool:
+        """Inside enqueue's transaction: add ``added`` (queue -> new messages) to the counts
+        of bounded queues; False when ``bounded`` and a queue would pass its bound (the
+        caller rolls the counts back)."""
+        fits = True
+        for queue, count in added.items():
+            row = db.execute(
+                "UPDATE queue_bounds SET pending = pending + ? WHERE queue = ? "
+                "RETURNING max_pending, pending",
+                (count, queue),
+            ).fetchone()
+            if bounded and row is not None and row[1] > row[0]:
+                fits = False
+        return fits
+
+    @staticmethod
     def _room(db: sqlite3.Connection, envelopes: Sequence[Envelope]) -> dict[str, int]:
         """Inside enqueue's transaction: how many more messages each bounded queue among
         ``envelopes`` takes (queues without a bound are left out)."""
@@ -48,14 +64,3 @@ class SQLiteBounds(SQLiteStore):
             queues,
         )
         return {str(row[0]): int(row[1]) for row in rows}
-
-
-def fits(envelopes: Sequence[Envelope], room: dict[str, int]) -> bool:
-    """True when every message of ``envelopes`` fits its queue's ``room`` (as if each one
-    were new: the fast path of enqueue writes them all or none)."""
-    if not room:
-        return True
-    wanted: dict[str, int] = {}
-    for e in envelopes:
-        wanted[e.queue] = wanted.get(e.queue, 0) + 1
-    return all(wanted.get(queue, 0) <= left for queue, left in room.items())

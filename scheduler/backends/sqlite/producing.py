@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.base import Envelope, OnConflict, Outcome
-from scheduler.backends.sqlite.bounds import SQLiteBounds, fits
+from scheduler.backends.sqlite.bounds import SQLiteBounds
 from scheduler.backends.sqlite.connection import READY, SCHEDULED
 from scheduler.errors import KeyConflict
 
@@ -27,12 +27,11 @@ class SQLiteProducing(SQLiteBounds):
         now = self.now_ms()
         replace = on_conflict is OnConflict.REPLACE
         with self._write() as db:
-            room = self._room(db, envelopes) if bounded else {}
-            fresh = not replace and all(e.key is None for e in envelopes)
-            if fresh and fits(envelopes, room):
-                done = self._insert_fresh(db, envelopes, now)
+            if not replace and all(e.key is None for e in envelopes):
+                done = self._insert_fresh(db, envelopes, now, bounded)
                 if done is not None:
                     return done
+            room = self._room(db, envelopes) if bounded else {}
             holders = self._key_holders(db, envelopes)
             present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
             if on_conflict is OnConflict.ERROR:
@@ -105,10 +104,13 @@ class SQLiteProducing(SQLiteBounds):
         return outcomes
 
     def _insert_fresh(
-        self, db: sqlite3.Connection, envelopes: Sequence[Envelope], now: int
+        self, db: sqlite3.Connection, envelopes: Sequence[Envelope], now: int, bounded: bool
     ) -> list[Outcome] | None:
-        """Fast path for unkeyed messages with fresh ids: one ``executemany``. Returns None
-        (having written nothing) if some id is already stored, for the careful path."""
+        """Fast path for unkeyed messages with fresh ids: count them into their queues
+        (one statement per queue, which also tells whether a bounded queue takes them all)
+        and insert them with one ``executemany``. Returns None, having written nothing,
+        if some id is already stored or a bounded queue is too full: the careful path
+        then sorts them out one by one."""
         rows = [
             (
                 e.id,
@@ -123,7 +125,14 @@ class SQLiteProducing(SQLiteBounds):
             )
             for e in envelopes
         ]
+        per_queue: dict[str, int] = {}
+        for e in envelopes:
+            per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
         db.execute("SAVEPOINT fresh")
+        if not self._count_in(db, per_queue, bounded):
+            db.execute("ROLLBACK TO fresh")
+            db.execute("RELEASE fresh")
+            return None
         try:
             db.executemany(
                 "INSERT INTO messages (id, queue, key, priority, state, at_ms, due_ms, "
@@ -135,12 +144,8 @@ class SQLiteProducing(SQLiteBounds):
             db.execute("RELEASE fresh")
             return None
         db.execute("RELEASE fresh")
-        per_queue: dict[str, int] = {}
-        for e in envelopes:
-            per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
         for queue, count in per_queue.items():
             self._count(db, queue, "enqueued", count)
-            self._add_pending(db, queue, count)
         return [Outcome.ENQUEUED] * len(envelopes)
 
     @staticmethod
