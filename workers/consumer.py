@@ -23,6 +23,7 @@ from scheduler.message import Message
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
+from workers.metrics import NoMetrics
 from workers.settler import Settler
 from workers.timer import Timer
 
@@ -49,8 +50,10 @@ class Consumer:
         stopping: threading.Event,
         stop: Callable[[], None],
         deferred_until: Callable[[], int] = lambda: 0,
+        metrics: NoMetrics | None = None,
     ) -> None:
         self._app = app
+        self._metrics = metrics or NoMetrics()
         self._backend = backend
         self._config = config
         self._permits = permits
@@ -165,7 +168,9 @@ class Consumer:
                 if claimed >= wanted:
                     break
                 lookahead = self._config.lookahead_ms if self._timer.has_room() else 0
+                asked = time.perf_counter()
                 batch = self._backend.claim(queue, wanted - claimed, lookahead)
+                self._metrics.claim_took(queue, time.perf_counter() - asked)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
                     next_due = (
@@ -205,6 +210,7 @@ class Consumer:
             return None
         work = Work(claim, message)
         self._holdings.add(work)
+        self._metrics.claimed(work)
         if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
             # a parked message waits for its time, not for a worker: its lease counts
             # from its due time, so it gives its permit back until it fires

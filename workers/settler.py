@@ -30,6 +30,7 @@ from workers.execution import HandlerResult, Verdict
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
 from workers.limits import LimitGate
+from workers.metrics import NoMetrics
 
 log = logging.getLogger("tickwork.worker")
 
@@ -49,8 +50,10 @@ class Settler:
         now_ms: Callable[[], int],
         forced: threading.Event,
         limits: LimitGate,
+        metrics: NoMetrics,
     ) -> None:
         self._limits = limits
+        self._metrics = metrics
         self._app = app
         self._backend = backend
         self._holdings = holdings
@@ -103,12 +106,15 @@ class Settler:
             done.append(work)
             if work.abort is not None:
                 aborts.append(work.claim.id)
+            run_s = result.duration_ms / 1000 if work.started_ms else None
             if result.verdict is Verdict.ABORTED or (
                 work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER)
             ):
+                self._metrics.settled(work, "aborted", run_s)
                 if self._abort(work, result, now):
                     aborted[work.claim.queue] = aborted.get(work.claim.queue, 0) + 1
             elif result.verdict is Verdict.ACK:
+                self._metrics.settled(work, "succeeded", run_s)
                 retention = self._app.result_retention_ms(message.task)
                 if result.value is not None and retention is not None:
                     record = succeeded_record(result.value, work.claim.attempt, now)
@@ -126,8 +132,9 @@ class Settler:
                     message.id,
                 )
                 self._counters.add("redelivered")
+                self._metrics.settled(work, "redelivered", run_s)
             else:
-                self._fail(work, result, now)
+                self._fail(work, result, now, run_s)
         # the slots of this batch's runs go back with the acks (one round trip where the
         # backend can); forget() then finds none left to give back
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
@@ -172,7 +179,7 @@ class Settler:
             log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
             return None
 
-    def _fail(self, work: Work, result: HandlerResult, now: int) -> None:
+    def _fail(self, work: Work, result: HandlerResult, now: int, run_s: float | None) -> None:
         """A handler raised (or can never run): retry it or poison it, one decision."""
         claim, message = work.claim, work.message
         task = self._app.tasks.get(message.task)
@@ -182,8 +189,10 @@ class Settler:
             else GiveUp("not_retryable")
         )
         if isinstance(decision, GiveUp):
+            self._metrics.settled(work, "poisoned", run_s)
             self._poison(work, result, now)
             return
+        self._metrics.settled(work, "retried", run_s)
         log.warning(
             "%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs",
             message.task,

@@ -52,6 +52,7 @@ from workers.flow import Counters, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work
 from workers.limits import LimitGate
+from workers.metrics import NoMetrics, WorkerMetrics
 from workers.pool import HandlerPool, PoolSpec
 from workers.pools import make_pool
 from workers.presence import Presence
@@ -83,6 +84,11 @@ class Worker:
         async_slots = self.config.async_concurrency if self._has_async else 0
         self._permits = Permits(self.config.permits + async_slots)
         self._holdings = Holdings()
+        self._metrics = (
+            NoMetrics() if self.config.metrics_port is None else WorkerMetrics(self._holdings)
+        )
+        #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
+        self.metrics_port: int | None = None
         self._limits = LimitGate(
             app, self.backend, self._counters, self._now_ms, woke=lambda: self._consumer.nudge()
         )
@@ -96,6 +102,7 @@ class Worker:
             self._now_ms,
             self._force,
             self._limits,
+            self._metrics,
         )
         self._timer = Timer(
             self._now_ms,
@@ -119,6 +126,7 @@ class Worker:
             self._stopping,
             self.stop,
             self._rates.deferred_until,
+            self._metrics,
         )
         self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
         self._presence = Presence(
@@ -140,6 +148,11 @@ class Worker:
     def start(self) -> None:
         """Install periodic schedules and start the threads."""
         self._offset_ms = self.backend.now_ms() - self.clock.now_ms()
+        if isinstance(self._metrics, WorkerMetrics) and self.config.metrics_port is not None:
+            self.metrics_port = self._metrics.start(
+                self.config.metrics_port, self.config.metrics_host
+            )
+            log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
         if self.config.install_periodic:
             self.app.install_periodic()
         spec = PoolSpec(
@@ -273,6 +286,7 @@ class Worker:
         assert pool is not None
         message = work.message
         work.started_ms = self._now_ms()
+        self._metrics.started(work)
         if log.isEnabledFor(logging.INFO):
             log.info(
                 "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
@@ -299,6 +313,7 @@ class Worker:
         self._heartbeat.run(until=self._settled)
         if self._pool is not None:  # step 4: after the last result was settled
             self._pool.shutdown(wait=not self._force.is_set())
+        self._metrics.stop()
 
     def _watch_aborts(self) -> None:
         assert self._pool is not None

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import click
 
-from tickwork.cli import cassandra, cron, messages, poison, queues, schedules, status, worker
+from tickwork.cli import (
+    cassandra,
+    cron,
+    exporter,
+    messages,
+    poison,
+    queues,
+    schedules,
+    status,
+    worker,
+)
 from tickwork.cli.common import JSON_COMMANDS, State, fail
 
 
@@ -49,5 +59,6 @@ for command in (
     queues.queues,
     cassandra.cassandra,
     cron.cron,
+    exporter.exporter,
 ):
     cli.add_command(command)

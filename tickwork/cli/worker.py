@@ -60,6 +60,17 @@ from workers.pools import POOL_KINDS
     show_default=True,
     help="Seconds an aborted process-pool handler has to stop before its process is killed.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    help="Serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics server listens on (0.0.0.0: every interface).",
+)
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop gracefully after S seconds.")
 @click.option("--burst", is_flag=True, help="Exit when nothing is due or running.")
 @click.option(
@@ -83,6 +94,8 @@ def worker(
     lookahead_ms: int,
     grace: float,
     abort_grace: float,
+    metrics_port: int | None,
+    metrics_host: str,
     duration: float | None,
     burst: bool,
     log_level: str,
@@ -106,6 +119,8 @@ def worker(
         abort_grace_s=abort_grace,
         burst=burst,
         app_reference=module,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     )
     runner = Worker(app, config)
     runner.run(duration)

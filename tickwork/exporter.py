@@ -1,0 +1,108 @@
+"""The deployment's Prometheus exporter (``tickwork exporter --port P``): what the backend
+holds, read at each scrape, served once per deployment (each worker serves only its own
+counts, ``workers/metrics.py``).
+
+Per queue: messages by state (ready, scheduled, in flight, poison), whether it is paused,
+its bound and fill, and the counters every worker adds to (enqueued, claimed, acked, ...).
+Per keyed recurring schedule: the next fire time, the scheduled time of the last run that
+succeeded (what "no success since T" alerts need), and its misfires. A scrape costs one
+``stats`` and one ``schedules`` read of the backend.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from scheduler import App, BackendError
+
+log = logging.getLogger("tickwork.exporter")
+
+
+class BackendCollector(Collector):
+    """Reads the backend of ``app`` at every scrape."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("tickwork_backend_up", "1 if the last scrape read the backend")
+        try:
+            stats = self._app.backend.stats()
+            schedules = self._app.schedules()
+        except BackendError as err:
+            log.warning("scrape failed: %s", err)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        depth = GaugeMetricFamily(
+            "tickwork_queue_messages", "Messages per queue and state", labels=["queue", "state"]
+        )
+        paused = GaugeMetricFamily(
+            "tickwork_queue_paused", "1 while the queue is paused", labels=["queue"]
+        )
+        bound = GaugeMetricFamily(
+            "tickwork_queue_max_pending",
+            "The queue's bound (bounded queues only)",
+            labels=["queue"],
+        )
+        pending = GaugeMetricFamily(
+            "tickwork_queue_pending",
+            "Messages waiting or leased (what a bound counts)",
+            labels=["queue"],
+        )
+        events = CounterMetricFamily(
+            "tickwork_queue_events", "Counters kept by the backend", labels=["queue", "event"]
+        )
+        for s in stats:
+            for state, value in (
+                ("ready", s.ready),
+                ("scheduled", s.scheduled),
+                ("in_flight", s.in_flight),
+                ("poison", s.poison),
+            ):
+                depth.add_metric([s.queue, state], value)
+            paused.add_metric([s.queue], 1 if s.paused else 0)
+            pending.add_metric([s.queue], s.pending)
+            if s.max_pending is not None:
+                bound.add_metric([s.queue], s.max_pending)
+            for name, value in sorted(s.counters.items()):
+                events.add_metric([s.queue, name], value)
+        yield from (depth, paused, bound, pending, events)
+        labels = ["queue", "key", "task"]
+        next_fire = GaugeMetricFamily(
+            "tickwork_schedule_next_fire_timestamp_seconds",
+            "When a schedule fires next",
+            labels=labels,
+        )
+        last_success = GaugeMetricFamily(
+            "tickwork_schedule_last_success_timestamp_seconds",
+            "Scheduled time of the schedule's last run that succeeded",
+            labels=labels,
+        )
+        misfires = CounterMetricFamily(
+            "tickwork_schedule_misfires", "Occurrences a schedule missed", labels=labels
+        )
+        for info in schedules:
+            names = [info.queue, info.key, info.task]
+            next_fire.add_metric(names, info.next_run.timestamp())
+            if info.last_success is not None:
+                last_success.add_metric(names, info.last_success.timestamp())
+            misfires.add_metric(names, info.misfires)
+        yield from (next_fire, last_success, misfires)
+
+
+def serve(app: App, port: int, host: str = "127.0.0.1") -> WSGIServer:
+    """Serve ``/metrics`` for the backend of ``app`` on ``host:port`` (0: any free port),
+    in a background thread; returns the server (``server.server_port``, ``shutdown()``)."""
+    registry = CollectorRegistry()
+    registry.register(BackendCollector(app))
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    return server
