@@ -53,9 +53,11 @@ def end_to_end(
     prefetch: int | None,
     batch: int,
     module: str = "bench.tasks",
+    metrics_port: int | None = None,
 ) -> dict[str, Any]:
     """One worker (this process) drains ``count`` pre-enqueued no-op messages (sync ones
-    from ``bench.tasks``, ``async def`` ones from ``bench.async_tasks``)."""
+    from ``bench.tasks``, ``async def`` ones from ``bench.async_tasks``), serving its
+    Prometheus metrics if ``metrics_port`` is given (0: any free port)."""
     app, tasks = fresh_app(url, module)
     app.enqueue_many((tasks.noop.call(i) for i in range(count)), batch_size=5000)
     config = WorkerConfig(
@@ -66,6 +68,7 @@ def end_to_end(
         burst=True,
         install_periodic=False,
         poll_interval_s=0.01,
+        metrics_port=metrics_port,
     )
     worker = Worker(app, config)
     started = time.perf_counter()
