@@ -89,3 +89,17 @@ class Holdings:
     def deadline(self, work: Work) -> int | None:
         with self._lock:
             return self._deadlines.get(work.handle)
+
+
+def log_fields(work: Work, now_ms: int | None = None) -> dict[str, object]:
+    """The fields a log line about ``work`` carries for structured (JSON) logs: message id,
+    task, queue, key, attempt, and lateness (due time to start, or to ``now_ms``)."""
+    started = work.started_ms or now_ms
+    return {
+        "message_id": work.claim.id,
+        "task": work.message.task,
+        "queue": work.claim.queue,
+        "key": work.claim.key,
+        "attempt": work.claim.attempt,
+        "lateness_ms": None if not started else max(0, started - work.claim.due_ms),
+    }

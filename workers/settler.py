@@ -28,7 +28,7 @@ from scheduler.results import failed_record, succeeded_record
 from scheduler.retry import GiveUp, decide
 from workers.execution import HandlerResult, Verdict
 from workers.flow import Counters, Permits
-from workers.holdings import Holdings, Work
+from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics
 
@@ -123,13 +123,18 @@ class Settler:
                 acks.append((work.claim, nxt))
                 if log.isEnabledFor(logging.INFO):
                     log.info(
-                        "done %s id=%s in %.1fms", message.task, message.id, result.duration_ms
+                        "done %s id=%s in %.1fms",
+                        message.task,
+                        message.id,
+                        result.duration_ms,
+                        extra={**log_fields(work), "run_ms": round(result.duration_ms, 3)},
                     )
             elif result.verdict is Verdict.REDELIVER:
                 log.info(
                     "%s id=%s returned False: due again when its lease ends",
                     message.task,
                     message.id,
+                    extra=log_fields(work),
                 )
                 self._counters.add("redelivered")
                 self._metrics.settled(work, "redelivered", run_s)
@@ -202,6 +207,7 @@ class Settler:
             result.error_type,
             result.error,
             decision.delay_s,
+            extra=log_fields(work),
         )
         error = f"{result.error_type}: {result.error}"
         due_ms = now + int(decision.delay_s * 1000)
@@ -218,6 +224,7 @@ class Settler:
             message.task,
             message.id,
             "" if continue_chain or message.trigger is None else "; its chain ends",
+            extra=log_fields(work),
         )
         why = (
             result.error
@@ -247,6 +254,7 @@ class Settler:
             claim.attempt,
             result.error_type,
             result.error,
+            extra=log_fields(work),
         )
         failure = Failure(reason, result.error_type, result.error, result.traceback)
         self._keep_failure(work, result.error_type, result.error, now)

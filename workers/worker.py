@@ -50,7 +50,7 @@ from workers.consumer import Consumer
 from workers.execution import aborted
 from workers.flow import Counters, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
-from workers.holdings import Holdings, Work
+from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics, WorkerMetrics
 from workers.pool import HandlerPool, PoolSpec
@@ -296,6 +296,7 @@ class Worker:
                 to_datetime(work.started_ms).isoformat(timespec="milliseconds"),
                 work.started_ms - work.claim.due_ms,
                 work.claim.attempt,
+                extra=log_fields(work),
             )
         keep_value = bool(message.then) and message.then[0].takes_result
         info = RunInfo(

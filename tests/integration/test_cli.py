@@ -540,3 +540,47 @@ def test_schedules_check_is_a_dead_mans_switch(run, sqlite_url: str) -> None:  #
     (late,) = json.loads(out)
     assert code == 1 and late["key"] == "stale" and late["last_success"] is None
     assert run("schedules", "check", "--max-late", "3h")[0] == 0
+
+
+def test_worker_json_logs_carry_the_message_fields(
+    sqlite_url: str, clean_env: dict[str, str]
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.support import cli_tasks
+
+    cli_tasks.app.use_backend(sqlite_url)
+    message_id = cli_tasks.greet.schedule(args=("ada",), key="hello")
+    cli_tasks.app.close()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tickwork",
+            "worker",
+            "-A",
+            "tests.support.cli_tasks",
+            "--burst",
+            "--log-format",
+            "json",
+            "--backend",
+            sqlite_url,
+        ],
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
+    assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    fired = [line for line in lines if line["message"].startswith("fire ")]
+    finished = [line for line in lines if line["message"].startswith("done ")]
+    assert len(fired) == 1 and len(finished) == 1
+    for line in (*fired, *finished):
+        assert line["message_id"] == message_id and line["task"] == cli_tasks.greet.name
+        assert line["key"] == "hello" and line["attempt"] == 1 and line["queue"] == "default"
+        assert line["lateness_ms"] >= 0
+    assert finished[0]["run_ms"] >= 0

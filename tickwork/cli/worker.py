@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
 
 import click
 
@@ -14,6 +12,7 @@ from tickwork.cli.common import (
     clean_errors,
     pass_state,
 )
+from tickwork.logs import configure as configure_logs
 from workers import Worker, WorkerConfig
 from workers.pools import POOL_KINDS
 
@@ -79,6 +78,13 @@ from workers.pools import POOL_KINDS
     default="info",
     show_default=True,
 )
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one object per line, with message id, task, key, attempt and lateness.",
+)
 @pass_state
 @backend_option
 @clean_errors
@@ -99,11 +105,10 @@ def worker(
     duration: float | None,
     burst: bool,
     log_level: str,
+    log_format: str,
 ) -> None:
     """Run a worker daemon for the app in MODULE."""
-    logging.basicConfig(
-        level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
-    )
+    configure_logs(log_level, log_format)
     app = state.app(module)
     if not queues:
         queues = tuple(sorted({t.options.queue for t in app.tasks.values()} or {"default"}))
