@@ -77,3 +77,26 @@ def on_sqlite_and_redis(
     emit(result)
     if out:
         out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def alternate(
+    rounds: int,
+    base: str,
+    measure_base: Callable[[], float],
+    other: str,
+    measure_other: Callable[[], float],
+) -> dict[str, Any]:
+    """Run ``measure_base`` and ``measure_other`` in turn ``rounds`` times (a figure each,
+    higher is better) and quote ``other / base`` pair by pair: this machine's speed drifts
+    more between runs than most features cost."""
+    runs = []
+    for _ in range(rounds):
+        first = measure_base()
+        runs.append({base: first, other: measure_other()})
+    ratios = [r[other] / r[base] for r in runs]
+    return {
+        "pairs": runs,
+        "median_ratio": round(statistics.median(ratios), 3),
+        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "median_cost_percent": round(100 * (1 - statistics.median(ratios)), 1),
+    }

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 from pathlib import Path
 
-from bench.common import on_sqlite_and_redis
+from bench.common import alternate, on_sqlite_and_redis
 from bench.limits import end_to_end
 
 COLUMNS = {
@@ -27,21 +26,17 @@ COLUMNS = {
 
 
 def pairs(url: str, count: int, rounds: int, against: str = "limited") -> dict[str, object]:
-    column = COLUMNS[against]
-    runs = []
-    for _ in range(rounds):
-        free = end_to_end(url, "free", count, 1000)["per_second"]
-        limited = end_to_end(url, against, count, 1000)["per_second"]
-        runs.append({"no_limit": free, column: limited})
-    ratios = [r[column] / r["no_limit"] for r in runs]
     return {
         "backend": url.split("://")[0],
         "against": against,
         "messages": count,
-        "pairs": runs,
-        "median_ratio": round(statistics.median(ratios), 3),
-        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
-        "median_cost_percent": round(100 * (1 - statistics.median(ratios)), 1),
+        **alternate(
+            rounds,
+            "no_limit",
+            lambda: end_to_end(url, "free", count, 1000)["per_second"],
+            COLUMNS[against],
+            lambda: end_to_end(url, against, count, 1000)["per_second"],
+        ),
     }
 
 

@@ -12,28 +12,24 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 from pathlib import Path
 from typing import Any
 
-from bench.common import on_sqlite_and_redis
+from bench.common import alternate, on_sqlite_and_redis
 from bench.engine import end_to_end
 
 
 def pairs(url: str, count: int, rounds: int) -> dict[str, Any]:
-    runs = []
-    for _ in range(rounds):
-        plain = end_to_end(url, count, 8, None, 100)["per_second"]
-        measured = end_to_end(url, count, 8, None, 100, metrics_port=0)["per_second"]
-        runs.append({"no_metrics": plain, "metrics": measured})
-    ratios = [r["metrics"] / r["no_metrics"] for r in runs]
     return {
         "backend": url.split("://")[0],
         "messages": count,
-        "pairs": runs,
-        "median_ratio": round(statistics.median(ratios), 3),
-        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
-        "median_cost_percent": round(100 * (1 - statistics.median(ratios)), 1),
+        **alternate(
+            rounds,
+            "no_metrics",
+            lambda: end_to_end(url, count, 8, None, 100)["per_second"],
+            "metrics",
+            lambda: end_to_end(url, count, 8, None, 100, metrics_port=0)["per_second"],
+        ),
     }
 
 

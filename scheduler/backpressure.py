@@ -16,11 +16,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from scheduler.backends import Backend, Envelope, OnConflict, Outcome
+from scheduler.backends.outcomes import WRITES
 from scheduler.errors import QueueFull
 
 FIRST_PAUSE_S = 0.01
 LONGEST_PAUSE_S = 0.5
-WRITTEN = (Outcome.ENQUEUED, Outcome.REPLACED)
+WRITTEN = WRITES
 
 
 def write_bounded(

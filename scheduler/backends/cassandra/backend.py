@@ -19,10 +19,10 @@ from scheduler.backends.cassandra.connection import connect
 from scheduler.backends.cassandra.rates import CassandraRates
 from scheduler.backends.cassandra.registry import CassandraRegistry
 from scheduler.backends.cassandra.results import CassandraResults
+from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
 from scheduler.clock import Clock
 from scheduler.errors import (
     InvalidMessage,
-    KeyConflict,
 )
 
 
@@ -65,15 +65,7 @@ class CassandraBackend(
         holders = self._holders(envelopes)
         present = self._present(envelopes)
         room = self._room(envelopes) if bounded else {}
-        if on_conflict is OnConflict.ERROR:
-            taken = [
-                e.key
-                for e in envelopes
-                if e.key is not None
-                and holders.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
-            ]
-            if taken:
-                raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
+        refuse_taken_keys(envelopes, holders, on_conflict)
         outcomes: list[Outcome] = []
         batches = Batches()
         counts: dict[str, int] = {}
@@ -82,26 +74,12 @@ class CassandraBackend(
             batch = batches.current
             ts = self._now_us()
             holder = holders.get((e.queue, e.key)) if e.key is not None else None
-            if e.key is not None:
-                if holder == (e.id, e.body) and on_conflict is not OnConflict.REPLACE:
-                    outcomes.append(Outcome.DUPLICATE)
-                    continue
-                if holder is not None and on_conflict is OnConflict.IGNORE:
-                    outcomes.append(Outcome.IGNORED)
-                    continue
-                outcome = Outcome.REPLACED if holder is not None else Outcome.ENQUEUED
-            else:
-                if e.id in present and on_conflict is not OnConflict.REPLACE:
-                    outcomes.append(Outcome.DUPLICATE)
-                    continue
-                outcome = Outcome.REPLACED if e.id in present else Outcome.ENQUEUED
-            if outcome is Outcome.ENQUEUED and e.queue in room:
-                if room[e.queue] <= 0:
-                    outcomes.append(Outcome.FULL)
-                    continue
-                room[e.queue] -= 1
-                added[e.queue] = added.get(e.queue, 0) + 1
+            outcome = decide(e, holder, e.id in present, on_conflict, room)
             outcomes.append(outcome)
+            if outcome not in WRITES:
+                continue
+            if outcome is Outcome.ENQUEUED:
+                added[e.queue] = added.get(e.queue, 0) + 1
             if e.key is not None:
                 if holder is not None:
                     self._remove(batch, e.queue, holder[0], ts)

@@ -218,13 +218,13 @@ class CassandraLayout(CassandraConnection):
 
     def _holders(
         self, envelopes: Sequence[Envelope]
-    ) -> dict[tuple[str, str | None], tuple[str, bytes]]:
+    ) -> dict[tuple[str, str], tuple[str, bytes]]:
         """(queue, key) -> (id, body) of the messages holding the keys of ``envelopes``."""
         by_queue: dict[str, set[str]] = {}
         for e in envelopes:
             if e.key is not None:
                 by_queue.setdefault(e.queue, set()).add(e.key)
-        holders: dict[tuple[str, str | None], tuple[str, bytes]] = {}
+        holders: dict[tuple[str, str], tuple[str, bytes]] = {}
         for queue, keys in by_queue.items():
             held = self._key_holders(queue, keys)
             bodies = self._bodies(queue, list(set(held.values())))

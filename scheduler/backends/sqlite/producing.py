@@ -8,9 +8,9 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.base import Envelope, OnConflict, Outcome
+from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
 from scheduler.backends.sqlite.bounds import SQLiteBounds
 from scheduler.backends.sqlite.connection import READY, SCHEDULED
-from scheduler.errors import KeyConflict
 
 
 class SQLiteProducing(SQLiteBounds):
@@ -34,40 +34,17 @@ class SQLiteProducing(SQLiteBounds):
             room = self._room(db, envelopes) if bounded else {}
             holders = self._key_holders(db, envelopes)
             present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
-            if on_conflict is OnConflict.ERROR:
-                taken = [
-                    e.key
-                    for e in envelopes
-                    if e.key is not None
-                    and holders.get((e.queue, e.key), (e.id, e.body)) != (e.id, e.body)
-                ]
-                if taken:
-                    raise KeyConflict(envelopes[0].queue, [k for k in taken if k is not None])
+            refuse_taken_keys(envelopes, holders, on_conflict)
             outcomes: list[Outcome] = []
             rows = []
             per_queue: dict[str, int] = {}
             added: dict[str, int] = {}  # new messages (a replacement adds none)
             for e in envelopes:
-                if e.key is not None:
-                    holder = holders.get((e.queue, e.key))
-                    if holder == (e.id, e.body) and not replace:
-                        outcomes.append(Outcome.DUPLICATE)
-                        continue
-                    if holder is not None and on_conflict is OnConflict.IGNORE:
-                        outcomes.append(Outcome.IGNORED)
-                        continue
-                    outcome = Outcome.ENQUEUED if holder is None else Outcome.REPLACED
-                else:
-                    if e.id in present and not replace:
-                        outcomes.append(Outcome.DUPLICATE)
-                        continue
-                    outcome = Outcome.REPLACED if e.id in present else Outcome.ENQUEUED
-                if outcome is Outcome.ENQUEUED and e.queue in room:
-                    if room[e.queue] <= 0:
-                        outcomes.append(Outcome.FULL)
-                        continue
-                    room[e.queue] -= 1
+                holder = holders.get((e.queue, e.key)) if e.key is not None else None
+                outcome = decide(e, holder, e.id in present, on_conflict, room)
                 outcomes.append(outcome)
+                if outcome not in WRITES:
+                    continue
                 if outcome is Outcome.ENQUEUED:
                     added[e.queue] = added.get(e.queue, 0) + 1
                 if e.key is not None:
