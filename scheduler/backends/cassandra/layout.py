@@ -216,9 +216,7 @@ class CassandraLayout(CassandraConnection):
     def _lease(self, queue: str, shard: int, message_id: str) -> Any:
         return self._run(self._prepare(cql.SELECT_LEASE), (queue, shard, message_id)).one()
 
-    def _holders(
-        self, envelopes: Sequence[Envelope]
-    ) -> dict[tuple[str, str], tuple[str, bytes]]:
+    def _holders(self, envelopes: Sequence[Envelope]) -> dict[tuple[str, str], tuple[str, bytes]]:
         """(queue, key) -> (id, body) of the messages holding the keys of ``envelopes``."""
         by_queue: dict[str, set[str]] = {}
         for e in envelopes:
