@@ -22,6 +22,7 @@ from scheduler.limits import limit_keys
 from scheduler.message import Message, encode_fields
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
+from scheduler.tracing import with_traceparent
 from scheduler.workflows import resolve_step
 from triggers import Cron, Repeating
 from triggers.base import Fire, require_aware
@@ -97,7 +98,7 @@ class MessageBuilder:
             occurrence=fire.occurrence,
             max_attempts=task.options.retry.max_attempts,
             timeout_s=task.options.timeout_s,
-            headers=call.headers,
+            headers=with_traceparent(call.headers),
             misfires=fire.misfires,
             limit=limit,
             rate=rate,

@@ -33,6 +33,8 @@ class RunInfo(NamedTuple):
     key: str | None
     attempt: int
     keep_value: bool = False  # what the handler returns is needed (a chain's next step)
+    traceparent: str | None = None  # the producer's span (OpenTelemetry), from the headers
+    lateness_ms: int = 0  # from the message's due time to this run's start
 
 
 #: writes a run's progress: (run, fraction, note)

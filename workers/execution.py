@@ -16,6 +16,7 @@ from scheduler import Aborted, App, InvalidMessage, UnknownTask
 from scheduler.context import RunContext, enter, leave
 from scheduler.results import encode_value
 from scheduler.tasks import TaskFunction
+from scheduler.tracing import handler_span
 
 
 class Verdict(StrEnum):
@@ -45,6 +46,15 @@ def run_handler(
     An ``async def`` handler that reaches this synchronous path (a process pool, or a
     thread pool without an event loop) runs to completion here on a fresh event loop,
     under its timeout: a coroutine is never acknowledged without having run."""
+    with handler_span(run.info) as outcome:
+        result = _run_handler(app, task_name, args, kwargs, run)
+        outcome(result.verdict.value, result.error_type, result.error)
+    return result
+
+
+def _run_handler(
+    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+) -> HandlerResult:
     started = time.perf_counter()
     token = enter(run)
     try:
@@ -70,6 +80,15 @@ async def run_async_handler(
     """Await an ``async def`` handler, with ``run`` as its ``current_run()``, and classify
     the outcome (the caller enforces the timeout). Never raises, except
     ``CancelledError`` when the caller cancels it."""
+    with handler_span(run.info) as outcome:
+        result = await _run_async_handler(app, task_name, args, kwargs, run)
+        outcome(result.verdict.value, result.error_type, result.error)
+    return result
+
+
+async def _run_async_handler(
+    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+) -> HandlerResult:
     started = time.perf_counter()
     token = enter(run)
     try:

@@ -43,6 +43,7 @@ from typing import Any
 from scheduler import App
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.context import RunInfo
+from scheduler.tracing import TRACEPARENT
 from workers.aborts import AbortWatcher
 from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
@@ -300,7 +301,14 @@ class Worker:
             )
         keep_value = bool(message.then) and message.then[0].takes_result
         info = RunInfo(
-            message.id, message.task, message.queue, message.key, work.claim.attempt, keep_value
+            message.id,
+            message.task,
+            message.queue,
+            message.key,
+            work.claim.attempt,
+            keep_value,
+            message.headers.get(TRACEPARENT),
+            max(0, work.started_ms - work.claim.due_ms),
         )
         pool.submit(work, message.task, message.args, message.kwargs, info)
 
