@@ -17,7 +17,8 @@ from scheduler.backends import (
     StoredMessage,
     open_backend,
 )
-from scheduler.backpressure import WRITTEN, write_bounded
+from scheduler.backends.outcomes import WRITES
+from scheduler.backpressure import write_bounded
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult
@@ -248,7 +249,7 @@ class App(ScheduleSteering, QueueControl):
             report.waited_s += waited_s
             for envelope, outcome in zip(batch, outcomes, strict=True):
                 report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
-                if outcome in WRITTEN:
+                if outcome in WRITES:
                     written.append(envelope.id)
             batch.clear()
 

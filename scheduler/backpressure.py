@@ -21,7 +21,6 @@ from scheduler.errors import QueueFull
 
 FIRST_PAUSE_S = 0.01
 LONGEST_PAUSE_S = 0.5
-WRITTEN = WRITES
 
 
 def write_bounded(
@@ -62,6 +61,6 @@ def full_error(
 ) -> QueueFull:
     """The ``QueueFull`` for a call whose refused messages stayed refused."""
     refused = [e for e, o in zip(envelopes, outcomes, strict=True) if o is Outcome.FULL]
-    written = [e.id for e, o in zip(envelopes, outcomes, strict=True) if o in WRITTEN]
+    written = [e.id for e, o in zip(envelopes, outcomes, strict=True) if o in WRITES]
     queue = refused[0].queue
     return QueueFull(queue, backend.queue_bounds().get(queue), written, len(refused), waited_s)

@@ -31,6 +31,11 @@ class Work:
     slot: str | None = None  # the concurrency limit it holds a slot of, while it runs
 
     @property
+    def lateness_ms(self) -> int:
+        """From the message's due time to its start (0 before it started, or if early)."""
+        return max(0, self.started_ms - self.claim.due_ms) if self.started_ms else 0
+
+    @property
     def handle(self) -> tuple[str, str]:
         return self.claim.id, self.claim.token
 
@@ -91,15 +96,14 @@ class Holdings:
             return self._deadlines.get(work.handle)
 
 
-def log_fields(work: Work, now_ms: int | None = None) -> dict[str, object]:
+def log_fields(work: Work) -> dict[str, object]:
     """The fields a log line about ``work`` carries for structured (JSON) logs: message id,
-    task, queue, key, attempt, and lateness (due time to start, or to ``now_ms``)."""
-    started = work.started_ms or now_ms
+    task, queue, key, attempt, and lateness (due time to start; None before it started)."""
     return {
         "message_id": work.claim.id,
         "task": work.message.task,
         "queue": work.claim.queue,
         "key": work.claim.key,
         "attempt": work.claim.attempt,
-        "lateness_ms": None if not started else max(0, started - work.claim.due_ms),
+        "lateness_ms": work.lateness_ms if work.started_ms else None,
     }

@@ -112,8 +112,7 @@ class WorkerMetrics(NoMetrics):
         buckets.observe(seconds)
 
     def started(self, work: Work) -> None:
-        late_s = max(0, work.started_ms - work.claim.due_ms) / 1000
-        self._tally().of(work).lateness.observe(late_s)
+        self._tally().of(work).lateness.observe(work.lateness_ms / 1000)
 
     def settled(self, work: Work, outcome: str, run_s: float | None = None) -> None:
         series = self._tally().of(work)

@@ -295,7 +295,7 @@ class Worker:
                 message.id,
                 message.scheduled_at.isoformat(timespec="milliseconds"),
                 to_datetime(work.started_ms).isoformat(timespec="milliseconds"),
-                work.started_ms - work.claim.due_ms,
+                work.lateness_ms,
                 work.claim.attempt,
                 extra=log_fields(work),
             )
@@ -308,7 +308,7 @@ class Worker:
             work.claim.attempt,
             keep_value,
             message.headers.get(TRACEPARENT),
-            max(0, work.started_ms - work.claim.due_ms),
+            work.lateness_ms,
         )
         pool.submit(work, message.task, message.args, message.kwargs, info)
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from scheduler.backends import Envelope, OnConflict, Outcome
+from scheduler.backends import Backend, Envelope, OnConflict, Outcome
 from scheduler.backends.records import Failure
 from scheduler.errors import ConfigurationError
 from tests.support.backends import BackendHarness
@@ -37,6 +37,13 @@ def _envelopes(queue: str, count: int, now: int, key_prefix: str | None = None) 
     ]
 
 
+def _fill_with_keyed(b: Backend, queue: str) -> list[Envelope]:
+    """Offer 60 keyed messages to ``queue`` (bounded at ``BOUND``); the ones it stored."""
+    keyed = _envelopes(queue, 60, b.now_ms(), key_prefix="k")
+    outcomes = b.enqueue(keyed, OnConflict.IGNORE, bounded=True)
+    return [e for e, o in zip(keyed, outcomes, strict=True) if o is Outcome.ENQUEUED]
+
+
 def _pending(harness: BackendHarness, queue: str) -> int:
     (stats,) = harness.backend.stats(queue)
     return stats.pending
@@ -61,9 +68,7 @@ def test_a_bounded_enqueue_writes_what_fits_and_refuses_the_rest(harness: Backen
 def test_a_full_queue_still_takes_duplicates_and_replacements(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
     b.set_queue_bound(queue, BOUND)
-    keyed = _envelopes(queue, 60, b.now_ms(), key_prefix="k")
-    outcomes = b.enqueue(keyed, OnConflict.IGNORE, bounded=True)
-    stored = [e for e, o in zip(keyed, outcomes, strict=True) if o is Outcome.ENQUEUED]
+    stored = _fill_with_keyed(b, queue)
     assert len(stored) == BOUND and _pending(harness, queue) == BOUND
     again = b.enqueue(stored, bounded=True)
     assert again == [Outcome.DUPLICATE] * BOUND, "a re-send of a stored message is not refused"
@@ -97,9 +102,7 @@ def test_settling_makes_room_and_never_refuses(harness: BackendHarness) -> None:
 def test_cancelling_and_purging_make_room(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
     b.set_queue_bound(queue, BOUND)
-    keyed = _envelopes(queue, 60, b.now_ms(), key_prefix="k")
-    outcomes = b.enqueue(keyed, OnConflict.IGNORE, bounded=True)
-    stored = [e for e, o in zip(keyed, outcomes, strict=True) if o is Outcome.ENQUEUED]
+    stored = _fill_with_keyed(b, queue)
     assert b.delete(stored[0].id, queue) and b.delete(stored[1].id)
     assert b.delete_by_key(queue, stored[2].key or "")
     outcomes = b.enqueue(_envelopes(queue, 90, b.now_ms()), bounded=True)

@@ -30,11 +30,10 @@ def test_a_full_queue_times_out_having_written_only_what_fit(app: App) -> None:
 
     app.configure_queue("billing", max_pending=5)
     assert app.queue_bounds() == {"billing": 5}
-    started = time.monotonic()
     with pytest.raises(QueueFull) as caught:
         app.enqueue_many((charge.call(n) for n in range(8)), batch_size=3, block_timeout=0.3)
     err = caught.value
-    assert time.monotonic() - started >= 0.3, "it waited for room before giving up"
+    assert err.waited_s >= 0.3, "it waited for room (its whole timeout) before giving up"
     assert err.queue == "billing" and err.max_pending == 5 and err.written == 5
     assert err.refused == 1, "the batch that stalled had one message left"
     assert "queue 'billing' is full (max_pending 5)" in str(err)
@@ -108,28 +107,18 @@ def test_an_async_producer_waits_without_blocking_its_loop(app: App) -> None:
     app.configure_queue("billing", max_pending=1)
     charge.delay(0)
 
-    async def main() -> tuple[int, bool]:
-        beats = 0
+    async def main() -> bool:
         waiting = asyncio.ensure_future(charge.aschedule(args=(1,), block_timeout=30))
-
-        async def beat() -> None:
-            nonlocal beats
-            while not waiting.done():
-                beats += 1
-                await asyncio.sleep(0.01)
-
-        ticker = asyncio.ensure_future(beat())
         await asyncio.sleep(0.3)
-        blocked = not waiting.done()
+        # this coroutine runs again while the producer still waits: had the wait blocked
+        # the loop, it would resume only after the producer gave up (QueueFull at 30 s)
+        loop_ran_while_waiting = not waiting.done()
         with running(app, queues=("billing",)) as worker:
             await waiting
             wait_for(lambda: worker.stats.acked == 2, 30)
-        await ticker
-        return beats, blocked
+        return loop_ran_while_waiting
 
-    beats, blocked = asyncio.run(main())
-    assert blocked, "the producer waited while the queue was full"
-    assert beats >= 20, "the event loop ran while the producer waited"
+    assert asyncio.run(main()), "the event loop ran while the producer waited for room"
 
 
 def test_a_bound_must_be_a_positive_whole_number(sqlite_app: App) -> None:
