@@ -18,7 +18,9 @@ from scheduler.backends.base import (
 )
 from scheduler.backends.records import (
     AbortRequest,
+    BatchRecord,
     Failure,
+    MemberOutcome,
     QueueStats,
     RateRequest,
     SlotRequest,
@@ -65,10 +67,12 @@ __all__ = [
     "DEFAULT_URL",
     "AbortRequest",
     "Backend",
+    "BatchRecord",
     "Claim",
     "ClaimBatch",
     "Envelope",
     "Failure",
+    "MemberOutcome",
     "OnConflict",
     "Outcome",
     "PoisonRecord",

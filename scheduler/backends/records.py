@@ -1,5 +1,6 @@
 """Records the backend contract hands back besides messages: failures, queue
-statistics, abort requests, the slots of concurrency limits and the starts of rate limits."""
+statistics, abort requests, the slots of concurrency limits, the starts of rate limits
+and the members of batches."""
 
 from __future__ import annotations
 
@@ -83,6 +84,30 @@ class Waiter(NamedTuple):
     queue: str
     key: str | None
     message_id: str
+
+
+class MemberOutcome(NamedTuple):
+    """How member ``member`` (its index in the group) of batch ``batch`` settled: its
+    outcome record (what it returned, or why it failed for good), whether it ``failed``,
+    and when the batch's records expire (epoch ms, backend clock)."""
+
+    batch: str
+    member: int
+    failed: bool
+    outcome: bytes
+    expires_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """A batch as stored: the description given when it was opened (None if it was never
+    opened or expired), how many members settled and how many of those failed, and the
+    outcome of each settled member by index (when asked for)."""
+
+    description: bytes | None
+    settled: int
+    failed: int
+    outcomes: dict[int, bytes] = field(default_factory=dict)
 
 
 #: Counter names every backend keeps per queue.

@@ -1,14 +1,15 @@
 """The side records of the backend contract: what a backend keeps beside messages, each
 record small, keyed and most with a time to live: the result records of runs, the starts
-of rate limits, and the registry of live workers. ``Backend`` inherits these abstract
-operations; the contract suite checks each on every backend."""
+of rate limits, the registry of live workers, and the fan-in counters of batches.
+``Backend`` inherits these abstract operations; the contract suite checks each on every
+backend."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from scheduler.backends.records import RateRequest
+from scheduler.backends.records import BatchRecord, MemberOutcome, RateRequest
 
 
 class SideRecords(ABC):
@@ -53,3 +54,24 @@ class SideRecords(ABC):
     @abstractmethod
     def worker_records(self) -> dict[str, bytes]:
         """The records of every worker not yet expired, by worker id."""
+
+    # -- batches: each member's outcome, counted once, and the batch's description --------
+
+    @abstractmethod
+    def open_batch(self, batch_id: str, description: bytes, expires_ms: int) -> None:
+        """Store the description of batch ``batch_id`` (its size and callbacks), kept
+        until ``expires_ms`` (epoch ms, backend clock) like the outcomes of its members."""
+
+    @abstractmethod
+    def settle_members(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
+        """Record each member's outcome unless that member settled before (a redelivered
+        run does not count twice: its first outcome stays), and answer for each, counted
+        in the same atomic step (one script, one transaction, one lightweight
+        transaction), how many members of its batch have settled and how many of those
+        failed. Whoever sees the count reach the batch's size may fire its callbacks;
+        more than one caller can see it (a redelivery), so firing must be idempotent."""
+
+    @abstractmethod
+    def read_batch(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
+        """The batch as stored (with each settled member's outcome if ``outcomes``), or
+        None when nothing of it is stored (never opened, or expired)."""

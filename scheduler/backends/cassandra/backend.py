@@ -13,6 +13,7 @@ from scheduler.backends.base import (
     StoredMessage,
 )
 from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batches import CassandraBatches
 from scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
 from scheduler.backends.cassandra.bounds import CassandraBounds
 from scheduler.backends.cassandra.connection import connect
@@ -27,7 +28,12 @@ from scheduler.errors import (
 
 
 class CassandraBackend(
-    CassandraBounds, CassandraRates, CassandraResults, CassandraRegistry, Backend
+    CassandraBounds,
+    CassandraRates,
+    CassandraResults,
+    CassandraRegistry,
+    CassandraBatches,
+    Backend,
 ):
     """Storage on Cassandra. Thread-safe (the driver's session is)."""
 

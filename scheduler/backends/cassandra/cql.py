@@ -188,6 +188,30 @@ INSERT_RATE_START = "INSERT INTO rate_starts (name, member, at_ms) VALUES (?, ?,
 INSERT_RESULT = "INSERT INTO results (id, body) VALUES (?, ?) USING TTL ?"
 SELECT_RESULTS = "SELECT id, body FROM results WHERE id IN ?"
 
+# -- batches (one partition per batch: static description and counts, a row per member) -------
+# the counts are only ever written with lightweight transactions
+
+OPEN_BATCH = (
+    "INSERT INTO batches (batch_id, description, settled, failed) VALUES (?, ?, 0, 0) "
+    "IF NOT EXISTS USING TTL ?"
+)
+SELECT_BATCH_COUNTS = "SELECT settled, failed FROM batches WHERE batch_id = ? LIMIT 1"
+SELECT_BATCH_SETTLED = "SELECT member FROM batches WHERE batch_id = ? AND member IN ?"
+SETTLE_MEMBER = (
+    "UPDATE batches USING TTL ? SET outcome = ?, failed_member = ? "
+    "WHERE batch_id = ? AND member = ? IF outcome = null"
+)
+COUNT_MEMBERS = (
+    "UPDATE batches USING TTL ? SET settled = ?, failed = ? WHERE batch_id = ? "
+    "IF settled = ? AND failed = ?"
+)
+COUNT_FIRST_MEMBERS = (  # a batch whose description expired (or was never opened)
+    "UPDATE batches USING TTL ? SET settled = ?, failed = ? WHERE batch_id = ? IF settled = null"
+)
+SELECT_BATCH = (
+    "SELECT description, settled, failed, member, outcome FROM batches WHERE batch_id = ?"
+)
+
 # -- the worker registry (one partition, rows with a TTL) ---------------------------------------
 
 PUT_WORKER = "INSERT INTO workers (registry, id, body) VALUES (0, ?, ?) USING TTL ?"

@@ -128,6 +128,14 @@ TABLES = {
     # what a run returned (or why it failed), by message id, written with a TTL
     "results": """
         CREATE TABLE IF NOT EXISTS {ks}.results (id text PRIMARY KEY, body blob)""",
+    # a batch per partition: its description and counts (static, the counts written only
+    # with lightweight transactions) and a row per settled member, written with the count
+    # in one conditional batch; every cell with the batch's TTL
+    "batches": """
+        CREATE TABLE IF NOT EXISTS {ks}.batches (
+            batch_id text, member int, description blob static, settled int static,
+            failed int static, failed_member boolean, outcome blob,
+            PRIMARY KEY ((batch_id), member))""",
     # live workers: one small partition, each row with a TTL its heartbeat renews
     "workers": """
         CREATE TABLE IF NOT EXISTS {ks}.workers (

@@ -37,6 +37,7 @@ from scheduler.backends.base import (
 )
 from scheduler.backends.records import Waiter
 from scheduler.backends.redis.admin import RedisAdmin
+from scheduler.backends.redis.batches import RedisBatches
 from scheduler.backends.redis.options import connect
 from scheduler.backends.redis.rates import RedisRates
 from scheduler.backends.redis.registry import RedisRegistry
@@ -52,7 +53,7 @@ _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 REREADS = 20
 
 
-class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, Backend):
+class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, RedisBatches, Backend):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
 
     @classmethod

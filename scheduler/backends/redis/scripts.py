@@ -7,7 +7,8 @@ shard only (one hash tag, so one Redis Cluster slot) and reads the time from the
 ``lua/prelude.lua`` names the thirteen keys of a shard (``SHARD_KEYS``, passed in that
 order to every shard script) and holds the helpers; it is prepended to each script. The
 ``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag), and
-``rate_reserve`` the start log of one rate limit. Each
+``rate_reserve`` the start log of one rate limit, and the ``batch_*`` scripts the two
+keys of one batch. Each
 script's header lists the keys it uses and its ``ARGV``.
 """
 
@@ -39,6 +40,8 @@ SCRIPT_NAMES = (
     "slot_release",
     "slot_extend",
     "rate_reserve",
+    "batch_open",
+    "batch_settle",
 )
 
 

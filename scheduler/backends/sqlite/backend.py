@@ -19,6 +19,7 @@ from scheduler.backends.base import (
 from scheduler.backends.options import parse_options
 from scheduler.backends.records import Waiter
 from scheduler.backends.sqlite.admin import SQLiteAdmin
+from scheduler.backends.sqlite.batches import SQLiteBatches
 from scheduler.backends.sqlite.connection import (
     COLUMNS,
     READY,
@@ -42,6 +43,7 @@ class SQLiteBackend(
     SQLiteRates,
     SQLiteResults,
     SQLiteRegistry,
+    SQLiteBatches,
     Backend,
 ):
     """SQLite storage. One connection per thread; all of them share the file."""

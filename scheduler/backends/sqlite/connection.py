@@ -116,11 +116,28 @@ CREATE TABLE IF NOT EXISTS workers (
     body       BLOB NOT NULL,
     expires_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS batches (
+    id          TEXT PRIMARY KEY,
+    description BLOB,
+    settled     INTEGER NOT NULL,
+    failed      INTEGER NOT NULL,
+    expires_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS batches_to_prune ON batches (expires_ms);
+CREATE TABLE IF NOT EXISTS batch_members (
+    batch      TEXT NOT NULL,
+    member     INTEGER NOT NULL,
+    failed     INTEGER NOT NULL,
+    outcome    BLOB NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (batch, member)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
 _PRUNE_EVERY_MS = (
-    1000  # expired side records (rate starts, results, workers) are deleted this often
+    1000  # expired side records (rate starts, results, workers, batches) are deleted this often
 )
 STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
 COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body"
