@@ -6,6 +6,14 @@ change between releases.
 
 from scheduler.app import App
 from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
+from scheduler.batch_status import (
+    BatchFailed,
+    BatchHandle,
+    BatchNotFound,
+    BatchOutcome,
+    BatchStatus,
+)
+from scheduler.batches import Batch, Group, batch, group
 from scheduler.clock import Clock
 from scheduler.context import Aborted, RunContext, current_run
 from scheduler.control import AbortResult, Resumed, ScheduleInfo
@@ -37,12 +45,19 @@ __all__ = [
     "Backend",
     "BackendError",
     "BackendUnavailable",
+    "Batch",
+    "BatchFailed",
+    "BatchHandle",
+    "BatchNotFound",
+    "BatchOutcome",
+    "BatchStatus",
     "Call",
     "Clock",
     "ConcurrencyLimit",
     "ConfigurationError",
     "DecodeError",
     "EnqueueReport",
+    "Group",
     "InvalidMessage",
     "KeyConflict",
     "Message",
@@ -67,7 +82,9 @@ __all__ = [
     "TaskInfo",
     "TickworkError",
     "UnknownTask",
+    "batch",
     "chain",
     "current_run",
+    "group",
     "open_backend",
 ]

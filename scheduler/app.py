@@ -19,6 +19,8 @@ from scheduler.backends import (
 )
 from scheduler.backends.outcomes import WRITES
 from scheduler.backpressure import write_bounded
+from scheduler.batch_control import BatchControl
+from scheduler.batches import Batch, Group
 from scheduler.building import MessageBuilder, upcoming
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult
@@ -42,7 +44,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class App(ScheduleSteering, QueueControl):
+class App(ScheduleSteering, QueueControl, BatchControl):
     """A tickwork application: its tasks, its settings, and (opened on first use) its backend.
 
     ``App()`` reads ``TICKWORK_BACKEND`` (else ``sqlite:///tickwork.db``). Nothing connects
@@ -198,7 +200,7 @@ class App(ScheduleSteering, QueueControl):
 
     def enqueue(
         self,
-        call: Call,
+        call: Call | Batch | Group,
         on_conflict: str | OnConflict = OnConflict.ERROR,
         *,
         block: bool = True,
@@ -207,7 +209,10 @@ class App(ScheduleSteering, QueueControl):
         """Validate and store one invocation; returns its message id. While its queue is
         full (``configure_queue``), wait up to ``block_timeout`` seconds (default: the
         ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
-        ``block=False`` raise it at once."""
+        ``block=False`` raise it at once. A batch or a group goes to ``enqueue_batch``
+        (its handle is returned)."""
+        if not isinstance(call, Call):
+            return self.enqueue_batch(call, block=block, block_timeout=block_timeout)
         mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
         write_bounded(

@@ -19,11 +19,11 @@ from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
 from scheduler.limits import limit_keys
-from scheduler.message import Message, encode_fields
+from scheduler.message import Callback, Membership, Message, encode_fields
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
 from scheduler.tracing import with_traceparent
-from scheduler.workflows import resolve_step
+from scheduler.workflows import resolve_step, result_taking_arguments
 from triggers import Cron, Repeating
 from triggers.base import Fire, require_aware
 from triggers.preview import Occurrence, preview
@@ -48,18 +48,30 @@ class MessageBuilder:
         self._rng = rng or random.Random()
 
     def build(
-        self, call: Call, now_ms: int | None = None, now: datetime | None = None
+        self,
+        call: Call,
+        now_ms: int | None = None,
+        now: datetime | None = None,
+        *,
+        chain: str | None = None,
+        member: Membership | None = None,
+        callback: Callback | None = None,
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
         ``InvalidMessage``; writes nothing. ``now_ms``/``now`` let a bulk caller pass the
-        clock reading once."""
+        clock reading once. A batch (``scheduler.batches``) names its members and
+        callbacks itself (``chain``) and marks them (``member``, ``callback``); a callback
+        that takes the batch's outcome first has its other arguments checked for arity."""
         task = self.registry.lookup(call.task)
         if now_ms is None:
             now_ms = self.clock.now_ms()
             now = None
         if now is None:
             now = to_datetime(now_ms)
-        args, kwargs = task.arguments.to_json(call.args, call.kwargs)
+        if callback is not None and call.takes_result:
+            args, kwargs = result_taking_arguments(call, task, "the batch's outcome")
+        else:
+            args, kwargs = task.arguments.to_json(call.args, call.kwargs)
         options = task.options
         limit, rate = limit_keys(
             task.name,
@@ -72,7 +84,9 @@ class MessageBuilder:
         queue = call.queue or task.options.queue
         check_scalars(call, queue)
         stored, fire, jitter_s = plan(call, now)
-        if call.key is not None:
+        if chain is not None:
+            pass
+        elif call.key is not None:
             chain = keyed_chain_id(queue, call.key)
         elif call.identity is not None:
             chain = identity_chain_id(queue, call.identity)
@@ -103,6 +117,8 @@ class MessageBuilder:
             limit=limit,
             rate=rate,
             then=self._steps(call, queue),
+            member=None if member is None else member.model_dump(),
+            callback=None if callback is None else callback.model_dump(),
         )
         return message_id, self.envelope(
             message_id,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -35,6 +35,29 @@ class Step(BaseModel):
     priority: int = 0
     timeout_s: float = 300.0
     max_attempts: int = 1
+
+
+class Membership(BaseModel):
+    """Where a message stands in a batch: member ``index`` of ``size``; the batch's
+    records are kept until ``expires_ms`` (see ``scheduler.batches``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch: str
+    index: int
+    size: int
+    expires_ms: int
+
+
+class Callback(BaseModel):
+    """A batch's callback: which batch, when it fires (every member succeeded, all
+    settled, or some failed) and whether it takes the batch's outcome first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch: str
+    when: Literal["success", "complete", "failure"]
+    takes_result: bool = False
 
 
 class Message(BaseModel):
@@ -64,6 +87,8 @@ class Message(BaseModel):
     limit: str | None = None  # the concurrency limit key its runs hold a slot of
     rate: str | None = None  # the rate limit key its starts are counted under
     then: list[Step] = Field(default_factory=list)  # a chain's steps after this one
+    member: Membership | None = None  # a member of a batch: its outcome is counted
+    callback: Callback | None = None  # a batch's callback: parked until the batch settles
 
     def encode(self) -> bytes:
         """Compact JSON bytes."""
@@ -110,6 +135,8 @@ def encode_fields(
     limit: str | None = None,
     rate: str | None = None,
     then: list[dict[str, Any]] | None = None,
+    member: dict[str, Any] | None = None,
+    callback: dict[str, Any] | None = None,
 ) -> bytes:
     """Encode already-validated message fields exactly as ``Message.encode`` would (fields
     at their defaults left out) without building a model: the bulk enqueue path."""
@@ -143,6 +170,10 @@ def encode_fields(
         fields["rate"] = rate
     if then:
         fields["then"] = then
+    if member is not None:
+        fields["member"] = member
+    if callback is not None:
+        fields["callback"] = callback
     return to_json(fields)
 
 

@@ -30,6 +30,8 @@ class Settings(BaseModel):
     keep_results: bool = False
     #: how long a result is kept when the task does not say
     result_retention_s: float = Field(default=86_400.0, gt=0)
+    #: how long a batch's records (member outcomes, counts) are kept after its last due time
+    batch_retention_s: float = Field(default=7 * 86_400.0, gt=0)
     #: how long ``delay``/``schedule``/``enqueue_many`` wait for room in a full queue
     enqueue_block_s: float = Field(default=60.0, ge=0)
 

@@ -59,20 +59,7 @@ def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
     """The stored form of a later step: its arguments validated now (a step that takes
     the previous result has its arity checked now and its types when it runs)."""
     if call.takes_result:
-        try:
-            task.arguments.signature.bind(None, *call.args, **call.kwargs)
-        except TypeError as err:
-            raise InvalidMessage(
-                f"arguments for step {task.name!r} (which takes the previous result "
-                f"first) do not match its signature: {err}"
-            ) from err
-        try:
-            args = to_jsonable_python(list(call.args))
-            kwargs = to_jsonable_python(dict(call.kwargs))
-        except PydanticSerializationError as err:
-            raise InvalidMessage(
-                f"arguments for step {task.name!r} are not JSON-serialisable: {err}"
-            ) from err
+        args, kwargs = result_taking_arguments(call, task, "the previous result")
     else:
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
     options = task.options
@@ -86,6 +73,26 @@ def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
         timeout_s=options.timeout_s,
         max_attempts=options.retry.max_attempts,
     )
+
+
+def result_taking_arguments(
+    call: Call, task: TaskFunction[..., Any], what: str
+) -> tuple[list[Any], dict[str, Any]]:
+    """The JSON arguments of a call whose first argument (``what``) arrives when it runs:
+    their arity is checked now against the task's signature, their types when it runs."""
+    try:
+        task.arguments.signature.bind(None, *call.args, **call.kwargs)
+    except TypeError as err:
+        raise InvalidMessage(
+            f"arguments for {task.name!r} (which takes {what} first) do not match its "
+            f"signature: {err}"
+        ) from err
+    try:
+        return to_jsonable_python(list(call.args)), to_jsonable_python(dict(call.kwargs))
+    except PydanticSerializationError as err:
+        raise InvalidMessage(
+            f"arguments for {task.name!r} are not JSON-serialisable: {err}"
+        ) from err
 
 
 def step_id(first_id: str, index: int) -> str:

@@ -206,7 +206,7 @@ class Consumer:
             failure = Failure(
                 "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
             )
-            self._settler.poison_now(claim, failure)
+            self._settler.poison_now(claim, failure, message)
             return None
         work = Work(claim, message)
         self._holdings.add(work)

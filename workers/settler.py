@@ -22,11 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler import App, BackendError, TickworkError
-from scheduler.backends import Backend, Claim, Envelope, Failure
+from scheduler.backends import Backend, Claim, Envelope, Failure, MemberOutcome
 from scheduler.message import Message
 from scheduler.results import failed_record, succeeded_record
 from scheduler.retry import GiveUp, decide
 from workers.execution import HandlerResult, Verdict
+from workers.fanin import FanIn, member_outcome
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
@@ -64,6 +65,7 @@ class Settler:
         self._results: queue_module.SimpleQueue[tuple[Work, HandlerResult]] = (
             queue_module.SimpleQueue()
         )
+        self._fanin = FanIn(backend, self._with_retries)
 
     def finished(self, work: Work, result: HandlerResult) -> None:
         """A pool's callback: ``work``'s handler is done (any thread)."""
@@ -101,6 +103,7 @@ class Settler:
         aborts: list[str] = []  # abort requests to drop: their runs are settled
         aborted: dict[str, int] = {}  # queue -> runs settled as aborted
         kept: list[tuple[str, bytes, int]] = []  # results to keep, written before the acks
+        members: list[tuple[Work, MemberOutcome]] = []  # batch members, counted before too
         for work, result in batch:
             message = work.message
             done.append(work)
@@ -121,6 +124,8 @@ class Settler:
                     kept.append((work.claim.id, record, retention))
                 nxt = self._next(message, now, succeeded=True, value=result.value)
                 acks.append((work.claim, nxt))
+                if (outcome := member_outcome(work, now, result.value)) is not None:
+                    members.append((work, outcome))
                 if log.isEnabledFor(logging.INFO):
                     log.info(
                         "done %s id=%s in %.1fms",
@@ -144,6 +149,9 @@ class Settler:
         # backend can); forget() then finds none left to give back
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
             self._with_retries(lambda: self._backend.put_results(kept))
+        if members and not self._fanin.settle(members):  # forced stop: leave them to
+            unsettled = {work.claim.id for work, _ in members}  # be redelivered
+            acks = [ack for ack in acks if ack[0].id not in unsettled]
         held = self._limits.take_slots(done)
         if acks:
             self._ack(acks, held)
@@ -233,6 +241,8 @@ class Settler:
         )
         failure = Failure("aborted", "Aborted", why, result.traceback)
         self._keep_failure(work, "Aborted", why, now)
+        if not self._settle_member(work, now, ("Aborted", why)):
+            return False
         nxt = self._next(message, now, succeeded=False) if continue_chain else None
         ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt)))
         self._counters.add("aborted" if ok else "stale")
@@ -258,6 +268,8 @@ class Settler:
         )
         failure = Failure(reason, result.error_type, result.error, result.traceback)
         self._keep_failure(work, result.error_type, result.error, now)
+        if not self._settle_member(work, now, (result.error_type, result.error)):
+            return
         nxt = self._next(message, now, succeeded=False)
         ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
         self._counters.add("poisoned" if ok else "stale")
@@ -270,9 +282,21 @@ class Settler:
             item = (work.claim.id, record, retention)
             self._with_retries(lambda: self._backend.put_results([item]))
 
-    def poison_now(self, claim: Claim, failure: Failure) -> None:
-        """Poison a claim that can never run (undecodable, unknown task) at once."""
+    def _settle_member(self, work: Work, now: int, error: tuple[str, str]) -> bool:
+        """Count a batch member that failed for good (before it is poisoned); False if
+        that could not be written (forced stop: it is left to be redelivered)."""
+        outcome = member_outcome(work, now, error=error)
+        return outcome is None or self._fanin.settle([(work, outcome)])
+
+    def poison_now(self, claim: Claim, failure: Failure, message: Message | None = None) -> None:
+        """Poison a claim that can never run (undecodable, unknown task) at once; a batch
+        member among them (``message`` decoded) counts as failed."""
         log.error("poisoning %s: %s", claim.id, failure.message)
+        if message is not None and message.member is not None:
+            work = Work(claim, message, holds_permit=False)
+            if not self._settle_member(work, self._now_ms(), (failure.error_type, failure.message)):
+                self._permits.give(1)
+                return
         try:
             done = self._backend.poison(claim, failure)
         except BackendError as err:

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import App
+from scheduler import App, BackendError, TickworkError
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.context import RunInfo
 from scheduler.tracing import TRACEPARENT
@@ -48,7 +48,8 @@ from workers.aborts import AbortWatcher
 from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
-from workers.execution import aborted
+from workers.execution import HandlerResult, Verdict, aborted
+from workers.fanin import callback_args
 from workers.flow import Counters, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work, log_fields
@@ -286,6 +287,17 @@ class Worker:
         pool = self._pool
         assert pool is not None
         message = work.message
+        try:
+            args = callback_args(self.backend, message)  # a batch's outcome, for its callback
+        except BackendError as err:
+            log.warning("cannot read the batch of callback %s (due again): %s", message.id, err)
+            self._settler.release([work])
+            return
+        except TickworkError as err:
+            self._settler.finished(
+                work, HandlerResult(Verdict.POISON, type(err).__name__, str(err))
+            )
+            return
         work.started_ms = self._now_ms()
         self._metrics.started(work)
         if log.isEnabledFor(logging.INFO):
@@ -299,7 +311,8 @@ class Worker:
                 work.claim.attempt,
                 extra=log_fields(work),
             )
-        keep_value = bool(message.then) and message.then[0].takes_result
+        # a chain's next step or a batch's callbacks take what the handler returns
+        keep_value = bool(message.then and message.then[0].takes_result) or bool(message.member)
         info = RunInfo(
             message.id,
             message.task,
@@ -310,7 +323,7 @@ class Worker:
             message.headers.get(TRACEPARENT),
             work.lateness_ms,
         )
-        pool.submit(work, message.task, message.args, message.kwargs, info)
+        pool.submit(work, message.task, args, message.kwargs, info)
 
     def _settle(self) -> None:
         try:

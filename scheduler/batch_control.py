@@ -1,0 +1,87 @@
+"""The batch part of ``App`` (a mixin): enqueue a batch or a group, read it, cancel it.
+How a batch runs is in ``scheduler.batches``; reading it back in
+``scheduler.batch_status``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from scheduler.backends import OnConflict
+from scheduler.backpressure import write_bounded
+from scheduler.batch_status import BatchHandle, BatchStatus, read_description, read_status
+from scheduler.batches import Batch, BuiltBatch, Group, build_batch, member_id
+
+if TYPE_CHECKING:
+    from scheduler.backends import Backend
+    from scheduler.building import MessageBuilder
+    from scheduler.clock import Clock
+    from scheduler.settings import Settings
+
+_CHUNK = 1000  # members written per backend call
+
+
+class BatchControl:
+    """Enqueueing, reading and cancelling batches (mixed into ``App``)."""
+
+    settings: Settings
+    builder: MessageBuilder
+    clock: Clock
+
+    if TYPE_CHECKING:
+
+        @property
+        def backend(self) -> Backend: ...
+
+        def _block_s(self, block_timeout: float | None) -> float: ...
+
+    def enqueue_batch(
+        self, spec: Batch | Group, *, block: bool = True, block_timeout: float | None = None
+    ) -> BatchHandle:
+        """Validate every member and callback, then store the batch: its description, its
+        callbacks (parked until it settles), its members (``1000`` per call, waiting for
+        room in a bounded queue as ``enqueue_many`` does). If the members cannot all be
+        written (``QueueFull``, a backend error), the callbacks are deleted, so a batch
+        that was not wholly stored never calls back; the error is raised."""
+        retention = timedelta(seconds=self.settings.batch_retention_s)
+        built = build_batch(self.builder, spec, self.clock.now_ms(), retention)
+        backend = self.backend
+        backend.open_batch(built.id, built.description.encode(), built.expires_ms)
+        if built.callbacks:
+            backend.enqueue(built.callbacks, OnConflict.ERROR)
+        timeout_s, waited_s = self._block_s(block_timeout), 0.0
+        try:
+            for start in range(0, len(built.members), _CHUNK):
+                chunk = built.members[start : start + _CHUNK]
+                left = timeout_s - waited_s
+                waited_s += write_bounded(
+                    backend, chunk, OnConflict.ERROR, block=block, timeout_s=left
+                )[1]
+        except BaseException:
+            self._drop_callbacks(built)
+            raise
+        return BatchHandle(built.id, self)
+
+    def _drop_callbacks(self, built: BuiltBatch) -> None:
+        for envelope in built.callbacks:
+            self.backend.delete(envelope.id, envelope.queue)
+
+    def batch(self, batch_id: str, members: bool = False) -> BatchStatus:
+        """Where batch ``batch_id`` stands: counts, callbacks, and (``members``) each
+        member's state, result or error. Raises ``BatchNotFound``."""
+        return read_status(self.backend, batch_id, members)
+
+    def cancel_batch(self, batch_id: str) -> int:
+        """Cancel a batch: its callbacks are deleted (none fires) and its members that
+        have not settled are cancelled (running ones finish, as ``cancel`` lets them).
+        Returns how many members were cancelled. Raises ``BatchNotFound``."""
+        backend = self.backend
+        description, record = read_description(backend, batch_id, outcomes=True)
+        for place in description.callbacks.values():
+            backend.delete(place.id, place.queue)
+        cancelled = 0
+        for index in range(description.size):
+            if index not in record.outcomes:
+                mid = member_id(batch_id, index)
+                cancelled += any(backend.delete(mid, queue) for queue in description.queues)
+        return cancelled

@@ -1,0 +1,199 @@
+"""Groups and batches: many messages that settle together, and callbacks that fire once.
+
+``app.enqueue(batch(group([...]), on_success=..., on_complete=..., on_failure=...))``
+stores the batch's description (its size and where its callbacks wait), then its
+callbacks, parked (due at ``PAUSED_DUE``: stored, never claimed), then its members. Each
+member carries its place in the batch (``Message.member``); when a member's run settles
+for good (it succeeded, or failed for good into the poison queue, or was aborted) the
+worker records its outcome with ``Backend.settle_members`` *before* it acks or poisons
+it, and that call counts the member in the same atomic step. Whoever sees the count
+reach the batch's size wakes the callbacks that apply (``on_success`` when no member
+failed, ``on_failure`` when one did, ``on_complete`` always) and deletes the others.
+
+Why this is exactly once: a member counts once however often it runs (its first
+outcome stays), a crash between the count and the ack redelivers the member, whose
+settle answers the full count again and wakes again, and waking is idempotent: a
+callback is one stored message that runs under a fenced lease like any other. A callback
+made with ``task.s()`` takes the batch's outcome as its first argument, read when it
+runs (``callback_argument``); one made with ``task.si()`` does not. ``group([...])``
+alone is a batch without callbacks: its members' outcomes are still counted, so its
+handle can wait for all of them.
+
+Ids: the batch is ``b…`` (a fresh time-ordered id), member ``i`` is ``{batch}.{i}``,
+callbacks are ``{batch}.success``, ``{batch}.complete`` and ``{batch}.failure``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scheduler.backends import Envelope
+from scheduler.building import MessageBuilder, plan
+from scheduler.clock import to_datetime, to_ms
+from scheduler.control import PAUSED_DUE
+from scheduler.errors import InvalidMessage
+from scheduler.ids import new_chain_id
+from scheduler.message import Callback, Membership
+from scheduler.tasks import Call
+
+When = Literal["success", "complete", "failure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Calls that run independently (in parallel on as many workers as there are) and
+    settle together: enqueue it alone, or give it to ``batch`` for callbacks."""
+
+    calls: tuple[Call, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A group with callbacks (see ``batch``)."""
+
+    members: tuple[Call, ...]
+    callbacks: dict[When, Call] = field(default_factory=dict)
+    retention: timedelta | None = None
+
+
+def group(calls: Iterable[Call]) -> Group:
+    """The calls, as one group (at least one)."""
+    found = tuple(calls)
+    if not found:
+        raise InvalidMessage("a group needs at least one call")
+    return Group(found)
+
+
+def batch(
+    members: Group | Iterable[Call],
+    *,
+    on_success: Call | None = None,
+    on_complete: Call | None = None,
+    on_failure: Call | None = None,
+    retention: timedelta | None = None,
+) -> Batch:
+    """A group whose callbacks fire once, when its last member settles: ``on_success`` if
+    every member succeeded, ``on_failure`` if one failed for good (poisoned or aborted),
+    ``on_complete`` either way. A callback made with ``task.s()`` takes the outcome as its
+    first argument (``on_success``: the members' results in order; the others: a
+    ``BatchOutcome`` dict), one made with ``task.si()`` does not. ``retention``: how long
+    the batch's records are kept after its last member's due time (default: the
+    ``batch_retention_s`` setting, 7 days); it must outlast the batch."""
+    calls = members.calls if isinstance(members, Group) else group(members).calls
+    callbacks: dict[When, Call] = {}
+    if on_success is not None:
+        callbacks["success"] = on_success
+    if on_complete is not None:
+        callbacks["complete"] = on_complete
+    if on_failure is not None:
+        callbacks["failure"] = on_failure
+    return Batch(calls, callbacks, retention)
+
+
+class CallbackPlace(BaseModel):
+    """Where a parked callback waits."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    queue: str
+
+
+class BatchDescription(BaseModel):
+    """What is stored when a batch is opened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int
+    created_ms: int
+    queues: list[str]  # where its members wait
+    callbacks: dict[When, CallbackPlace] = {}
+
+    @classmethod
+    def decode(cls, body: bytes) -> BatchDescription:
+        return cls.model_validate_json(body)
+
+    def encode(self) -> bytes:
+        return self.model_dump_json(exclude_defaults=True).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltBatch:
+    """A batch ready to write: its id, description and expiry, then its messages."""
+
+    id: str
+    description: BatchDescription
+    expires_ms: int
+    callbacks: list[Envelope]
+    members: list[Envelope]
+
+
+def member_id(batch_id: str, index: int) -> str:
+    """The message id of member ``index`` (from 0) of batch ``batch_id``."""
+    return f"{batch_id}.{index}"
+
+
+def build_batch(
+    builder: MessageBuilder, spec: Batch | Group, now_ms: int, retention: timedelta
+) -> BuiltBatch:
+    """Validate every member and callback and build their envelopes; writes nothing.
+    Raises ``InvalidMessage`` naming the first bad call."""
+    if isinstance(spec, Group):
+        spec = Batch(spec.calls)
+    now = to_datetime(now_ms)
+    batch_id = "b" + new_chain_id(now_ms)
+    latest = now
+    for index, call in enumerate(spec.members):
+        _check_member(index, call)
+        latest = max(latest, plan(call, now)[1].at)
+    expires_ms = to_ms(latest + (spec.retention or retention))
+    size = len(spec.members)
+    members = []
+    for index, call in enumerate(spec.members):
+        place = Membership(batch=batch_id, index=index, size=size, expires_ms=expires_ms)
+        chain = member_id(batch_id, index)
+        members.append(builder.build(call, now_ms, now, chain=chain, member=place)[1])
+    callbacks, places = [], {}
+    for when, call in spec.callbacks.items():
+        _check_callback(when, call)
+        mark = Callback(batch=batch_id, when=when, takes_result=call.takes_result)
+        chain = f"{batch_id}.{when}"
+        _, envelope = builder.build(call, now_ms, now, chain=chain, callback=mark)
+        callbacks.append(envelope._replace(due_ms=to_ms(PAUSED_DUE)))
+        places[when] = CallbackPlace(id=envelope.id, queue=envelope.queue)
+    queues = sorted({envelope.queue for envelope in members})
+    description = BatchDescription(size=size, created_ms=now_ms, queues=queues, callbacks=places)
+    return BuiltBatch(batch_id, description, expires_ms, callbacks, members)
+
+
+def _check_member(index: int, call: Call) -> None:
+    if call.takes_result:
+        raise InvalidMessage(
+            f"member {index} ({call.task}) of a batch has no previous result to take: "
+            "make it with .si() or .call()"
+        )
+    if call.key is not None or call.identity is not None or call.trigger is not None:
+        raise InvalidMessage(
+            f"member {index} ({call.task}) of a batch cannot have a key, an identity or a "
+            "trigger: a member runs once, named by the batch"
+        )
+    if call.then:
+        raise InvalidMessage(f"member {index} ({call.task}) of a batch cannot be a chain yet")
+
+
+def _check_callback(when: When, call: Call) -> None:
+    if call.key is not None or call.identity is not None or call.trigger is not None:
+        raise InvalidMessage(
+            f"the on_{when} callback ({call.task}) cannot have a key, an identity or a "
+            "trigger: it runs once, when the batch settles"
+        )
+    if call.at is not None or call.delay is not None:
+        raise InvalidMessage(
+            f"the on_{when} callback ({call.task}) cannot have its own time: it runs when "
+            "the batch settles"
+        )

@@ -1,0 +1,187 @@
+"""Groups and batches end to end, on every backend: the callback that applies fires once
+when the last member settles, with the members' results or failures; a redelivered
+member is not counted twice; bad batches are one clear error and store nothing."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from scheduler import (
+    App,
+    BatchFailed,
+    BatchOutcome,
+    InvalidMessage,
+    RetryPolicy,
+    batch,
+    chain,
+    group,
+)
+from scheduler.backends import MemberOutcome
+from scheduler.batches import member_id
+from scheduler.results import succeeded_record
+from tests.support.helpers import running, wait_for
+
+
+def test_on_success_takes_the_results_in_order_and_fires_once(app: App) -> None:
+    calls: list[Any] = []
+    lock = threading.Lock()
+
+    @app.task
+    def square(n: int) -> int:
+        return n * n
+
+    @app.task
+    def report(results: list[int], label: str) -> None:
+        with lock:
+            calls.append(("success", label, results))
+
+    @app.task
+    def finished(outcome: BatchOutcome) -> None:
+        with lock:
+            calls.append(("complete", outcome["succeeded"], outcome["failed"]))
+
+    @app.task
+    def alarm() -> None:
+        with lock:
+            calls.append("failure")
+
+    handle = app.enqueue_batch(
+        batch(
+            group(square.call(n) for n in range(20)),
+            on_success=report.s("squares"),
+            on_complete=finished.s(),
+            on_failure=alarm.si(),
+        )
+    )
+    before = handle.status()
+    assert (before.size, before.settled, before.complete) == (20, 0, False)
+    assert set(before.callbacks) == {"success", "complete", "failure"}
+    with running(app, concurrency=4):
+        wait_for(lambda: len(calls) == 2)
+        assert handle.results(timeout=10) == [n * n for n in range(20)]
+    assert sorted(calls, key=str) == sorted(
+        [("success", "squares", [n * n for n in range(20)]), ("complete", 20, 0)], key=str
+    )
+    assert app.get(id=before.callbacks["failure"]) is None, "the failure callback is dropped"
+    done = app.batch(handle, members=True)
+    assert done.complete and [m.status for m in done.members] == ["succeeded"] * 20
+    assert done.members[3].id == member_id(handle, 3) and done.members[3].value == 9
+
+
+def test_a_member_that_fails_for_good_fires_on_failure_with_why(app: App) -> None:
+    outcomes: list[BatchOutcome] = []
+
+    @app.task(retry=RetryPolicy(retries=1, base_s=0.01, jitter=False))
+    def parse(text: str) -> int:
+        return int(text)
+
+    @app.task
+    def success(results: list[int]) -> None:
+        raise AssertionError("no member may fail for on_success to fire")
+
+    @app.task
+    def failure(outcome: BatchOutcome) -> None:
+        outcomes.append(outcome)
+
+    handle = app.enqueue_batch(
+        batch(
+            [parse.call("1"), parse.call("x"), parse.call("3")],
+            on_success=success.s(),
+            on_failure=failure.s(),
+        )
+    )
+    with running(app):
+        wait_for(lambda: len(outcomes) == 1)
+        with pytest.raises(BatchFailed, match="invalid literal"):
+            handle.results(timeout=10)
+    (outcome,) = outcomes
+    assert (outcome["size"], outcome["succeeded"], outcome["failed"]) == (3, 2, 1)
+    assert outcome["results"] == [1, None, 3]
+    (failed,) = outcome["failures"]
+    assert failed["index"] == 1 and failed["id"] == member_id(handle, 1)
+    assert failed["error_type"] == "ValueError"
+    assert len(app.backend.poison_list()) == 1, "the failed member is in the poison queue"
+    status = app.batch(handle, members=True)
+    assert status.members[1].attempt == 2
+
+
+def test_a_redelivered_member_is_counted_once(sqlite_app: App) -> None:
+    """A member whose outcome was counted but whose ack was lost (a crash between the two)
+    runs again: the count stays, and the callback, woken again, is still one message."""
+    app = sqlite_app
+    runs: list[str] = []
+
+    @app.task
+    def work(n: int) -> int:
+        return n
+
+    @app.task
+    def done(results: list[int]) -> None:
+        runs.append("callback")
+
+    handle = app.enqueue(batch(group([work.call(1), work.call(2)]), on_success=done.s()))
+    # as if a worker counted member 0 and crashed before its ack
+    expires = app.backend.now_ms() + 60_000
+    record = succeeded_record(b"1", 1, app.backend.now_ms())
+    app.backend.settle_members([MemberOutcome(handle, 0, False, record, expires)])
+    with running(app):
+        wait_for(lambda: runs == ["callback"])
+    status = app.batch(handle)
+    assert (status.settled, status.failed) == (2, 0)
+
+
+def test_a_group_alone_can_be_waited_for(app: App) -> None:
+    @app.task
+    def double(n: int) -> int:
+        return 2 * n
+
+    handle = app.enqueue_batch(group(double.call(n) for n in range(5)))
+    assert handle.status().callbacks == {}
+    with running(app):
+        assert handle.results(timeout=20) == [0, 2, 4, 6, 8]
+
+
+def test_cancelling_a_batch_cancels_pending_members_and_every_callback(app: App) -> None:
+    fired: list[str] = []
+
+    @app.task
+    def slow(n: int) -> int:
+        return n
+
+    @app.task
+    def after() -> None:
+        fired.append("after")
+
+    handle = app.enqueue_batch(batch([slow.call(n) for n in range(4)], on_complete=after.si()))
+    assert app.cancel_batch(handle) == 4
+    assert app.get(id=member_id(handle, 0)) is None
+    assert app.get(id=app.batch(handle).callbacks["complete"]) is None
+    assert app.backend.stats()[0].ready + app.backend.stats()[0].scheduled == 0
+
+
+def test_bad_batches_are_one_clear_error_and_store_nothing(sqlite_app: App) -> None:
+    app = sqlite_app
+
+    @app.task
+    def step(n: int) -> int:
+        return n
+
+    @app.task
+    def callback(outcome: BatchOutcome, extra: int) -> None: ...
+
+    cases = [
+        (lambda: group([]), "at least one call"),
+        (lambda: batch([step.call("nope")]), "step"),
+        (lambda: batch([step.s()]), "no previous result"),
+        (lambda: batch([step.call(1).options(key="k")]), "cannot have a key"),
+        (lambda: batch([chain(step.si(1), step.s())]), "cannot be a chain"),
+        (lambda: batch([step.call(1)], on_success=callback.s()), "do not match"),
+        (lambda: batch([step.call(1)], on_complete=callback.s(1).options(key="k")), "key"),
+    ]
+    for make, error in cases:
+        with pytest.raises(InvalidMessage, match=error):
+            app.enqueue(make())
+    assert app.backend.stats() == [] or all(s.ready + s.scheduled == 0 for s in app.backend.stats())
