@@ -5,14 +5,17 @@ member is not counted twice; bad batches are one clear error and store nothing."
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from scheduler import (
     App,
+    Batch,
     BatchFailed,
     BatchOutcome,
+    Group,
     InvalidMessage,
     RetryPolicy,
     batch,
@@ -172,9 +175,9 @@ def test_bad_batches_are_one_clear_error_and_store_nothing(sqlite_app: App) -> N
     @app.task
     def callback(outcome: BatchOutcome, extra: int) -> None: ...
 
-    cases = [
+    cases: list[tuple[Callable[[], Batch | Group], str]] = [
         (lambda: group([]), "at least one call"),
-        (lambda: batch([step.call("nope")]), "step"),
+        (lambda: batch([step.call("nope")]), "step"),  # type: ignore[arg-type]
         (lambda: batch([step.s()]), "no previous result"),
         (lambda: batch([step.call(1).options(key="k")]), "cannot have a key"),
         (lambda: batch([chain(step.si(1), step.s())]), "cannot be a chain"),
