@@ -1,0 +1,84 @@
+"""Fault test: SIGKILL workers again and again while they run a 1,000-member batch; the
+batch's callback runs exactly once, with every member's outcome."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scheduler import App, batch, group
+from tests.support.backends import backend_url
+from tests.support.helpers import completed, start_record_worker, wait_until
+
+N = 1000
+FAILING = {n for n in range(N) if n % 97 == 0}
+MODULE = "tests.support.batch_tasks"
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite", "redis"])
+def test_sigkilled_workers_fire_the_callback_exactly_once(
+    backend_name: str, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    from tests.support.batch_tasks import app as tasks_app
+    from tests.support.batch_tasks import member, summary
+
+    url = backend_url(backend_name, tmp_path)
+    done, callbacks = tmp_path / "done.txt", tmp_path / "callbacks.jsonl"
+    env = {
+        **clean_env,
+        "TICKWORK_BACKEND": url,
+        "TICKWORK_TEST_DONE": str(done),
+        "TICKWORK_TEST_CALLBACKS": str(callbacks),
+    }
+    tasks_app.use_backend(url)
+    handle = tasks_app.enqueue_batch(
+        batch(group(member.call(n) for n in range(N)), on_complete=summary.s())
+    )
+    tasks_app.close()
+    app = App(url)
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        kills = 0
+        for round_ in range(4):  # two workers at a time; one is killed mid-run each round
+            while len(workers) < 2:
+                log = tmp_path / f"worker-{round_}-{len(workers)}.log"
+                workers.append(start_record_worker(env, log, MODULE))
+            target = (round_ + 1) * N // 6
+            assert wait_until(lambda t=target: len(completed(done)) >= t, 120), "stalled"
+            victim = workers.pop(0)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(10)
+            kills += 1
+        assert len(completed(done)) < N, "the kills must land while members still run"
+        workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
+        assert wait_until(lambda: callbacks.exists(), 180), "the callback never ran"
+        assert wait_until(lambda: app.batch(handle).complete, 30)
+        # let every killed lease expire and be redelivered, then look again
+        assert wait_until(lambda: _idle(app), 60)
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            worker.wait(30)
+    lines = callbacks.read_text().splitlines()
+    assert len(lines) == 1, f"the callback ran {len(lines)} times"
+    outcome = json.loads(lines[0])
+    assert (outcome["size"], outcome["failed"], outcome["succeeded"]) == (
+        N,
+        len(FAILING),
+        N - len(FAILING),
+    )
+    assert outcome["results"] == [None if n in FAILING else n for n in range(N)]
+    assert {f["index"] for f in outcome["failures"]} == FAILING
+    assert set(completed(done)) == set(range(N)), "every member ran"
+    assert kills == 4
+    app.close()
+
+
+def _idle(app: App) -> bool:
+    stats = app.backend.stats()
+    return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
