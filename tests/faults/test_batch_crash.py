@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,7 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
                 log = tmp_path / f"worker-{round_}-{len(workers)}.log"
                 workers.append(start_record_worker(env, log, MODULE))
             target = (round_ + 1) * N // 6
-            assert wait_until(lambda t=target: len(completed(done)) >= t, 120), "stalled"
+            assert wait_until(partial(_reached, done, target), 120), "stalled"
             victim = workers.pop(0)
             victim.send_signal(signal.SIGKILL)
             victim.wait(10)
@@ -82,3 +83,7 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
 def _idle(app: App) -> bool:
     stats = app.backend.stats()
     return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
+
+
+def _reached(done: Path, target: int) -> bool:
+    return len(completed(done)) >= target
