@@ -9,7 +9,6 @@ from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
 from scheduler.batch_status import (
     BatchFailed,
     BatchHandle,
-    BatchNotFound,
     BatchOutcome,
     BatchStatus,
 )
@@ -20,6 +19,7 @@ from scheduler.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.errors import (
     BackendError,
     BackendUnavailable,
+    BatchNotFound,
     ConfigurationError,
     DecodeError,
     InvalidMessage,
@@ -28,6 +28,7 @@ from scheduler.errors import (
     ScheduleNotFound,
     TickworkError,
     UnknownTask,
+    WorkflowNotFound,
 )
 from scheduler.limits import ConcurrencyLimit, RateLimit
 from scheduler.message import Message, ScheduledMessage
@@ -82,6 +83,7 @@ __all__ = [
     "TaskInfo",
     "TickworkError",
     "UnknownTask",
+    "WorkflowNotFound",
     "batch",
     "chain",
     "current_run",

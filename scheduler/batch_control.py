@@ -11,6 +11,8 @@ from scheduler.backends import OnConflict
 from scheduler.backpressure import write_bounded
 from scheduler.batch_status import BatchHandle, BatchStatus, read_description, read_status
 from scheduler.batches import Batch, BuiltBatch, Group, build_batch, member_id
+from scheduler.errors import WorkflowNotFound
+from scheduler.workflow_view import WorkflowView, batch_view, chain_view
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
@@ -85,3 +87,15 @@ class BatchControl:
                 mid = member_id(batch_id, index)
                 cancelled += any(backend.delete(mid, queue) for queue in description.queues)
         return cancelled
+
+    def workflow(self, workflow_id: str, max_steps: int = 1000) -> WorkflowView:
+        """A batch (by its id) or a chain (by its first step's id) with each member,
+        callback or step: state, attempts, timing, result or error. Raises
+        ``WorkflowNotFound``."""
+        backend = self.backend
+        if backend.read_batch(workflow_id, outcomes=False) is not None:
+            return batch_view(backend, workflow_id)
+        found = chain_view(backend, workflow_id, max_steps)
+        if found is None:
+            raise WorkflowNotFound(f"no batch or chain {workflow_id} is stored")
+        return found

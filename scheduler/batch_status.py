@@ -14,12 +14,8 @@ from typing_extensions import TypedDict  # pydantic validates a task argument ty
 from scheduler.backends import Backend, BatchRecord
 from scheduler.batches import BatchDescription, When, member_id
 from scheduler.clock import to_datetime
-from scheduler.errors import TickworkError
+from scheduler.errors import BatchNotFound, TickworkError
 from scheduler.results import ResultRecord, ResultTimeout
-
-
-class BatchNotFound(TickworkError):
-    """Nothing is stored of the batch (a wrong id, or its records expired)."""
 
 
 class BatchFailed(TickworkError):

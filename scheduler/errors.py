@@ -19,6 +19,14 @@ class ScheduleNotFound(InvalidMessage):
     """No recurring schedule holds that key."""
 
 
+class WorkflowNotFound(TickworkError):
+    """No batch or chain is stored under that id (a wrong id, or its records expired)."""
+
+
+class BatchNotFound(WorkflowNotFound):
+    """Nothing is stored of the batch (a wrong id, or its records expired)."""
+
+
 class UnknownTask(InvalidMessage):
     """The task name is not registered with the app."""
 

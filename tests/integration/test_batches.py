@@ -4,11 +4,13 @@ member is not counted twice; bad batches are one clear error and store nothing."
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from scheduler import (
     App,
@@ -26,6 +28,7 @@ from scheduler.backends import MemberOutcome
 from scheduler.batches import member_id
 from scheduler.results import succeeded_record
 from tests.support.helpers import running, wait_for
+from tickwork.cli import cli
 
 
 def test_on_success_takes_the_results_in_order_and_fires_once(app: App) -> None:
@@ -188,3 +191,58 @@ def test_bad_batches_are_one_clear_error_and_store_nothing(sqlite_app: App) -> N
         with pytest.raises(InvalidMessage, match=error):
             app.enqueue(make())
     assert app.backend.stats() == [] or all(s.ready + s.scheduled == 0 for s in app.backend.stats())
+
+
+def test_workflow_show_prints_a_batch_and_a_chain(sqlite_app: App, sqlite_url: str) -> None:
+    app = sqlite_app
+
+    @app.task
+    def part(n: int) -> int:
+        if n == 2:
+            raise ValueError("two is bad")
+        return n
+
+    @app.task(keep_result=True)
+    def step(n: int) -> int:
+        return n + 1
+
+    @app.task
+    def stuck(n: int) -> int:
+        raise RuntimeError("stuck here")
+
+    @app.task
+    def wrap_up() -> None: ...
+
+    handle = app.enqueue_batch(
+        batch([part.call(n) for n in range(3)], on_success=wrap_up.si(), on_failure=wrap_up.si())
+    )
+    first = app.enqueue(chain(step.si(1), step.s(), stuck.s(), step.s()))
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["--backend", sqlite_url, "workflow", "show", handle])
+    assert shown.exit_code == 0, shown.output
+    assert "0 succeeded, 0 failed, 3 pending" in shown.stdout
+    assert "waiting for the batch" in shown.stdout
+    with running(app):
+        wait_for(lambda: app.workflow(handle).state == "settled")
+        wait_for(lambda: app.workflow(first).state == "stopped")
+    view = app.workflow(handle)
+    states = {s.name: s.state for s in view.steps}
+    assert states == {
+        "member 0": "succeeded",
+        "member 1": "succeeded",
+        "member 2": "failed",
+        "on_success": "dropped",
+        "on_failure": "fired",
+    }
+    chained = app.workflow(first)
+    assert [(s.name, s.state) for s in chained.steps] == [
+        ("step 0", "succeeded"),
+        ("step 1", "succeeded"),
+        ("step 2", "failed"),
+        ("step 3", "not started"),
+    ]
+    assert chained.steps[1].value == 3 and "stuck here" in (chained.steps[2].error or "")
+    out = runner.invoke(cli, ["--backend", sqlite_url, "workflow", "show", first, "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["state"] == "stopped"
+    missing = runner.invoke(cli, ["--backend", sqlite_url, "workflow", "show", "nope"])
+    assert missing.exit_code == 1 and "no batch or chain" in missing.stderr

@@ -22,6 +22,7 @@ from scheduler import (
     QueueFull,
     ScheduleNotFound,
     TickworkError,
+    WorkflowNotFound,
 )
 from scheduler.backends.records import QueueStats
 from scheduler.clock import to_datetime
@@ -45,7 +46,7 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except ScheduleNotFound as err:
+        except (ScheduleNotFound, WorkflowNotFound) as err:
             fail(str(err), EXIT_NOT_FOUND)
         except (InvalidMessage, ConfigurationError) as err:
             fail(str(err))
@@ -134,7 +135,16 @@ def one_of(key: str | None, message_id: str | None) -> None:
 pass_state = click.make_pass_decorator(State)
 
 #: Commands that can print JSON; ``tickwork --json`` before any other is an error.
-JSON_COMMANDS = ("show", "stats", "schedules", "poison", "queues", "cron", "workers")
+JSON_COMMANDS = (
+    "show",
+    "stats",
+    "schedules",
+    "poison",
+    "queues",
+    "cron",
+    "workers",
+    "workflow",
+)
 
 
 def _set_backend(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:

@@ -18,6 +18,7 @@ from tickwork.cli import (
     schedules,
     status,
     worker,
+    workflows,
 )
 from tickwork.cli.common import JSON_COMMANDS, State, fail
 
@@ -60,5 +61,6 @@ for command in (
     cassandra.cassandra,
     cron.cron,
     exporter.exporter,
+    workflows.workflow,
 ):
     cli.add_command(command)

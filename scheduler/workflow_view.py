@@ -1,0 +1,158 @@
+"""What ``tickwork workflow show`` prints: a batch with its members and callbacks, or a
+chain with its steps, each with its state, attempts and timing (``App.workflow``).
+
+A batch is read from its records (``scheduler.batch_status``). A chain is found by its
+first step's id: step ``k`` is ``{id}.{k}`` and only the live step is stored (waiting,
+running, or in the poison queue), carrying the steps after it, so the steps before it
+succeeded. Those that keep results show them; the others show as ``succeeded`` without
+timing. Finding the live step reads up to ``max_steps`` step ids.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scheduler.backends import Backend
+from scheduler.batch_status import read_status
+from scheduler.clock import to_datetime, to_ms
+from scheduler.control import PAUSED_DUE
+from scheduler.message import Message
+from scheduler.results import RunStatus, read
+from scheduler.workflows import step_id
+
+
+class StepView(BaseModel):
+    """One member, callback or chain step."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str  # "member 3", "on_success", "step 2"
+    id: str
+    task: str | None = None
+    state: str
+    attempt: int | None = None
+    at: datetime | None = None  # when it settled, or when it is due
+    value: Any = None
+    error: str | None = None
+
+
+class WorkflowView(BaseModel):
+    """A batch or a chain, as ``tickwork workflow show`` prints it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: Literal["batch", "chain"]
+    state: str
+    summary: str
+    steps: list[StepView]
+
+
+def batch_view(backend: Backend, batch_id: str) -> WorkflowView:
+    """The batch with each member and callback; raises ``BatchNotFound``."""
+    status = read_status(backend, batch_id, members=True)
+    steps = [
+        StepView(
+            name=f"member {m.index}",
+            id=m.id,
+            state=m.status,
+            attempt=m.attempt or None,
+            at=m.settled_at,
+            value=m.value,
+            error=f"{m.error_type}: {m.error}" if m.status == "failed" else None,
+        )
+        for m in status.members
+    ]
+    for when, callback_id in status.callbacks.items():
+        stored = backend.get(callback_id)
+        if stored is not None:
+            parked = stored.envelope.due_ms >= to_ms(PAUSED_DUE)
+            state = "waiting for the batch" if parked else str(stored.state)
+            task = Message.decode(stored.envelope.body).task
+            steps.append(StepView(name=f"on_{when}", id=callback_id, task=task, state=state))
+        else:
+            applies = when == "complete" or (when == "failure") == (status.failed > 0)
+            state = ("fired" if applies else "dropped") if status.complete else "cancelled"
+            steps.append(StepView(name=f"on_{when}", id=callback_id, state=state))
+    pending = status.size - status.settled
+    summary = (
+        f"{status.size} members: {status.succeeded} succeeded, {status.failed} failed, "
+        f"{pending} pending"
+    )
+    return WorkflowView(
+        id=batch_id,
+        kind="batch",
+        state="settled" if status.complete else "running",
+        summary=summary,
+        steps=steps,
+    )
+
+
+def chain_view(backend: Backend, first_id: str, max_steps: int = 1000) -> WorkflowView | None:
+    """The chain whose first step is ``first_id``, or None if no step of it is found."""
+    steps: list[StepView] = []
+    for index in range(max_steps):
+        sid = step_id(first_id, index)
+        stored = backend.get(sid)
+        poisoned = backend.poison_get(sid) if stored is None else None
+        if stored is None and poisoned is None:
+            info = read(backend, sid)
+            done = info.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+            steps.append(
+                StepView(
+                    name=f"step {index}",
+                    id=sid,
+                    state=str(info.status) if done else "succeeded",
+                    attempt=info.attempt or None,
+                    at=info.updated_at,
+                    value=info.value,
+                    error=info.error,
+                )
+            )
+            continue
+        if stored is not None:
+            message = Message.decode(stored.envelope.body)
+            live = StepView(
+                name=f"step {index}",
+                id=sid,
+                task=message.task,
+                state=str(stored.state),
+                attempt=stored.attempt or None,
+                at=to_datetime(stored.envelope.due_ms),
+                error=stored.last_error,
+            )
+        else:
+            assert poisoned is not None
+            message = Message.decode(poisoned.envelope.body)
+            live = StepView(
+                name=f"step {index}",
+                id=sid,
+                task=message.task,
+                state="failed",
+                attempt=poisoned.attempts,
+                at=to_datetime(poisoned.failed_at_ms),
+                error=f"{poisoned.failure.error_type}: {poisoned.failure.message}",
+            )
+        later = [
+            StepView(
+                name=f"step {index + 1 + n}",
+                id=step_id(first_id, index + 1 + n),
+                task=step.task,
+                state="not started",
+            )
+            for n, step in enumerate(message.then)
+        ]
+        all_steps = [*steps, live, *later]
+        state = "stopped" if poisoned is not None else "running"
+        summary = f"{len(all_steps)} steps: {index} done, step {index} {live.state}"
+        return WorkflowView(
+            id=first_id, kind="chain", state=state, summary=summary, steps=all_steps
+        )
+    known = [s for s in steps if s.at is not None]
+    if not known:
+        return None
+    summary = f"no step is stored: finished (or cancelled); {len(known)} step(s) kept results"
+    return WorkflowView(id=first_id, kind="chain", state="finished", summary=summary, steps=known)
