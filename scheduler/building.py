@@ -68,7 +68,13 @@ class MessageBuilder:
             now = None
         if now is None:
             now = to_datetime(now_ms)
-        if callback is not None and call.takes_result:
+        if call.takes_result:
+            if callback is None:
+                raise InvalidMessage(
+                    f"{task.name} was made with .s(), to take a previous result, but it "
+                    "has no previous result to take here: make it with .si() or .call() "
+                    "(.s() is for a later step of a chain, or a batch's callback)"
+                )
             args, kwargs = result_taking_arguments(call, task, "the batch's outcome")
         else:
             args, kwargs = task.arguments.to_json(call.args, call.kwargs)

@@ -27,15 +27,11 @@ from scheduler.tasks import Call, TaskFunction
 def chain(*calls: Call) -> Call:
     """The first call, carrying the others as the steps after it. The first step keeps its
     own options (``at``, ``delay``, ``queue``, ``priority``); a later step may only choose
-    its priority (every step runs in the first step's queue)."""
+    its priority (every step runs in the first step's queue). The first step takes a
+    previous result (``.s()``) only as a batch's callback, which takes the batch's."""
     if not calls:
         raise InvalidMessage("a chain needs at least one step")
     first, rest = calls[0], calls[1:]
-    if first.takes_result:
-        raise InvalidMessage(
-            f"the first step of a chain ({first.task}) has no previous result to take: "
-            "make it with .si() or .call()"
-        )
     if first.trigger is not None:
         raise InvalidMessage("a chain cannot be recurring yet: its first step has a trigger")
     if first.key is not None:

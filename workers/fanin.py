@@ -50,9 +50,15 @@ def callback_args(backend: Backend, message: Message) -> list[Any]:
 class FanIn:
     """Records members' outcomes and fires the callbacks of the batches they complete."""
 
-    def __init__(self, backend: Backend, with_retries: Callable[[Callable[[], Any]], Any]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        with_retries: Callable[[Callable[[], Any]], Any],
+        nudge: Callable[[], None],
+    ) -> None:
         self._backend = backend
         self._with_retries = with_retries
+        self._nudge = nudge  # a callback was woken: the consumer need not wait a poll
 
     def settle(self, outcomes: list[tuple[Work, MemberOutcome]]) -> bool:
         """Record ``outcomes`` (before their messages are acked or poisoned), then fire
@@ -88,6 +94,7 @@ class FanIn:
             waiters = [Waiter("", p.queue, None, p.id) for p in wake]
             if self._with_retries(lambda: self._backend.wake(waiters)) is None:
                 return False
+            self._nudge()
         delete = self._backend.delete
         for place in drop:
             if self._with_retries(partial(delete, place.id, place.queue)) is None:

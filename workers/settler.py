@@ -52,7 +52,9 @@ class Settler:
         forced: threading.Event,
         limits: LimitGate,
         metrics: NoMetrics,
+        nudge: Callable[[], None] = lambda: None,
     ) -> None:
+        self._nudge = nudge  # a chain's next step or a batch's callback is due: claim now
         self._limits = limits
         self._metrics = metrics
         self._app = app
@@ -65,7 +67,7 @@ class Settler:
         self._results: queue_module.SimpleQueue[tuple[Work, HandlerResult]] = (
             queue_module.SimpleQueue()
         )
-        self._fanin = FanIn(backend, self._with_retries)
+        self._fanin = FanIn(backend, self._with_retries, nudge)
 
     def finished(self, work: Work, result: HandlerResult) -> None:
         """A pool's callback: ``work``'s handler is done (any thread)."""
@@ -172,6 +174,9 @@ class Settler:
             return
         results, waiters = settled
         self._limits.wake(waiters)
+        now = self._now_ms()
+        if any(nxt is not None and nxt.due_ms <= now for _, nxt in acks):
+            self._nudge()  # a chain's next step is due: the consumer need not wait a poll
         held = sum(results)
         self._counters.add("acked", held)
         self._counters.add("stale", len(results) - held)

@@ -105,6 +105,7 @@ class Worker:
             self._force,
             self._limits,
             self._metrics,
+            nudge=lambda: self._consumer.nudge(),
         )
         self._timer = Timer(
             self._now_ms,

@@ -118,7 +118,7 @@ def test_bad_chains_are_one_clear_error_and_store_nothing(sqlite_app: App) -> No
     with pytest.raises(InvalidMessage, match="at least one step"):
         chain()
     with pytest.raises(InvalidMessage, match="no previous result"):
-        chain(one.s(1))
+        sqlite_app.enqueue(chain(one.s(1)))
     with pytest.raises(InvalidMessage, match="cannot have a key yet"):
         chain(one.si(1).options(key="k"), two.s(2))
     with pytest.raises(InvalidMessage, match="cannot have its own key"):
