@@ -19,7 +19,14 @@ from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
 from scheduler.limits import limit_keys
-from scheduler.message import Callback, Membership, Message, encode_fields
+from scheduler.message import (
+    Callback,
+    ChainStart,
+    Membership,
+    Message,
+    Step,
+    encode_fields,
+)
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
 from scheduler.tracing import with_traceparent
@@ -163,6 +170,26 @@ class MessageBuilder:
         if step.takes_result:
             args.insert(0, from_json(value) if value is not None else None)
         now = to_datetime(now_ms)
+        if message.trigger is not None:  # a recurring chain: its occurrence goes on
+            following = message.model_copy(
+                update={
+                    "id": recurring_step_id(message.chain, message.occurrence, message.step + 1),
+                    "queue": step.queue,
+                    "task": step.task,
+                    "args": args,
+                    "kwargs": step.kwargs,
+                    "priority": step.priority,
+                    "max_attempts": step.max_attempts,
+                    "timeout_s": step.timeout_s,
+                    "enqueued_at": now,
+                    "limit": None,
+                    "rate": None,
+                    "then": rest,
+                    "step": message.step + 1,
+                    "start": message.start or chain_start(message),
+                }
+            )
+            return self.restored(following, now)
         nxt = Message(
             id=occurrence_id(message.chain, message.occurrence + 1),
             queue=step.queue,
@@ -170,6 +197,7 @@ class MessageBuilder:
             args=args,
             kwargs=step.kwargs,
             priority=step.priority,
+            key=message.key,
             chain=message.chain,
             occurrence=message.occurrence + 1,
             scheduled_at=now,
@@ -235,6 +263,7 @@ class MessageBuilder:
         ``unique_for`` the run holds its key that long after it succeeds."""
         now = to_datetime(now_ms)
         chain = chain or new_chain_id(now_ms)
+        message = head_of(message)  # a recurring chain runs from its first step
         headers = {**message.headers, "tickwork-origin": origin}
         if unique_for is not None:
             headers[UNIQUE_FOR] = str(unique_for // timedelta(milliseconds=1))
@@ -287,16 +316,20 @@ class MessageBuilder:
         ``succeeded``: whether ``message``'s run succeeded (it becomes the chain's last
         success) or failed for good. A keyed one-off message of a task with ``unique_for``
         that succeeded is followed by its unique window (``unique_window``); a step of a
-        workflow chain that succeeded (returning ``value``) by the next step."""
-        if message.then:
-            return self.next_step(message, now_ms, value) if succeeded else None
+        workflow chain that succeeded (returning ``value``) by the next step. A recurring
+        chain's next occurrence (its first step again) follows its last step, or the step
+        that failed for good: an occurrence never overlaps the one before it."""
+        if message.then and succeeded:
+            return self.next_step(message, now_ms, value)
         if message.trigger is None:
+            if message.then:
+                return None
             return self.unique_window(message, now_ms) if succeeded else None
         planner = message.trigger.with_misfires(message.misfires)
         fire = planner.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
         if fire is None:
             return None
-        nxt = message.model_copy(
+        nxt = head_of(message).model_copy(
             update={
                 "id": occurrence_id(message.chain, fire.occurrence),
                 "occurrence": fire.occurrence,
@@ -332,6 +365,52 @@ UNIQUE_FOR = "tickwork-unique-for"
 def is_unique_window(message: Message) -> bool:
     """Whether ``message`` only holds its key for a ``unique_for`` window."""
     return UNIQUE_UNTIL in message.headers
+
+
+def recurring_step_id(chain: str, occurrence: int, step: int) -> str:
+    """The id of step ``step`` (from 1) of occurrence ``occurrence`` of a recurring chain
+    (``~`` keeps it apart from the occurrence ids ``{chain}.{n}``)."""
+    return f"{occurrence_id(chain, occurrence)}~{step}"
+
+
+def chain_start(message: Message) -> ChainStart:
+    """How the recurring chain whose first step is ``message`` starts each occurrence."""
+    first = Step(
+        task=message.task,
+        args=message.args,
+        kwargs=message.kwargs,
+        queue=message.queue,
+        priority=message.priority,
+        timeout_s=message.timeout_s,
+        max_attempts=message.max_attempts,
+    )
+    return ChainStart(first=first, then=message.then, limit=message.limit, rate=message.rate)
+
+
+def head_of(message: Message) -> Message:
+    """A recurring chain's step as its occurrence's first step (other messages as they
+    are): what a next occurrence, a manual run or a backfilled run starts from."""
+    start = message.start
+    if start is None:
+        return message
+    first = start.first
+    return message.model_copy(
+        update={
+            "id": occurrence_id(message.chain, message.occurrence),
+            "queue": first.queue,
+            "task": first.task,
+            "args": first.args,
+            "kwargs": first.kwargs,
+            "priority": first.priority,
+            "max_attempts": first.max_attempts,
+            "timeout_s": first.timeout_s,
+            "limit": start.limit,
+            "rate": start.rate,
+            "then": start.then,
+            "step": 0,
+            "start": None,
+        }
+    )
 
 
 def check_scalars(call: Call, queue: str) -> None:

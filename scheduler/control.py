@@ -148,6 +148,11 @@ def pause_schedule(
         stored, message = find_schedule(backend, queue, key)
         if message.paused_at is not None:
             return False
+        if message.then or message.start is not None:
+            raise InvalidMessage(
+                f"{key!r} is a recurring chain: pausing one is not supported yet (cancel "
+                "it by its key and enqueue it again to resume)"
+            )
         if stored.state is State.RUNNING:
             following = builder.next_occurrence(message, now_ms)
             if following is None:
@@ -302,7 +307,7 @@ def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
             ScheduleInfo(
                 message.queue,
                 message.key,
-                message.task,
+                message.start.first.task if message.start is not None else message.task,
                 message.trigger,
                 message.scheduled_at if paused else to_datetime(stored.envelope.due_ms),
                 message.last_run_at,

@@ -37,6 +37,18 @@ class Step(BaseModel):
     max_attempts: int = 1
 
 
+class ChainStart(BaseModel):
+    """How a recurring chain starts each occurrence: its first step and the steps after it
+    (carried by every later step, whose ack writes the chain's next occurrence)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    first: Step
+    then: list[Step] = Field(default_factory=list)
+    limit: str | None = None
+    rate: str | None = None
+
+
 class Membership(BaseModel):
     """Where a message stands in a batch: member ``index`` of ``size``; the batch's
     records are kept until ``expires_ms`` (see ``scheduler.batches``)."""
@@ -87,6 +99,8 @@ class Message(BaseModel):
     limit: str | None = None  # the concurrency limit key its runs hold a slot of
     rate: str | None = None  # the rate limit key its starts are counted under
     then: list[Step] = Field(default_factory=list)  # a chain's steps after this one
+    step: int = 0  # in a recurring chain: this step's index within its occurrence
+    start: ChainStart | None = None  # in a recurring chain's later step: how it starts
     member: Membership | None = None  # a member of a batch: its outcome is counted
     callback: Callback | None = None  # a batch's callback: parked until the batch settles
 

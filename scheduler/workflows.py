@@ -32,13 +32,6 @@ def chain(*calls: Call) -> Call:
     if not calls:
         raise InvalidMessage("a chain needs at least one step")
     first, rest = calls[0], calls[1:]
-    if first.trigger is not None:
-        raise InvalidMessage("a chain cannot be recurring yet: its first step has a trigger")
-    if first.key is not None:
-        raise InvalidMessage(
-            "a chain cannot have a key yet: its later steps are unkeyed, and on Redis a "
-            "keyed first step lives in another shard than they do"
-        )
     for call in calls:
         if call.then:
             raise InvalidMessage(f"step {call.task} is a chain itself: chains do not nest yet")

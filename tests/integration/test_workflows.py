@@ -1,14 +1,20 @@
 """Chains end to end, on every backend: steps run in order, each taking the previous
 result when made with ``.s()``; a step that fails for good stops the chain and replaying
-it from the poison queue resumes it; bad chains are one clear error and store nothing."""
+it from the poison queue resumes it; a keyed chain is read and cancelled by its key; a
+recurring chain runs whole occurrences; bad chains are one clear error and store nothing."""
 
 from __future__ import annotations
 
+import threading
+import time
+from datetime import timedelta
+
 import pytest
 
-from scheduler import App, InvalidMessage, RunStatus, chain
+from scheduler import App, InvalidMessage, KeyConflict, Message, RunStatus, chain
 from scheduler.workflows import step_id
 from tests.support.helpers import running, wait_for
+from triggers import Cron, Repeating
 
 
 def test_steps_run_in_order_each_taking_the_previous_result(app: App) -> None:
@@ -119,8 +125,6 @@ def test_bad_chains_are_one_clear_error_and_store_nothing(sqlite_app: App) -> No
         chain()
     with pytest.raises(InvalidMessage, match="no previous result"):
         sqlite_app.enqueue(chain(one.s(1)))
-    with pytest.raises(InvalidMessage, match="cannot have a key yet"):
-        chain(one.si(1).options(key="k"), two.s(2))
     with pytest.raises(InvalidMessage, match="cannot have its own key"):
         chain(one.si(1), two.s(2).options(key="k"))
     with pytest.raises(InvalidMessage, match="do not match its signature"):
@@ -130,3 +134,107 @@ def test_bad_chains_are_one_clear_error_and_store_nothing(sqlite_app: App) -> No
     with pytest.raises(InvalidMessage, match="invalid arguments for task"):
         sqlite_app.enqueue(chain(one.si(1), two.si("x", 2)))  # type: ignore[arg-type]
     assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
+
+
+def test_a_keyed_chain_is_read_and_cancelled_by_its_key(app: App) -> None:
+    """Every step of a keyed chain holds the key in turn: the key reads the live step, and
+    cancelling it while a step runs ends the chain there (no later step resurrects)."""
+    ran: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    @app.task
+    def start(n: int) -> int:
+        ran.append("start")
+        return n
+
+    @app.task
+    def slow(n: int) -> int:
+        ran.append("slow")
+        inside.set()
+        release.wait(10)
+        return n + 1
+
+    @app.task
+    def finish(n: int) -> None:
+        ran.append("finish")
+
+    app.enqueue(chain(start.si(1), slow.s(), finish.s()).options(key="etl"))
+    stored = app.get(key="etl")
+    assert stored is not None and stored.message.task == start.name
+    with pytest.raises(KeyConflict):
+        app.enqueue(chain(start.si(2), finish.s()).options(key="etl"))
+    with running(app):
+        assert inside.wait(20)
+        live = app.get(key="etl")
+        assert live is not None and live.message.task == slow.name, "the key moved on"
+        assert app.cancel(key="etl")
+        release.set()
+        time.sleep(0.5)
+    assert ran == ["start", "slow"], "the cancelled chain stopped at its running step"
+    assert app.get(key="etl") is None
+
+
+def test_a_recurring_chain_runs_whole_occurrences_that_never_overlap(app: App) -> None:
+    seen: list[str] = []
+    calls = {"n": 0}
+
+    @app.task
+    def first(label: str) -> int:
+        seen.append("first")
+        return 1
+
+    @app.task
+    def second(n: int) -> int:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            seen.append("second failed")
+            raise RuntimeError("the second occurrence's second step fails")
+        seen.append("second")
+        return n + 1
+
+    @app.task
+    def third(n: int) -> None:
+        seen.append("third")
+        time.sleep(0.4)  # longer than the interval: the next occurrence waits for it
+
+    trigger = Repeating(interval=timedelta(milliseconds=200))
+    app.enqueue(chain(first.si("x"), second.s(), third.s()).options(key="nightly", trigger=trigger))
+    with running(app):
+        wait_for(lambda: len(seen) >= 8, 30)
+        assert app.cancel(key="nightly"), "cancelled while its last step runs"
+        time.sleep(0.8)  # the step running at the cancel finishes; nothing follows it
+    assert app.get(key="nightly") is None
+    assert seen == [
+        "first",
+        "second",
+        "third",
+        "first",
+        "second failed",
+        "first",
+        "second",
+        "third",
+    ]
+    (poisoned,) = app.backend.poison_list()
+    assert Message.decode(poisoned.envelope.body).task == second.name
+
+
+def test_running_a_recurring_chain_now_runs_it_from_its_first_step(sqlite_app: App) -> None:
+    app = sqlite_app
+    seen: list[str] = []
+
+    @app.task
+    def head() -> int:
+        seen.append("head")
+        return 5
+
+    @app.task
+    def tail(n: int) -> None:
+        seen.append(f"tail {n}")
+
+    app.enqueue(chain(head.si(), tail.s()).options(key="hourly", trigger=Cron("0 * * * *")))
+    assert [s.task for s in app.schedules()] == [head.name]
+    app.trigger_now("hourly")
+    with running(app):
+        wait_for(lambda: seen == ["head", "tail 5"])
+    with pytest.raises(InvalidMessage, match="recurring chain"):
+        app.pause_schedule("hourly")

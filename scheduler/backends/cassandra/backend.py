@@ -3,6 +3,7 @@ and administration come from the layers it extends; see the package docstring)."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from scheduler.backends.base import (
@@ -25,6 +26,8 @@ from scheduler.clock import Clock
 from scheduler.errors import (
     InvalidMessage,
 )
+
+_KEY_SETTLE_READS = 5  # reads of a key that names a missing message before it is stale
 
 
 class CassandraBackend(
@@ -114,11 +117,19 @@ class CassandraBackend(
 
     def delete_by_key(self, queue: str, key: str) -> bool:
         holder = self._key_holder(queue, key)
-        if holder is None:
-            return False
-        batch = self._batch()
-        ts = self._now_us()
-        found = self._remove(batch, queue, holder, ts)
+        for _ in range(_KEY_SETTLE_READS):  # after them a key naming no message is stale
+            if holder is None:
+                return False
+            batch = self._batch()
+            ts = self._now_us()
+            found = self._remove(batch, queue, holder, ts)
+            if found:
+                break
+            # the key names a message not (yet) stored: an ack handing the key on is half
+            # applied (a logged batch is atomic, not isolated); look again before calling
+            # the key stale, or the message the ack writes would outlive the cancel
+            time.sleep(0.02)
+            holder = self._key_holder(queue, key)
         add_to_batch(
             batch,
             self._prepare(cql.DELETE_KEY),
