@@ -10,12 +10,18 @@ argument; ``task.si(...)`` one that does not. The chain lives in its running ste
 message and the next step is written in the same atomic step as its ack, so no step is
 lost or run twice. A step that fails for good stops the chain in the poison queue;
 ``tickwork poison replay ID`` resumes it from there.
+
+A chain can have a key (each step holds it in turn: read, cancel or replace the chain by
+it) and a trigger: ``main`` also installs the same pipeline every night at 02:00 Paris
+time under the key ``nightly-etl``; each occurrence runs the whole chain, and the next
+is written when its last step is done, so occurrences never overlap.
 """
 
 from __future__ import annotations
 
 from scheduler import App, chain
 from scheduler.workflows import step_id
+from triggers import Cron
 from workers import Worker, WorkerConfig
 
 app = App()
@@ -45,6 +51,13 @@ def main() -> None:
     worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
     worker.run(duration_s=30)
     print(f"result of the last step: {app.result(last).value}")
+    nightly = chain(extract.si("yesterday"), transform.s("EUR"), load.s())
+    app.enqueue(
+        nightly.options(key="nightly-etl", trigger=Cron("0 2 * * *", tz="Europe/Paris")),
+        on_conflict="replace",
+    )
+    for schedule in app.schedules():
+        print(f"schedule {schedule.key}: {schedule.task} next at {schedule.next_run}")
     app.close()
 
 

@@ -238,3 +238,23 @@ def test_running_a_recurring_chain_now_runs_it_from_its_first_step(sqlite_app: A
         wait_for(lambda: seen == ["head", "tail 5"])
     with pytest.raises(InvalidMessage, match="recurring chain"):
         app.pause_schedule("hourly")
+
+
+def test_a_keyed_chain_waiting_is_replaced_by_its_key(app: App) -> None:
+    @app.task
+    def old(n: int) -> int:
+        return n
+
+    @app.task
+    def new(n: int) -> int:
+        return n
+
+    @app.task
+    def after(n: int) -> None: ...
+
+    app.enqueue(chain(old.si(1), after.s()).options(key="job", delay=timedelta(hours=1)))
+    app.enqueue(chain(new.si(2), after.s()).options(key="job"), on_conflict="replace")
+    live = app.get(key="job")
+    assert live is not None and live.message.task == new.name
+    assert [s.task for s in live.message.then] == [after.name]
+    assert app.cancel(key="job") and app.get(key="job") is None
