@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import App, InvalidMessage, KeyConflict, Message, RunStatus, chain
+from scheduler import App, InvalidMessage, KeyConflict, Message, RetryPolicy, RunStatus, chain
 from scheduler.workflows import step_id
 from tests.support.helpers import running, wait_for
 from triggers import Cron, Repeating
@@ -258,3 +258,28 @@ def test_a_keyed_chain_waiting_is_replaced_by_its_key(app: App) -> None:
     assert live is not None and live.message.task == new.name
     assert [s.task for s in live.message.then] == [after.name]
     assert app.cancel(key="job") and app.get(key="job") is None
+
+
+def test_a_step_retried_after_a_failure_passes_its_result_on(app: App) -> None:
+    attempts = {"flaky": 0}
+    seen: list[int] = []
+
+    @app.task
+    def start() -> int:
+        return 20
+
+    @app.task(retry=RetryPolicy(retries=2, base_s=0.05, jitter=False))
+    def flaky(n: int) -> int:
+        attempts["flaky"] += 1
+        if attempts["flaky"] < 3:
+            raise ConnectionError("the upstream blinked")
+        return n + 1
+
+    @app.task
+    def finish(n: int) -> None:
+        seen.append(n)
+
+    app.enqueue(chain(start.si(), flaky.s(), finish.s()))
+    with running(app):
+        wait_for(lambda: seen == [21])
+    assert attempts["flaky"] == 3 and app.backend.poison_list() == []
