@@ -158,17 +158,27 @@ def build_batch(
         place = Membership(batch=batch_id, index=index, size=size, expires_ms=expires_ms)
         chain = member_id(batch_id, index)
         members.append(builder.build(call, now_ms, now, chain=chain, member=place)[1])
-    callbacks, places = [], {}
-    for when, call in spec.callbacks.items():
+    callbacks, places = build_callbacks(builder, batch_id, spec.callbacks, now_ms)
+    queues = sorted({envelope.queue for envelope in members})
+    description = BatchDescription(size=size, created_ms=now_ms, queues=queues, callbacks=places)
+    return BuiltBatch(batch_id, description, expires_ms, callbacks, members)
+
+
+def build_callbacks(
+    builder: MessageBuilder, batch_id: str, callbacks: dict[When, Call], now_ms: int
+) -> tuple[list[Envelope], dict[When, CallbackPlace]]:
+    """Validate a batch's callbacks and build their envelopes, parked (due at
+    ``PAUSED_DUE``), with where each waits."""
+    now = to_datetime(now_ms)
+    envelopes, places = [], {}
+    for when, call in callbacks.items():
         _check_callback(when, call)
         mark = Callback(batch=batch_id, when=when, takes_result=call.takes_result)
         chain = f"{batch_id}.{when}"
         _, envelope = builder.build(call, now_ms, now, chain=chain, callback=mark)
-        callbacks.append(envelope._replace(due_ms=to_ms(PAUSED_DUE)))
+        envelopes.append(envelope._replace(due_ms=to_ms(PAUSED_DUE)))
         places[when] = CallbackPlace(id=envelope.id, queue=envelope.queue)
-    queues = sorted({envelope.queue for envelope in members})
-    description = BatchDescription(size=size, created_ms=now_ms, queues=queues, callbacks=places)
-    return BuiltBatch(batch_id, description, expires_ms, callbacks, members)
+    return envelopes, places
 
 
 def _check_member(index: int, call: Call) -> None:

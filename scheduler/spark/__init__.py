@@ -21,11 +21,18 @@ Spark task retry or speculative copy writes nothing twice. Needs the ``spark`` e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from scheduler.errors import ConfigurationError, InvalidMessage
+from scheduler.spark.batches import (
+    SparkBatch,
+    check_batch_mapping,
+    drop_callbacks,
+    open_spark_batch,
+    partition_offsets,
+)
 from scheduler.spark.rows import (
     InvalidRows,
     PartitionResult,
@@ -79,6 +86,7 @@ class EnqueueResult:
     longest_wait_s: float = 0.0
     examples: list[tuple[str, str]] = field(default_factory=list)
     rejected: Any = None
+    batch: str | None = None  # the batch id, when the rows were enqueued as one batch
 
 
 def _partition_batches(
@@ -92,7 +100,13 @@ def _partition_batches(
         for batch in batches:
             yield from batch.to_pylist()
 
-    result = write_rows(mapping, rows(), after_batch)
+    partition = 0
+    if mapping.batch is not None:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+    result = write_rows(mapping, rows(), after_batch, partition)
     yield from result_batches(result)
 
 
@@ -153,6 +167,7 @@ def enqueue_dataframe(
     task_module: str | None = None,
     after_batch: Callable[[int], None] | None = None,
     block_timeout: float | None = None,
+    batch: SparkBatch | None = None,
 ) -> EnqueueResult:
     """Turn every row of ``df`` into a scheduled message of ``task`` on ``backend``.
 
@@ -166,7 +181,9 @@ def enqueue_dataframe(
     ``after_batch(rows_so_far)`` runs on the executor after each written batch. A batch
     for a full bounded queue waits for room, for at most ``block_timeout`` seconds (None:
     as long as it takes; after it the task fails with ``QueueFull`` and Spark's retry
-    writes nothing twice).
+    writes nothing twice). With ``batch``, every row is a member of one batch whose
+    callbacks fire once when the last row's message settles (``scheduler.spark.batches``;
+    ``EnqueueResult.batch`` is its id).
     """
     mapping = build_mapping(
         backend,
@@ -200,6 +217,32 @@ def enqueue_dataframe(
     projected = df.select(*mapping.columns) if mapping.columns else df.select()
     if max_partitions is not None:
         projected = projected.coalesce(max_partitions)
+    from pyspark import StorageLevel
+
+    opened = None
+    if batch is not None:
+        check_batch_mapping(mapping)
+        projected = projected.persist(StorageLevel.MEMORY_AND_DISK)  # numbered once
+        offsets, size = partition_offsets(projected)
+        opened = open_spark_batch(batch, mapping, size)
+        mapping = replace(mapping, batch=(opened.id, size, opened.expires_ms), offsets=offsets)
+    try:
+        result = _run(projected, mapping, after_batch)
+    except BaseException:
+        if opened is not None:
+            drop_callbacks(backend, opened)
+        raise
+    finally:
+        if batch is not None:
+            projected.unpersist()
+    result.batch = None if opened is None else opened.id
+    return result
+
+
+def _run(
+    projected: Any, mapping: RowMapping, after_batch: Callable[[int], None] | None
+) -> EnqueueResult:
+    """Write every partition and gather the counts on the driver."""
     out = projected.mapInArrow(partial(_partition_batches, mapping, after_batch), OUTPUT_SCHEMA)
     from pyspark import StorageLevel
 
@@ -243,4 +286,11 @@ def register(spark: Any) -> None:
     spark.dataSource.register(TickworkDataSource)
 
 
-__all__ = ["EnqueueResult", "InvalidRows", "RowMapping", "enqueue_dataframe", "register"]
+__all__ = [
+    "EnqueueResult",
+    "InvalidRows",
+    "RowMapping",
+    "SparkBatch",
+    "enqueue_dataframe",
+    "register",
+]

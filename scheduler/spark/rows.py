@@ -20,8 +20,10 @@ from typing import Any
 from scheduler.app import App
 from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.backpressure import write_bounded
+from scheduler.batches import member_id
 from scheduler.clock import SystemClock, to_datetime
 from scheduler.errors import InvalidMessage, TickworkError
+from scheduler.message import Membership
 from scheduler.retry import RetryPolicy
 from scheduler.tasks import Arguments, Call, TaskFunction, TaskOptions
 from triggers import Cron, Trigger
@@ -55,6 +57,10 @@ class RowMapping:
     task_module: str | None = None
     examples: int = 5
     block_timeout_s: float | None = None  # None: wait for room in a full queue as long as it takes
+    #: rows are members of this batch (id, size, when its records expire), numbered from
+    #: each partition's offset (``offsets``, by partition index)
+    batch: tuple[str, int, int] | None = None
+    offsets: tuple[int, ...] = ()
 
     @property
     def columns(self) -> list[str]:
@@ -195,10 +201,13 @@ def write_rows(
     mapping: RowMapping,
     rows: Iterator[dict[str, Any]],
     after_batch: Callable[[int], None] | None = None,
+    partition: int = 0,
 ) -> PartitionResult:
     """Validate and write ``rows``: one connection, one backend write per batch. A batch
     for a full bounded queue waits for room (``write_bounded``), so a job slows down to the
-    workers' pace instead of burying the backend."""
+    workers' pace instead of burying the backend. For a batch (``mapping.batch``) each row
+    is a member numbered from its ``partition``'s offset: a retried task names the same
+    members again."""
     result = PartitionResult()
     app = App(mapping.backend)
     try:
@@ -218,9 +227,11 @@ def write_rows(
             if after_batch is not None:
                 after_batch(result.enqueued + result.skipped)
 
+        index = mapping.offsets[partition] if mapping.batch is not None else 0
         for row in rows:
             try:
-                _, envelope = app.build(row_call(mapping, row), mapping.now_ms, now)
+                _, envelope = _build(app, mapping, row, now, index)
+                index += 1
             except InvalidMessage as err:
                 reason = str(err)
                 if mapping.on_invalid == "fail":
@@ -236,6 +247,18 @@ def write_rows(
     finally:
         app.close()
     return result
+
+
+def _build(
+    app: App, mapping: RowMapping, row: dict[str, Any], now: datetime, index: int
+) -> tuple[str, Envelope]:
+    call = row_call(mapping, row)
+    if mapping.batch is None:
+        return app.build(call, mapping.now_ms, now)
+    batch_id, size, expires_ms = mapping.batch
+    member = Membership(batch=batch_id, index=index, size=size, expires_ms=expires_ms)
+    chain = member_id(batch_id, index)
+    return app.builder.build(call, mapping.now_ms, now, chain=chain, member=member)
 
 
 def build_mapping(

@@ -318,3 +318,33 @@ def test_a_job_five_times_the_bound_waits_for_a_worker(spark, url: str) -> None:
     # Cassandra's bound is approximate: the other partition may write one batch at once
     margin = batch if url.startswith("cassandra") else 0
     assert most[0] <= bound + margin
+
+
+def test_rows_enqueued_as_a_batch_call_back_once(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+    from scheduler.spark import SparkBatch, enqueue_dataframe
+    from tests.support import spark_tasks
+    from tests.support.helpers import running, wait_for
+
+    app = spark_tasks.app
+    app.use_backend(url)
+    spark_tasks.SUMMARIES.clear()
+    callbacks = SparkBatch(app, on_complete=spark_tasks.summarize.s())
+    df = spark.createDataFrame([(i,) for i in range(60)], "n long").repartition(3)
+    task = "tests.support.spark_tasks.double"
+    result = enqueue_dataframe(df, url, task, args=["n"], batch=callbacks)
+    assert result.enqueued == 60 and result.batch is not None
+    status = app.batch(result.batch)
+    assert (status.size, status.settled, list(status.callbacks)) == (60, 0, ["complete"])
+    with running(app, queues=("tally",)):
+        wait_for(lambda: len(spark_tasks.SUMMARIES) == 1, 60)
+    (outcome,) = spark_tasks.SUMMARIES
+    assert outcome["size"] == 60 and outcome["failed"] == 0
+    assert sorted(outcome["results"]) == [2 * i for i in range(60)]  # type: ignore[call-overload]
+
+    bad = spark.createDataFrame([("7",), ("x",)], "n string")
+    with pytest.raises(Exception, match="not a valid integer|valid integer"):
+        enqueue_dataframe(bad, url, task, args=["n"], batch=callbacks)
+    assert all(s.scheduled == 0 for s in app.backend.stats("tally")), "callbacks dropped"
+    with pytest.raises(InvalidMessage, match="cannot have a key"):
+        enqueue_dataframe(df, url, task, args=["n"], key="n", batch=callbacks)
+    app.close()
