@@ -4,6 +4,9 @@
     python -m examples.spark_invoices        # uses TICKWORK_BACKEND (default: sqlite)
     tickwork worker -A examples.billing.tasks --queue billing
 
+Then the same customers get a reminder each, enqueued as one batch: when the last
+reminder is done, the batch's callback writes a summary (sent, failed, total due) once.
+
 On a cluster, point ``backend`` at Redis (or Cassandra) and install this project (with
 ``examples.billing.tasks``) on the executors; a ``sqlite://`` backend only works with a
 ``local[*]`` master.
@@ -23,7 +26,8 @@ def main() -> None:
     )
     from pyspark.sql import SparkSession
 
-    from scheduler.spark import enqueue_dataframe
+    from examples.billing import tasks
+    from scheduler.spark import SparkBatch, enqueue_dataframe
 
     backend = os.environ.get("TICKWORK_BACKEND", "sqlite:///tickwork.db")
     spark = (
@@ -58,6 +62,15 @@ def main() -> None:
     print(f"enqueued {result.enqueued}, skipped {result.skipped}, rejected {result.failed}")
     for row, reason in result.examples:
         print(f"  rejected {row}: {reason}")
+    reminders = enqueue_dataframe(
+        df,
+        backend,
+        "examples.billing.tasks.remind",
+        args=["customer_id", "amount_due"],
+        queue="billing",
+        batch=SparkBatch(tasks.app, on_complete=tasks.write_summary.s()),
+    )
+    print(f"enqueued {reminders.enqueued} reminders as batch {reminders.batch}")
     spark.stop()
 
 

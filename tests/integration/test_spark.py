@@ -342,7 +342,7 @@ def test_rows_enqueued_as_a_batch_call_back_once(spark, url: str) -> None:  # ty
     assert sorted(outcome["results"]) == [2 * i for i in range(60)]  # type: ignore[call-overload]
 
     bad = spark.createDataFrame([("7",), ("x",)], "n string")
-    with pytest.raises(Exception, match="not a valid integer|valid integer"):
+    with pytest.raises(Exception, match="valid integer"):
         enqueue_dataframe(bad, url, task, args=["n"], batch=callbacks)
     assert all(s.scheduled == 0 for s in app.backend.stats("tally")), "callbacks dropped"
     with pytest.raises(InvalidMessage, match="cannot have a key"):
