@@ -12,7 +12,7 @@ from scheduler.backpressure import write_bounded
 from scheduler.batch_status import BatchHandle, BatchStatus, read_description, read_status
 from scheduler.batches import Batch, BuiltBatch, Group, build_batch, member_id
 from scheduler.errors import WorkflowNotFound
-from scheduler.workflow_view import WorkflowView, batch_view, chain_view
+from scheduler.workflow_view import WorkflowView, batch_view, chain_view, keyed_view
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
@@ -88,11 +88,25 @@ class BatchControl:
                 cancelled += any(backend.delete(mid, queue) for queue in description.queues)
         return cancelled
 
-    def workflow(self, workflow_id: str, max_steps: int = 1000) -> WorkflowView:
-        """A batch (by its id) or a chain (by its first step's id) with each member,
-        callback or step: state, attempts, timing, result or error. Raises
-        ``WorkflowNotFound``."""
+    def workflow(
+        self,
+        workflow_id: str | None = None,
+        max_steps: int = 1000,
+        *,
+        key: str | None = None,
+        queue: str | None = None,
+    ) -> WorkflowView:
+        """A batch (by its id) or a chain (by its first step's id, or by its ``key`` in
+        ``queue``: the live occurrence of a recurring chain) with each member, callback or
+        step: state, attempts, timing, result or error. Raises ``WorkflowNotFound``."""
         backend = self.backend
+        if key is not None:
+            keyed = keyed_view(backend, queue or self.settings.default_queue, key)
+            if keyed is None:
+                raise WorkflowNotFound(f"no chain holds the key {key!r}")
+            return keyed
+        if workflow_id is None:
+            raise WorkflowNotFound("give a batch or chain id, or a key")
         if backend.read_batch(workflow_id, outcomes=False) is not None:
             return batch_view(backend, workflow_id)
         found = chain_view(backend, workflow_id, max_steps)

@@ -17,8 +17,10 @@ from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
 from scheduler.batch_status import read_status
+from scheduler.building import chain_start, recurring_step_id
 from scheduler.clock import to_datetime, to_ms
 from scheduler.control import PAUSED_DUE
+from scheduler.ids import occurrence_id
 from scheduler.message import Message
 from scheduler.results import RunStatus, read
 from scheduler.workflows import step_id
@@ -88,6 +90,65 @@ def batch_view(backend: Backend, batch_id: str) -> WorkflowView:
         state="settled" if status.complete else "running",
         summary=summary,
         steps=steps,
+    )
+
+
+def keyed_view(backend: Backend, queue: str, key: str) -> WorkflowView | None:
+    """The chain holding ``key`` in ``queue`` (its live step, those before it and those
+    after it), or None if nothing holds the key. For a recurring chain, the current
+    occurrence."""
+    stored = backend.get_by_key(queue, key)
+    if stored is None:
+        return None
+    message = Message.decode(stored.envelope.body)
+    start = message.start or (chain_start(message) if message.trigger is not None else None)
+    live_state = str(stored.state) if message.paused_at is None else "paused"
+    steps: list[StepView] = []
+    if start is not None:  # a recurring chain: every step is known from how it starts
+        plan = [start.first, *start.then]
+        for index, step in enumerate(plan):
+            sid = (
+                occurrence_id(message.chain, message.occurrence)
+                if index == 0
+                else recurring_step_id(message.chain, message.occurrence, index)
+            )
+            state = "succeeded" if index < message.step else "not started"
+            if index == message.step:
+                state = live_state
+            at = to_datetime(stored.envelope.due_ms) if index == message.step else None
+            steps.append(StepView(name=f"step {index}", id=sid, task=step.task, state=state, at=at))
+        kind = f"occurrence {message.occurrence} of a recurring chain"
+    else:  # steps before the live one are not carried: their ids are
+        live = message.occurrence
+        steps = [
+            StepView(name=f"step {i}", id=step_id(message.chain, i), state="succeeded")
+            for i in range(live)
+        ]
+        steps.append(
+            StepView(
+                name=f"step {live}",
+                id=message.id,
+                task=message.task,
+                state=live_state,
+                attempt=stored.attempt or None,
+                at=to_datetime(stored.envelope.due_ms),
+                error=stored.last_error,
+            )
+        )
+        steps += [
+            StepView(
+                name=f"step {live + 1 + n}",
+                id=step_id(message.chain, live + 1 + n),
+                task=step.task,
+                state="not started",
+            )
+            for n, step in enumerate(message.then)
+        ]
+        kind = "a chain"
+    live_index = message.step if start is not None else message.occurrence
+    summary = f"key {key!r}: {kind} of {len(steps)} step(s); step {live_index} is {live_state}"
+    return WorkflowView(
+        id=message.chain, kind="chain", state="running", summary=summary, steps=steps
     )
 
 

@@ -5,15 +5,18 @@ recurring chain runs whole occurrences; bad chains are one clear error and store
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import timedelta
 
 import pytest
+from click.testing import CliRunner
 
 from scheduler import App, InvalidMessage, KeyConflict, Message, RetryPolicy, RunStatus, chain
 from scheduler.workflows import step_id
 from tests.support.helpers import running, wait_for
+from tickwork.cli import cli
 from triggers import Cron, Repeating
 
 
@@ -283,3 +286,40 @@ def test_a_step_retried_after_a_failure_passes_its_result_on(app: App) -> None:
     with running(app):
         wait_for(lambda: seen == [21])
     assert attempts["flaky"] == 3 and app.backend.poison_list() == []
+
+
+def test_workflow_show_by_key_shows_a_recurring_chain_occurrence(
+    sqlite_app: App, sqlite_url: str
+) -> None:
+    app = sqlite_app
+    inside, release = threading.Event(), threading.Event()
+
+    @app.task
+    def load() -> int:
+        return 1
+
+    @app.task
+    def crunch(n: int) -> int:
+        inside.set()
+        release.wait(10)
+        return n
+
+    @app.task
+    def ship(n: int) -> None: ...
+
+    trigger = Repeating(interval=timedelta(hours=1))
+    app.enqueue(chain(load.si(), crunch.s(), ship.s()).options(key="hourly", trigger=trigger))
+    with running(app):
+        assert inside.wait(20)
+        view = app.workflow(key="hourly")
+        release.set()
+    assert [(s.task, s.state) for s in view.steps] == [
+        (load.name, "succeeded"),
+        (crunch.name, "running"),
+        (ship.name, "not started"),
+    ]
+    assert "occurrence 0 of a recurring chain" in view.summary
+    shown = CliRunner().invoke(
+        cli, ["--backend", sqlite_url, "workflow", "show", "--key", "hourly", "--json"]
+    )
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["steps"][0]["task"] == load.name

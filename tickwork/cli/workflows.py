@@ -11,6 +11,7 @@ from tickwork.cli.common import (
     backend_option,
     clean_errors,
     emit_json,
+    fail,
     json_option,
     pass_state,
 )
@@ -22,7 +23,9 @@ def workflow() -> None:
 
 
 @workflow.command()
-@click.argument("workflow_id", metavar="ID")
+@click.argument("workflow_id", metavar="ID", required=False)
+@click.option("--key", help="Show the chain holding this key (instead of an ID).")
+@click.option("--queue", help="Queue of the key [default].")
 @click.option(
     "--max-steps",
     type=click.IntRange(min=1),
@@ -34,11 +37,20 @@ def workflow() -> None:
 @pass_state
 @backend_option
 @clean_errors
-def show(state: State, workflow_id: str, max_steps: int, as_json: bool) -> None:
+def show(
+    state: State,
+    workflow_id: str | None,
+    key: str | None,
+    queue: str | None,
+    max_steps: int,
+    as_json: bool,
+) -> None:
     """Show a batch (by its id) with each member and callback, or a chain (by its first
-    step's id) with each step: state, attempts, timing, result or error. Exit code 1 if
-    neither is stored."""
-    view = state.app().workflow(workflow_id, max_steps)
+    step's id, or by its --key: a recurring chain's current occurrence) with each step:
+    state, attempts, timing, result or error. Exit code 1 if none is stored."""
+    if (key is None) == (workflow_id is None):
+        fail("give exactly one of ID and --key")
+    view = state.app().workflow(workflow_id, max_steps, key=key, queue=queue)
     if as_json:
         emit_json(view.model_dump(mode="json"))
         return
