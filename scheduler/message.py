@@ -6,14 +6,17 @@ on the backend's ``Claim``. A message's body is written once and never rewritten
 
 from __future__ import annotations
 
+import base64
+import binascii
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.clock import to_datetime
@@ -104,9 +107,21 @@ class Message(BaseModel):
     member: Membership | None = None  # a member of a batch: its outcome is counted
     callback: Callback | None = None  # a batch's callback: parked until the batch settles
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unpack_steps(cls, data: Any) -> Any:
+        """A long chain's steps are stored compressed (``then_z``, see ``pack_steps``)."""
+        if isinstance(data, dict) and "then_z" in data:
+            data = dict(data)
+            data["then"] = unpack_steps(data.pop("then_z"))
+        return data
+
     def encode(self) -> bytes:
-        """Compact JSON bytes."""
-        return self.model_dump_json(exclude_defaults=True).encode()
+        """Compact JSON bytes (a long chain's steps compressed)."""
+        if not self.then:
+            return self.model_dump_json(exclude_defaults=True).encode()
+        fields = self.model_dump(mode="json", exclude_defaults=True)
+        return to_json(with_steps(fields, fields.pop("then")))
 
     @classmethod
     def decode(cls, body: bytes) -> Message:
@@ -183,12 +198,38 @@ def encode_fields(
     if rate is not None:
         fields["rate"] = rate
     if then:
-        fields["then"] = then
+        fields = with_steps(fields, then)
     if member is not None:
         fields["member"] = member
     if callback is not None:
         fields["callback"] = callback
     return to_json(fields)
+
+
+#: a chain's steps longer than this (encoded) are stored compressed: a message carries
+#: every step after its own, so a long chain's first messages would be large (Cassandra
+#: stores at most 32 KB) and each ack would copy them
+PACK_STEPS_OVER = 2048
+
+
+def with_steps(fields: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """``fields`` with a chain's later ``steps``: as they are, or packed when long."""
+    encoded = to_json(steps)
+    if len(encoded) > PACK_STEPS_OVER:
+        fields["then_z"] = base64.b64encode(zlib.compress(encoded, 6)).decode()
+    else:
+        fields["then"] = steps
+    return fields
+
+
+def unpack_steps(packed: Any) -> Any:
+    """The steps ``with_steps`` packed; ``ValueError`` for anything else."""
+    if not isinstance(packed, str):
+        raise ValueError("then_z must be a string")
+    try:
+        return from_json(zlib.decompress(base64.b64decode(packed, validate=True)))
+    except (zlib.error, binascii.Error) as err:
+        raise ValueError(f"then_z is not packed steps: {err}") from err
 
 
 @dataclass(frozen=True, slots=True)
