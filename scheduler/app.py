@@ -21,13 +21,14 @@ from scheduler.backends.outcomes import WRITES
 from scheduler.backpressure import write_bounded
 from scheduler.batch_control import BatchControl
 from scheduler.batches import Batch, Group
-from scheduler.building import MessageBuilder, upcoming
+from scheduler.building import MessageBuilder
 from scheduler.clock import Clock, SystemClock, to_datetime
 from scheduler.control import AbortResult
 from scheduler.errors import InvalidMessage, QueueFull, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
+from scheduler.planning import upcoming
 from scheduler.presence import WorkerInfo, live_workers
 from scheduler.queues import QueueControl
 from scheduler.registry import Periodic, TaskRegistry

@@ -33,12 +33,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Envelope
-from scheduler.building import MessageBuilder, plan
+from scheduler.building import MessageBuilder
 from scheduler.clock import to_datetime, to_ms
 from scheduler.control import PAUSED_DUE
 from scheduler.errors import InvalidMessage
 from scheduler.ids import new_chain_id
 from scheduler.message import Callback, Membership
+from scheduler.planning import plan
 from scheduler.tasks import Call
 
 When = Literal["success", "complete", "failure"]

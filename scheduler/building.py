@@ -21,19 +21,21 @@ from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occur
 from scheduler.limits import limit_keys
 from scheduler.message import (
     Callback,
-    ChainStart,
     Membership,
     Message,
-    Step,
     encode_fields,
 )
+from scheduler.planning import check_scalars, plan
 from scheduler.registry import TaskRegistry
 from scheduler.tasks import Call
 from scheduler.tracing import with_traceparent
-from scheduler.workflows import resolve_step, result_taking_arguments
-from triggers import Cron, Repeating
-from triggers.base import Fire, require_aware
-from triggers.preview import Occurrence, preview
+from scheduler.workflows import (
+    chain_start,
+    head_of,
+    recurring_step_id,
+    resolve_step,
+    result_taking_arguments,
+)
 
 
 class MessageBuilder:
@@ -365,104 +367,3 @@ UNIQUE_FOR = "tickwork-unique-for"
 def is_unique_window(message: Message) -> bool:
     """Whether ``message`` only holds its key for a ``unique_for`` window."""
     return UNIQUE_UNTIL in message.headers
-
-
-def recurring_step_id(chain: str, occurrence: int, step: int) -> str:
-    """The id of step ``step`` (from 1) of occurrence ``occurrence`` of a recurring chain
-    (``~`` keeps it apart from the occurrence ids ``{chain}.{n}``)."""
-    return f"{occurrence_id(chain, occurrence)}~{step}"
-
-
-def chain_start(message: Message) -> ChainStart:
-    """How the recurring chain whose first step is ``message`` starts each occurrence."""
-    first = Step(
-        task=message.task,
-        args=message.args,
-        kwargs=message.kwargs,
-        queue=message.queue,
-        priority=message.priority,
-        timeout_s=message.timeout_s,
-        max_attempts=message.max_attempts,
-    )
-    return ChainStart(first=first, then=message.then, limit=message.limit, rate=message.rate)
-
-
-def head_of(message: Message) -> Message:
-    """A recurring chain's step as its occurrence's first step (other messages as they
-    are): what a next occurrence, a manual run or a backfilled run starts from."""
-    start = message.start
-    if start is None:
-        return message
-    first = start.first
-    return message.model_copy(
-        update={
-            "id": occurrence_id(message.chain, message.occurrence),
-            "queue": first.queue,
-            "task": first.task,
-            "args": first.args,
-            "kwargs": first.kwargs,
-            "priority": first.priority,
-            "max_attempts": first.max_attempts,
-            "timeout_s": first.timeout_s,
-            "limit": start.limit,
-            "rate": start.rate,
-            "then": start.then,
-            "step": 0,
-            "start": None,
-        }
-    )
-
-
-def check_scalars(call: Call, queue: str) -> None:
-    """Raise ``InvalidMessage`` for a queue, key, priority or headers of the wrong shape."""
-    if not isinstance(queue, str) or not queue:
-        raise InvalidMessage(f"queue must be a non-empty string, not {queue!r}")
-    if call.key is not None and (not isinstance(call.key, str) or not call.key):
-        raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
-    if call.priority is not None and (
-        not isinstance(call.priority, int)
-        or isinstance(call.priority, bool)
-        or not -1000 <= call.priority <= 1000
-    ):
-        raise InvalidMessage(
-            f"priority must be an integer from -1000 to 1000, not {call.priority!r}"
-        )
-    if call.headers is not None and not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
-    ):
-        raise InvalidMessage("headers must map strings to strings")
-
-
-def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
-    """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
-    if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
-        raise InvalidMessage("give at most one of at=, delay= and trigger=")
-    try:
-        if call.trigger is None:
-            if call.at is not None:
-                return None, Fire(require_aware(call.at, "at"), 0), 0.0
-            if call.delay is not None:
-                if call.delay < timedelta(0):
-                    raise ValueError("delay must not be negative")
-                return None, Fire(now + call.delay, 0), 0.0
-            return None, Fire(now, 0), 0.0
-        anchored = call.trigger.anchored(now)
-    except ValueError as err:
-        raise InvalidMessage(str(err)) from err
-    fire = anchored.first(now)
-    if fire is None:
-        raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
-    stored = anchored if isinstance(anchored, Repeating | Cron) else None
-    return stored, fire, anchored.jitter.total_seconds()
-
-
-def upcoming(message: Message, count: int) -> list[Occurrence]:
-    """The next ``count`` fire times of the chain ``message`` belongs to, starting with
-    ``message`` itself (its scheduled time), numbered along the chain."""
-    if message.trigger is None:
-        return []
-    trigger = message.trigger.with_misfires(message.misfires)
-    fires = preview(trigger, count, message.scheduled_at - timedelta(microseconds=1))
-    if isinstance(message.trigger, Cron):  # cron counts from the preview's start
-        fires = [o._replace(occurrence=message.occurrence + i) for i, o in enumerate(fires)]
-    return fires

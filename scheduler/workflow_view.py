@@ -17,13 +17,12 @@ from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
 from scheduler.batch_status import read_status
-from scheduler.building import chain_start, recurring_step_id
 from scheduler.clock import to_datetime, to_ms
 from scheduler.control import PAUSED_DUE
 from scheduler.ids import occurrence_id
 from scheduler.message import Message
 from scheduler.results import RunStatus, read
-from scheduler.workflows import step_id
+from scheduler.workflows import chain_start, recurring_step_id, step_id
 
 
 class StepView(BaseModel):

@@ -20,7 +20,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from scheduler.errors import InvalidMessage
 from scheduler.ids import occurrence_id
-from scheduler.message import Step
+from scheduler.message import ChainStart, Message, Step
 from scheduler.tasks import Call, TaskFunction
 
 
@@ -88,3 +88,49 @@ def step_id(first_id: str, index: int) -> str:
     """The message id of step ``index`` (0 is the first) of the chain whose first step is
     ``first_id`` (what ``app.enqueue(chain(...))`` returned)."""
     return occurrence_id(first_id, index)
+
+
+def recurring_step_id(chain: str, occurrence: int, step: int) -> str:
+    """The id of step ``step`` (from 1) of occurrence ``occurrence`` of a recurring chain
+    (``~`` keeps it apart from the occurrence ids ``{chain}.{n}``)."""
+    return f"{occurrence_id(chain, occurrence)}~{step}"
+
+
+def chain_start(message: Message) -> ChainStart:
+    """How the recurring chain whose first step is ``message`` starts each occurrence."""
+    first = Step(
+        task=message.task,
+        args=message.args,
+        kwargs=message.kwargs,
+        queue=message.queue,
+        priority=message.priority,
+        timeout_s=message.timeout_s,
+        max_attempts=message.max_attempts,
+    )
+    return ChainStart(first=first, then=message.then, limit=message.limit, rate=message.rate)
+
+
+def head_of(message: Message) -> Message:
+    """A recurring chain's step as its occurrence's first step (other messages as they
+    are): what a next occurrence, a manual run or a backfilled run starts from."""
+    start = message.start
+    if start is None:
+        return message
+    first = start.first
+    return message.model_copy(
+        update={
+            "id": occurrence_id(message.chain, message.occurrence),
+            "queue": first.queue,
+            "task": first.task,
+            "args": first.args,
+            "kwargs": first.kwargs,
+            "priority": first.priority,
+            "max_attempts": first.max_attempts,
+            "timeout_s": first.timeout_s,
+            "limit": start.limit,
+            "rate": start.rate,
+            "then": start.then,
+            "step": 0,
+            "start": None,
+        }
+    )

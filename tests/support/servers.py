@@ -319,8 +319,10 @@ _JVM_OPTIONS = [
     "-Dio.netty.tryReflectionSetAccessible=true",
     "-Dio.netty.allocator.useCacheForAllThreads=true",
     "-Dio.netty.allocator.maxOrder=11",
-    "-Xms2G",  # a keyspace per test: about 100 keyspaces of 10 tables fill 1 GiB
-    "-Xmx2G",
+    # a keyspace per test: about 100 keyspaces of 20 tables fill 2 GiB; with 2 GiB the node
+    # stalled in GC late in the suite (connections timed out after 10 s)
+    "-Xms4G",
+    "-Xmx4G",
     "-XX:OnOutOfMemoryError=kill -9 %p",
     "-Dcassandra-foreground=yes",
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",

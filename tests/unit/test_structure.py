@@ -105,8 +105,8 @@ def test_no_module_is_past_400_lines() -> None:
 def test_the_checker_sees_imports() -> None:
     """Guards the tests above against passing because they read nothing."""
     graph = _graph()
-    assert "triggers" in graph["scheduler.building"] or any(
-        t.startswith("triggers") for t in graph["scheduler.building"]
+    assert "triggers" in graph["scheduler.planning"] or any(
+        t.startswith("triggers") for t in graph["scheduler.planning"]
     )
     assert "scheduler.backends.base" in graph["scheduler.backends.sqlite.backend"]
     assert any(t.startswith("scheduler") for t in graph["workers.settler"])

@@ -1,0 +1,69 @@
+"""A call before it becomes a message: its scalar options checked (``check_scalars``) and
+its first fire planned from its time or trigger (``plan``); and a schedule's upcoming
+fires (``upcoming``, for preview). Pure: no backend, no clock of its own."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from scheduler.errors import InvalidMessage
+from scheduler.message import Message
+from scheduler.tasks import Call
+from triggers import Cron, Repeating
+from triggers.base import Fire, require_aware
+from triggers.preview import Occurrence, preview
+
+
+def check_scalars(call: Call, queue: str) -> None:
+    """Raise ``InvalidMessage`` for a queue, key, priority or headers of the wrong shape."""
+    if not isinstance(queue, str) or not queue:
+        raise InvalidMessage(f"queue must be a non-empty string, not {queue!r}")
+    if call.key is not None and (not isinstance(call.key, str) or not call.key):
+        raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
+    if call.priority is not None and (
+        not isinstance(call.priority, int)
+        or isinstance(call.priority, bool)
+        or not -1000 <= call.priority <= 1000
+    ):
+        raise InvalidMessage(
+            f"priority must be an integer from -1000 to 1000, not {call.priority!r}"
+        )
+    if call.headers is not None and not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
+    ):
+        raise InvalidMessage("headers must map strings to strings")
+
+
+def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
+    """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
+    if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
+        raise InvalidMessage("give at most one of at=, delay= and trigger=")
+    try:
+        if call.trigger is None:
+            if call.at is not None:
+                return None, Fire(require_aware(call.at, "at"), 0), 0.0
+            if call.delay is not None:
+                if call.delay < timedelta(0):
+                    raise ValueError("delay must not be negative")
+                return None, Fire(now + call.delay, 0), 0.0
+            return None, Fire(now, 0), 0.0
+        anchored = call.trigger.anchored(now)
+    except ValueError as err:
+        raise InvalidMessage(str(err)) from err
+    fire = anchored.first(now)
+    if fire is None:
+        raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
+    stored = anchored if isinstance(anchored, Repeating | Cron) else None
+    return stored, fire, anchored.jitter.total_seconds()
+
+
+def upcoming(message: Message, count: int) -> list[Occurrence]:
+    """The next ``count`` fire times of the chain ``message`` belongs to, starting with
+    ``message`` itself (its scheduled time), numbered along the chain."""
+    if message.trigger is None:
+        return []
+    trigger = message.trigger.with_misfires(message.misfires)
+    fires = preview(trigger, count, message.scheduled_at - timedelta(microseconds=1))
+    if isinstance(message.trigger, Cron):  # cron counts from the preview's start
+        fires = [o._replace(occurrence=message.occurrence + i) for i, o in enumerate(fires)]
+    return fires
