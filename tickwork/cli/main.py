@@ -11,6 +11,7 @@ import click
 from tickwork.cli import (
     cassandra,
     cron,
+    dashboard,
     exporter,
     messages,
     poison,
@@ -62,5 +63,6 @@ for command in (
     cron.cron,
     exporter.exporter,
     workflows.workflow,
+    dashboard.dashboard,
 ):
     cli.add_command(command)

@@ -1,0 +1,137 @@
+"""The dashboard over a real backend, through Starlette's test client: every page renders
+with data; actions need the CSRF token of the page, the token when one is set, and are
+refused in read-only mode; each action changes the backend."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from starlette.testclient import TestClient
+
+from scheduler import App, Call, RetryPolicy, batch, group
+from tests.support.helpers import running, wait_for
+from tickwork.dashboard import Access, create_dashboard
+from triggers import Repeating
+
+
+@pytest.fixture
+def seeded(app: App) -> Iterator[tuple[App, str]]:
+    @app.task
+    def tick() -> None: ...
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def broken() -> None:
+        raise ValueError("no good")
+
+    @app.task
+    def part(n: int) -> int:
+        return n
+
+    app.enqueue(Call(tick.name, key="every-hour", trigger=Repeating(interval=timedelta(hours=1))))
+    app.enqueue(Call(broken.name))
+    handle = app.enqueue_batch(batch(group([part.call(1), part.call(2)])))
+    with running(app):
+        wait_for(lambda: len(app.backend.poison_list()) == 1 and app.batch(handle).complete)
+    yield app, handle
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found, "the page carries a CSRF token"
+    return found.group(1)
+
+
+def test_every_page_renders_with_data_and_actions_change_the_backend(
+    seeded: tuple[App, str],
+) -> None:
+    app, _ = seeded
+    client = TestClient(create_dashboard(app))
+    home = client.get("/")
+    assert home.status_code == 200 and "default" in home.text and "pause" in home.text
+    assert "every-hour" in client.get("/schedules").text
+    assert "no good" in client.get("/poison").text
+    assert "no worker has registered" in client.get("/workers").text
+    with running(app):
+        wait_for(lambda: len(app.workers()) == 1)
+        assert "alive" in client.get("/workers").text
+    (poisoned,) = app.backend.poison_list()
+    shown = client.get("/message", params={"key": "every-hour"})
+    assert "every-hour" in shown.text and "every 1h" in shown.text
+    token = _csrf(home.text)
+
+    moved = client.post(
+        "/queues/default/pause", data={"csrf": token, "next": "/"}, follow_redirects=False
+    )
+    assert moved.status_code == 303 and app.backend.paused_queues() == ["default"]
+    page = client.get(moved.headers["location"])
+    assert "paused default" in page.text and "resume" in page.text
+    client.post("/queues/default/resume", data={"csrf": token, "next": "/"})
+    assert app.backend.paused_queues() == []
+
+    client.post("/schedules/default/every-hour/pause", data={"csrf": token, "next": "/schedules"})
+    paused = app.get(key="every-hour")
+    assert paused is not None and paused.message.paused_at is not None
+    client.post(
+        "/schedules/default/every-hour/resume",
+        data={"csrf": token, "next": "/schedules", "misfire": "skip"},
+    )
+    resumed = app.get(key="every-hour")
+    assert resumed is not None and resumed.message.paused_at is None
+    ran = client.post("/schedules/default/every-hour/run", data={"csrf": token, "next": "/"})
+    assert "runs now as" in ran.text
+
+    client.post(f"/poison/{poisoned.envelope.id}/replay", data={"csrf": token, "next": "/poison"})
+    assert app.backend.poison_list() == [] and app.get(id=poisoned.envelope.id) is not None
+    client.post(f"/messages/{poisoned.envelope.id}/cancel", data={"csrf": token, "next": "/"})
+    assert app.get(id=poisoned.envelope.id) is None
+
+
+def test_a_workflow_page_shows_a_batch(seeded: tuple[App, str]) -> None:
+    app, handle = seeded
+    client = TestClient(create_dashboard(app))
+    page = client.get("/workflow", params={"id": handle})
+    assert "2 members: 2 succeeded, 0 failed, 0 pending" in page.text
+    assert f"{handle}.1" in page.text
+    missing = client.get("/workflow", params={"id": "nope"})
+    assert "no batch or chain nope" in missing.text
+
+
+def test_actions_need_the_csrf_token_of_the_page(sqlite_app: App) -> None:
+    client = TestClient(create_dashboard(sqlite_app))
+    client.get("/")
+    refused = client.post("/queues/default/pause", data={"next": "/"})
+    assert refused.status_code == 403 and "CSRF" in refused.text
+    forged = client.post("/queues/default/pause", data={"csrf": "guess", "next": "/"})
+    assert forged.status_code == 403
+    assert sqlite_app.backend.paused_queues() == []
+
+
+def test_a_token_guards_every_page_and_read_only_serves_no_action(sqlite_app: App) -> None:
+    guarded = TestClient(create_dashboard(sqlite_app, Access(token="s3cret")))
+    assert guarded.get("/").status_code == 401
+    assert guarded.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    basic = base64.b64encode(b"ops:s3cret").decode()
+    page = guarded.get("/", headers={"Authorization": f"Basic {basic}"})
+    assert page.status_code == 200
+    headers = {"Authorization": "Bearer s3cret"}
+    sqlite_app.backend.pause_queue("default")  # a queue to show, with a button
+    token = _csrf(guarded.get("/", headers=headers).text)
+    ok = guarded.post("/queues/default/resume", data={"csrf": token, "next": "/"}, headers=headers)
+    assert ok.status_code == 200 and sqlite_app.backend.paused_queues() == []
+
+    viewer = TestClient(create_dashboard(sqlite_app, Access(read_only=True)))
+    assert "<button" not in viewer.get("/").text
+    assert viewer.post("/queues/default/pause", data={"csrf": "x"}).status_code == 403
+    assert sqlite_app.backend.paused_queues() == []
+
+
+def test_actions_without_a_token_are_served_on_loopback_only() -> None:
+    Access().check_binding("127.0.0.1")
+    Access(token="t").check_binding("0.0.0.0")
+    Access(read_only=True).check_binding("0.0.0.0")
+    with pytest.raises(ValueError, match=r"without authentication on 0\.0\.0\.0"):
+        Access().check_binding("0.0.0.0")

@@ -1,0 +1,79 @@
+"""The dashboard in a real browser (headless Chromium from Debian's packages, driven by
+Selenium) against a real backend with data: every page loads, and clicking pause,
+resume, run now and replay changes the backend. With ``TICKWORK_SCREENSHOTS=DIR`` the
+main pages are saved there as PNG (how the screenshots in docs/ are made)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler import App, Call, RetryPolicy
+from tests.support.browser import browser, served
+from tests.support.helpers import running, wait_for
+from tickwork.dashboard import create_dashboard
+from triggers import Cron
+
+pytestmark = pytest.mark.slow
+
+
+def _click(driver: Any, action: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.CSS_SELECTOR, f'button[data-action="{action}"]').click()
+
+
+def _shot(driver: Any, name: str) -> None:
+    if where := os.environ.get("TICKWORK_SCREENSHOTS"):
+        driver.save_screenshot(str(Path(where) / f"dashboard-{name}.png"))
+
+
+def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
+    @app.task
+    def report() -> None: ...
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def sync_crm(account: int) -> None:
+        raise ConnectionError(f"CRM refused account {account}")
+
+    app.enqueue(Call(report.name, key="daily-report", trigger=Cron("0 9 * * *", tz="Europe/Paris")))
+    app.enqueue(Call(sync_crm.name, (42,)))
+    with running(app):
+        wait_for(lambda: len(app.backend.poison_list()) == 1)
+    (poisoned,) = app.backend.poison_list()
+    with served(create_dashboard(app)) as base, browser() as driver:
+        driver.get(base + "/")
+        assert "tickwork · Queues" in driver.title
+        _shot(driver, "queues")
+        _click(driver, "/queues/default/pause")
+        wait_for(lambda: "paused default" in driver.page_source, 10)
+        assert app.backend.paused_queues() == ["default"]
+        _click(driver, "/queues/default/resume")
+        wait_for(lambda: "resumed default" in driver.page_source, 10)
+        assert app.backend.paused_queues() == []
+
+        driver.get(base + "/schedules")
+        assert "daily-report" in driver.page_source and "Europe/Paris" in driver.page_source
+        _shot(driver, "schedules")
+        _click(driver, "/schedules/default/daily-report/pause")
+        wait_for(lambda: "paused daily-report" in driver.page_source, 10)
+        paused = app.get(key="daily-report")
+        assert paused is not None and paused.message.paused_at is not None
+        _click(driver, "/schedules/default/daily-report/resume")
+        wait_for(lambda: "resumed daily-report" in driver.page_source, 10)
+        _click(driver, "/schedules/default/daily-report/run")
+        wait_for(lambda: "runs now as" in driver.page_source, 10)
+
+        driver.get(base + "/poison")
+        assert "CRM refused account 42" in driver.page_source
+        _shot(driver, "poison")
+        _click(driver, f"/poison/{poisoned.envelope.id}/replay")
+        wait_for(lambda: f"replayed {poisoned.envelope.id}" in driver.page_source, 10)
+        assert app.backend.poison_list() == []
+
+        for page in ("/workers", "/message?key=daily-report", "/workflow"):
+            driver.get(base + page)
+            assert "tickwork ·" in driver.title and "Traceback" not in driver.page_source

@@ -1,0 +1,9 @@
+"""The web dashboard: an ASGI application (Starlette, Jinja2 templates, no build step)
+over one ``App``'s backend. ``create_dashboard(app)`` returns it, to mount in an ASGI
+application of one's own; ``tickwork dashboard`` serves it with uvicorn. Needs the
+``dashboard`` extra."""
+
+from tickwork.dashboard.pages import create_dashboard
+from tickwork.dashboard.security import Access
+
+__all__ = ["Access", "create_dashboard"]
