@@ -56,7 +56,8 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         assert app.backend.paused_queues() == []
 
         driver.get(base + "/schedules")
-        assert "daily-report" in driver.page_source and "Europe/Paris" in driver.page_source
+        assert "daily-report" in driver.page_source
+        assert "T09:00+01:00 Europe/Paris" in driver.page_source, "next run in its timezone"
         _shot(driver, "schedules")
         _click(driver, "/schedules/default/daily-report/pause")
         wait_for(lambda: "paused daily-report" in driver.page_source, 10)

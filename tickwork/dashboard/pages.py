@@ -5,8 +5,10 @@ read-only mode, CSRF) and redirects back to the page it came from."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +22,24 @@ from scheduler.clock import to_datetime
 from tickwork.dashboard.security import CSRF_COOKIE, Access, Refused, csrf_token
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+
+
+def _in_zone(moment: datetime | None, trigger: Any = None) -> str:
+    """A time as the schedule's owner reads it: in the trigger's timezone if it has one."""
+    if moment is None:
+        return ""
+    zone = getattr(trigger, "tz", None)
+    if zone:
+        return f"{moment.astimezone(ZoneInfo(zone)).isoformat(timespec='minutes')} {zone}"
+    return moment.isoformat(timespec="seconds")
+
+
+def _ms_time(epoch_ms: int | None) -> str:
+    return "" if epoch_ms is None else to_datetime(epoch_ms).isoformat(timespec="seconds")
+
+
+TEMPLATES.env.filters["in_zone"] = _in_zone
+TEMPLATES.env.filters["ms_time"] = _ms_time
 Handler = Callable[[Request], Awaitable[Response]]
 
 
