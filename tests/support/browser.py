@@ -4,30 +4,19 @@ and a dashboard served by uvicorn on a free loopback port."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.support.servers import free_port, wait_for_port
+from tests.support.servers import ensure_debian_packages, free_port, wait_for_port
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 def ensure_chromium_installed() -> None:
-    if shutil.which("chromium") and shutil.which("chromedriver"):
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"],
-    ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
+    ensure_debian_packages(["chromium", "chromedriver"], ["chromium", "chromium-driver"])
 
 
 @contextmanager

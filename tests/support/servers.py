@@ -37,19 +37,26 @@ def free_port(cluster_bus: bool = False) -> int:
     raise RuntimeError("no free loopback port found")
 
 
-def ensure_redis_installed() -> None:
-    if shutil.which("redis-server") and shutil.which("redis-cli"):
+def ensure_debian_packages(commands: list[str], packages: list[str]) -> None:
+    """Install Debian ``packages`` with apt-get unless every one of ``commands`` is on
+    the PATH already (a fresh machine has only what the project installs)."""
+    if all(shutil.which(command) for command in commands):
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
+    for step in (
         ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "redis-server", "redis-tools"],
+        ["apt-get", "install", "-y", "-qq", *packages],
     ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(step, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
-    if not shutil.which("redis-server"):
-        raise RuntimeError("redis-server is still missing after apt-get install")
+            raise RuntimeError(f"{' '.join(step)} failed: {done.stderr[-2000:]}")
+    missing = [command for command in commands if not shutil.which(command)]
+    if missing:
+        raise RuntimeError(f"{', '.join(missing)} still missing after apt-get install")
+
+
+def ensure_redis_installed() -> None:
+    ensure_debian_packages(["redis-server", "redis-cli"], ["redis-server", "redis-tools"])
 
 
 def wait_for_port(port: int, timeout_s: float = 20.0) -> None:
