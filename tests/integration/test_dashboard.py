@@ -90,6 +90,30 @@ def test_every_page_renders_with_data_and_actions_change_the_backend(
     assert app.get(id=poisoned.envelope.id) is None
 
 
+def test_a_whole_poisoned_queue_is_replayed_or_purged(sqlite_app: App) -> None:
+    app = sqlite_app
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def flaky(n: int) -> None:
+        raise RuntimeError(f"failed {n}")
+
+    for n in range(3):
+        flaky.delay(n)
+    with running(app):
+        wait_for(lambda: len(app.backend.poison_list()) == 3)
+    client = TestClient(create_dashboard(app))
+    page = client.get("/poison")
+    assert "replay all" in page.text and "purge all" in page.text
+    token = _csrf(page.text)
+    done = client.post("/poison-queue/default/replay", data={"csrf": token, "next": "/poison"})
+    assert "replayed 3 of default" in done.text and app.backend.poison_list() == []
+    with running(app):
+        wait_for(lambda: len(app.backend.poison_list()) == 3)
+    done = client.post("/poison-queue/default/purge", data={"csrf": token, "next": "/poison"})
+    assert "purged 3 of default" in done.text and app.backend.poison_list() == []
+    assert app.backend.stats("default")[0].ready == 0
+
+
 def test_a_workflow_page_shows_a_batch(seeded: tuple[App, str]) -> None:
     app, handle = seeded
     client = TestClient(create_dashboard(app))

@@ -61,6 +61,11 @@ def create_dashboard(app: App, access: Access | None = None) -> Starlette:
             views.action(views.schedule_action),
             methods=["POST"],
         ),
+        Route(
+            "/poison-queue/{queue}/{verb:str}",
+            views.action(views.poison_queue_action),
+            methods=["POST"],
+        ),
         Route("/poison/{id}/{verb:str}", views.action(views.poison_action), methods=["POST"]),
         Route("/messages/{id}/{verb:str}", views.action(views.message_action), methods=["POST"]),
     ]
@@ -126,7 +131,13 @@ class _Views:
     def poison(self, request: Request) -> dict[str, Any]:
         records = self.app.backend.poison_list(limit=200)
         rows = [(r, to_datetime(r.failed_at_ms)) for r in records]
-        return {"title": "Poison queue", "records": rows, "done": request.query_params.get("done")}
+        queues = [s for s in self.app.backend.stats() if s.poison]
+        return {
+            "title": "Poison queue",
+            "records": rows,
+            "queues": queues,
+            "done": request.query_params.get("done"),
+        }
 
     def message(self, request: Request) -> dict[str, Any]:
         params = request.query_params
@@ -186,6 +197,15 @@ class _Views:
             count = self.app.backend.poison_replay([message_id])
             return f"replayed {message_id}" if count else f"{message_id} was not replayed"
         raise Refused(404, f"no poison action {verb!r}")
+
+    def poison_queue_action(self, path: dict[str, str], form: dict[str, str]) -> str:
+        """Everything poisoned in one queue: replay it all, or purge it all."""
+        queue, verb = path["queue"], path["verb"]
+        if verb == "replay":
+            return f"replayed {self.app.backend.poison_replay(None, queue)} of {queue}"
+        if verb == "purge":
+            return f"purged {self.app.backend.poison_purge(queue)} of {queue}"
+        raise Refused(404, f"no poison queue action {verb!r}")
 
     def message_action(self, path: dict[str, str], form: dict[str, str]) -> str:
         message_id, verb = path["id"], path["verb"]
