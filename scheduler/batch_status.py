@@ -15,7 +15,7 @@ from scheduler.backends import Backend, BatchRecord
 from scheduler.batches import BatchDescription, When, member_id
 from scheduler.clock import to_datetime
 from scheduler.errors import BatchNotFound, TickworkError
-from scheduler.results import ResultRecord, ResultTimeout
+from scheduler.results import IdHandle, ResultRecord, ResultTimeout
 
 
 class BatchFailed(TickworkError):
@@ -108,7 +108,11 @@ def read_description(
 def read_status(backend: Backend, batch_id: str, members: bool = False) -> BatchStatus:
     """The batch's counts (and each member's state if ``members``); ``BatchNotFound``."""
     description, record = read_description(backend, batch_id, members)
-    states = [_member(batch_id, i, record.outcomes.get(i)) for i in range(description.size)]
+    states = (
+        [_member(batch_id, i, record.outcomes.get(i)) for i in range(description.size)]
+        if members
+        else []  # a handle's wait polls the counts: no 10,000 member objects each time
+    )
     return BatchStatus(
         id=batch_id,
         size=description.size,
@@ -116,7 +120,7 @@ def read_status(backend: Backend, batch_id: str, members: bool = False) -> Batch
         failed=record.failed,
         created_at=to_datetime(description.created_ms),
         callbacks={when: place.id for when, place in description.callbacks.items()},
-        members=states if members else [],
+        members=states,
     )
 
 
@@ -168,7 +172,7 @@ class BatchReader(Protocol):
     def backend(self) -> Backend: ...
 
 
-class BatchHandle(str):
+class BatchHandle(IdHandle):
     """The id of an enqueued batch (a ``str``), and what its caller can ask of it."""
 
     _app: BatchReader
@@ -177,13 +181,6 @@ class BatchHandle(str):
         handle = super().__new__(cls, batch_id)
         handle._app = app
         return handle
-
-    def __reduce__(self) -> tuple[type[str], tuple[str]]:
-        return (str, (str(self),))
-
-    @property
-    def id(self) -> str:
-        return str(self)
 
     def status(self, members: bool = False) -> BatchStatus:
         """The batch's counts (and each member's state), read now."""

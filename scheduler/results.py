@@ -179,9 +179,21 @@ def _info(message_id: str, status: RunStatus, record: ResultRecord | None) -> Ta
     return TaskInfo(id=message_id, status=status, updated_at=updated_at, **shared)
 
 
-class TaskHandle(str):
-    """The id of an enqueued message (a ``str``: compare, print and store it as one), and
-    what its caller can ask of its run."""
+class IdHandle(str):
+    """An id handed back to a caller (a ``str``: compare, print and store it as one) that
+    reads through the app it came from (``TaskHandle``, ``BatchHandle``)."""
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        """Pickled (or copied) as the plain id: the app it reads through stays here."""
+        return (str, (str(self),))
+
+    @property
+    def id(self) -> str:
+        return str(self)
+
+
+class TaskHandle(IdHandle):
+    """The id of an enqueued message, and what its caller can ask of its run."""
 
     _app: ResultReader
     _task: str | None
@@ -191,14 +203,6 @@ class TaskHandle(str):
         handle._app = app
         handle._task = task
         return handle
-
-    def __reduce__(self) -> tuple[type[str], tuple[str]]:
-        """Pickled (or copied) as the plain id: the app it reads through stays here."""
-        return (str, (str(self),))
-
-    @property
-    def id(self) -> str:
-        return str(self)
 
     def info(self) -> TaskInfo:
         """The run's status, result or error, and progress, read now."""

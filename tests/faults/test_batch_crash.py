@@ -43,7 +43,6 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
     app = App(url)
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        kills = 0
         for round_ in range(4):  # two workers at a time; one is killed mid-run each round
             while len(workers) < 2:
                 log = tmp_path / f"worker-{round_}-{len(workers)}.log"
@@ -53,7 +52,6 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
             victim = workers.pop(0)
             victim.send_signal(signal.SIGKILL)
             victim.wait(10)
-            kills += 1
         assert len(completed(done)) < N, "the kills must land while members still run"
         workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
         assert wait_until(lambda: callbacks.exists(), 180), "the callback never ran"
@@ -76,7 +74,6 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
     assert outcome["results"] == [None if n in FAILING else n for n in range(N)]
     assert {f["index"] for f in outcome["failures"]} == FAILING
     assert set(completed(done)) == set(range(N)), "every member ran"
-    assert kills == 4
     app.close()
 
 
