@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple, Self
 from scheduler.backends.records import (
     AbortRequest,
     Failure,
+    LedgerEntry,
     QueueStats,
     SlotRequest,
     Waiter,
@@ -187,21 +188,32 @@ class Backend(SideRecords, ABC):
         claim). A lease lasts the message's timeout counted from its due time."""
 
     @abstractmethod
-    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+    def ack(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> list[bool]:
         """Delete each claimed message and, in the same atomic step, store its next
-        occurrence if given and only if the lease was still held. One commit per call."""
+        occurrence if given and append its ledger entry (``ledger[i]`` for ``items[i]``,
+        when given), only if the lease was still held. One commit per call."""
 
     def ack_releasing(
-        self, items: Sequence[tuple[Claim, Envelope | None]], held: Sequence[tuple[str, str]]
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        held: Sequence[tuple[str, str]],
+        ledger: Sequence[LedgerEntry | None] = (),
     ) -> tuple[list[bool], list[Waiter]]:
-        """``ack(items)``, then ``release_slots(held)``: how a worker settles a batch of
-        runs that held concurrency slots; one round trip (or transaction) where the
-        backend can. Each part keeps its own contract."""
-        return self.ack(items), self.release_slots(held) if held else []
+        """``ack(items, ledger)``, then ``release_slots(held)``: how a worker settles a
+        batch of runs that held concurrency slots; one round trip (or transaction) where
+        the backend can. Each part keeps its own contract."""
+        return self.ack(items, ledger), self.release_slots(held) if held else []
 
     @abstractmethod
-    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
-        """Make a failed message due again at ``due_ms``, keeping its attempt count."""
+    def retry(
+        self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
+    ) -> bool:
+        """Make a failed message due again at ``due_ms``, keeping its attempt count, and
+        append ``ledger`` in the same atomic step (only if the lease was held)."""
 
     @abstractmethod
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
@@ -220,11 +232,15 @@ class Backend(SideRecords, ABC):
 
     @abstractmethod
     def poison(
-        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+        self,
+        claim: Claim,
+        failure: Failure,
+        next_occurrence: Envelope | None = None,
+        ledger: LedgerEntry | None = None,
     ) -> bool:
         """Move a claimed message to the poison store with why it failed and, in the same
         atomic step, store the next occurrence of its chain if given (a recurring task
-        whose run failed for good still runs at its next time)."""
+        whose run failed for good still runs at its next time) and append ``ledger``."""
 
     @abstractmethod
     def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:

@@ -1,6 +1,6 @@
 """Records the backend contract hands back besides messages: failures, queue
-statistics, abort requests, the slots of concurrency limits, the starts of rate limits
-and the members of batches."""
+statistics, abort requests, the slots of concurrency limits, the starts of rate limits,
+the members of batches and the entries of the occurrence ledger."""
 
 from __future__ import annotations
 
@@ -108,6 +108,19 @@ class BatchRecord:
     settled: int
     failed: int
     outcomes: dict[int, bytes] = field(default_factory=dict)
+
+
+class LedgerEntry(NamedTuple):
+    """Records to append to the ledger (the history) of ``subject`` in ``queue``, oldest
+    first: the backend keeps the newest ``keep`` records of each subject and none older
+    than ``ttl_ms`` (backend clock). Records are opaque bytes (``scheduler.ledger``).
+    (A named tuple: one is built per settled run of a recurring schedule.)"""
+
+    queue: str
+    subject: str
+    records: tuple[bytes, ...]
+    keep: int
+    ttl_ms: int
 
 
 #: Counter names every backend keeps per queue.

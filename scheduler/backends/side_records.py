@@ -1,6 +1,7 @@
 """The side records of the backend contract: what a backend keeps beside messages, each
 record small, keyed and most with a time to live: the result records of runs, the starts
-of rate limits, the registry of live workers, and the fan-in counters of batches.
+of rate limits, the registry of live workers, the fan-in counters of batches, and the
+occurrence ledger.
 ``Backend`` inherits these abstract operations; the contract suite checks each on every
 backend."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from scheduler.backends.records import BatchRecord, MemberOutcome, RateRequest
+from scheduler.backends.records import BatchRecord, LedgerEntry, MemberOutcome, RateRequest
 
 
 class SideRecords(ABC):
@@ -75,3 +76,18 @@ class SideRecords(ABC):
     def read_batch(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
         """The batch as stored (with each settled member's outcome if ``outcomes``), or
         None when nothing of it is stored (never opened, or expired)."""
+
+    # -- the occurrence ledger: the history of each schedule (and of chosen messages) -----
+
+    @abstractmethod
+    def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append each entry's records to its subject's ledger (in order), then trim the
+        ledger to the entry's ``keep`` newest records, none older than its ``ttl_ms``
+        (Cassandra drops older rows only with their TTL: readers ask for ``keep``).
+        (Runs that settle write theirs in the same atomic step as the ack, retry or
+        poison they describe: see ``Backend.ack``.)"""
+
+    @abstractmethod
+    def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
+        """The newest ``limit`` records of ``subject``'s ledger in ``queue``, newest first,
+        none past its time to live; empty when there are none."""

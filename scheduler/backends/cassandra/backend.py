@@ -18,6 +18,7 @@ from scheduler.backends.cassandra.batches import CassandraBatches
 from scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
 from scheduler.backends.cassandra.bounds import CassandraBounds
 from scheduler.backends.cassandra.connection import connect
+from scheduler.backends.cassandra.ledger import CassandraLedger
 from scheduler.backends.cassandra.rates import CassandraRates
 from scheduler.backends.cassandra.registry import CassandraRegistry
 from scheduler.backends.cassandra.results import CassandraResults
@@ -36,6 +37,7 @@ class CassandraBackend(
     CassandraResults,
     CassandraRegistry,
     CassandraBatches,
+    CassandraLedger,
     Backend,
 ):
     """Storage on Cassandra. Thread-safe (the driver's session is)."""

@@ -212,6 +212,13 @@ SELECT_BATCH = (
     "SELECT description, settled, failed, member, outcome FROM batches WHERE batch_id = ?"
 )
 
+# -- the occurrence ledger (a partition per subject, newest first, rows with a TTL) -----------
+
+INSERT_LEDGER = (
+    "INSERT INTO ledger (queue, subject, written, seq, record) VALUES (?, ?, ?, ?, ?) USING TTL ?"
+)
+SELECT_LEDGER = "SELECT record FROM ledger WHERE queue = ? AND subject = ? LIMIT ?"
+
 # -- the worker registry (one partition, rows with a TTL) ---------------------------------------
 
 PUT_WORKER = "INSERT INTO workers (registry, id, body) VALUES (0, ?, ?) USING TTL ?"

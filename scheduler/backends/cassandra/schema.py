@@ -136,6 +136,13 @@ TABLES = {
             batch_id text, member int, description blob static, settled int static,
             failed int static, failed_member boolean, outcome blob,
             PRIMARY KEY ((batch_id), member))""",
+    # the occurrence ledger: a partition per subject (a schedule), newest record first,
+    # every row with a TTL (its maximum age); reads take the newest `keep`
+    "ledger": """
+        CREATE TABLE IF NOT EXISTS {ks}.ledger (
+            queue text, subject text, written bigint, seq text, record blob,
+            PRIMARY KEY ((queue, subject), written, seq))
+        WITH CLUSTERING ORDER BY (written DESC, seq DESC)""",
     # live workers: one small partition, each row with a TTL its heartbeat renews
     "workers": """
         CREATE TABLE IF NOT EXISTS {ks}.workers (

@@ -13,7 +13,8 @@ from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import Batches, add_to_batch
 from scheduler.backends.cassandra.claiming import CassandraClaiming
 from scheduler.backends.cassandra.layout import ACK_DELETE, ACK_INSERT
-from scheduler.backends.records import Failure
+from scheduler.backends.cassandra.ledger import add_ledger
+from scheduler.backends.records import Failure, LedgerEntry
 
 
 class CassandraSettling(CassandraClaiming):
@@ -54,8 +55,13 @@ class CassandraSettling(CassandraClaiming):
                 (fence + ACK_DELETE, claim.queue, key_shard, claim.key),
             )
 
-    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
-        """One read of the leases per shard, then logged batches of several acks."""
+    def ack(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> list[bool]:
+        """One read of the leases per shard, then logged batches of several acks (each
+        with its ledger entry)."""
         leases = self._held_many([claim for claim, _ in items])
         keys: dict[str, list[str]] = {}
         for claim, nxt in items:
@@ -69,13 +75,16 @@ class CassandraSettling(CassandraClaiming):
         results = []
         batches = Batches()
         acked: dict[str, int] = {}
-        for claim, nxt in items:
+        now = self.now_ms()
+        for index, (claim, nxt) in enumerate(items):
             lease = leases.get((claim.queue, claim.id))
             if lease is None or lease.lease_token != claim.token:
                 results.append(False)
                 continue
             holder = None if claim.key is None else holders.get((claim.queue, claim.key))
             self._finish(batches.current, claim, lease, nxt, holder)
+            if index < len(ledger) and (entry := ledger[index]) is not None:
+                add_ledger(batches.current, self._prepare(cql.INSERT_LEDGER), entry, now)
             results.append(True)
             acked[claim.queue] = acked.get(claim.queue, 0) + 1
             batches.added(0 if nxt is None else len(nxt.body))
@@ -84,7 +93,9 @@ class CassandraSettling(CassandraClaiming):
             self._count(queue, "acked", count)
         return results
 
-    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
+    def retry(
+        self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
+    ) -> bool:
         lease = self._held(claim)
         if lease is None:
             return False
@@ -94,6 +105,8 @@ class CassandraSettling(CassandraClaiming):
             claim.id, claim.queue, claim.key, lease.priority, due_ms, claim.timeout_ms, claim.body
         )
         self._insert(batch, envelope, fence + ACK_INSERT, lease.attempt, error)
+        if ledger is not None:
+            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self.now_ms())
         self._run(batch)
         self._count(claim.queue, "retried", 1)
         return True
@@ -155,7 +168,11 @@ class CassandraSettling(CassandraClaiming):
         return results
 
     def poison(
-        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+        self,
+        claim: Claim,
+        failure: Failure,
+        next_occurrence: Envelope | None = None,
+        ledger: LedgerEntry | None = None,
     ) -> bool:
         lease = self._held(claim)
         if lease is None:
@@ -181,6 +198,8 @@ class CassandraSettling(CassandraClaiming):
                 claim.body,
             ),
         )
+        if ledger is not None:
+            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self.now_ms())
         self._run(batch)
         self._count(claim.queue, "poisoned", 1)
         return True

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler.backends.base import Claim, Envelope, PoisonRecord
-from scheduler.backends.records import AbortRequest, Failure, QueueStats
+from scheduler.backends.records import AbortRequest, Failure, LedgerEntry, QueueStats
 from scheduler.backends.redis.scripts import BOUND, decode_record
 from scheduler.backends.redis.shards import RedisShards
 from scheduler.errors import ConfigurationError
@@ -30,7 +30,11 @@ class RedisAdmin(RedisShards):
         return self._counter_total(queue, "redelivered") - before
 
     def poison(
-        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+        self,
+        claim: Claim,
+        failure: Failure,
+        next_occurrence: Envelope | None = None,
+        ledger: LedgerEntry | None = None,
     ) -> bool:
         queue, shard = self._claim_shard(claim)
         payload = json.dumps(
@@ -42,7 +46,11 @@ class RedisAdmin(RedisShards):
             }
         )
         args = [claim.id, claim.token, payload, *self._next_args(next_occurrence)]
-        return bool(self._run("poison", queue, shard, args))
+        keys = self._shard_keys(queue, shard)
+        if ledger is not None and ledger.records:
+            keys.append(self._ledger_key(queue, shard, ledger.subject))
+        args += self._ledger_args(ledger)
+        return bool(self._call(self._scripts["poison"], keys=keys, args=args))
 
     def _poison_records(self, queue: str, shard: int, ids: list[bytes]) -> list[PoisonRecord]:
         keys = self._shard_keys(queue, shard)

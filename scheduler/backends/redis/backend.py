@@ -35,9 +35,10 @@ from scheduler.backends.base import (
     Outcome,
     StoredMessage,
 )
-from scheduler.backends.records import Waiter
+from scheduler.backends.records import LedgerEntry, Waiter
 from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.batches import RedisBatches
+from scheduler.backends.redis.ledger import RedisLedger
 from scheduler.backends.redis.options import connect
 from scheduler.backends.redis.rates import RedisRates
 from scheduler.backends.redis.registry import RedisRegistry
@@ -53,7 +54,9 @@ _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 REREADS = 20
 
 
-class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, RedisBatches, Backend):
+class RedisBackend(
+    RedisAdmin, RedisRates, RedisResults, RedisRegistry, RedisBatches, RedisLedger, Backend
+):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
 
     @classmethod
@@ -211,35 +214,44 @@ class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, RedisBat
         claims = [claim for _, _, claim in found]
         return ClaimBatch(claims, None if claims else next_due)
 
-    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+    def ack(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> list[bool]:
         if not items:
             return []
-        groups, calls = self._ack_calls(items)
-        return self._ack_results(len(items), groups, self._run_many("ack", calls))
+        groups, calls = self._ack_calls(items, ledger)
+        return self._ack_results(len(items), groups, self._run_scripts(calls))
 
     def ack_releasing(
-        self, items: Sequence[tuple[Claim, Envelope | None]], held: Sequence[tuple[str, str]]
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        held: Sequence[tuple[str, str]],
+        ledger: Sequence[LedgerEntry | None] = (),
     ) -> tuple[list[bool], list[Waiter]]:
         """On one node, the ack and slot scripts go in one pipelined round trip."""
         if self._cluster or not items or not held:
-            return super().ack_releasing(items, held)
-        groups, calls = self._ack_calls(items)
+            return super().ack_releasing(items, held, ledger)
+        groups, calls = self._ack_calls(items, ledger)
         limits, release_calls = self._release_calls(held)
-        replies = self._run_scripts(
-            [("ack", self._shard_keys(queue, shard), args) for queue, shard, args in calls]
-            + release_calls
-        )
+        replies = self._run_scripts(calls + release_calls)
         acked = self._ack_results(len(items), groups, replies[: len(calls)])
         return acked, self._released(limits, replies[len(calls) :])
 
     def _ack_calls(
-        self, items: Sequence[tuple[Claim, Envelope | None]]
-    ) -> tuple[dict[tuple[str, int], list[int]], list[tuple[str, int, list[Any]]]]:
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None],
+    ) -> tuple[dict[tuple[str, int], list[int]], list[tuple[str, list[str], list[Any]]]]:
+        """One ``ack`` script call per shard: its keys (the shard's, then the ledger of
+        each item with an entry) and its arguments."""
         groups: dict[tuple[str, int], list[int]] = {}
         for index, (claim, _) in enumerate(items):
             groups.setdefault(self._claim_shard(claim), []).append(index)
         calls = []
         for (queue, shard), indexes in groups.items():
+            keys = self._shard_keys(queue, shard)
             args: list[Any] = [len(indexes)]
             for i in indexes:
                 claim, nxt = items[i]
@@ -247,7 +259,11 @@ class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, RedisBat
                     args += [claim.id, claim.token, 0]
                 else:
                     args += [claim.id, claim.token, 1, *self._next_args(nxt)]
-            calls.append((queue, shard, args))
+                entry = ledger[i] if i < len(ledger) else None
+                args += self._ledger_args(entry)
+                if entry is not None and entry.records:
+                    keys.append(self._ledger_key(queue, shard, entry.subject))
+            calls.append(("ack", keys, args))
         return groups, calls
 
     @staticmethod
@@ -260,9 +276,15 @@ class RedisBackend(RedisAdmin, RedisRates, RedisResults, RedisRegistry, RedisBat
                 results[i] = bool(ok)
         return results
 
-    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
+    def retry(
+        self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
+    ) -> bool:
         queue, shard = self._claim_shard(claim)
-        return bool(self._run("retry", queue, shard, [claim.id, claim.token, due_ms, error]))
+        keys = self._shard_keys(queue, shard)
+        if ledger is not None and ledger.records:
+            keys.append(self._ledger_key(queue, shard, ledger.subject))
+        args = [claim.id, claim.token, due_ms, error, *self._ledger_args(ledger)]
+        return bool(self._call(self._scripts["retry"], keys=keys, args=args))
 
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         calls = []

@@ -7,8 +7,8 @@ shard only (one hash tag, so one Redis Cluster slot) and reads the time from the
 ``lua/prelude.lua`` names the thirteen keys of a shard (``SHARD_KEYS``, passed in that
 order to every shard script) and holds the helpers; it is prepended to each script. The
 ``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag), and
-``rate_reserve`` the start log of one rate limit, and the ``batch_*`` scripts the two
-keys of one batch. Each
+``rate_reserve`` the start log of one rate limit, the ``batch_*`` scripts the two
+keys of one batch, and ``ledger_append`` one ledger. Each
 script's header lists the keys it uses and its ``ARGV``.
 """
 
@@ -42,6 +42,7 @@ SCRIPT_NAMES = (
     "rate_reserve",
     "batch_open",
     "batch_settle",
+    "ledger_append",
 )
 
 

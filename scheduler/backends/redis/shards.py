@@ -20,6 +20,7 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from scheduler.backends.base import Claim, Envelope, State, StoredMessage
+from scheduler.backends.records import LedgerEntry
 from scheduler.backends.redis.scripts import SHARD_KEYS, decode_record, load_scripts
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
 from scheduler.ids import stable_shard
@@ -227,6 +228,18 @@ class RedisShards:
     def _claim_shard(self, claim: Claim) -> tuple[str, int]:
         home = self._shard_for(claim.queue, claim.id, claim.key)
         return claim.queue, home
+
+    def _ledger_key(self, queue: str, shard: int, subject: str) -> str:
+        """The list holding ``subject``'s ledger records written in this shard (in the
+        shard's hash tag, so the scripts of the shard can write it)."""
+        return f"{{{self._prefix}:{queue}:{shard}}}:h:{subject}"
+
+    @staticmethod
+    def _ledger_args(entry: LedgerEntry | None) -> list[Any]:
+        """A ledger entry as the scripts read it from ``ARGV`` (``ledger`` in the prelude)."""
+        if entry is None or not entry.records:
+            return [0]
+        return [len(entry.records), max(1, entry.keep), max(1, entry.ttl_ms), *entry.records]
 
     @staticmethod
     def _next_args(nxt: Envelope | None) -> list[Any]:

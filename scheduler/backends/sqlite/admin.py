@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.base import Claim, Envelope, PoisonRecord
-from scheduler.backends.records import AbortRequest, Failure, QueueStats
+from scheduler.backends.records import AbortRequest, Failure, LedgerEntry, QueueStats
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
@@ -25,7 +25,11 @@ class SQLiteAdmin(SQLiteStore):
         return PoisonRecord(envelope, Failure(row[7], row[8], row[9], row[10]), row[5], row[6])
 
     def poison(
-        self, claim: Claim, failure: Failure, next_occurrence: Envelope | None = None
+        self,
+        claim: Claim,
+        failure: Failure,
+        next_occurrence: Envelope | None = None,
+        ledger: LedgerEntry | None = None,
     ) -> bool:
         with self._write() as db:
             row = db.execute(
@@ -57,6 +61,8 @@ class SQLiteAdmin(SQLiteStore):
             self._count(db, claim.queue, "poisoned", 1)
             if next_occurrence is not None:
                 self._insert_next(db, next_occurrence, self.now_ms())
+            if ledger is not None:
+                self._append_ledger_in(db, [ledger], self.now_ms())
             return True
 
     def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:

@@ -17,7 +17,7 @@ from scheduler.backends.base import (
     StoredMessage,
 )
 from scheduler.backends.options import parse_options
-from scheduler.backends.records import Waiter
+from scheduler.backends.records import LedgerEntry, Waiter
 from scheduler.backends.sqlite.admin import SQLiteAdmin
 from scheduler.backends.sqlite.batches import SQLiteBatches
 from scheduler.backends.sqlite.connection import (
@@ -27,6 +27,7 @@ from scheduler.backends.sqlite.connection import (
     SQLiteOptions,
     stored_message,
 )
+from scheduler.backends.sqlite.ledger import SQLiteLedger
 from scheduler.backends.sqlite.limits import SQLiteLimits
 from scheduler.backends.sqlite.producing import SQLiteProducing
 from scheduler.backends.sqlite.rates import SQLiteRates
@@ -44,6 +45,7 @@ class SQLiteBackend(
     SQLiteResults,
     SQLiteRegistry,
     SQLiteBatches,
+    SQLiteLedger,
     Backend,
 ):
     """SQLite storage. One connection per thread; all of them share the file."""
@@ -170,26 +172,37 @@ class SQLiteBackend(
         with self._write() as db:
             return self._requeue_expired(db, queue, self.now_ms())
 
-    def ack(self, items: Sequence[tuple[Claim, Envelope | None]]) -> list[bool]:
+    def ack(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> list[bool]:
         if not items:
             return []
         with self._write() as db:
-            return self._ack_in(db, items)
+            return self._ack_in(db, items, ledger)
 
     def ack_releasing(
-        self, items: Sequence[tuple[Claim, Envelope | None]], held: Sequence[tuple[str, str]]
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        held: Sequence[tuple[str, str]],
+        ledger: Sequence[LedgerEntry | None] = (),
     ) -> tuple[list[bool], list[Waiter]]:
         """Both in one write transaction."""
         with self._write() as db:
-            return self._ack_in(db, items), self._release_slots_in(db, held)
+            return self._ack_in(db, items, ledger), self._release_slots_in(db, held)
 
     def _ack_in(
-        self, db: sqlite3.Connection, items: Sequence[tuple[Claim, Envelope | None]]
+        self,
+        db: sqlite3.Connection,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None],
     ) -> list[bool]:
         now = self.now_ms()
         results = []
         acked: dict[str, int] = {}
-        for claim, nxt in items:
+        entries: list[LedgerEntry] = []
+        for index, (claim, nxt) in enumerate(items):
             held = (
                 db.execute(
                     "DELETE FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
@@ -202,14 +215,21 @@ class SQLiteBackend(
             acked[claim.queue] = acked.get(claim.queue, 0) + 1
             if nxt is not None:
                 self._insert_next(db, nxt, now)
+            if index < len(ledger) and (entry := ledger[index]) is not None:
+                entries.append(entry)
         for queue, count in acked.items():
             self._count(db, queue, "acked", count)
             self._add_pending(db, queue, -count)
+        if entries:
+            self._append_ledger_in(db, entries, now)
         return results
 
-    def retry(self, claim: Claim, due_ms: int, error: str) -> bool:
+    def retry(
+        self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
+    ) -> bool:
         with self._write() as db:
-            state = READY if due_ms <= self.now_ms() else SCHEDULED
+            now = self.now_ms()
+            state = READY if due_ms <= now else SCHEDULED
             held = (
                 db.execute(
                     "UPDATE messages SET state = ?, at_ms = ?, due_ms = ?, token = NULL, "
@@ -219,6 +239,8 @@ class SQLiteBackend(
                 == 1
             )
             self._count(db, claim.queue, "retried", int(held))
+            if held and ledger is not None:
+                self._append_ledger_in(db, [ledger], now)
             return held
 
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:

@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.backends.options import UrlOptions
+from scheduler.backends.records import LedgerEntry
 from scheduler.clock import Clock, SystemClock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
 
@@ -133,6 +134,15 @@ CREATE TABLE IF NOT EXISTS batch_members (
     PRIMARY KEY (batch, member)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
+CREATE TABLE IF NOT EXISTS ledger (
+    seq        INTEGER PRIMARY KEY,
+    queue      TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    record     BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger (queue, subject, seq);
+CREATE INDEX IF NOT EXISTS ledger_to_prune ON ledger (expires_ms);
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
@@ -291,6 +301,23 @@ class SQLiteStore:
         if now - self._pruned_ms.get(table, 0) >= _PRUNE_EVERY_MS:
             self._pruned_ms[table] = now
             db.execute(f"DELETE FROM {table} WHERE {column} <= ?", (now,))
+
+    def _append_ledger_in(
+        self, db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int
+    ) -> None:
+        """Inside a write: append each entry's records, then trim its subject to the
+        newest ``keep`` (expired rows go with ``_prune``; reads skip them meanwhile)."""
+        for entry in entries:
+            db.executemany(
+                "INSERT INTO ledger (queue, subject, expires_ms, record) VALUES (?, ?, ?, ?)",
+                [(entry.queue, entry.subject, now + entry.ttl_ms, r) for r in entry.records],
+            )
+            db.execute(
+                "DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= (SELECT seq "
+                "FROM ledger WHERE queue = ? AND subject = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                (entry.queue, entry.subject, entry.queue, entry.subject, entry.keep),
+            )
+        self._prune(db, "ledger", "expires_ms", now)
 
     def _read(self) -> sqlite3.Connection:
         return self._connection()

@@ -1,6 +1,8 @@
 -- poison: move a leased message to the poison store, with its chain's next occurrence.
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) PM (KEYS[9]) PF (KEYS[10]) PZ (KEYS[11]) C (KEYS[12])
--- ARGV: id, token, failure JSON (without attempts/time), next as in ACK (6 fields)
+--            and KEYS[14]: the ledger, when an entry is given
+-- ARGV: id, token, failure JSON (without attempts/time), next as in ACK (6 fields), then
+--       the ledger entry ('0' for none)
 local id, token, failure = ARGV[1], ARGV[2], ARGV[3]
 if not holds(id, token) then return 0 end
 local now = now_ms()
@@ -16,4 +18,5 @@ if next_id ~= '' and redis.call('HEXISTS', M, next_id) == 0 then
     if key == '' then key = false end
     insert(next_id, key, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], now)
 end
+ledger(10, KEYS[14], true, now)
 return 1

@@ -15,9 +15,28 @@
 --   KEYS[11] PZ  S:pz  ZSET  poisoned id -> failed at (ms)
 --   KEYS[12] C   S:c   HASH  counters
 --   KEYS[13] B   S:b   STRING this shard's share of the queue's max_pending (absent: no bound)
+--   KEYS[14...]  S:h:{subject}  LIST  a ledger (ack, retry, poison: one per entry given)
 local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
     KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+
+-- A ledger entry in ARGV at position ``at``: its record count n, then (n > 0) keep, ttl_ms
+-- and the n records, oldest first. When ``apply``, they go to the head of the list ``key``
+-- (newest first; each stored as "written_ms|expires_ms|record"), which keeps ``keep`` and
+-- expires ``ttl_ms`` after this write. Returns the ARGV position after the entry.
+local function ledger(at, key, apply, now)
+    local n = tonumber(ARGV[at])
+    if n == 0 then return at + 1 end
+    if apply then
+        local stamp = now .. '|' .. (now + tonumber(ARGV[at + 2])) .. '|'
+        for i = at + 3, at + 2 + n do
+            redis.call('LPUSH', key, stamp .. ARGV[i])
+        end
+        redis.call('LTRIM', key, 0, tonumber(ARGV[at + 1]) - 1)
+        redis.call('PEXPIRE', key, tonumber(ARGV[at + 2]))
+    end
+    return at + 3 + n
+end
 
 local function now_ms()
     local t = redis.call('TIME')

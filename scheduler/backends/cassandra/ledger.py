@@ -1,0 +1,51 @@
+"""The Cassandra backend's occurrence ledger: a partition per subject (``ledger``), newest
+record first (clustered by write time, then by a sequence that keeps an entry's records in
+order), every row written with its maximum age as TTL. A run's records join the logged
+batch of its ack, retry or poison (the same atomic step). Reads take the newest ``keep``;
+older rows are not deleted one by one but expire with their TTL, so a partition holds at
+most what a schedule wrote in one maximum age (a range delete on every append would leave
+a tombstone per run in the partition that reads walk)."""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+
+from cassandra.query import BatchStatement, PreparedStatement
+
+from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import add_to_batch
+from scheduler.backends.cassandra.connection import CassandraConnection
+from scheduler.backends.records import LedgerEntry
+
+
+def add_ledger(
+    batch: BatchStatement, statement: PreparedStatement, entry: LedgerEntry, now_ms: int
+) -> None:
+    """Add ``entry``'s records to ``batch`` (``statement``: ``cql.INSERT_LEDGER``)."""
+    ttl_s = max(1, math.ceil(entry.ttl_ms / 1000))
+    tag = secrets.token_hex(4)  # two writers in one millisecond never share a row
+    for index, record in enumerate(entry.records):
+        seq = f"{index:04d}{tag}"  # descending order puts an entry's last record first
+        add_to_batch(batch, statement, (entry.queue, entry.subject, now_ms, seq, record, ttl_s))
+
+
+class CassandraLedger(CassandraConnection):
+    """The ledger operations of the contract."""
+
+    def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        entries = [entry for entry in entries if entry.records]
+        if not entries:
+            return
+        batch = self._batch()
+        now = self.now_ms()
+        for entry in entries:
+            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), entry, now)
+        self._run(batch)
+
+    def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
+        if limit <= 0:
+            return []
+        rows = self._run(self._prepare(cql.SELECT_LEDGER), (queue, subject, limit))
+        return [bytes(row.record) for row in rows]

@@ -1,0 +1,99 @@
+"""The occurrence-ledger part of the backend contract: records appended per subject, read
+newest first, trimmed to the newest ``keep``, expired after their time to live, and
+written by ack, retry and poison in the same step as the transition, only while the lease
+is held. Run against every backend."""
+
+from __future__ import annotations
+
+from scheduler.backends import Failure, LedgerEntry
+from tests.contract.test_backend_contract import TIMEOUT_MS, claim_all, env
+from tests.support.backends import BackendHarness
+
+DAY_MS = 86_400_000
+
+
+def entry(subject: str, *records: bytes, queue: str = "q", keep: int = 100) -> LedgerEntry:
+    return LedgerEntry(queue, subject, records, keep, DAY_MS)
+
+
+def test_records_read_newest_first_per_subject_and_queue(harness: BackendHarness) -> None:
+    b = harness.backend
+    assert b.read_ledger("q", "k:daily") == []
+    b.append_ledger([entry("k:daily", b"r1", b"r2"), entry("k:other", b"x")])
+    b.append_ledger([entry("k:daily", b"r3"), entry("k:daily", b"elsewhere", queue="q2")])
+    b.append_ledger([])
+    assert b.read_ledger("q", "k:daily") == [b"r3", b"r2", b"r1"]
+    assert b.read_ledger("q", "k:daily", limit=2) == [b"r3", b"r2"]
+    assert b.read_ledger("q", "k:other") == [b"x"]
+    assert b.read_ledger("q2", "k:daily") == [b"elsewhere"]
+    assert b.read_ledger("q", "k:daily", limit=0) == []
+
+
+def test_a_ledger_keeps_its_newest_records(harness: BackendHarness) -> None:
+    b = harness.backend
+    for i in range(8):
+        b.append_ledger([entry("k:short", f"r{i}".encode(), keep=5)])
+    newest = [b"r7", b"r6", b"r5", b"r4", b"r3"]
+    assert b.read_ledger("q", "k:short", limit=5) == newest
+    if harness.name != "cassandra":  # Cassandra keeps rows until their TTL (ledger.py)
+        assert b.read_ledger("q", "k:short") == newest
+
+
+def test_records_expire_after_their_time_to_live(harness: BackendHarness) -> None:
+    b = harness.backend
+    b.append_ledger([LedgerEntry("q", "k:brief", (b"old",), 100, 1000)])
+    b.append_ledger([entry("k:brief", b"kept")])
+    harness.advance(2100)  # Cassandra's TTL counts whole seconds
+    assert b.read_ledger("q", "k:brief") == [b"kept"]
+
+
+def test_ack_writes_each_held_runs_entry_in_its_step(harness: BackendHarness) -> None:
+    b = harness.backend
+    b.enqueue([env(harness, "c", key="K"), env(harness, "o"), env(harness, "p")])
+    claims = {c.id: c for c in claim_all(harness)}
+    nxt = env(harness, "c.1", key="K", due_in_ms=60_000)
+    items = [(claims["c"], nxt), (claims["o"], None), (claims["p"], None)]
+    ledger = [entry("k:K", b"ran", b"missed"), None, entry("m:p", b"p-ran")]
+    assert b.ack(items, ledger) == [True, True, True]
+    assert b.read_ledger("q", "k:K") == [b"missed", b"ran"]
+    assert b.read_ledger("q", "m:p") == [b"p-ran"]
+    assert b.ack([(claims["o"], None)], [entry("m:o", b"stale")]) == [False]
+    assert b.read_ledger("q", "m:o") == [], "a refused ack writes no record"
+
+
+def test_ack_releasing_writes_the_entries_too(harness: BackendHarness) -> None:
+    b = harness.backend
+    b.enqueue([env(harness, "s")])
+    (claim,) = claim_all(harness)
+    acked, _ = b.ack_releasing([(claim, None)], [("limit-x", "s")], [entry("m:s", b"done")])
+    assert acked == [True]
+    assert b.read_ledger("q", "m:s") == [b"done"]
+
+
+def test_retry_and_poison_write_their_entry_only_with_the_lease(
+    harness: BackendHarness,
+) -> None:
+    b = harness.backend
+    b.enqueue([env(harness, "r", key="R")])
+    (first,) = claim_all(harness)
+    assert b.retry(first, harness.now_ms(), "E: boom", entry("k:R", b"retried"))
+    assert b.retry(first, harness.now_ms(), "E: late", entry("k:R", b"stale")) is False
+    (second,) = claim_all(harness)
+    failure = Failure("exception", "E", "boom")
+    nxt = env(harness, "r.1", key="R", due_in_ms=60_000)
+    assert b.poison(second, failure, nxt, entry("k:R", b"poisoned"))
+    assert b.poison(second, failure, None, entry("k:R", b"stale")) is False
+    assert b.read_ledger("q", "k:R") == [b"poisoned", b"retried"]
+    got = b.get_by_key("q", "R")
+    assert got is not None and got.envelope.id == "r.1"
+
+
+def test_an_expired_leases_holder_writes_no_entry(harness: BackendHarness) -> None:
+    b = harness.backend
+    b.enqueue([env(harness, "e")])
+    (slow,) = claim_all(harness)
+    harness.advance(TIMEOUT_MS + 150)
+    (fast,) = claim_all(harness)
+    assert b.ack([(slow, None)], [entry("m:e", b"slow")]) == [False]
+    assert b.ack([(fast, None)], [entry("m:e", b"fast")]) == [True]
+    assert b.read_ledger("q", "m:e") == [b"fast"]
