@@ -132,6 +132,7 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
         keep_result: bool | timedelta | None = None,
+        history: bool = False,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -147,7 +148,8 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         name, or a function of the arguments) when given; the rest wait, stored;
         ``keep_result``: keep what it returns (True: for the setting
         ``result_retention_s``; a ``timedelta``: that long), readable by the handle
-        ``delay()`` returns."""
+        ``delay()`` returns; ``history``: record each attempt of its one-off messages in
+        the ledger (``app.run_history(id)``; a keyed schedule's runs are always recorded)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)
@@ -286,18 +288,6 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         assert id is not None
         return self.backend.get(id, queue)
 
-    def cancel(
-        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
-    ) -> bool:
-        """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
-        Returns False when there was nothing to cancel."""
-        if (id is None) == (key is None):
-            raise InvalidMessage("give exactly one of id= and key=")
-        if key is not None:
-            return self.backend.delete_by_key(queue or self.settings.default_queue, key)
-        assert id is not None
-        return self.backend.delete(id, queue)
-
     def abort(
         self,
         *,
@@ -373,7 +363,7 @@ class App(ScheduleSteering, QueueControl, BatchControl):
     aenqueue = in_thread(enqueue)
     aenqueue_many = in_thread(enqueue_many)
     aget = in_thread(get)
-    acancel = in_thread(cancel)
+    acancel = in_thread(ScheduleSteering.cancel)
     aabort = in_thread(abort)
 
     # -- what workers need ---------------------------------------------------------------

@@ -18,6 +18,7 @@ from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
 from scheduler.limits import limit_keys
 from scheduler.message import (
     Callback,
@@ -266,7 +267,9 @@ class MessageBuilder:
         now = to_datetime(now_ms)
         chain = chain or new_chain_id(now_ms)
         message = head_of(message)  # a recurring chain runs from its first step
-        headers = {**message.headers, "tickwork-origin": origin}
+        headers = {**message.headers, ORIGIN_HEADER: origin}
+        if message.key is not None:  # its record goes to the schedule's ledger
+            headers[SCHEDULE_HEADER] = message.key
         if unique_for is not None:
             headers[UNIQUE_FOR] = str(unique_for // timedelta(milliseconds=1))
         run = message.model_copy(
@@ -321,16 +324,23 @@ class MessageBuilder:
         workflow chain that succeeded (returning ``value``) by the next step. A recurring
         chain's next occurrence (its first step again) follows its last step, or the step
         that failed for good: an occurrence never overlaps the one before it."""
+        return self.following_run(message, now_ms, succeeded, value)[0]
+
+    def following_run(
+        self, message: Message, now_ms: int, succeeded: bool = True, value: bytes | None = None
+    ) -> tuple[Envelope | None, int]:
+        """``next_occurrence``, and how many grid occurrences between ``message``'s and it
+        will never run (the misfire policy dropped them: the run ended late)."""
         if message.then and succeeded:
-            return self.next_step(message, now_ms, value)
+            return self.next_step(message, now_ms, value), 0
         if message.trigger is None:
             if message.then:
-                return None
-            return self.unique_window(message, now_ms) if succeeded else None
+                return None, 0
+            return (self.unique_window(message, now_ms) if succeeded else None), 0
         planner = message.trigger.with_misfires(message.misfires)
         fire = planner.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
         if fire is None:
-            return None
+            return None, 0
         nxt = head_of(message).model_copy(
             update={
                 "id": occurrence_id(message.chain, fire.occurrence),
@@ -342,7 +352,7 @@ class MessageBuilder:
                 "last_success_at": message.scheduled_at if succeeded else message.last_success_at,
             }
         )
-        return self.envelope(
+        envelope = self.envelope(
             nxt.id,
             nxt.queue,
             nxt.key,
@@ -352,6 +362,7 @@ class MessageBuilder:
             planner.due_after(fire, to_datetime(now_ms)),
             message.trigger.jitter.total_seconds(),
         )
+        return envelope, fire.misfires
 
 
 #: the header that marks a unique window: a message that holds its key, never runs, and is

@@ -37,6 +37,7 @@ from triggers.base import Fire
 #: where a paused schedule's message waits: no worker's clock reaches it
 PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)
 _PAUSE_ATTEMPTS = 10
+_SKIPPED_WALK = 1000  # skipped occurrences named by time on resume, at most (all counted)
 
 #: an abort request outlives the run it targets by this much past twice its timeout, so a
 #: redelivery after a worker crash is stopped too
@@ -120,6 +121,8 @@ class Resumed:
     next_run: datetime | None  # None: the trigger has no occurrence left; the chain ended
     skipped: int  # occurrences that fell in the pause and will not run
     caught_up: int  # occurrences that fell in the pause, enqueued to run now (catch_up)
+    first_skipped: datetime | None = None  # the grid time of the first skipped one
+    last_skipped: datetime | None = None  # and of the last (None when not walked that far)
 
 
 def find_schedule(backend: Backend, queue: str, key: str) -> tuple[StoredMessage, Message]:
@@ -220,6 +223,7 @@ def resume_schedule(
         backend.enqueue(envelopes, OnConflict.REPLACE)
         return Resumed(None, 0, len(caught))
     skipped = 0 if misfire is Misfire.COALESCE else fire.misfires - len(caught)
+    due = trigger.missed(pending, now, min(len(caught) + skipped, _SKIPPED_WALK))[len(caught) :]
     resumed = message.model_copy(
         update={
             "id": occurrence_id(message.chain, fire.occurrence),
@@ -231,7 +235,9 @@ def resume_schedule(
     )
     envelopes.append(builder.restored(resumed, fire.at))
     backend.enqueue(envelopes, OnConflict.REPLACE)
-    return Resumed(fire.at, skipped, len(caught))
+    first = due[0].at if due and skipped else None
+    last = due[-1].at if len(due) == skipped > 1 else None
+    return Resumed(fire.at, skipped, len(caught), first, last)
 
 
 def trigger_now(

@@ -70,6 +70,7 @@ class TaskRegistry:
         rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
         keep_result: bool | timedelta | None = None,
+        history: bool = False,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
@@ -93,6 +94,7 @@ class TaskRegistry:
             rate_limit=rate,
             limit_key=limit_key,
             result_retention=self.retention(task_name, keep_result),
+            history=history,
         )
         return self.add(
             TaskFunction(self.producer, function, options, Arguments(function, task_name))
@@ -113,6 +115,7 @@ class TaskRegistry:
             timeout_s=cls.timeout,
             priority=cls.priority,
             result_retention=self.retention(task_name, cls.keep_result),
+            history=cls.history,
         )
         arguments = Arguments(cls.run, task_name, skip_self=True)
         is_async = inspect.iscoroutinefunction(cls.run)

@@ -32,6 +32,10 @@ class Settings(BaseModel):
     result_retention_s: float = Field(default=86_400.0, gt=0)
     #: how long a batch's records (member outcomes, counts) are kept after its last due time
     batch_retention_s: float = Field(default=7 * 86_400.0, gt=0)
+    #: records kept in each schedule's ledger, the newest (0: no ledger is written)
+    history_keep: int = Field(default=100, ge=0)
+    #: how long a ledger record is kept at most
+    history_max_age_s: float = Field(default=30 * 86_400.0, gt=0)
     #: how long ``delay``/``schedule``/``enqueue_many`` wait for room in a full queue
     enqueue_block_s: float = Field(default=60.0, ge=0)
 

@@ -1,6 +1,8 @@
-"""The schedule-steering part of ``App`` (a mixin): pause, resume, run now, backfill, list
-schedules and the overdue ones. The logic is in ``scheduler.control``; these methods fill
-in the default queue and the backend's clock."""
+"""The schedule-steering part of ``App`` (a mixin): cancel, pause, resume, run now,
+backfill, list schedules and the overdue ones, and read a schedule's history (the
+occurrence ledger, ``scheduler.ledger``). The logic is in ``scheduler.control``; these
+methods fill in the default queue and the backend's clock, and record what steering did
+to a schedule's occurrences (cancelled, skipped in a pause) in its ledger."""
 
 from __future__ import annotations
 
@@ -10,6 +12,16 @@ from typing import TYPE_CHECKING
 from scheduler import control
 from scheduler.clock import to_datetime
 from scheduler.control import Backfill, Overdue, Resumed, ScheduleInfo
+from scheduler.errors import InvalidMessage
+from scheduler.ledger import (
+    HistoryEntry,
+    Retention,
+    RunOutcome,
+    message_subject,
+    read_history,
+    schedule_subject,
+)
+from scheduler.message import Message
 from triggers import Misfire
 
 if TYPE_CHECKING:
@@ -30,6 +42,57 @@ class ScheduleSteering:
         def backend(self) -> Backend: ...
 
         def _now_ms(self) -> int: ...
+
+    def cancel(
+        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+    ) -> bool:
+        """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
+        Returns False when there was nothing to cancel. Cancelling a recurring schedule
+        records its pending occurrence as cancelled in the schedule's history."""
+        if (id is None) == (key is None):
+            raise InvalidMessage("give exactly one of id= and key=")
+        if key is None:
+            assert id is not None
+            return self.backend.delete(id, queue)
+        queue = queue or self.settings.default_queue
+        retention = self._retention()
+        stored = self.backend.get_by_key(queue, key) if retention is not None else None
+        cancelled = self.backend.delete_by_key(queue, key)
+        if cancelled and stored is not None and retention is not None:
+            message = Message.decode(stored.envelope.body)
+            if message.trigger is not None:
+                record = HistoryEntry(
+                    RunOutcome.CANCELLED, message.scheduled_at, message_id=message.id
+                )
+                self.backend.append_ledger(
+                    [retention.entry(queue, schedule_subject(key), [record])]
+                )
+        return cancelled
+
+    def history(
+        self, key: str, *, queue: str | None = None, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """The recorded occurrences of the schedule ``key``, newest first: each run (how
+        it ended, when it was due, started and finished, its attempts, worker and error),
+        and the occurrences that did not run (missed, coalesced, skipped by overlap or in
+        a pause, excluded, cancelled). At most ``limit`` (default: all that are kept, the
+        setting ``history_keep``)."""
+        queue = queue or self.settings.default_queue
+        limit = self.settings.history_keep if limit is None else limit
+        return read_history(self.backend, queue, schedule_subject(key), limit)
+
+    def run_history(
+        self, message_id: str, *, queue: str | None = None, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """The recorded attempts of the one-off message ``message_id`` (of a task with
+        ``history=True``), newest first."""
+        queue = queue or self.settings.default_queue
+        limit = self.settings.history_keep if limit is None else limit
+        return read_history(self.backend, queue, message_subject(message_id), limit)
+
+    def _retention(self) -> Retention | None:
+        keep = self.settings.history_keep
+        return Retention(keep, int(self.settings.history_max_age_s * 1000)) if keep else None
 
     def pause_schedule(self, key: str, *, queue: str | None = None) -> bool:
         """Pause the recurring schedule ``key``: nothing of it runs until it is resumed
@@ -53,9 +116,19 @@ class ScheduleSteering:
         one (``"catch_up"``: at most ``limit``, ``spacing`` apart)."""
         queue = queue or self.settings.default_queue
         policy = Misfire(misfire)
-        return control.resume_schedule(
+        resumed = control.resume_schedule(
             self.backend, self.builder, queue, key, self._now_ms(), policy, limit, spacing
         )
+        retention = self._retention()
+        if resumed is not None and resumed.first_skipped is not None and retention is not None:
+            record = HistoryEntry(
+                RunOutcome.SKIPPED_PAUSED,
+                resumed.first_skipped,
+                count=resumed.skipped,
+                last_at=resumed.last_skipped,
+            )
+            self.backend.append_ledger([retention.entry(queue, schedule_subject(key), [record])])
+        return resumed
 
     def trigger_now(self, key: str, *, queue: str | None = None) -> str:
         """Run the schedule ``key``'s task once now, apart from its grid (which does not

@@ -223,6 +223,8 @@ class TaskOptions(BaseModel):
     limit_key: LimitKey | None = None
     #: keep what its runs return this long (None: keep nothing)
     result_retention: timedelta | None = None
+    #: record each attempt of its one-off messages in the ledger (``app.run_history``)
+    history: bool = False
 
     @field_validator("unique_for")
     @classmethod
@@ -351,7 +353,8 @@ class TaskClass:
     """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
 
     Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes ``name``,
-    ``queue``, ``retries``, ``timeout``, ``priority`` and ``keep_result`` set the options.
+    ``queue``, ``retries``, ``timeout``, ``priority``, ``keep_result`` and ``history`` set
+    the options.
     Each message gets a fresh instance.
     """
 
@@ -362,6 +365,7 @@ class TaskClass:
     timeout: ClassVar[float] = 300.0
     priority: ClassVar[int] = 0
     keep_result: ClassVar[bool | timedelta | None] = None
+    history: ClassVar[bool] = False
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -137,6 +137,25 @@ class Trigger(BaseModel, ABC):
             return None
         return self.exclude.reason(fire.at.astimezone(ZoneInfo(self.zone)).date())
 
+    def excluded_between(
+        self, after: Fire, before: datetime, limit: int = 1000
+    ) -> list[tuple[Fire, str]]:
+        """The grid occurrences after ``after`` and before ``before`` that fall on an
+        excluded date, each with why, oldest first (at most ``limit``): what the schedule
+        stepped over between two runs."""
+        if self.exclude is None:
+            return []
+        found: list[tuple[Fire, str]] = []
+        fire = self._within_end(self._after(after.at, after.occurrence))
+        for _ in range(limit):
+            if fire is None or fire.at >= before:
+                break
+            reason = self.excluded(fire)
+            if reason is not None:
+                found.append((fire, reason))
+            fire = self._within_end(self._after(fire.at, fire.occurrence))
+        return found
+
     def _allowed(self, fire: Fire | None) -> Fire | None:
         """``fire``, or the first grid occurrence after it on a date not excluded (each
         excluded date is stepped over at once, from its last instant)."""

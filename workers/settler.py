@@ -18,11 +18,12 @@ import logging
 import queue as queue_module
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler import App, BackendError, TickworkError
-from scheduler.backends import Backend, Claim, Envelope, Failure, MemberOutcome
+from scheduler.backends import Backend, Claim, Envelope, Failure, LedgerEntry, MemberOutcome
+from scheduler.ledger import RunOutcome
 from scheduler.message import Message
 from scheduler.results import failed_record, succeeded_record
 from scheduler.retry import GiveUp, decide
@@ -30,6 +31,7 @@ from workers.execution import HandlerResult, Verdict
 from workers.fanin import FanIn, member_outcome
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
+from workers.ledger import RunLedger
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics
 
@@ -68,6 +70,7 @@ class Settler:
             queue_module.SimpleQueue()
         )
         self._fanin = FanIn(backend, self._with_retries, nudge)
+        self._ledger = RunLedger(app)
 
     def finished(self, work: Work, result: HandlerResult) -> None:
         """A pool's callback: ``work``'s handler is done (any thread)."""
@@ -101,6 +104,7 @@ class Settler:
         """Write the outcome of each finished handler: acks in one call, the rest one by one."""
         now = self._now_ms()
         acks: list[tuple[Claim, Envelope | None]] = []
+        entries: list[LedgerEntry | None] = []  # each ack's ledger entry, in ack order
         done: list[Work] = []
         aborts: list[str] = []  # abort requests to drop: their runs are settled
         aborted: dict[str, int] = {}  # queue -> runs settled as aborted
@@ -124,8 +128,9 @@ class Settler:
                 if result.value is not None and retention is not None:
                     record = succeeded_record(result.value, work.claim.attempt, now)
                     kept.append((work.claim.id, record, retention))
-                nxt = self._next(message, now, succeeded=True, value=result.value)
+                nxt, dropped = self._next(message, now, succeeded=True, value=result.value)
                 acks.append((work.claim, nxt))
+                entries.append(self._ledger.entry(work, RunOutcome.SUCCEEDED, now, None, dropped))
                 if (outcome := member_outcome(work, now, result.value)) is not None:
                     members.append((work, outcome))
                 if log.isEnabledFor(logging.INFO):
@@ -153,10 +158,11 @@ class Settler:
             self._with_retries(lambda: self._backend.put_results(kept))
         if members and not self._fanin.settle(members):  # forced stop: leave them to
             unsettled = {work.claim.id for work, _ in members}  # be redelivered
-            acks = [ack for ack in acks if ack[0].id not in unsettled]
+            kept_acks = [i for i, ack in enumerate(acks) if ack[0].id not in unsettled]
+            acks, entries = [acks[i] for i in kept_acks], [entries[i] for i in kept_acks]
         held = self._limits.take_slots(done)
         if acks:
-            self._ack(acks, held)
+            self._ack(acks, held, entries if any(entries) else ())
         elif held:
             self._limits.release(held)
         if aborts:
@@ -168,8 +174,13 @@ class Settler:
                 log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
         self.forget(done)
 
-    def _ack(self, acks: list[tuple[Claim, Envelope | None]], slots: list[tuple[str, str]]) -> None:
-        settled = self._with_retries(lambda: self._backend.ack_releasing(acks, slots))
+    def _ack(
+        self,
+        acks: list[tuple[Claim, Envelope | None]],
+        slots: list[tuple[str, str]],
+        entries: Sequence[LedgerEntry | None],
+    ) -> None:
+        settled = self._with_retries(lambda: self._backend.ack_releasing(acks, slots, entries))
         if settled is None:
             return
         results, waiters = settled
@@ -190,12 +201,14 @@ class Settler:
 
     def _next(
         self, message: Message, now: int, succeeded: bool, value: bytes | None = None
-    ) -> Envelope | None:
+    ) -> tuple[Envelope | None, int]:
+        """The next occurrence (or step) of ``message``'s chain, and how many grid
+        occurrences before it the misfire policy dropped."""
         try:
-            return self._app.next_occurrence(message, now, succeeded, value)
+            return self._app.builder.following_run(message, now, succeeded, value)
         except TickworkError as err:
             log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
-            return None
+            return None, 0
 
     def _fail(self, work: Work, result: HandlerResult, now: int, run_s: float | None) -> None:
         """A handler raised (or can never run): retry it or poison it, one decision."""
@@ -224,7 +237,8 @@ class Settler:
         )
         error = f"{result.error_type}: {result.error}"
         due_ms = now + int(decision.delay_s * 1000)
-        ok = self._with_retries(lambda: self._backend.retry(claim, due_ms, error))
+        entry = self._ledger.entry(work, RunOutcome.RETRIED, now, error)
+        ok = self._with_retries(lambda: self._backend.retry(claim, due_ms, error, entry))
         self._counters.add("retried" if ok else "stale")
 
     def _abort(self, work: Work, result: HandlerResult, now: int) -> bool:
@@ -248,8 +262,9 @@ class Settler:
         self._keep_failure(work, "Aborted", why, now)
         if not self._settle_member(work, now, ("Aborted", why)):
             return False
-        nxt = self._next(message, now, succeeded=False) if continue_chain else None
-        ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt)))
+        nxt, dropped = self._next(message, now, succeeded=False) if continue_chain else (None, 0)
+        entry = self._ledger.entry(work, RunOutcome.ABORTED, now, why, dropped)
+        ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt, entry)))
         self._counters.add("aborted" if ok else "stale")
         return ok
 
@@ -275,8 +290,10 @@ class Settler:
         self._keep_failure(work, result.error_type, result.error, now)
         if not self._settle_member(work, now, (result.error_type, result.error)):
             return
-        nxt = self._next(message, now, succeeded=False)
-        ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt))
+        nxt, dropped = self._next(message, now, succeeded=False)
+        error = f"{result.error_type}: {result.error}"
+        entry = self._ledger.entry(work, RunOutcome.POISONED, now, error, dropped)
+        ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt, entry))
         self._counters.add("poisoned" if ok else "stale")
 
     def _keep_failure(self, work: Work, error_type: str, error: str, now: int) -> None:

@@ -472,7 +472,8 @@ def test_schedules_pause_resume_trigger(run) -> None:  # type: ignore[no-untyped
     code, out, _ = run("schedules", "trigger", "hourly")
     assert code == 0
     shown = json.loads(run("show", "--id", out.strip(), "--json")[1])
-    assert shown["headers"] == {"tickwork-origin": "manual"} and shown["args"] == ["d"]
+    headers = {"tickwork-origin": "manual", "tickwork-schedule": "hourly"}
+    assert shown["headers"] == headers and shown["args"] == ["d"]
     code, out, _ = run("schedules", "resume", "hourly", "--misfire", "coalesce")
     assert code == 0 and out.startswith("resumed: next run") and "skipped 0" in out
     assert run("schedules", "resume", "hourly")[1].strip() == "not paused"

@@ -71,7 +71,9 @@ def test_pause_holds_the_schedule_and_resume_skips_what_fell_in_the_pause(app: A
     (info,) = app.schedules()
     assert info.paused_at is not None and info.next_run == T0
     resumed = resume_at(app, T0 + timedelta(hours=2, minutes=30), Misfire.SKIP)
-    assert resumed == control.Resumed(T0 + timedelta(hours=3), skipped=3, caught_up=0)
+    assert resumed == control.Resumed(
+        T0 + timedelta(hours=3), 3, 0, first_skipped=T0, last_skipped=T0 + timedelta(hours=2)
+    )
     message = pending(app)
     assert message.paused_at is None and message.scheduled_at == T0 + timedelta(hours=3)
     assert message.occurrence == 3 and message.misfires == 3 and message.args == [7]
@@ -95,7 +97,13 @@ def test_resume_with_catch_up_enqueues_each_missed_run_once(app: App) -> None:
     pause_at(app, T0 - timedelta(minutes=5))
     now = T0 + timedelta(hours=4, minutes=30)  # 00:00 .. 04:00: five occurrences missed
     resumed = resume_at(app, now, Misfire.CATCH_UP, limit=3, spacing=timedelta(seconds=10))
-    assert resumed == control.Resumed(T0 + timedelta(hours=5), skipped=2, caught_up=3)
+    assert resumed == control.Resumed(
+        T0 + timedelta(hours=5),
+        skipped=2,
+        caught_up=3,
+        first_skipped=T0 + timedelta(hours=3),
+        last_skipped=T0 + timedelta(hours=4),
+    )
     stats = app.backend.stats("default")[0]
     assert stats.ready + stats.scheduled == 4  # three one-off runs and the schedule
     chain = keyed_chain_id("default", "report")
