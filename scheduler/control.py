@@ -86,6 +86,7 @@ class ScheduleInfo:
     state: State
     paused_at: datetime | None = None
     last_success: datetime | None = None  # scheduled time of the last run that succeeded
+    last_outcome: str | None = None  # how its last recorded run ended (the ledger)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ to a schedule's occurrences (cancelled, skipped in a pause) in its ledger."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from scheduler.clock import to_datetime
 from scheduler.control import Backfill, Overdue, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage
 from scheduler.ledger import (
+    NOT_RUN,
     HistoryEntry,
     Retention,
     RunOutcome,
@@ -23,6 +25,9 @@ from scheduler.ledger import (
 )
 from scheduler.message import Message
 from triggers import Misfire
+
+#: the records a schedule listing reads to find the last run's outcome
+_RECENT = 10
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
@@ -158,8 +163,16 @@ class ScheduleSteering:
         )
 
     def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
-        """Keyed recurring messages with their next run, last run and misfires."""
-        return control.schedules(self.backend, queue)
+        """Keyed recurring messages with their next run, last run, misfires and how their
+        last recorded run ended (one ledger read each)."""
+        infos = control.schedules(self.backend, queue)
+        if self.settings.history_keep == 0:
+            return infos
+        return [replace(info, last_outcome=self._last_outcome(info)) for info in infos]
+
+    def _last_outcome(self, info: ScheduleInfo) -> str | None:
+        recent = read_history(self.backend, info.queue, schedule_subject(info.key), _RECENT)
+        return next((h.outcome.value for h in recent if h.outcome not in NOT_RUN), None)
 
     def overdue(self, max_late: timedelta, queue: str | None = None) -> list[Overdue]:
         """Schedules with no successful run within their period plus ``max_late``."""

@@ -137,6 +137,7 @@ pass_state = click.make_pass_decorator(State)
 #: Commands that can print JSON; ``tickwork --json`` before any other is an error.
 JSON_COMMANDS = (
     "show",
+    "history",
     "stats",
     "schedules",
     "poison",

@@ -1,5 +1,5 @@
 """``tickwork schedules``: list keyed recurring messages, preview one's next fire times,
-steer one (pause, resume, trigger, backfill)."""
+steer one (pause, resume, trigger, backfill); ``history`` is in ``history.py``."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ from triggers.preview import Occurrence
 @backend_option
 @clean_errors
 def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool) -> None:
-    """Keyed recurring messages: trigger, next run, last run, misfires, state; ``preview``
-    the next fire times of one, ``pause``/``resume`` it, ``trigger`` one run now,
-    ``backfill`` a past range."""
+    """Keyed recurring messages: trigger, next run, last run, last outcome, misfires,
+    state; ``history`` of one, ``preview`` its next fire times, ``pause``/``resume`` it,
+    ``trigger`` one run now, ``backfill`` a past range."""
     if ctx.invoked_subcommand is not None:
         return
     rows = state.app().schedules(queue)
@@ -50,6 +50,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
                     "last_run": r.last_run and r.last_run.isoformat(),
                     "last_success": r.last_success and r.last_success.isoformat(),
                     "misfires": r.misfires,
+                    "last_outcome": r.last_outcome,
                     "state": "paused" if r.paused_at else str(r.state),
                     "paused_at": r.paused_at and r.paused_at.isoformat(),
                 }
@@ -65,6 +66,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
         "next run",
         "last run",
         "last success",
+        "last outcome",
         "misfires",
         "state",
     )
@@ -78,6 +80,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
             _local(r.next_run, zone),
             _local(r.last_run, zone) if r.last_run else "-",
             _local(r.last_success, zone) if r.last_success else "-",
+            r.last_outcome or "-",
             str(r.misfires),
             "paused" if r.paused_at else str(r.state),
         )

@@ -1,0 +1,84 @@
+"""The ledger's records: their compact stored form, and the records a worker writes for
+the occurrences a late run's chain steps over (pure: no backend)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from scheduler.ledger import HistoryEntry, RunOutcome, one_line, subject_of
+from scheduler.message import Message
+from triggers import Cron, Exclusions, Misfire, Repeating
+from workers.ledger import dropped_records
+
+T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # a Monday
+
+
+def message(trigger: Repeating | Cron, **fields: object) -> Message:
+    return Message(
+        id="c.0",
+        queue="q",
+        task="t",
+        key="k",
+        trigger=trigger,
+        chain="c",
+        scheduled_at=T0,
+        enqueued_at=T0,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_a_record_survives_its_stored_form() -> None:
+    entry = HistoryEntry(
+        RunOutcome.RETRIED,
+        T0,
+        origin="manual",
+        started_at=T0 + timedelta(seconds=2),
+        finished_at=T0 + timedelta(seconds=3),
+        attempts=2,
+        worker="host:1",
+        error="ValueError: x",
+        message_id="m1",
+    )
+    assert HistoryEntry.decode(entry.encode()) == entry
+    assert entry.lateness == timedelta(seconds=2) and entry.duration == timedelta(seconds=1)
+    assert len(HistoryEntry(RunOutcome.SUCCEEDED, T0).encode()) < 40, "compact"
+    assert HistoryEntry.decode(b"not json") is None
+    assert HistoryEntry.decode(b'{"o":"unknown","s":1}') is None
+    assert one_line("E: first\nsecond") == "E: first" and len(one_line("x" * 1000)) == 300
+
+
+def test_which_ledger_a_message_writes_to() -> None:
+    every = Repeating(interval=timedelta(minutes=1), start=T0)
+    assert subject_of(message(every), keeps_history=False) == "k:k"
+    one_off = message(every).model_copy(update={"trigger": None, "key": None})
+    assert subject_of(one_off, keeps_history=False) is None
+    assert subject_of(one_off, keeps_history=True) == "m:c.0"
+    manual = one_off.model_copy(update={"headers": {"tickwork-schedule": "nightly"}})
+    assert subject_of(manual, keeps_history=False) == "k:nightly"
+
+
+def test_a_late_run_records_what_fell_before_it_started_and_while_it_ran() -> None:
+    every = Repeating(interval=timedelta(minutes=1), start=T0, misfire=Misfire.COALESCE)
+    started = T0 + timedelta(minutes=2, seconds=30)  # 09:01 and 09:02 fell before it started
+    now_ms = int((T0 + timedelta(minutes=5, seconds=30)).timestamp() * 1000)
+    # due at 09:05:30: 09:01 .. 09:05; coalesce runs one now, the other four are dropped
+    records = dropped_records(message(every), 4, started, now_ms)
+    assert [(r.outcome, r.scheduled_at, r.count, r.last_at) for r in records] == [
+        (RunOutcome.COALESCED, T0 + timedelta(minutes=1), 2, T0 + timedelta(minutes=2)),
+        (RunOutcome.SKIPPED_OVERLAP, T0 + timedelta(minutes=3), 2, T0 + timedelta(minutes=4)),
+    ]
+    skip = every.model_copy(update={"misfire": Misfire.SKIP})
+    (only,) = dropped_records(message(skip), 1, None, now_ms)
+    assert (only.outcome, only.count, only.last_at) == (RunOutcome.MISSED, 1, None)
+    assert dropped_records(message(every), 0, started, now_ms) == []
+
+
+def test_excluded_dates_since_the_last_run_are_recorded() -> None:
+    weekdays = Cron("0 9 * * *", exclude=Exclusions(dates=(date(2030, 1, 5), date(2030, 1, 6))))
+    monday = message(weekdays, last_run_at=T0 - timedelta(days=3))  # Friday's run
+    records = dropped_records(monday, 0, T0, int(T0.timestamp() * 1000))
+    assert [(r.outcome, r.scheduled_at.date()) for r in records] == [
+        (RunOutcome.EXCLUDED, date(2030, 1, 5)),
+        (RunOutcome.EXCLUDED, date(2030, 1, 6)),
+    ]
+    assert all(r.note for r in records)
