@@ -78,7 +78,7 @@ def print_history(entries: list[HistoryEntry], as_json: bool, zone: ZoneInfo) ->
     table = Table("scheduled", "outcome", "origin", "started", "late", "took", "try", "worker",
                   "error / note")  # fmt: skip
     for e in entries:
-        outcome = e.outcome.value if e.count == 1 else f"{e.outcome.value} ×{e.count}"
+        outcome = e.outcome.value if e.count == 1 else f"{e.outcome.value} x{e.count}"
         scheduled = _local(e.scheduled_at, zone)
         if e.last_at is not None:
             scheduled += f" … {_local(e.last_at, zone)}"
