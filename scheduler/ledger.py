@@ -98,25 +98,21 @@ class HistoryEntry:
         return self.finished_at - self.started_at
 
     def encode(self) -> bytes:
-        """The compact stored form."""
-        fields: dict[str, Any] = {"o": self.outcome.value, "s": to_ms(self.scheduled_at)}
-        if self.origin != "scheduled":
-            fields["g"] = self.origin
-        for name, value in (("b", self.started_at), ("f", self.finished_at), ("l", self.last_at)):
-            if value is not None:
-                fields[name] = to_ms(value)
-        for name, other in (
-            ("a", self.attempts),
-            ("w", self.worker),
-            ("e", self.error),
-            ("i", self.message_id),
-            ("n", self.note),
-        ):
-            if other:
-                fields[name] = other
-        if self.count != 1:
-            fields["c"] = self.count
-        return to_json(fields)
+        """The compact stored form (``run_record``)."""
+        return run_record(
+            self.outcome,
+            to_ms(self.scheduled_at),
+            self.origin,
+            None if self.started_at is None else to_ms(self.started_at),
+            None if self.finished_at is None else to_ms(self.finished_at),
+            self.attempts,
+            self.worker,
+            self.error,
+            self.message_id,
+            self.count,
+            None if self.last_at is None else to_ms(self.last_at),
+            self.note,
+        )
 
     @classmethod
     def decode(cls, record: bytes) -> HistoryEntry | None:
@@ -159,6 +155,46 @@ class HistoryEntry:
             "last_at": _iso(self.last_at),
             "note": self.note,
         }
+
+
+def run_record(
+    outcome: RunOutcome,
+    scheduled_ms: int,
+    origin: str = "scheduled",
+    started_ms: int | None = None,
+    finished_ms: int | None = None,
+    attempts: int = 0,
+    worker: str | None = None,
+    error: str | None = None,
+    message_id: str | None = None,
+    count: int = 1,
+    last_ms: int | None = None,
+    note: str | None = None,
+) -> bytes:
+    """A record in its stored form: JSON with one-letter names, times in epoch ms, and
+    defaults left out (a worker builds one per settled run, from the ms it has)."""
+    fields: dict[str, Any] = {"o": outcome.value, "s": scheduled_ms}
+    if origin != "scheduled":
+        fields["g"] = origin
+    if started_ms is not None:
+        fields["b"] = started_ms
+    if finished_ms is not None:
+        fields["f"] = finished_ms
+    if attempts:
+        fields["a"] = attempts
+    if worker:
+        fields["w"] = worker
+    if error:
+        fields["e"] = error
+    if message_id:
+        fields["i"] = message_id
+    if count != 1:
+        fields["c"] = count
+    if last_ms is not None:
+        fields["l"] = last_ms
+    if note:
+        fields["n"] = note
+    return to_json(fields)
 
 
 def _time(value: Any) -> datetime | None:
@@ -212,10 +248,9 @@ class Retention:
     keep: int
     ttl_ms: int
 
-    def entry(self, queue: str, subject: str, records: list[HistoryEntry]) -> LedgerEntry:
-        return LedgerEntry(
-            queue, subject, tuple(r.encode() for r in records), self.keep, self.ttl_ms
-        )
+    def entry(self, queue: str, subject: str, records: list[bytes]) -> LedgerEntry:
+        """The entry appending ``records`` (stored forms) to ``subject``'s ledger."""
+        return LedgerEntry(queue, subject, tuple(records), self.keep, self.ttl_ms)
 
 
 def read_history(backend: Backend, queue: str, subject: str, limit: int) -> list[HistoryEntry]:

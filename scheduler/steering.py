@@ -70,7 +70,7 @@ class ScheduleSteering:
                     RunOutcome.CANCELLED, message.scheduled_at, message_id=message.id
                 )
                 self.backend.append_ledger(
-                    [retention.entry(queue, schedule_subject(key), [record])]
+                    [retention.entry(queue, schedule_subject(key), [record.encode()])]
                 )
         return cancelled
 
@@ -132,7 +132,9 @@ class ScheduleSteering:
                 count=resumed.skipped,
                 last_at=resumed.last_skipped,
             )
-            self.backend.append_ledger([retention.entry(queue, schedule_subject(key), [record])])
+            self.backend.append_ledger(
+                [retention.entry(queue, schedule_subject(key), [record.encode()])]
+            )
         return resumed
 
     def trigger_now(self, key: str, *, queue: str | None = None) -> str:

@@ -18,13 +18,14 @@ from datetime import datetime, timedelta
 
 from scheduler import App
 from scheduler.backends import LedgerEntry
-from scheduler.clock import to_datetime
+from scheduler.clock import to_datetime, to_ms
 from scheduler.ledger import (
     HistoryEntry,
     Retention,
     RunOutcome,
     one_line,
     origin_of,
+    run_record,
     subject_of,
 )
 from scheduler.message import Message
@@ -71,22 +72,22 @@ class RunLedger:
             return None
         if outcome is RunOutcome.SUCCEEDED and message.then and message.trigger is not None:
             return None
-        started = to_datetime(work.started_ms) if work.started_ms else None
         records = [
-            HistoryEntry(
-                outcome=outcome,
-                scheduled_at=message.scheduled_at,
-                origin=origin_of(message),
-                started_at=started,
-                finished_at=to_datetime(now_ms),
-                attempts=work.claim.attempt,
-                worker=self._worker,
-                error=None if error is None else one_line(error),
-                message_id=message.id,
+            run_record(
+                outcome,
+                to_ms(message.scheduled_at),
+                origin_of(message),
+                work.started_ms or None,
+                now_ms,
+                work.claim.attempt,
+                self._worker,
+                None if error is None else one_line(error),
+                message.id,
             )
         ]
-        if message.trigger is not None:
-            records += dropped_records(message, dropped, started, now_ms)
+        if message.trigger is not None and (dropped or message.trigger.exclude is not None):
+            started = to_datetime(work.started_ms) if work.started_ms else None
+            records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
         return self._retention.entry(message.queue, subject, records)
 
 

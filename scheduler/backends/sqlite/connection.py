@@ -135,20 +135,20 @@ CREATE TABLE IF NOT EXISTS batch_members (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
 CREATE TABLE IF NOT EXISTS ledger (
-    seq        INTEGER PRIMARY KEY,
     queue      TEXT NOT NULL,
     subject    TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
     expires_ms INTEGER NOT NULL,
-    record     BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger (queue, subject, seq);
-CREATE INDEX IF NOT EXISTS ledger_to_prune ON ledger (expires_ms);
+    record     BLOB NOT NULL,
+    PRIMARY KEY (queue, subject, seq)
+) WITHOUT ROWID;
 """
 
 SCHEDULED, READY, LEASED = 0, 1, 2
-_PRUNE_EVERY_MS = (
-    1000  # expired side records (rate starts, results, workers, batches) are deleted this often
-)
+#: expired side records (rate starts, results, workers, batches) are deleted this often
+_PRUNE_EVERY_MS = 1000
+#: and expired ledger records (a full scan: the ledger has no index by expiry) this often
+_LEDGER_SWEEP_MS = 3_600_000
 STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
 COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body"
 
@@ -294,11 +294,18 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
                 raise BackendError(f"SQLite commit failed: {err}") from err
 
-    def _prune(self, db: sqlite3.Connection, table: str, column: str, now: int) -> None:
+    def _prune(
+        self,
+        db: sqlite3.Connection,
+        table: str,
+        column: str,
+        now: int,
+        every_ms: int = _PRUNE_EVERY_MS,
+    ) -> None:
         """Inside a write: delete the rows of ``table`` whose time ``column`` has passed,
-        at most once a second per table (what expires is never read: this only bounds
-        the table)."""
-        if now - self._pruned_ms.get(table, 0) >= _PRUNE_EVERY_MS:
+        at most once every ``every_ms`` per table (what expires is never read: this only
+        bounds the table)."""
+        if now - self._pruned_ms.get(table, 0) >= every_ms:
             self._pruned_ms[table] = now
             db.execute(f"DELETE FROM {table} WHERE {column} <= ?", (now,))
 
@@ -306,18 +313,30 @@ class SQLiteStore:
         self, db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int
     ) -> None:
         """Inside a write: append each entry's records, then trim its subject to the
-        newest ``keep`` (expired rows go with ``_prune``; reads skip them meanwhile)."""
+        newest ``keep``. A subject's records are numbered 1, 2, 3... (``seq``), clustered
+        by subject, so both are seeks into the same few pages; expired rows of subjects
+        no longer written go with an hourly sweep (reads skip them meanwhile)."""
         for entry in entries:
+            subject = (entry.queue, entry.subject)
+            (last,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?",
+                subject,
+            ).fetchone()
             db.executemany(
-                "INSERT INTO ledger (queue, subject, expires_ms, record) VALUES (?, ?, ?, ?)",
-                [(entry.queue, entry.subject, now + entry.ttl_ms, r) for r in entry.records],
+                "INSERT INTO ledger (queue, subject, seq, expires_ms, record) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (*subject, last + 1 + i, now + entry.ttl_ms, record)
+                    for i, record in enumerate(entry.records)
+                ],
             )
-            db.execute(
-                "DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= (SELECT seq "
-                "FROM ledger WHERE queue = ? AND subject = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-                (entry.queue, entry.subject, entry.queue, entry.subject, entry.keep),
-            )
-        self._prune(db, "ledger", "expires_ms", now)
+            newest = last + len(entry.records)
+            if newest > entry.keep:
+                db.execute(
+                    "DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= ?",
+                    (*subject, newest - entry.keep),
+                )
+        self._prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 
     def _read(self) -> sqlite3.Connection:
         return self._connection()

@@ -1,6 +1,7 @@
-"""The SQLite backend's occurrence ledger: one row per record in ``ledger``, in write order
-(``seq``), each with the time it expires; a subject keeps its newest ``keep`` rows (trimmed
-as it is appended to, in the same transaction as the ack, retry or poison it describes)."""
+"""The SQLite backend's occurrence ledger: one row per record in ``ledger``, clustered by
+subject and numbered in write order (``seq``), each with the time it expires; a subject
+keeps its newest ``keep`` rows (trimmed as it is appended to, in the same transaction as
+the ack, retry or poison it describes: ``SQLiteStore._append_ledger_in``)."""
 
 from __future__ import annotations
 

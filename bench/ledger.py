@@ -1,0 +1,126 @@
+"""What the occurrence ledger costs: end-to-end throughput of a keyed recurring workload
+with the ledger (``history_keep=100``, the default) and without it (``history_keep=0``),
+alternating in one run, and on Redis the memory a schedule's full ledger takes.
+
+The workload: ``--schedules`` keyed schedules of a no-op task, each due every
+millisecond and set to catch up (so each chain runs back to back, and every ack writes
+the next occurrence and, with the ledger, one record; none is coalesced). One in-process
+worker (8 threads) runs them for ``--seconds`` after a second of warm-up; the figure is
+acks per second, counted by the backend.
+
+python -m bench.ledger [--schedules 200] [--seconds 8] [--rounds 3]
+                       [--only sqlite|redis|cassandra] [--out FILE.json]
+(starts a Redis server, or with --only cassandra a Cassandra node; SQLite in a scratch
+directory)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.bounds import on_cassandra
+from bench.common import alternate, on_sqlite_and_redis
+from bench.engine import fresh_app
+from scheduler import App
+from triggers import Misfire, Repeating
+from workers import Worker, WorkerConfig
+
+_WARM_UP_S = 1.0
+
+
+def _acked(app: App) -> int:
+    (stats,) = app.backend.stats("bench")
+    return stats.counters.get("acked", 0)
+
+
+def throughput(url: str, schedules: int, seconds: float, keep: int) -> tuple[float, App]:
+    """Acks per second of the workload with ``history_keep=keep``; returns the app too
+    (its backend still holds the ledgers), with its schedules cancelled."""
+    app, tasks = fresh_app(url)
+    app.settings = app.settings.model_copy(update={"history_keep": keep})
+    every = Repeating(
+        interval=timedelta(milliseconds=1), misfire=Misfire.CATCH_UP, max_catch_up=10**9
+    )
+    for i in range(schedules):
+        tasks.noop.schedule(args=(i,), trigger=every, key=f"s{i}")
+    config = WorkerConfig(
+        queues=("bench",), concurrency=8, install_periodic=False, poll_interval_s=0.01
+    )
+    worker = Worker(app, config)
+    worker.start()
+    time.sleep(_WARM_UP_S)
+    before, started = _acked(app), time.perf_counter()
+    time.sleep(seconds)
+    after, elapsed = _acked(app), time.perf_counter() - started
+    worker.stop()
+    worker.join(60)
+    app.backend.purge("bench")
+    return (after - before) / elapsed, app
+
+
+def redis_memory(url: str, schedules: int) -> dict[str, Any]:
+    """Bytes Redis uses for the ledgers left by a run with the ledger (``MEMORY USAGE``
+    of every ledger list), per schedule, and for one pending message for comparison."""
+    import redis
+
+    rate, app = throughput(url, schedules, 8.0, 100)
+    client = redis.Redis.from_url(url)
+    ledger_keys = list(client.scan_iter(match="*:h:k:s*", count=1000))
+    ledger_bytes = sum(client.memory_usage(key, samples=0) or 0 for key in ledger_keys)
+    lengths = [client.llen(key) for key in ledger_keys]
+    app.close()
+    return {
+        "schedules_with_a_ledger": len(ledger_keys),
+        "records_per_ledger_min": min(lengths) if lengths else 0,
+        "ledger_bytes_per_schedule": round(ledger_bytes / max(1, len(ledger_keys))),
+        "bytes_per_record": round(ledger_bytes / max(1, sum(lengths))),
+        "acks_per_second_during_fill": round(rate),
+    }
+
+
+def measure(url: str, schedules: int, seconds: float, rounds: int) -> dict[str, Any]:
+    def rate(keep: int) -> float:
+        value, app = throughput(url, schedules, seconds, keep)
+        app.close()
+        return round(value)
+
+    result: dict[str, Any] = {
+        "backend": url.split("://")[0],
+        "acks_per_second": alternate(
+            rounds, "without_ledger", lambda: rate(0), "with_ledger", lambda: rate(100)
+        ),
+    }
+    if url.startswith("redis"):
+        result["redis_memory"] = redis_memory(url, schedules)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--schedules", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("sqlite", "redis", "cassandra"))
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    logging.getLogger("tickwork").setLevel(logging.WARNING)
+    logging.getLogger("cassandra").setLevel(logging.ERROR)
+    extra = {"schedules": args.schedules, "seconds": args.seconds, "rounds": args.rounds}
+    out = None if args.out is None else Path(args.out)
+
+    def run(url: str) -> dict[str, Any]:
+        return measure(url, args.schedules, args.seconds, args.rounds)
+
+    if args.only == "cassandra":
+        on_cassandra(run, extra, out)
+    else:
+        on_sqlite_and_redis(run, extra, out, args.only)
+
+
+if __name__ == "__main__":
+    main()
