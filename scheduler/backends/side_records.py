@@ -82,8 +82,9 @@ class SideRecords(ABC):
     @abstractmethod
     def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
         """Append each entry's records to its subject's ledger (in order), then trim the
-        ledger to the entry's ``keep`` newest records, none older than its ``ttl_ms``
-        (Cassandra drops older rows only with their TTL: readers ask for ``keep``).
+        ledger to the entry's ``keep`` newest records, none older than its ``ttl_ms``.
+        Readers ask for at most ``keep``: a backend may hold a few more between trims
+        (Redis up to an eighth more; Cassandra drops older rows only with their TTL).
         (Runs that settle write theirs in the same atomic step as the ack, retry or
         poison they describe: see ``Backend.ack``.)"""
 

@@ -1,6 +1,7 @@
 """The Redis backend's occurrence ledger: per subject, a list in the hash tag of the shard
 that wrote it (``S:h:{subject}``), newest record first, each stored as
-``written_ms|expires_ms|record``; pushing trims it to ``keep`` and pushes its expiry to ``ttl_ms``.
+``written_ms|expires_ms|record``; a push moves its expiry to ``ttl_ms`` ahead, and trims
+it to ``keep`` once it holds an eighth more (reads take the newest ``limit``).
 
 A run writes its entry inside the shard's ``ack``, ``retry`` or ``poison`` script (the same
 atomic step, no extra round trip). A keyed schedule lives in one shard, so its ledger is

@@ -239,7 +239,9 @@ class RedisShards:
         """A ledger entry as the scripts read it from ``ARGV`` (``ledger`` in the prelude)."""
         if entry is None or not entry.records:
             return [0]
-        return [len(entry.records), max(1, entry.keep), max(1, entry.ttl_ms), *entry.records]
+        records = entry.records
+        head = f"{len(records)}|{max(1, entry.keep)}|{max(1, entry.ttl_ms)}|".encode()
+        return [head + records[0], *records[1:]]
 
     @staticmethod
     def _next_args(nxt: Envelope | None) -> list[Any]:

@@ -20,22 +20,27 @@ local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
     KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 
--- A ledger entry in ARGV at position ``at``: its record count n, then (n > 0) keep, ttl_ms
--- and the n records, oldest first. When ``apply``, they go to the head of the list ``key``
--- (newest first; each stored as "written_ms|expires_ms|record"), which keeps ``keep`` and
--- expires ``ttl_ms`` after this write. Returns the ARGV position after the entry.
+-- A ledger entry in ARGV at position ``at``: '0' for none, else "n|keep|ttl_ms|" followed
+-- by its first record in the same argument and its other n - 1 records in the next ones
+-- (oldest first). When ``apply``, they go to the head of the list ``key`` (newest first;
+-- each stored as "written_ms|expires_ms|record") in one push, and the list expires
+-- ``ttl_ms`` after this write. It is trimmed to ``keep`` once it holds an eighth more (a
+-- trim per push cost as much again as the push). Returns the ARGV position after.
 local function ledger(at, key, apply, now)
-    local n = tonumber(ARGV[at])
-    if n == 0 then return at + 1 end
+    local n, keep, ttl, first = string.match(ARGV[at], '^(%d+)|(%d+)|(%d+)|()')
+    if not n then return at + 1 end
+    n, keep, ttl = tonumber(n), tonumber(keep), tonumber(ttl)
     if apply then
-        local stamp = now .. '|' .. (now + tonumber(ARGV[at + 2])) .. '|'
-        for i = at + 3, at + 2 + n do
-            redis.call('LPUSH', key, stamp .. ARGV[i])
+        local stamp = now .. '|' .. (now + ttl) .. '|'
+        local records = {stamp .. string.sub(ARGV[at], first)}
+        for i = 2, n do records[i] = stamp .. ARGV[at + i - 1] end
+        local length = redis.call('LPUSH', key, unpack(records))
+        if length > keep + math.max(1, math.floor(keep / 8)) then
+            redis.call('LTRIM', key, 0, keep - 1)
         end
-        redis.call('LTRIM', key, 0, tonumber(ARGV[at + 1]) - 1)
-        redis.call('PEXPIRE', key, tonumber(ARGV[at + 2]))
+        redis.call('PEXPIRE', key, ttl)
     end
-    return at + 3 + n
+    return at + n
 end
 
 local function now_ms()
