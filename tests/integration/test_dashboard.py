@@ -159,3 +159,22 @@ def test_actions_without_a_token_are_served_on_loopback_only() -> None:
     Access(read_only=True).check_binding("0.0.0.0")
     with pytest.raises(ValueError, match=r"without authentication on 0\.0\.0\.0"):
         Access().check_binding("0.0.0.0")
+
+
+def test_the_history_page_shows_a_schedules_ledger(app: App) -> None:
+    @app.task(retry=RetryPolicy(retries=1, base_s=0.05))
+    def sync() -> None:
+        if not getattr(sync, "failed", False):
+            sync.failed = True  # type: ignore[attr-defined]
+            raise ConnectionError("reset")
+
+    sync.schedule(trigger=Repeating(interval=timedelta(milliseconds=300)), key="sync")
+    with running(app):
+        wait_for(lambda: len(app.history("sync")) >= 3)
+    client = TestClient(create_dashboard(app))
+    listing = client.get("/schedules").text
+    assert "/history?key=sync&queue=default" in listing
+    page = client.get("/history", params={"key": "sync", "queue": "default"}).text
+    assert '<table id="history">' in page and "succeeded" in page
+    assert "retried" in page and "ConnectionError: reset" in page
+    assert "no history recorded for nope" in client.get("/history", params={"key": "nope"}).text

@@ -26,6 +26,12 @@ def _click(driver: Any, action: str) -> None:
     driver.find_element(By.CSS_SELECTOR, f'button[data-action="{action}"]').click()
 
 
+def _follow(driver: Any, text: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.LINK_TEXT, text).click()
+
+
 def _shot(driver: Any, name: str) -> None:
     if where := os.environ.get("TICKWORK_SCREENSHOTS"):
         driver.save_screenshot(str(Path(where) / f"dashboard-{name}.png"))
@@ -67,6 +73,13 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         wait_for(lambda: "resumed daily-report" in driver.page_source, 10)
         _click(driver, "/schedules/default/daily-report/run")
         wait_for(lambda: "runs now as" in driver.page_source, 10)
+        with running(app):
+            wait_for(lambda: len(app.history("daily-report")) == 1)
+        driver.get(base + "/schedules")
+        _follow(driver, "succeeded")  # the last outcome links to the schedule's history
+        wait_for(lambda: 'id="history"' in driver.page_source, 10)
+        assert "manual" in driver.page_source and "succeeded" in driver.page_source
+        _shot(driver, "history")
 
         driver.get(base + "/poison")
         assert "CRM refused account 42" in driver.page_source

@@ -24,13 +24,14 @@ from tickwork.dashboard.security import CSRF_COOKIE, Access, Refused, csrf_token
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 
 
-def _in_zone(moment: datetime | None, trigger: Any = None) -> str:
-    """A time as the schedule's owner reads it: in the trigger's timezone if it has one."""
+def _in_zone(moment: datetime | None, trigger: Any = None, timespec: str = "minutes") -> str:
+    """A time as the schedule's owner reads it: in the trigger's timezone if it has one
+    (to the minute, or as ``timespec`` says), else in UTC to the second."""
     if moment is None:
         return ""
     zone = getattr(trigger, "tz", None)
     if zone:
-        return f"{moment.astimezone(ZoneInfo(zone)).isoformat(timespec='minutes')} {zone}"
+        return f"{moment.astimezone(ZoneInfo(zone)).isoformat(timespec=timespec)} {zone}"
     return moment.isoformat(timespec="seconds")
 
 
@@ -51,6 +52,7 @@ def create_dashboard(app: App, access: Access | None = None) -> Starlette:
     routes = [
         Route("/", views.page("overview.html", views.overview)),
         Route("/schedules", views.page("schedules.html", views.schedules)),
+        Route("/history", views.page("history.html", views.history)),
         Route("/workers", views.page("workers.html", views.workers)),
         Route("/poison", views.page("poison.html", views.poison)),
         Route("/message", views.page("message.html", views.message)),
@@ -123,6 +125,27 @@ class _Views:
             "title": "Schedules",
             "schedules": self.app.schedules(),
             "done": request.query_params.get("done"),
+        }
+
+    def history(self, request: Request) -> dict[str, Any]:
+        """A schedule's occurrence ledger (``?key=``), or a one-off message's (``?id=``)."""
+        params = request.query_params
+        key, message_id = params.get("key") or None, params.get("id") or None
+        queue = params.get("queue") or None
+        entries, trigger = [], None
+        if key:
+            entries = self.app.history(key, queue=queue)
+            found = self.app.get(key=key, queue=queue)
+            trigger = found.message.trigger if found is not None else None
+        elif message_id:
+            entries = self.app.run_history(message_id, queue=queue)
+        return {
+            "title": "History",
+            "entries": entries,
+            "trigger": trigger,
+            "asked": key or message_id,
+            "key": key,
+            "queue": queue or "",
         }
 
     def workers(self, request: Request) -> dict[str, Any]:
