@@ -37,6 +37,7 @@ from scheduler.workflows import (
     resolve_step,
     result_taking_arguments,
 )
+from triggers import Overlap
 
 
 class MessageBuilder:
@@ -155,6 +156,11 @@ class MessageBuilder:
         acked: on Redis, in its queue's shard)."""
         if not call.then:
             return None
+        if call.trigger is not None and call.trigger.overlap is Overlap.ALLOW:
+            raise InvalidMessage(
+                "a chain with a trigger runs whole occurrences one after another: "
+                "overlap='allow' is for a single task (give the chain overlap='serial')"
+            )
         steps = [resolve_step(step, self.registry.lookup(step.task)) for step in call.then]
         for step in steps:
             if step.queue != queue:

@@ -24,7 +24,7 @@ from scheduler.ledger import (
     schedule_subject,
 )
 from scheduler.message import Message
-from triggers import Misfire
+from triggers import Misfire, Overlap
 
 #: the records a schedule listing reads to find the last run's outcome
 _RECENT = 10
@@ -170,11 +170,18 @@ class ScheduleSteering:
         infos = control.schedules(self.backend, queue)
         if self.settings.history_keep == 0:
             return infos
-        return [replace(info, last_outcome=self._last_outcome(info)) for info in infos]
+        return [self._with_history(info) for info in infos]
 
-    def _last_outcome(self, info: ScheduleInfo) -> str | None:
+    def _with_history(self, info: ScheduleInfo) -> ScheduleInfo:
+        """``info`` with its last recorded outcome; for a schedule whose runs overlap
+        (their own messages, so its chain never sees them end), its last success too."""
         recent = read_history(self.backend, info.queue, schedule_subject(info.key), _RECENT)
-        return next((h.outcome.value for h in recent if h.outcome not in NOT_RUN), None)
+        outcome = next((h.outcome.value for h in recent if h.outcome not in NOT_RUN), None)
+        last_success = info.last_success
+        if info.trigger.overlap is Overlap.ALLOW:
+            succeeded = (h.scheduled_at for h in recent if h.outcome is RunOutcome.SUCCEEDED)
+            last_success = next(succeeded, last_success)
+        return replace(info, last_outcome=outcome, last_success=last_success)
 
     def overdue(self, max_late: timedelta, queue: str | None = None) -> list[Overdue]:
         """Schedules with no successful run within their period plus ``max_late``."""

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from triggers.base import Misfire, Trigger
+from triggers.base import Misfire, Overlap, Trigger
 from triggers.calendars import Exclusions
 from triggers.cron import Cron
 from triggers.once import RunOnce
@@ -20,6 +20,7 @@ __all__ = [
     "Exclusions",
     "Misfire",
     "Occurrence",
+    "Overlap",
     "Repeating",
     "RunOnce",
     "Trigger",

@@ -44,6 +44,20 @@ class Misfire(StrEnum):
     SKIP = "skip"
 
 
+class Overlap(StrEnum):
+    """Whether an occurrence may start while the one before it still runs.
+
+    - ``serial`` (default): never. The next occurrence is planned when a run ends, so a
+      long run makes the next ones late; those that passed meanwhile follow the misfire
+      policy (coalesced by default) and are recorded as skipped by overlap.
+    - ``allow``: each occurrence starts on time, running or not: it runs as its own
+      message, and the schedule goes on at once.
+    """
+
+    SERIAL = "serial"
+    ALLOW = "allow"
+
+
 class Fire(NamedTuple):
     """One planned occurrence: when it is due, its number, and how many runs it replaced."""
 
@@ -65,6 +79,7 @@ class Trigger(BaseModel, ABC):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     misfire: Misfire = Misfire.COALESCE
+    overlap: Overlap = Overlap.SERIAL
     max_catch_up: int = Field(default=100, ge=1)
     #: when runs are late (catching up after an outage), the least time between two of them
     catch_up_spacing: timedelta = timedelta(0)
@@ -189,6 +204,8 @@ class Trigger(BaseModel, ABC):
             parts.append(f"until {self.end:%Y-%m-%d %H:%M:%S} UTC")
         if self.misfire is not Misfire.COALESCE:
             parts.append(f"misfire {self.misfire}")
+        if self.overlap is not Overlap.SERIAL:
+            parts.append(f"overlap {self.overlap}")
         if self.catch_up_spacing:
             parts.append(f"catch up {format_duration(self.catch_up_spacing)} apart")
         if self.jitter:

@@ -20,6 +20,7 @@ from scheduler import App, BackendError, DecodeError
 from scheduler.backends import Backend, Claim, Failure
 from scheduler.building import is_unique_window
 from scheduler.message import Message
+from scheduler.overlap import is_ticker
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
@@ -207,6 +208,9 @@ class Consumer:
                 "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
             )
             self._settler.poison_now(claim, failure, message)
+            return None
+        if is_ticker(message):  # overlap="allow": its occurrence runs as its own message
+            self._settler.fire_ticker(claim, message)
             return None
         work = Work(claim, message)
         self._holdings.add(work)

@@ -90,6 +90,17 @@ class RunLedger:
             records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
         return self._retention.entry(message.queue, subject, records)
 
+    def not_run(self, message: Message, dropped: int, now_ms: int) -> LedgerEntry | None:
+        """The entry of the occurrences a schedule's next one steps over when nothing of
+        it ran here (an overlapping schedule's ticker: its runs record themselves)."""
+        subject = self.subject(message)
+        if subject is None or self._retention is None or message.trigger is None:
+            return None
+        records = dropped_records(message, dropped, None, now_ms)
+        if not records:
+            return None
+        return self._retention.entry(message.queue, subject, [r.encode() for r in records])
+
 
 def dropped_records(
     message: Message, dropped: int, started: datetime | None, now_ms: int

@@ -22,9 +22,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler import App, BackendError, TickworkError
-from scheduler.backends import Backend, Claim, Envelope, Failure, LedgerEntry, MemberOutcome
+from scheduler.backends import (
+    Backend,
+    Claim,
+    Envelope,
+    Failure,
+    LedgerEntry,
+    MemberOutcome,
+    OnConflict,
+)
 from scheduler.ledger import RunOutcome
 from scheduler.message import Message
+from scheduler.overlap import run_of
 from scheduler.results import failed_record, succeeded_record
 from scheduler.retry import GiveUp, decide
 from workers.execution import HandlerResult, Verdict
@@ -325,6 +334,19 @@ class Settler:
             log.warning("poison of %s failed (its lease will expire): %s", claim.id, err)
             done = False
         self._counters.add("poisoned" if done else "stale")
+        self._permits.give(1)
+
+    def fire_ticker(self, claim: Claim, message: Message) -> None:
+        """An occurrence of a schedule with ``overlap="allow"`` is due: enqueue its run,
+        then ack it with its next occurrence (``scheduler.overlap``)."""
+        now = self._now_ms()
+        run = run_of(self._app.builder, message, claim.due_ms, now)
+        enqueued = self._with_retries(lambda: self._backend.enqueue([run], OnConflict.IGNORE))
+        nxt, dropped = self._next(message, now, succeeded=False)
+        if enqueued is not None:  # else a forced stop: the ticker is delivered again
+            entry = self._ledger.not_run(message, dropped, now)
+            self._with_retries(lambda: self._backend.ack([(claim, nxt)], [entry]))
+            self._nudge()  # the run is due now, or soon: the consumer need not wait a poll
         self._permits.give(1)
 
     def close_window(self, claim: Claim) -> None:

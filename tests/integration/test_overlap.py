@@ -1,0 +1,94 @@
+"""``overlap="allow"`` on every backend: occurrences start on time while earlier ones still
+run, each as its own message recorded in the schedule's ledger; a cancelled schedule
+starts nothing more; a ticker delivered twice enqueues its run once; chains refuse it."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from scheduler import App, InvalidMessage, Outcome, chain
+from scheduler.backends import OnConflict
+from scheduler.ledger import RunOutcome
+from scheduler.message import Message
+from scheduler.overlap import run_of
+from tests.support.helpers import running, wait_for
+from triggers import Overlap, Repeating
+
+EVERY = timedelta(milliseconds=300)
+
+
+def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
+    lock = threading.Lock()
+    running_now, most, starts = [0], [0], []
+
+    @app.task
+    def slow() -> None:
+        with lock:
+            running_now[0] += 1
+            most[0] = max(most[0], running_now[0])
+            starts.append(time.monotonic())
+        time.sleep(1.0)
+        with lock:
+            running_now[0] -= 1
+
+    trigger = Repeating(interval=EVERY, overlap=Overlap.ALLOW)
+    assert "overlap allow" in trigger.describe()
+    slow.schedule(trigger=trigger, key="slow")
+    with running(app, concurrency=8):
+        wait_for(lambda: len(starts) >= 6, timeout_s=20)
+        # its chain never sees a run end: the last success comes from the ledger
+        wait_for(lambda: app.schedules()[0].last_success is not None)
+        app.cancel(key="slow")
+        cancelled_at = time.monotonic()
+        time.sleep(1.5)
+    assert most[0] >= 3, "runs overlapped"
+    gaps = [b - a for a, b in itertools.pairwise(starts)][1:5]
+    assert all(gap < 0.9 for gap in gaps), f"each started on the grid, not after the last: {gaps}"
+    late = [s for s in starts if s > cancelled_at + 0.5]
+    assert late == [], "a cancelled schedule starts nothing more"
+    history = app.history("slow")
+    runs = [h for h in history if h.outcome is RunOutcome.SUCCEEDED]
+    assert len(runs) >= 3 and all(h.origin == "scheduled" for h in runs)
+    assert RunOutcome.SKIPPED_OVERLAP not in {h.outcome for h in history}
+    assert RunOutcome.CANCELLED in {h.outcome for h in history}
+
+
+def test_a_ticker_delivered_twice_enqueues_its_run_once(app: App) -> None:
+    ran: list[int] = []
+
+    @app.task
+    def tick() -> None:
+        ran.append(1)
+
+    tick.schedule(trigger=Repeating(interval=timedelta(hours=1), overlap=Overlap.ALLOW), key="t")
+    found = app.get(key="t")
+    assert found is not None
+    ticker: Message = found.message
+    now = app.backend.now_ms()
+    run = run_of(app.builder, ticker, now, now)
+    assert run.key == f"t/run/{int(ticker.scheduled_at.timestamp() * 1000)}"
+    assert app.backend.enqueue([run], OnConflict.IGNORE) == [Outcome.ENQUEUED]
+    assert app.backend.enqueue([run], OnConflict.IGNORE) != [Outcome.ENQUEUED]
+    app.cancel(key="t")
+    with running(app):
+        wait_for(lambda: len(ran) == 1)
+    again = run_of(app.builder, ticker, now, app.backend.now_ms())
+    assert app.backend.enqueue([again], OnConflict.IGNORE) == [Outcome.IGNORED], (
+        "after it ran, its key is kept: a late redelivery enqueues nothing"
+    )
+
+
+def test_a_chain_with_a_trigger_refuses_overlap(app: App) -> None:
+    @app.task
+    def step() -> None:
+        pass
+
+    allow = Repeating(interval=timedelta(minutes=1), overlap=Overlap.ALLOW)
+    with pytest.raises(InvalidMessage, match="overlap='allow' is for a single task"):
+        app.enqueue(chain(step.si(), step.si()).options(key="c", trigger=allow))
+    assert app.get(key="c") is None
