@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit suite bench clean
+.PHONY: demo test lint typecheck unit suite faults bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,16 @@ unit: $(STAMP)  # the fast tests only: no server, a few seconds
 	$(BIN)/pytest -q tests/unit
 
 suite: $(STAMP)  # every test: unit, contract, integration, faults (starts real servers)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 test: lint typecheck suite
+
+FAULTS_OUT := bench/results/faults.jsonl
+
+faults: $(STAMP)  # the fault suite at full size (minutes per backend); a table of results
+	rm -f $(FAULTS_OUT)
+	TICKWORK_FAULTS_FULL=1 TICKWORK_FAULTS_OUT=$(CURDIR)/$(FAULTS_OUT) $(BIN)/pytest -q tests/faults; \
+	status=$$?; $(BIN)/python -m tests.faults.report $(FAULTS_OUT) && exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.with_servers --out bench/results/latest.json

@@ -1,7 +1,7 @@
 """Overlapping runs: a schedule whose runs may take longer than its interval.
 
 python -m examples.overlap     # installs two schedules every second whose task takes
-                               # 2.5 s, runs a worker for six seconds, prints when each
+                               # 1.5 s, runs a worker for 3.5 seconds, prints when each
                                # run started and the two histories
 tickwork schedules history export-serial
 
@@ -27,7 +27,7 @@ _started = time.monotonic()
 @app.task
 def export(kind: str) -> None:
     print(f"  {time.monotonic() - _started:5.1f}s  export ({kind}) starts", flush=True)
-    time.sleep(2.5)
+    time.sleep(1.5)
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
             key=f"export-{overlap.value}",
             on_conflict="replace",
         )
-    Worker(app, WorkerConfig(concurrency=8, poll_interval_s=0.05)).run(duration_s=6)
+    Worker(app, WorkerConfig(concurrency=8, poll_interval_s=0.05)).run(duration_s=3.5)
     for overlap in (Overlap.SERIAL, Overlap.ALLOW):
         outcomes = [h.outcome.value for h in reversed(app.history(f"export-{overlap.value}"))]
         print(f"{overlap.value}: {', '.join(outcomes)}")

@@ -1,7 +1,7 @@
 """A schedule's history: what happened to each occurrence (the occurrence ledger).
 
-python -m examples.schedule_history   # installs "sync" every second, runs a worker for
-                                      # about six seconds, prints the schedule's history
+python -m examples.schedule_history   # installs "sync" every half second, runs a worker
+                                      # for 3.5 seconds, prints the schedule's history
 tickwork schedules history sync       # the same, in the schedule's timezone
 tickwork schedules                    # each schedule's last outcome
 tickwork history --id ID              # a one-off message of a task with history=True
@@ -31,17 +31,17 @@ def sync(source: str) -> None:
     if len(_calls) == 2:
         raise ConnectionError(f"{source} reset the connection")
     if len(_calls) == 4:
-        time.sleep(2.5)  # longer than the interval: the next occurrences are skipped
+        time.sleep(1.2)  # longer than the interval: the next occurrences are skipped
 
 
 def main() -> None:
     sync.schedule(
         args=("crm",),
-        trigger=Repeating(interval=timedelta(seconds=1)),
+        trigger=Repeating(interval=timedelta(milliseconds=500)),
         key="sync",
         on_conflict="replace",
     )
-    Worker(app, WorkerConfig(poll_interval_s=0.05)).run(duration_s=6)
+    Worker(app, WorkerConfig(poll_interval_s=0.05)).run(duration_s=3.5)
     print(f"{'scheduled':>12}  {'outcome':<16} {'late':>7} {'took':>6}  try  error")
     for h in reversed(app.history("sync")):
         late = f"{h.lateness.total_seconds():.2f}s" if h.lateness is not None else "-"

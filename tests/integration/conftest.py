@@ -8,12 +8,20 @@ from pathlib import Path
 import pytest
 
 from scheduler import App
-from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
 
 
 @pytest.fixture(params=BACKEND_NAMES)
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
     """An app on a fresh backend of each kind: a test using it runs on each."""
+    application = App(backend_url(request.param, tmp_path))
+    yield application
+    application.close()
+
+
+@pytest.fixture(params=PAIR_NAMES)
+def pair_app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+    """An app on SQLite and on a Redis Cluster: for behaviour above the backend contract."""
     application = App(backend_url(request.param, tmp_path))
     yield application
     application.close()

@@ -1,4 +1,6 @@
-"""The occurrence ledger on every backend, written by real workers: a schedule's runs
+"""The occurrence ledger written by real workers (on every backend for the runs and the
+occurrences a late run steps over; the rest, above the contract, on SQLite and a Redis
+Cluster): a schedule's runs
 (succeeded, retried, poisoned), the occurrences it did not run (skipped by overlap, missed,
 in a pause, cancelled), manual runs, one-off messages that asked for history, retention,
 and a worker that keeps no history when told so."""
@@ -95,7 +97,9 @@ def test_a_long_run_skips_the_occurrences_that_fall_while_it_runs(app: App) -> N
     assert history[len(after) + 1].outcome is RunOutcome.SUCCEEDED  # the coalesced run
 
 
-def test_a_failing_schedule_records_each_poisoned_occurrence(app: App) -> None:
+def test_a_failing_schedule_records_each_poisoned_occurrence(pair_app: App) -> None:
+    app = pair_app
+
     @app.task
     def broken() -> None:
         raise RuntimeError("no database")
@@ -109,7 +113,8 @@ def test_a_failing_schedule_records_each_poisoned_occurrence(app: App) -> None:
     assert all(h.error == "RuntimeError: no database" for h in poisoned)
 
 
-def test_manual_runs_and_pause_skips_are_recorded(app: App) -> None:
+def test_manual_runs_and_pause_skips_are_recorded(pair_app: App) -> None:
+    app = pair_app
     ran = threading.Event()
 
     @app.task
@@ -130,7 +135,8 @@ def test_manual_runs_and_pause_skips_are_recorded(app: App) -> None:
     assert len(app.history("report")) == 1, "nothing fell in the pause: nothing recorded"
 
 
-def test_a_one_off_task_with_history_records_its_attempts(app: App) -> None:
+def test_a_one_off_task_with_history_records_its_attempts(pair_app: App) -> None:
+    app = pair_app
     attempts: list[int] = []
 
     @app.task(history=True, retries=2)
@@ -161,7 +167,8 @@ def test_a_one_off_task_with_history_records_its_attempts(app: App) -> None:
     assert app.run_history(other.id) == [], "a task without history records nothing"
 
 
-def test_history_keep_bounds_a_ledger_and_zero_turns_it_off(app: App) -> None:
+def test_history_keep_bounds_a_ledger_and_zero_turns_it_off(pair_app: App) -> None:
+    app = pair_app
     url = app.settings.backend
     bounded = App(settings=Settings.load(backend=url, history_keep=3))
     off = App(settings=Settings.load(backend=url, history_keep=0))

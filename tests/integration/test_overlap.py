@@ -58,7 +58,8 @@ def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
     assert RunOutcome.CANCELLED in {h.outcome for h in history}
 
 
-def test_a_ticker_delivered_twice_enqueues_its_run_once(app: App) -> None:
+def test_a_ticker_delivered_twice_enqueues_its_run_once(pair_app: App) -> None:
+    app = pair_app
     ran: list[int] = []
 
     @app.task
@@ -83,7 +84,9 @@ def test_a_ticker_delivered_twice_enqueues_its_run_once(app: App) -> None:
     )
 
 
-def test_a_chain_with_a_trigger_refuses_overlap(app: App) -> None:
+def test_a_chain_with_a_trigger_refuses_overlap(pair_app: App) -> None:
+    app = pair_app
+
     @app.task
     def step() -> None:
         pass

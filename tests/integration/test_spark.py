@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, InvalidMessage
-from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "tests.support.spark_tasks.send_invoice"
@@ -48,6 +48,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 @pytest.fixture(params=BACKEND_NAMES)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return backend_url(request.param, tmp_path)
+
+
+@pytest.fixture(params=PAIR_NAMES)
+def pair_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """SQLite and a Redis Cluster: for what Spark does the same way on every backend."""
     return backend_url(request.param, tmp_path)
 
 
@@ -140,7 +146,8 @@ def test_a_retried_partition_writes_nothing_twice(spark, url: str) -> None:  # t
         purge(url)
 
 
-def test_invalid_rows_are_rejected_with_examples(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_rows_are_rejected_with_examples(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
 
     rows = [("1", 10.0, "a"), ("two", 20.0, "b"), ("3", 30.0, None), ("4", 40.0, "d")]
     df = spark.createDataFrame(rows, "customer_id string, amount_due double, k string")
@@ -158,14 +165,16 @@ def test_invalid_rows_are_rejected_with_examples(spark, url: str) -> None:  # ty
     assert stored(url) == 2
 
 
-def test_invalid_rows_can_fail_the_job(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_rows_can_fail_the_job(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
 
     df = spark.createDataFrame([("x", 1.0)], "customer_id string, amount_due double")
     with pytest.raises(Exception, match="invalid arguments"):
         enqueue_invoices(df, url, queue="billing")
 
 
-def test_bad_options_fail_on_the_driver(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_options_fail_on_the_driver(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
     from scheduler.spark import enqueue_dataframe
 
     df = invoices(spark, 3)
@@ -200,7 +209,8 @@ def test_cron_triggers_from_a_column(spark, url: str) -> None:  # type: ignore[n
     app.close()
 
 
-def test_declared_schema_when_the_task_module_is_not_importable(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_declared_schema_when_the_task_module_is_not_importable(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
     from scheduler.spark import enqueue_dataframe
 
     df = spark.createDataFrame([(1, "a"), (2, "b")], "user_id long, k string")
@@ -274,7 +284,8 @@ def test_the_data_source_writer(spark, url: str) -> None:  # type: ignore[no-unt
         ).save()
 
 
-def test_a_job_five_times_the_bound_waits_for_a_worker(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_job_five_times_the_bound_waits_for_a_worker(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
     import threading
 
     from scheduler.spark import enqueue_dataframe
