@@ -5,8 +5,10 @@ counts, ``workers/metrics.py``).
 Per queue: messages by state (ready, scheduled, in flight, poison), whether it is paused,
 its bound and fill, and the counters every worker adds to (enqueued, claimed, acked, ...).
 Per keyed recurring schedule: the next fire time, the scheduled time of the last run that
-succeeded (what "no success since T" alerts need), and its misfires. A scrape costs one
-``stats`` and one ``schedules`` read of the backend.
+succeeded (what "no success since T" alerts need), its misfires, and how its last
+recorded run ended (from the occurrence ledger: ``tickwork_schedule_last_outcome``, 1 on
+the series of that outcome). A scrape costs one ``stats`` and one ``schedules`` read of
+the backend (the latter reads each schedule's newest ledger records).
 """
 
 from __future__ import annotations
@@ -90,13 +92,21 @@ class BackendCollector(Collector):
         misfires = CounterMetricFamily(
             "tickwork_schedule_misfires", "Occurrences a schedule missed", labels=labels
         )
+        last_outcome = GaugeMetricFamily(
+            "tickwork_schedule_last_outcome",
+            "1 on the outcome of the schedule's last recorded run (succeeded, retried, "
+            "poisoned, aborted)",
+            labels=[*labels, "outcome"],
+        )
         for info in schedules:
             names = [info.queue, info.key, info.task]
             next_fire.add_metric(names, info.next_run.timestamp())
             if info.last_success is not None:
                 last_success.add_metric(names, info.last_success.timestamp())
             misfires.add_metric(names, info.misfires)
-        yield from (next_fire, last_success, misfires)
+            if info.last_outcome is not None:
+                last_outcome.add_metric([*names, info.last_outcome], 1)
+        yield from (next_fire, last_success, misfires, last_outcome)
 
 
 def serve(app: App, port: int, host: str = "127.0.0.1") -> WSGIServer:

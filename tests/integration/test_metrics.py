@@ -185,6 +185,9 @@ def test_the_exporter_serves_what_the_backend_holds(app: App) -> None:
     for n in range(1, 4):
         charge.schedule(args=(n,), delay=timedelta(hours=1))
     report.schedule(trigger=Cron("0 6 * * *"), key="daily")
+    app.trigger_now("daily", queue="reports")  # its run is recorded in the ledger
+    with running(app, queues=("reports",)):
+        wait_for(lambda: app.history("daily", queue="reports") != [])
     (info,) = app.schedules("reports")
     server = serve(app, 0)
     try:
@@ -204,6 +207,7 @@ def test_the_exporter_serves_what_the_backend_holds(app: App) -> None:
     fire = value(samples, "tickwork_schedule_next_fire_timestamp_seconds", **names)
     assert fire == info.next_run.timestamp() and fire > datetime.now(UTC).timestamp()
     assert value(samples, "tickwork_schedule_misfires_total", **names) == 0
+    assert value(samples, "tickwork_schedule_last_outcome", **names, outcome="succeeded") == 1
 
 
 def test_the_exporter_command_serves_until_its_duration_ends(
