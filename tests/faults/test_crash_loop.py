@@ -82,9 +82,12 @@ def test_crash_loop_loses_nothing_and_runs_no_cancelled_key(
     assert verdict.lost == 0, verdict
     assert verdict.unexpected == 0, verdict
     assert verdict.ok, verdict
-    # the recurring chains survived every kill: they kept firing to the end
-    assert verdict.fires["repeating"] >= SECONDS / 0.25 / 3, verdict
-    assert verdict.fires["cron"] >= SECONDS / 3, verdict
+    # the recurring chains survived every kill: they kept firing to the end. On Cassandra a
+    # consumer killed holding a shard's lock stops that shard until the lock's TTL (10 s),
+    # so with a kill every 3 s the chains fire at about a third of their rate there
+    share = 6 if backend_name == "cassandra" else 3
+    assert verdict.fires["repeating"] >= SECONDS / 0.25 / share, verdict
+    assert verdict.fires["cron"] >= SECONDS / share, verdict
 
 
 def _enqueue(url: str) -> tuple[set[int], set[int], dict[str, str]]:

@@ -264,3 +264,38 @@ def test_a_lock_taken_by_a_timed_out_transaction_is_used_not_left_blocking(
 
     monkeypatch.setattr(backend, "_run", applied_but_timed_out)
     assert [c.id for c in backend.claim("q", 10).claims] == ["n"]
+
+
+def test_a_cancel_racing_an_ack_never_brings_the_schedule_back() -> None:
+    """The ack reads the lease and the key's holder, then writes; a cancel landing between
+    the two (injected here, against the real node) may leave the next occurrence stored
+    with its key deleted under it, but that occurrence's own ack ends the chain."""
+    address = url()
+    backend = open_backend(address)
+    canceller = open_backend(address)
+    try:
+        now = backend.now_ms()
+        backend.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
+        (claim,) = backend.claim("q", 10).claims
+        read_holders = backend._key_holders  # type: ignore[attr-defined]
+
+        def holders_then_cancel(queue: str, keys: Any) -> dict[str, str]:
+            found = read_holders(queue, keys)
+            assert canceller.delete_by_key("q", "K")  # lands between the read and the write
+            return dict(found)
+
+        backend._key_holders = holders_then_cancel  # type: ignore[attr-defined]
+        nxt = Envelope("c.1", "q", "K", 0, now, 60_000, b"x")
+        assert backend.ack([(claim, nxt)]) == [True]
+        backend._key_holders = read_holders  # type: ignore[attr-defined]
+        assert backend.get_by_key("q", "K") is None, "the cancel won"
+        orphans = backend.claim("q", 10).claims
+        for orphan in orphans:  # the next occurrence left behind runs once, at most ...
+            after = Envelope("c.2", "q", "K", 0, backend.now_ms(), 60_000, b"x")
+            assert backend.ack([(orphan, after)]) == [True]
+        assert backend.get_by_key("q", "K") is None  # ... and its ack writes no next one
+        assert backend.get("c.2", "q") is None
+        assert backend.claim("q", 10).claims == []
+    finally:
+        canceller.close()
+        backend.close()
