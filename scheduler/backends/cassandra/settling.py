@@ -60,12 +60,12 @@ class CassandraSettling(CassandraClaiming):
         items: Sequence[tuple[Claim, Envelope | None]],
         ledger: Sequence[LedgerEntry | None] = (),
     ) -> list[bool]:
-        """One read of the leases per shard and one of the keys' holders, then logged
-        batches of several acks (each with its ledger entry)."""
+        """One read of the leases per shard, then logged batches of several acks (each
+        with its ledger entry)."""
         leases = self._held_many([claim for claim, _ in items])
         keys: dict[str, list[str]] = {}
-        for claim, _ in items:
-            if claim.key is not None:
+        for claim, nxt in items:
+            if claim.key is not None and nxt is None:
                 keys.setdefault(claim.queue, []).append(claim.key)
         holders = {
             (queue, key): holder
@@ -82,7 +82,6 @@ class CassandraSettling(CassandraClaiming):
                 results.append(False)
                 continue
             holder = None if claim.key is None else holders.get((claim.queue, claim.key))
-            nxt = _unless_key_moved(claim, nxt, holder)
             self._finish(batches.current, claim, lease, nxt, holder)
             if index < len(ledger) and (entry := ledger[index]) is not None:
                 add_ledger(batches.current, self._prepare(cql.INSERT_LEDGER), entry, now)
@@ -180,7 +179,6 @@ class CassandraSettling(CassandraClaiming):
             return False
         batch = self._batch()
         holder = None if claim.key is None else self._key_holder(claim.queue, claim.key)
-        next_occurrence = _unless_key_moved(claim, next_occurrence, holder)
         self._finish(batch, claim, lease, next_occurrence, holder)
         add_to_batch(
             batch,
@@ -205,14 +203,3 @@ class CassandraSettling(CassandraClaiming):
         self._run(batch)
         self._count(claim.queue, "poisoned", 1)
         return True
-
-
-def _unless_key_moved(claim: Claim, nxt: Envelope | None, holder: str | None) -> Envelope | None:
-    """``nxt``, unless ``claim`` holds a key that no longer points at it (the schedule was
-    cancelled or replaced since it was claimed): then its chain ends here. The lease read
-    and the batch are not one atomic step, so a cancel landing between them could leave
-    the next occurrence stored with its key deleted under it; that occurrence's own ack
-    then finds no holder and ends the chain, so a cancelled schedule never comes back."""
-    if nxt is not None and claim.key is not None and holder != claim.id:
-        return None
-    return nxt
