@@ -27,3 +27,9 @@ def job(n: int) -> None:
 def tick() -> None:
     time.sleep(0.01)
     _record(f"tick {current_run().message_id}")
+
+
+@app.task(timeout=1)  # leases of 1 s: a paused worker loses its lease quickly
+def stall() -> None:
+    time.sleep(0.3)
+    _record(f"stall {current_run().message_id} {os.getpid()}")
