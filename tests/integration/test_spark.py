@@ -184,7 +184,8 @@ def test_bad_options_fail_on_the_driver(spark, pair_url: str) -> None:  # type: 
         enqueue_dataframe(df, url, TASK, args=["customer_id"], on_conflict="merge")
 
 
-def test_cron_triggers_from_a_column(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_cron_triggers_from_a_column(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
 
     rows = [
         (1, 1.0, "c1", "0 9 * * MON-FRI"),
@@ -233,7 +234,8 @@ def test_declared_schema_when_the_task_module_is_not_importable(spark, pair_url:
     assert result.failed == 1
 
 
-def test_rows_without_a_key_use_their_content_or_identity_columns(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_rows_without_a_key_use_their_content_or_identity_columns(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
 
     rows = [(1, 1.0, "r1"), (1, 1.0, "r2"), (2, 2.0, "r3")]
     df = spark.createDataFrame(rows, "customer_id long, amount_due double, row_id string")
@@ -261,7 +263,8 @@ def test_rows_without_a_key_use_their_content_or_identity_columns(spark, url: st
     assert again.enqueued == 0 and stored(url) == 3
 
 
-def test_the_data_source_writer(spark, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_data_source_writer(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
+    url = pair_url
     from scheduler.spark import register
 
     register(spark)
