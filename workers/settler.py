@@ -2,12 +2,15 @@
 
 Pools report ``(work, result)`` here (``finished``, from any thread). The thread drains
 them in batches of up to 1,000 and settles each by its verdict: a returned handler is
-acked, with its chain's next occurrence in the same atomic step; ``False`` leaves it for
+acked, with its chain's next occurrence and its ledger record (a schedule's run, or one
+of a task with ``history=True``: ``workers/ledger.py``) in the same atomic step; a retry
+and a poison carry their record too; ``False`` leaves it for
 redelivery after its lease; an exception retries with backoff or poisons, as
 ``scheduler.retry.decide`` says. An aborted run (``app.abort``, or a handler that raised
 ``Aborted``) is never retried: it goes to the poison store with reason ``aborted``, with
 its chain's next occurrence unless the abort asked to end the chain. Every path gives
-the permit back and forgets the work.
+the permit back and forgets the work. An occurrence of a schedule with
+``overlap="allow"`` never runs here: ``fire_ticker`` enqueues its run, then acks it.
 Backend writes are retried until they succeed or the worker is forced to stop: a result
 is never dropped because the backend blinked.
 """
