@@ -123,9 +123,13 @@ def test_removing_a_bound_lets_everything_in(harness: BackendHarness) -> None:
     assert b.enqueue(_envelopes(queue, 10, b.now_ms()), bounded=True) == [Outcome.ENQUEUED] * 10
     b.set_queue_bound(queue, BOUND * 4)
     outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
-    assert outcomes.count(Outcome.ENQUEUED) == BOUND * 4 - BOUND - 10, (
-        "a new bound counts what the queue already holds"
-    )
+    expected = BOUND * 4 - BOUND - 10  # a new bound counts what the queue already holds
+    if harness.name in ("redis-cluster", "cassandra"):
+        # each shard has its share: one that got more than its share of the 10 unbounded
+        # messages (ids spread at random) takes no room from the others
+        assert expected <= outcomes.count(Outcome.ENQUEUED) <= expected + 10
+    else:
+        assert outcomes.count(Outcome.ENQUEUED) == expected
 
 
 def test_a_bound_below_one_is_refused(harness: BackendHarness) -> None:
