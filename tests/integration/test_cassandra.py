@@ -23,7 +23,7 @@ from scheduler import (
     InvalidMessage,
     open_backend,
 )
-from scheduler.backends import Envelope, Outcome
+from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.backends.base import Claim
 from scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
 from tests.support.backends import Servers
@@ -264,3 +264,48 @@ def test_a_lock_taken_by_a_timed_out_transaction_is_used_not_left_blocking(
 
     monkeypatch.setattr(backend, "_run", applied_but_timed_out)
     assert [c.id for c in backend.claim("q", 10).claims] == ["n"]
+
+
+@pytest.mark.parametrize("lag_ms", [0, 1_000])
+@pytest.mark.parametrize("action", ["cancel", "replace"])
+def test_a_cancel_or_replace_racing_an_ack_wins(action: str, lag_ms: int) -> None:
+    """The ack reads the lease, then writes the next occurrence just above the claim's
+    fence; a cancel (or a replace) landing between the two, injected here against the real
+    node, must win even when its client's clock lags the fence (``lag_ms``): the schedule
+    does not come back and the next occurrence the ack wrote never runs."""
+    address = url()
+    backend = open_backend(address)
+    other = open_backend(address)
+    other._offset_ms -= lag_ms  # type: ignore[attr-defined]
+    try:
+        now = backend.now_ms()
+        backend.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
+        (claim,) = backend.claim("q", 10).claims
+        read_leases = backend._held_many  # type: ignore[attr-defined]
+        replacement = Envelope("r.0", "q", "K", 0, now + 3_600_000, 60_000, b"y")
+
+        def leases_then_race(claims: Any) -> Any:
+            found = read_leases(claims)
+            if action == "cancel":  # lands between the ack's read and its write
+                assert other.delete_by_key("q", "K")
+            else:
+                assert other.enqueue([replacement], OnConflict.REPLACE) == [Outcome.REPLACED]
+            return found
+
+        backend._held_many = leases_then_race  # type: ignore[attr-defined]
+        nxt = Envelope("c.1", "q", "K", 0, now, 60_000, b"x")
+        assert backend.ack([(claim, nxt)]) == [True]
+        backend._held_many = read_leases  # type: ignore[attr-defined]
+        holder = backend.get_by_key("q", "K")
+        if action == "cancel":
+            assert holder is None, "the ack's next occurrence outlived the cancel"
+        else:
+            assert holder is not None and holder.envelope.id == "r.0", holder
+        deadline = time.monotonic() + 30  # the occurrence left behind is dropped unrun
+        while backend.get("c.1", "q") is not None:
+            assert time.monotonic() < deadline, "the occurrence left behind stayed"
+            assert [c.id for c in backend.claim("q", 10).claims] == []
+            time.sleep(0.1)
+    finally:
+        other.close()
+        backend.close()

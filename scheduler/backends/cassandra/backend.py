@@ -91,14 +91,15 @@ class CassandraBackend(
                 continue
             if outcome is Outcome.ENQUEUED:
                 added[e.queue] = added.get(e.queue, 0) + 1
+            replaced = []  # what this message replaces: its key's holder, its own id
+            if e.key is not None and holder is not None:
+                replaced.append(holder[0])
+            if e.id in present and (holder is None or holder[0] != e.id):
+                replaced.append(e.id)
+            for old_id in replaced:  # the insert is written after the deletes
+                ts = max(ts, self._remove(batch, e.queue, old_id, ts) or ts)
             if e.key is not None:
-                if holder is not None:
-                    self._remove(batch, e.queue, holder[0], ts)
-                if e.id in present and (holder is None or holder[0] != e.id):
-                    self._remove(batch, e.queue, e.id, ts)
                 holders[(e.queue, e.key)] = (e.id, e.body)
-            elif e.id in present:
-                self._remove(batch, e.queue, e.id, ts)
             present.add(e.id)
             self._insert(batch, e, ts + 1)
             counts[e.queue] = counts.get(e.queue, 0) + 1
@@ -112,7 +113,7 @@ class CassandraBackend(
     def delete(self, message_id: str, queue: str | None = None) -> bool:
         for name in [queue] if queue is not None else self.queues():
             batch = self._batch()
-            if self._remove(batch, name, message_id, self._now_us()):
+            if self._remove(batch, name, message_id, self._now_us()) is not None:
                 self._run(batch)
                 return True
         return False
@@ -124,8 +125,10 @@ class CassandraBackend(
                 return False
             batch = self._batch()
             ts = self._now_us()
-            found = self._remove(batch, queue, holder, ts)
-            if found:
+            stamped = self._remove(batch, queue, holder, ts)
+            found = stamped is not None
+            if stamped is not None:
+                ts = stamped  # the key's delete wins over an ack's write like the rest
                 break
             # the key names a message not (yet) stored: an ack handing the key on is half
             # applied (a logged batch is atomic, not isolated); look again before calling

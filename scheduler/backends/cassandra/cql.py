@@ -44,8 +44,9 @@ DELETE_BUCKET = (
     "DELETE FROM queue_messages USING TIMESTAMP ? WHERE queue = ? AND bucket = ? AND shard = ?"
 )
 SELECT_PENDING = (
-    "SELECT * FROM queue_messages WHERE queue = ? AND bucket = ? AND shard = ? AND "
-    "ready_ms = ? AND id = ?"
+    "SELECT bucket, ready_ms, id, due_ms, priority, key, timeout_ms, attempt, body, "
+    "last_error, WRITETIME(body) AS written FROM queue_messages WHERE queue = ? AND "
+    "bucket = ? AND shard = ? AND ready_ms = ? AND id = ?"
 )
 # One bucket's rows between two positions, oldest first: the claim and sweep reads.
 SELECT_PENDING_BETWEEN = (

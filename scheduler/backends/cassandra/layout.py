@@ -171,22 +171,29 @@ class CassandraLayout(CassandraConnection):
                 (e.queue, self._key_shard(e.queue, e.key), e.key, e.id, ts),
             )
 
-    def _remove(self, batch: BatchStatement, queue: str, message_id: str, ts: int) -> bool:
-        """Add the deletes that remove a message wherever it is; False if it is not stored."""
+    def _remove(self, batch: BatchStatement, queue: str, message_id: str, ts: int) -> int | None:
+        """Add the deletes that remove a message wherever it is; the timestamp they carry,
+        or None if it is not stored. They are stamped above whatever a racing writer of the
+        message can still write: an ack of its lease writes at ``fence + ACK_INSERT``, which
+        may be ahead of this client's clock; a pending row keeps its write time."""
         where = self._run(self._prepare(cql.SELECT_INDEX), (queue, message_id)).one()
         if where is None:
-            return False
+            return None
         key = None
         if where.leased:
             lease = self._lease(queue, where.shard, message_id)
-            key = lease.key if lease is not None else None
+            if lease is not None:
+                key = lease.key
+                ts = max(ts, int(lease.lease_token) + ACK_INSERT + 1)
             add_to_batch(
                 batch, self._prepare(cql.DELETE_LEASE), (ts, queue, where.shard, message_id)
             )
         else:
             place = (queue, where.bucket, where.shard, where.ready_ms, message_id)
             row = self._run(self._prepare(cql.SELECT_PENDING), place).one()
-            key = row.key if row is not None else None
+            if row is not None:
+                key = row.key
+                ts = max(ts, int(row.written) + 1)
             add_to_batch(batch, self._prepare(cql.DELETE_PENDING), (ts, *place))
         add_to_batch(batch, self._prepare(cql.DELETE_INDEX), (ts, queue, message_id))
         if key is not None and self._key_holder(queue, key) == message_id:
@@ -195,7 +202,7 @@ class CassandraLayout(CassandraConnection):
                 self._prepare(cql.DELETE_KEY),
                 (ts, queue, self._key_shard(queue, key), key),
             )
-        return True
+        return ts
 
     def _key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
         """key -> id for those of ``keys`` that are held: one ``IN`` read per shard and 100."""
