@@ -26,6 +26,7 @@ from pydantic_core import from_json, to_json
 from scheduler.backends import Backend, LedgerEntry
 from scheduler.clock import to_datetime, to_ms
 from scheduler.message import Message
+from scheduler.settings import Settings
 
 #: the header that names the schedule a one-off run belongs to (a manual, caught-up or
 #: backfilled run of it): its record goes to that schedule's ledger
@@ -248,6 +249,14 @@ class Retention:
     keep: int
     ttl_ms: int
 
+    @classmethod
+    def of(cls, settings: Settings) -> Retention | None:
+        """The retention the settings ask for (``history_keep``, ``history_max_age_s``),
+        or None when the ledger is off (``history_keep=0``)."""
+        if settings.history_keep == 0:
+            return None
+        return cls(settings.history_keep, int(settings.history_max_age_s * 1000))
+
     def entry(self, queue: str, subject: str, records: list[bytes]) -> LedgerEntry:
         """The entry appending ``records`` (stored forms) to ``subject``'s ledger."""
         return LedgerEntry(queue, subject, tuple(records), self.keep, self.ttl_ms)
@@ -255,5 +264,15 @@ class Retention:
 
 def read_history(backend: Backend, queue: str, subject: str, limit: int) -> list[HistoryEntry]:
     """The newest ``limit`` records of ``subject``, newest first (unreadable ones left out)."""
-    found = (HistoryEntry.decode(r) for r in backend.read_ledger(queue, subject, limit))
-    return [entry for entry in found if entry is not None]
+    return read_histories(backend, [(queue, subject)], limit)[0]
+
+
+def read_histories(
+    backend: Backend, subjects: list[tuple[str, str]], limit: int
+) -> list[list[HistoryEntry]]:
+    """``read_history`` of each ``(queue, subject)``, in one backend call."""
+    decoded = []
+    for records in backend.read_ledgers(subjects, limit):
+        found = (HistoryEntry.decode(r) for r in records)
+        decoded.append([entry for entry in found if entry is not None])
+    return decoded

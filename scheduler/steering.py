@@ -20,6 +20,7 @@ from scheduler.ledger import (
     Retention,
     RunOutcome,
     message_subject,
+    read_histories,
     read_history,
     schedule_subject,
 )
@@ -60,18 +61,16 @@ class ScheduleSteering:
             assert id is not None
             return self.backend.delete(id, queue)
         queue = queue or self.settings.default_queue
-        retention = self._retention()
-        stored = self.backend.get_by_key(queue, key) if retention is not None else None
+        keeps = self.settings.history_keep > 0
+        stored = self.backend.get_by_key(queue, key) if keeps else None
         cancelled = self.backend.delete_by_key(queue, key)
-        if cancelled and stored is not None and retention is not None:
+        if cancelled and stored is not None:
             message = Message.decode(stored.envelope.body)
             if message.trigger is not None:
-                record = HistoryEntry(
+                cancel = HistoryEntry(
                     RunOutcome.CANCELLED, message.scheduled_at, message_id=message.id
                 )
-                self.backend.append_ledger(
-                    [retention.entry(queue, schedule_subject(key), [record.encode()])]
-                )
+                self._record(queue, key, cancel)
         return cancelled
 
     def history(
@@ -82,22 +81,26 @@ class ScheduleSteering:
         and the occurrences that did not run (missed, coalesced, skipped by overlap or in
         a pause, excluded, cancelled). At most ``limit`` (default: all that are kept, the
         setting ``history_keep``)."""
-        queue = queue or self.settings.default_queue
-        limit = self.settings.history_keep if limit is None else limit
-        return read_history(self.backend, queue, schedule_subject(key), limit)
+        return self._history(schedule_subject(key), queue, limit)
 
     def run_history(
         self, message_id: str, *, queue: str | None = None, limit: int | None = None
     ) -> list[HistoryEntry]:
         """The recorded attempts of the one-off message ``message_id`` (of a task with
         ``history=True``), newest first."""
+        return self._history(message_subject(message_id), queue, limit)
+
+    def _history(self, subject: str, queue: str | None, limit: int | None) -> list[HistoryEntry]:
         queue = queue or self.settings.default_queue
         limit = self.settings.history_keep if limit is None else limit
-        return read_history(self.backend, queue, message_subject(message_id), limit)
+        return read_history(self.backend, queue, subject, limit)
 
-    def _retention(self) -> Retention | None:
-        keep = self.settings.history_keep
-        return Retention(keep, int(self.settings.history_max_age_s * 1000)) if keep else None
+    def _record(self, queue: str, key: str, record: HistoryEntry) -> None:
+        """Append what steering did to schedule ``key``'s ledger (if the ledger is on)."""
+        retention = Retention.of(self.settings)
+        if retention is not None:
+            entry = retention.entry(queue, schedule_subject(key), [record.encode()])
+            self.backend.append_ledger([entry])
 
     def pause_schedule(self, key: str, *, queue: str | None = None) -> bool:
         """Pause the recurring schedule ``key``: nothing of it runs until it is resumed
@@ -124,17 +127,14 @@ class ScheduleSteering:
         resumed = control.resume_schedule(
             self.backend, self.builder, queue, key, self._now_ms(), policy, limit, spacing
         )
-        retention = self._retention()
-        if resumed is not None and resumed.first_skipped is not None and retention is not None:
-            record = HistoryEntry(
+        if resumed is not None and resumed.first_skipped is not None:
+            skipped = HistoryEntry(
                 RunOutcome.SKIPPED_PAUSED,
                 resumed.first_skipped,
                 count=resumed.skipped,
                 last_at=resumed.last_skipped,
             )
-            self.backend.append_ledger(
-                [retention.entry(queue, schedule_subject(key), [record.encode()])]
-            )
+            self._record(queue, key, skipped)
         return resumed
 
     def trigger_now(self, key: str, *, queue: str | None = None) -> str:
@@ -166,24 +166,27 @@ class ScheduleSteering:
 
     def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run, misfires and how their
-        last recorded run ended (one ledger read each)."""
+        last recorded run ended (the ledgers read in one backend call)."""
         infos = control.schedules(self.backend, queue)
         if self.settings.history_keep == 0:
             return infos
-        return [self._with_history(info) for info in infos]
-
-    def _with_history(self, info: ScheduleInfo) -> ScheduleInfo:
-        """``info`` with its last recorded outcome; for a schedule whose runs overlap
-        (their own messages, so its chain never sees them end), its last success too."""
-        recent = read_history(self.backend, info.queue, schedule_subject(info.key), _RECENT)
-        outcome = next((h.outcome.value for h in recent if h.outcome not in NOT_RUN), None)
-        last_success = info.last_success
-        if info.trigger.overlap is Overlap.ALLOW:
-            succeeded = (h.scheduled_at for h in recent if h.outcome is RunOutcome.SUCCEEDED)
-            last_success = next(succeeded, last_success)
-        return replace(info, last_outcome=outcome, last_success=last_success)
+        subjects = [(info.queue, schedule_subject(info.key)) for info in infos]
+        recent = read_histories(self.backend, subjects, _RECENT)
+        return [_with_history(info, entries) for info, entries in zip(infos, recent, strict=True)]
 
     def overdue(self, max_late: timedelta, queue: str | None = None) -> list[Overdue]:
         """Schedules with no successful run within their period plus ``max_late``."""
         now = to_datetime(self._now_ms())
         return control.overdue(self.schedules(queue), now, max_late)
+
+
+def _with_history(info: ScheduleInfo, recent: list[HistoryEntry]) -> ScheduleInfo:
+    """``info`` with its last recorded outcome (from its ``recent`` records); for a
+    schedule whose runs overlap (their own messages, so its chain never sees them end),
+    its last success too."""
+    outcome = next((h.outcome.value for h in recent if h.outcome not in NOT_RUN), None)
+    last_success = info.last_success
+    if info.trigger.overlap is Overlap.ALLOW:
+        succeeded = (h.scheduled_at for h in recent if h.outcome is RunOutcome.SUCCEEDED)
+        last_success = next(succeeded, last_success)
+    return replace(info, last_outcome=outcome, last_success=last_success)

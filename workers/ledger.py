@@ -6,8 +6,9 @@ steps over (dropped by the misfire policy: those that fell while it ran are
 in the same atomic step.
 
 Cost on the hot path: nothing for a message that keeps no history (one dict lookup and a
-header check); one record of ~150 bytes, built without pydantic, for one that does. The
-dropped occurrences are only looked for when the planner says some were dropped.
+header check); for one that does, one record of ~150 bytes, built with pydantic-core's
+``to_json`` (no model). The dropped occurrences are only looked for when the planner says
+some were dropped.
 """
 
 from __future__ import annotations
@@ -43,9 +44,7 @@ class RunLedger:
     def __init__(self, app: App) -> None:
         self._app = app
         self._worker = f"{socket.gethostname()}:{os.getpid()}"
-        keep = app.settings.history_keep
-        ttl_ms = int(app.settings.history_max_age_s * 1000)
-        self._retention = Retention(keep, ttl_ms) if keep > 0 else None
+        self._retention = Retention.of(app.settings)
 
     def subject(self, message: Message) -> str | None:
         """The ledger a run of ``message`` writes to, or None."""

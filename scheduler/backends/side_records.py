@@ -92,3 +92,10 @@ class SideRecords(ABC):
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
         """The newest ``limit`` records of ``subject``'s ledger in ``queue``, newest first,
         none past its time to live; empty when there are none."""
+
+    def read_ledgers(
+        self, subjects: Sequence[tuple[str, str]], limit: int = 100
+    ) -> list[list[bytes]]:
+        """``read_ledger`` for each ``(queue, subject)``, in order: one round trip where the
+        backend has a server (a schedule listing reads every schedule's newest records)."""
+        return [self.read_ledger(queue, subject, limit) for queue, subject in subjects]

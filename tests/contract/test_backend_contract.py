@@ -135,7 +135,8 @@ def test_keyed_lists_keyed_messages(harness: BackendHarness) -> None:
 
 def test_claim_returns_due_messages_once(harness: BackendHarness) -> None:
     b = harness.backend
-    b.enqueue([env(harness, f"m{i}") for i in range(5)])
+    # a long lease: a loaded Cassandra node can take over a second between the claims
+    b.enqueue([env(harness, f"m{i}", timeout_ms=60_000) for i in range(5)])
     first = b.claim("q", 3).claims
     second = b.claim("q", 10).claims
     assert len(first) == 3 and len(second) == 2

@@ -97,3 +97,12 @@ def test_an_expired_leases_holder_writes_no_entry(harness: BackendHarness) -> No
     assert b.ack([(slow, None)], [entry("m:e", b"slow")]) == [False]
     assert b.ack([(fast, None)], [entry("m:e", b"fast")]) == [True]
     assert b.read_ledger("q", "m:e") == [b"fast"]
+
+
+def test_several_ledgers_read_in_one_call(harness: BackendHarness) -> None:
+    b = harness.backend
+    b.append_ledger([entry("k:a", b"a1", b"a2"), entry("k:b", b"b1", queue="q2")])
+    subjects = [("q", "k:a"), ("q2", "k:b"), ("q", "k:none")]
+    assert b.read_ledgers(subjects, 5) == [[b"a2", b"a1"], [b"b1"], []]
+    assert b.read_ledgers(subjects, 1) == [[b"a2"], [b"b1"], []]
+    assert b.read_ledgers([], 5) == []

@@ -25,6 +25,7 @@ class Verdict:
     duplicate_bound: int = 0  # what the killed workers could hold at once, in all
     fires: dict[str, int] = field(default_factory=dict)  # runs of each recurring chain
     fired_twice: dict[str, int] = field(default_factory=dict)  # occurrences run twice
+    after_last_kill: dict[str, int] = field(default_factory=dict)  # fires once kills ended
     lost_ids: list[int] = field(default_factory=list)
     unexpected_ids: list[str] = field(default_factory=list)
 
@@ -35,6 +36,7 @@ class Verdict:
             self.lost == 0
             and self.unexpected == 0
             and self.duplicates + repeats <= self.duplicate_bound
+            and all(self.after_last_kill.get(name, 0) > 0 for name in self.fires)
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -50,15 +52,20 @@ def check(
 ) -> Verdict:
     """Fill ``verdict`` from the log: ``job N`` lines for one-offs (``must_run``,
     ``cancelled``), ``tick ID`` lines for recurring chains (``chains``: name -> the prefix
-    of its message ids)."""
+    of its message ids), and the ``kill N`` lines the test writes at each kill (a chain
+    that survived every kill fires after the last one)."""
     jobs: Counter[int] = Counter()
     ticks: Counter[str] = Counter()
+    since_kill: list[str] = []
     for line in runs_file.read_text().splitlines() if runs_file.exists() else []:
         kind, _, what = line.partition(" ")
         if kind == "job":
             jobs[int(what)] += 1
         elif kind == "tick":
             ticks[what] += 1
+            since_kill.append(what)
+        elif kind == "kill":
+            since_kill = []
     lost = sorted(must_run - set(jobs))
     unexpected = sorted(str(n) for n in set(jobs) - must_run)
     verdict.lost, verdict.lost_ids = len(lost), lost[:20]
@@ -68,6 +75,7 @@ def check(
         mine = {tick: count for tick, count in ticks.items() if tick.startswith(prefix)}
         verdict.fires[name] = len(mine)
         verdict.fired_twice[name] = sum(count - 1 for count in mine.values())
+        verdict.after_last_kill[name] = sum(tick.startswith(prefix) for tick in since_kill)
     strays = [t for t in ticks if not any(t.startswith(p) for p in chains.values())]
     verdict.unexpected += len(strays)
     verdict.unexpected_ids += strays[:20]

@@ -13,7 +13,7 @@ import pytest
 
 from scheduler import App, batch, group
 from tests.support.backends import backend_url
-from tests.support.helpers import completed, start_record_worker, wait_until
+from tests.support.helpers import completed, start_record_worker, stop_workers, wait_until
 
 N = 1000
 FAILING = {n for n in range(N) if n % 97 == 0}
@@ -59,10 +59,7 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
         # let every killed lease expire and be redelivered, then look again
         assert wait_until(lambda: _idle(app), 60)
     finally:
-        for worker in workers:
-            worker.send_signal(signal.SIGTERM)
-        for worker in workers:
-            worker.wait(30)
+        stop_workers(workers)
     lines = callbacks.read_text().splitlines()
     assert len(lines) == 1, f"the callback ran {len(lines)} times"
     outcome = json.loads(lines[0])

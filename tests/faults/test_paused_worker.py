@@ -17,7 +17,7 @@ import pytest
 
 from scheduler import App
 from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
-from tests.support.helpers import start_record_worker, wait_until
+from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from triggers import Repeating
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
@@ -59,22 +59,13 @@ def test_a_paused_workers_acks_are_refused_and_its_chain_does_not_fork(
         resumed = len(_lines(runs))  # ack (or its heartbeat's extend) is refused
         assert wait_until(lambda: len(_lines(runs)) >= resumed + 10, 60), "the chain stopped"
     finally:
-        paused.send_signal(signal.SIGCONT)
-        for worker in (paused, other):
-            if worker is not None:
-                worker.send_signal(signal.SIGTERM)
-        for worker in (paused, other):
-            if worker is not None:
-                worker.wait(30)
+        stop_workers([w for w in (paused, other) if w is not None])
     assert [m.envelope.key for m in app.backend.keyed("default")] == ["stall"], "it goes on"
     # a fork would run the chain's occurrences (ids chain.N) twice from then on
     per_occurrence = Counter(_occurrence(line.split()[1]) for line in _lines(runs))
     last = sorted(per_occurrence)[-10:]
     assert all(per_occurrence[n] == 1 for n in last), f"two chains run: {per_occurrence}"
-    twice = [n for n, count in per_occurrence.items() if count > 1]
-    # the occurrence the paused worker held ran twice; on Cassandra a 1 s lease may also
-    # run out under a slow heartbeat now and then (at least once, as promised)
-    assert len(twice) <= (3 if backend_name == "cassandra" else 1), twice
+    assert max(per_occurrence.values()) <= 2, "an occurrence runs at most once more"
     app.cancel(key="stall")
     app.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -74,6 +75,20 @@ def start_record_worker(
     ]
     with log.open("ab") as stderr:
         return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
+    """Stop worker processes gracefully (SIGTERM, a resumed one too), killing any that
+    does not exit within 30 s."""
+    for worker in workers:
+        worker.send_signal(signal.SIGCONT)
+        worker.send_signal(signal.SIGTERM)
+    for worker in workers:
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(10)
 
 
 def enqueue_records(url: str, numbers: range) -> None:

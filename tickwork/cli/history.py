@@ -4,7 +4,7 @@ first, times in the schedule's own timezone (UTC in ``--json``)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import click
@@ -21,7 +21,7 @@ from tickwork.cli.common import (
     json_option,
     pass_state,
 )
-from tickwork.cli.schedules import schedules
+from tickwork.cli.schedules import local_time, schedules
 
 
 @schedules.command("history")
@@ -79,14 +79,14 @@ def print_history(entries: list[HistoryEntry], as_json: bool, zone: ZoneInfo) ->
                   "error / note")  # fmt: skip
     for e in entries:
         outcome = e.outcome.value if e.count == 1 else f"{e.outcome.value} x{e.count}"
-        scheduled = _local(e.scheduled_at, zone)
+        scheduled = local_time(e.scheduled_at, zone)
         if e.last_at is not None:
-            scheduled += f" … {_local(e.last_at, zone)}"
+            scheduled += f" … {local_time(e.last_at, zone)}"
         table.add_row(
             scheduled,
             outcome,
             e.origin,
-            _local(e.started_at, zone) if e.started_at else "-",
+            local_time(e.started_at, zone) if e.started_at else "-",
             _seconds(e.lateness),
             _seconds(e.duration),
             str(e.attempts) if e.attempts else "-",
@@ -94,10 +94,6 @@ def print_history(entries: list[HistoryEntry], as_json: bool, zone: ZoneInfo) ->
             e.error or e.note or "",
         )
     console().print(table)
-
-
-def _local(moment: datetime, zone: ZoneInfo) -> str:
-    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _seconds(value: timedelta | None) -> str:

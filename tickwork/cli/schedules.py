@@ -77,9 +77,9 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
             r.key,
             r.task,
             r.trigger.describe(),
-            _local(r.next_run, zone),
-            _local(r.last_run, zone) if r.last_run else "-",
-            _local(r.last_success, zone) if r.last_success else "-",
+            local_time(r.next_run, zone),
+            local_time(r.last_run, zone) if r.last_run else "-",
+            local_time(r.last_success, zone) if r.last_success else "-",
             r.last_outcome or "-",
             str(r.misfires),
             "paused" if r.paused_at else str(r.state),
@@ -87,7 +87,8 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
     console().print(table)
 
 
-def _local(moment: datetime, zone: ZoneInfo) -> str:
+def local_time(moment: datetime, zone: ZoneInfo) -> str:
+    """``moment`` as a wall time in ``zone``, with the zone's abbreviation."""
     return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 

@@ -45,7 +45,14 @@ class CassandraLedger(CassandraConnection):
         self._run(batch)
 
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
+        return self.read_ledgers([(queue, subject)], limit)[0]
+
+    def read_ledgers(
+        self, subjects: Sequence[tuple[str, str]], limit: int = 100
+    ) -> list[list[bytes]]:
+        """One read per subject's partition, all at once."""
         if limit <= 0:
-            return []
-        rows = self._run(self._prepare(cql.SELECT_LEDGER), (queue, subject, limit))
-        return [bytes(row.record) for row in rows]
+            return [[] for _ in subjects]
+        args = [(queue, subject, limit) for queue, subject in subjects]
+        results = self._concurrently(self._prepare(cql.SELECT_LEDGER), args)
+        return [[bytes(row.record) for row in rows] for rows in results]

@@ -32,17 +32,31 @@ class RedisLedger(RedisShards):
         self._run_scripts(calls)
 
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
-        if limit <= 0:
-            return []
+        return self.read_ledgers([(queue, subject)], limit)[0]
+
+    def read_ledgers(
+        self, subjects: Sequence[tuple[str, str]], limit: int = 100
+    ) -> list[list[bytes]]:
+        """Every list of every subject (one per shard of its queue) in one pipeline."""
+        if limit <= 0 or not subjects:
+            return [[] for _ in subjects]
         now = self.now_ms()
-        keys = [self._ledger_key(queue, s, subject) for s in range(self.shard_count(queue))]
-        lists = self._pipelined([(key, 0, limit - 1) for key in keys], "lrange")
-        found: list[tuple[int, bytes]] = []
-        for items in lists:
-            for item in items:
-                written, expires, record = bytes(item).split(b"|", 2)
-                if int(expires) > now:
-                    found.append((int(written), record))
-        # each list is newest first: merge them by write time (stable within a list)
-        newest = heapq.nlargest(limit, found, key=lambda pair: pair[0])
-        return [record for _, record in newest]
+        keys = [
+            [self._ledger_key(queue, shard, subject) for shard in range(self.shard_count(queue))]
+            for queue, subject in subjects
+        ]
+        lists = iter(self._pipelined([(k, 0, limit - 1) for ks in keys for k in ks], "lrange"))
+        return [_newest([next(lists) for _ in ks], now, limit) for ks in keys]
+
+
+def _newest(lists: list[list[bytes]], now: int, limit: int) -> list[bytes]:
+    """The newest ``limit`` live records of one subject's lists (each newest first), merged
+    by write time (stable within a list)."""
+    found: list[tuple[int, bytes]] = []
+    for items in lists:
+        for item in items:
+            written, expires, record = bytes(item).split(b"|", 2)
+            if int(expires) > now:
+                found.append((int(written), record))
+    newest = heapq.nlargest(limit, found, key=lambda pair: pair[0])
+    return [record for _, record in newest]
