@@ -22,9 +22,9 @@ from scheduler.backpressure import write_bounded
 from scheduler.batch_control import BatchControl
 from scheduler.batches import Batch, Group
 from scheduler.building import MessageBuilder
-from scheduler.clock import Clock, SystemClock, to_datetime
+from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.control import AbortResult
-from scheduler.errors import InvalidMessage, QueueFull, ScheduleNotFound
+from scheduler.errors import BackendError, InvalidMessage, QueueFull, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
@@ -73,7 +73,14 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         self.registry = TaskRegistry(
             self, self.settings.default_queue, self.settings.default_timeout_s, retention
         )
-        self.builder = MessageBuilder(self.registry, self.clock, self.settings.max_payload_bytes)
+        # messages are stamped on the backend's clock (read locally, its offset measured
+        # once a minute), so a producer whose clock is off delays and schedules correctly
+        self.backend_clock = CorrectedClock(
+            lambda: self.backend.now_ms(), self.clock, errors=(BackendError,)
+        )
+        self.builder = MessageBuilder(
+            self.registry, self.backend_clock, self.settings.max_payload_bytes
+        )
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
 
     # -- backend -------------------------------------------------------------------------
@@ -90,6 +97,7 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         self.settings = self.settings.model_copy(update={"backend": url})
 
     def close(self) -> None:
+        self.backend_clock.forget()  # another backend may have another clock
         if self._backend is not None:
             self._backend.close()
             self._backend = None
@@ -241,7 +249,7 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         mode = conflict_mode(on_conflict)
         report = EnqueueReport()
         batch: list[Envelope] = []
-        now_ms = self.clock.now_ms()
+        now_ms = self.backend_clock.now_ms()
         now = to_datetime(now_ms)
         timeout_s = self._block_s(block_timeout)
         written: list[str] = []

@@ -17,7 +17,7 @@ from scheduler.workflow_view import WorkflowView, batch_view, chain_view, keyed_
 if TYPE_CHECKING:
     from scheduler.backends import Backend
     from scheduler.building import MessageBuilder
-    from scheduler.clock import Clock
+    from scheduler.clock import CorrectedClock
     from scheduler.settings import Settings
 
 _CHUNK = 1000  # members written per backend call
@@ -28,7 +28,7 @@ class BatchControl:
 
     settings: Settings
     builder: MessageBuilder
-    clock: Clock
+    backend_clock: CorrectedClock  # the backend's clock, read locally
 
     if TYPE_CHECKING:
 
@@ -46,7 +46,7 @@ class BatchControl:
         written (``QueueFull``, a backend error), the callbacks are deleted, so a batch
         that was not wholly stored never calls back; the error is raised."""
         retention = timedelta(seconds=self.settings.batch_retention_s)
-        built = build_batch(self.builder, spec, self.clock.now_ms(), retention)
+        built = build_batch(self.builder, spec, self.backend_clock.now_ms(), retention)
         backend = self.backend
         backend.open_batch(built.id, built.description.encode(), built.expires_ms)
         if built.callbacks:

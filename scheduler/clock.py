@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -37,6 +38,63 @@ class ManualClock:
     def advance(self, ms: int) -> None:
         with self._lock:
             self._now += ms
+
+
+class CorrectedClock:
+    """A local clock corrected to a reference clock (the backend's, which every process
+    compares due times against): the offset is measured on first use and again every
+    ``refresh_ms`` of local time, so a machine whose clock is off, or is stepped while it
+    runs, still stamps and fires on the reference's time. The first measurement's error
+    propagates; a failed refresh keeps the last offset and tries again a period later."""
+
+    def __init__(
+        self,
+        reference: Callable[[], int],
+        local: Clock,
+        refresh_ms: int = 60_000,
+        errors: tuple[type[Exception], ...] = (Exception,),
+    ) -> None:
+        self._reference = reference
+        self._local = local
+        self._refresh_ms = refresh_ms
+        self._errors = errors
+        self._offset_ms: int | None = None
+        self._measured_at = 0  # local ms of the last measurement (or attempt)
+
+    @property
+    def offset_ms(self) -> int:
+        """Reference minus local, as last measured (measured now if never)."""
+        if self._offset_ms is None:
+            self.measure()
+        assert self._offset_ms is not None
+        return self._offset_ms
+
+    def measure(self) -> int:
+        """Measure the offset now (one read of the reference) and return it."""
+        before = self._local.now_ms()
+        reference = self._reference()
+        after = self._measured_at = self._local.now_ms()
+        # a reading inside the local window agrees with the local clock as closely as
+        # can be told: no offset (the same clock, as on SQLite, must read exactly alike)
+        inside = before <= reference <= after
+        self._offset_ms = 0 if inside else reference - (before + after) // 2
+        return self._offset_ms
+
+    def forget(self) -> None:
+        """Measure again at the next reading (the reference changed)."""
+        self._offset_ms = None
+
+    def now_ms(self) -> int:
+        local = self._local.now_ms()
+        if self._offset_ms is None:
+            return local + self.measure()
+        if local - self._measured_at >= self._refresh_ms or local < self._measured_at:
+            self._measured_at = local  # one attempt a period, whether it works or not
+            try:
+                return local + self.measure()
+            except self._errors:
+                pass
+        return local + self._offset_ms
 
 
 def to_datetime(ms: int) -> datetime:

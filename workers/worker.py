@@ -26,9 +26,9 @@ A second signal skips step 3: running handlers are abandoned and their leases ex
 does the end of the grace period (the stop is then ``forced``, and the CLI exits with 1
 without waiting for the abandoned handlers' threads).
 
-Time: every component reads the worker's ``now_ms``, the injected ``Clock`` corrected by
-the backend's clock offset measured at start, so tests can drive time with a
-``ManualClock``.
+Time: every component reads the worker's ``now_ms``, the injected ``Clock`` (tests drive
+time with a ``ManualClock``) corrected to the backend's clock: its offset is measured
+before the timer builds its wheel, and again once a minute (``CorrectedClock``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler import App, BackendError, TickworkError
-from scheduler.clock import Clock, SystemClock, to_datetime
+from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.context import RunInfo
 from scheduler.tracing import TRACEPARENT
 from workers.aborts import AbortWatcher
@@ -76,7 +76,9 @@ class Worker:
         self.config = config or WorkerConfig()
         self.backend = app.backend
         self.clock: Clock = clock or SystemClock()
-        self._offset_ms = 0
+        # the backend's clock, read locally: every component (the timer's wheel first of
+        # all, built below) must agree with what the backend compares due times against
+        self._time = CorrectedClock(self.backend.now_ms, self.clock, errors=(BackendError,))
         self._stopping = threading.Event()
         self._force = threading.Event()
         self._settled = threading.Event()
@@ -150,7 +152,7 @@ class Worker:
 
     def start(self) -> None:
         """Install periodic schedules and start the threads."""
-        self._offset_ms = self.backend.now_ms() - self.clock.now_ms()
+        self._time.measure()  # an unreachable backend fails the start
         if isinstance(self._metrics, WorkerMetrics) and self.config.metrics_port is not None:
             self.metrics_port = self._metrics.start(
                 self.config.metrics_port, self.config.metrics_host
@@ -259,8 +261,8 @@ class Worker:
     # -- wiring --------------------------------------------------------------------------
 
     def _now_ms(self) -> int:
-        """The backend's clock, estimated locally (offset measured at start)."""
-        return self.clock.now_ms() + self._offset_ms
+        """The backend's clock, estimated locally (its offset measured once a minute)."""
+        return self._time.now_ms()
 
     def _submit(self, works: list[Work]) -> None:
         """Hand claimed work that is due to the pool (from the consumer or the timer):

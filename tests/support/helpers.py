@@ -57,7 +57,10 @@ def running(app: App, **config: object) -> Iterator[Worker]:
 
 
 def start_record_worker(
-    env: dict[str, str], log: Path, module: str = "tests.support.crash_tasks"
+    env: dict[str, str],
+    log: Path,
+    module: str = "tests.support.crash_tasks",
+    concurrency: int = 4,
 ) -> subprocess.Popen[bytes]:
     """A ``tickwork worker`` process for ``module`` (the crash test's tasks unless told),
     logging to ``log``."""
@@ -69,7 +72,7 @@ def start_record_worker(
         "-A",
         module,
         "--concurrency",
-        "4",
+        str(concurrency),
         "--log-level",
         "warning",
     ]
