@@ -1,0 +1,135 @@
+"""Garbage in storage, on every backend: bodies that are not messages (random bytes, JSON
+of the wrong shape), messages naming a task nobody registered, and messages whose
+arguments do not fit their task, generated with hypothesis and stored as raw bytes
+through the backend's own ``enqueue`` (which stores a body as given, as a foreign
+producer's would be), between good messages. Each bad one is poisoned once with its
+reason; the worker keeps running; every good one runs once."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler import App
+from scheduler.backends import Envelope
+from scheduler.message import Message
+from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.helpers import running, wait_for
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=8,
+)
+not_json = st.binary(max_size=120).filter(lambda b: not _parses(b))
+wrong_shape = json_values.map(lambda value: json.dumps(value).encode())
+task_names = st.text(min_size=1, max_size=30).filter(lambda name: name != "tests.nothing")
+misfit_args = st.tuples(st.lists(json_values, max_size=3), st.dictionaries(st.text(), json_values))
+misfit_args = misfit_args.filter(lambda pair: bool(pair[0] or pair[1]))  # nothing() takes none
+
+# one kind of garbage, with the poison reason it must get
+garbage = st.one_of(
+    not_json.map(lambda body: ("undecodable", body)),
+    wrong_shape.map(lambda body: ("undecodable", body)),
+    task_names.map(lambda name: ("unknown_task", name)),
+    misfit_args.map(lambda pair: ("invalid", pair)),
+)
+
+
+@pytest.fixture(params=BACKEND_NAMES)
+def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+    application = App(backend_url(request.param, tmp_path))
+    yield application
+    application.close()
+
+
+def _parses(body: bytes) -> bool:
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,  # the same examples every run: a failure here is reproducible
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(items=st.lists(garbage, min_size=5, max_size=25))
+def test_garbage_is_poisoned_with_its_reason_and_good_messages_run(
+    app: App, items: list[tuple[str, Any]]
+) -> None:
+    nothing, good = _tasks(app)
+    run = uuid.uuid4().hex[:8]  # examples share the app: each counts its own messages
+    template = Message.decode(_stored_body(app, nothing.delay()))
+    expected: dict[str, str] = {}
+    goods: list[str] = []
+    envelopes: list[Envelope] = []
+    for index, (reason, what) in enumerate(items):
+        message_id = f"bad-{run}-{index}"
+        expected[message_id] = reason
+        if reason == "undecodable":
+            envelopes.append(
+                Envelope(message_id, "default", None, 0, app.clock.now_ms(), 5000, what)
+            )
+        else:
+            update = {"id": message_id}
+            update |= (
+                {"task": what} if reason == "unknown_task" else {"args": what[0], "kwargs": what[1]}
+            )
+            envelopes.append(template.model_copy(update=update).envelope(app.clock.now_ms()))
+        goods.append(f"{run}-{index}")  # a good message after each bad one
+    app.backend.enqueue(envelopes)
+    for n in goods:
+        good.delay(n)
+    with running(app) as worker:
+        wait_for(lambda: _ran(run) == sorted(goods) and _poisoned(app, run) == len(items), 30)
+        assert not worker.stopping  # it kept running through the garbage
+    reasons = {
+        r.envelope.id: r.failure.reason
+        for r in app.backend.poison_list(limit=1000)
+        if r.envelope.id.startswith(f"bad-{run}-")
+    }
+    assert reasons == expected
+    assert _ran(run) == sorted(goods)  # each good message ran once
+
+
+RAN: list[str] = []  # what tests.good ran, in every example
+
+
+def _tasks(app: App) -> tuple[Any, Any]:
+    """The two tasks, registered on the first example's visit to ``app``."""
+    if "tests.nothing" not in app.tasks:
+
+        @app.task(name="tests.nothing")
+        def nothing() -> None: ...
+
+        @app.task(name="tests.good")
+        def good(n: str) -> None:
+            RAN.append(n)
+
+    return app.tasks["tests.nothing"], app.tasks["tests.good"]
+
+
+def _ran(run: str) -> list[str]:
+    return sorted(n for n in RAN if n.startswith(f"{run}-"))
+
+
+def _stored_body(app: App, handle: Any) -> bytes:
+    stored = app.get(id=str(handle))
+    assert stored is not None
+    app.cancel(id=str(handle))  # only its body is wanted, as a template
+    return stored.message.encode()
+
+
+def _poisoned(app: App, run: str) -> int:
+    return sum(r.envelope.id.startswith(f"bad-{run}-") for r in app.backend.poison_list(limit=1000))
