@@ -16,20 +16,22 @@ def table(lines: list[dict[str, object]]) -> str:
     """A Markdown table of the runs."""
     head = (
         "| test | backend | seconds | kills | must run | cancelled | lost | unexpected "
-        "| duplicates (bound) | fires | fired twice | ok |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| duplicates (bound) | fires | fired twice | fires after the last kill | ok |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
     )
     rows = []
     for r in lines:
         fires = r.get("fires") or {}
         twice = r.get("fired_twice") or {}
-        assert isinstance(fires, dict) and isinstance(twice, dict)
+        after = r.get("after_last_kill") or {}
+        assert isinstance(fires, dict) and isinstance(twice, dict) and isinstance(after, dict)
         rows.append(
             f"| {r['test']} | {r['backend']} | {r['seconds']} | {r['kills']} | "
             f"{r['enqueued']} | {r['cancelled']} | {r['lost']} | {r['unexpected']} | "
             f"{r['duplicates']} ({r['duplicate_bound']}) | "
             f"{', '.join(f'{k} {v}' for k, v in fires.items())} | "
             f"{', '.join(f'{k} {v}' for k, v in twice.items())} | "
+            f"{', '.join(f'{k} {v}' for k, v in after.items())} | "
             f"{'yes' if r['ok'] else 'NO'} |"
         )
     return head + "\n".join(rows) + "\n"
