@@ -14,15 +14,13 @@ directory)
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.common import emit, machine, on_sqlite_and_redis
+from bench.common import on_backends
 from bench.engine import fresh_app
 
 FAR_FROM_FULL = 10_000_000
@@ -85,25 +83,7 @@ def main() -> None:
     def measure(url: str) -> dict[str, Any]:
         return pairs(url, args.pairs, args.single, args.bulk, args.prefill)
 
-    if args.only == "cassandra":
-        on_cassandra(measure, extra, args.out)
-    else:
-        on_sqlite_and_redis(measure, extra, args.out, args.only)
-
-
-def on_cassandra(measure: Any, extra: dict[str, Any], out: Path | None) -> None:
-    """``measure(url)`` on a Cassandra node started here (as the tests do)."""
-    from tests.support.servers import CassandraNode
-
-    node = CassandraNode()
-    try:
-        url = f"cassandra://{node.hosts}/bench{uuid.uuid4().hex[:6]}?consistency=ONE"
-        result = {"machine": machine(), **extra, "results": [measure(url)]}
-    finally:
-        node.stop()
-    emit(result)
-    if out:
-        out.write_text(json.dumps(result, indent=2) + "\n")
+    on_backends(measure, extra, args.out, args.only)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,32 @@ def on_sqlite_and_redis(
     emit(result)
     if out:
         out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def on_cassandra(measure: Callable[[str], Any], extra: dict[str, Any], out: Path | None) -> None:
+    """``measure(url)`` on a Cassandra node started here (as the tests do)."""
+    from tests.support.servers import CassandraNode
+
+    node = CassandraNode()
+    try:
+        url = f"cassandra://{node.hosts}/bench{uuid.uuid4().hex[:6]}?consistency=ONE"
+        result = {"machine": machine(), **extra, "results": [measure(url)]}
+    finally:
+        node.stop()
+    emit(result)
+    if out:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def on_backends(
+    measure: Callable[[str], Any], extra: dict[str, Any], out: Path | None, only: str | None
+) -> None:
+    """What ``--only`` asks for: Cassandra alone (its node is slow to start), or SQLite
+    and Redis (one of them with ``only``)."""
+    if only == "cassandra":
+        on_cassandra(measure, extra, out)
+    else:
+        on_sqlite_and_redis(measure, extra, out, only)
 
 
 def alternate(

@@ -23,8 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.bounds import on_cassandra
-from bench.common import alternate, on_sqlite_and_redis
+from bench.common import alternate, on_backends
 from bench.engine import fresh_app
 from scheduler import App
 from triggers import Misfire, Repeating
@@ -116,10 +115,7 @@ def main() -> None:
     def run(url: str) -> dict[str, Any]:
         return measure(url, args.schedules, args.seconds, args.rounds)
 
-    if args.only == "cassandra":
-        on_cassandra(run, extra, out)
-    else:
-        on_sqlite_and_redis(run, extra, out, args.only)
+    on_backends(run, extra, out, args.only)
 
 
 if __name__ == "__main__":

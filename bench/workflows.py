@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.bounds import on_cassandra
-from bench.common import on_sqlite_and_redis
+from bench.common import on_backends
 from bench.engine import fresh_app
 from scheduler import batch, chain, group
 from workers import Worker, WorkerConfig
@@ -124,10 +123,7 @@ def main() -> None:
     def run(url: str) -> dict[str, Any]:
         return measure(url, args.members, args.steps, args.concurrency)
 
-    if args.only == "cassandra":
-        on_cassandra(run, extra, out)
-    else:
-        on_sqlite_and_redis(run, extra, out, args.only)
+    on_backends(run, extra, out, args.only)
 
 
 if __name__ == "__main__":
