@@ -70,6 +70,35 @@ def wait_for_port(port: int, timeout_s: float = 20.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s")
 
 
+def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A test CA and a server certificate for 127.0.0.1 signed by it, made with
+    ``openssl``: (CA certificate, server certificate, server key)."""
+    ensure_debian_packages(["openssl"], ["openssl"])
+    ca, ca_key = folder / "ca.pem", folder / "ca.key"
+    cert, key, request = folder / "server.pem", folder / "server.key", folder / "server.csr"
+    extensions = folder / "san.ext"
+    extensions.write_text("subjectAltName=IP:127.0.0.1\n")
+    new_key = ("-newkey", "rsa:2048", "-nodes", "-days", "2")
+    for step in (
+        ("req", "-x509", *new_key, "-keyout", ca_key, "-out", ca, "-subj", "/CN=tickwork CA"),
+        ("req", *new_key[:3], "-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1"),
+        (
+            "x509",
+            "-req",
+            "-in",
+            request,
+            "-CA",
+            ca,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            *("-out", cert, "-days", "2", "-extfile", extensions),
+        ),
+    ):
+        subprocess.run(["openssl", *map(str, step)], check=True, capture_output=True)
+    return ca, cert, key
+
+
 class RedisServer:
     """One ``redis-server`` process on a free loopback port."""
 

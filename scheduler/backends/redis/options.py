@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from pydantic import Field
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
@@ -73,9 +73,47 @@ def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, s
             )
             return client, options, True, parts.netloc.rsplit("@", 1)[-1]
         clean = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        address = f"{parts.hostname}:{parts.port or 6379}"
+        _refused_at_once(clean, common, address)
         client = redis.Redis.from_url(clean, **common)
-        return client, options, False, f"{parts.hostname}:{parts.port or 6379}"
+        return client, options, False, address
     except redis.RedisError as err:
         raise BackendUnavailable(f"cannot reach Redis at {where}: {err}") from err
     except ValueError as err:
         raise ConfigurationError(f"invalid Redis URL {url!r}: {err}") from err
+
+
+def unreachable(where: str, err: redis.RedisError) -> BackendUnavailable:
+    """The error for a connection that failed, saying why where the driver's words do not."""
+    why = _refusal(err)
+    if why is None and ("WRONG_VERSION_NUMBER" in str(err) or "reset by peer" in str(err)):
+        why = "the connection was dropped (TLS on one side only? rediss:// speaks TLS)"
+    if why is None:
+        return BackendUnavailable(f"Redis at {where} is unreachable: {err}")
+    return BackendUnavailable(f"Redis at {where}: {why}: {err}")
+
+
+def _refusal(err: redis.RedisError) -> str | None:
+    """What a server that answered but refused the connection means (retrying it does not
+    help): credentials refused, or a certificate not trusted; None for other errors."""
+    if isinstance(err, redis.AuthenticationError) or "HELLO must be called" in str(err):
+        return (
+            "it refused the credentials (give the user and password of an ACL user in the "
+            "URL: redis://user:password@host)"
+        )
+    if "CERTIFICATE_VERIFY_FAILED" in str(err):
+        return "its TLS certificate is not trusted (give its CA with ?ssl_ca_certs=PATH)"
+    return None
+
+
+def _refused_at_once(url: str, common: dict[str, Any], where: str) -> None:
+    """Connect once without retries: refused credentials or an untrusted certificate fail
+    now, not after the retries (nested in redis-py: 20 s) meant for a server restarting."""
+    probe = redis.Redis.from_url(url, **{**common, "retry": Retry(NoBackoff(), 0)})
+    try:
+        probe.ping()
+    except redis.RedisError as err:
+        if _refusal(err) is not None:
+            raise unreachable(where, err) from err
+    finally:
+        probe.close()

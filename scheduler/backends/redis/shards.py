@@ -21,8 +21,9 @@ from redis.exceptions import NoScriptError
 
 from scheduler.backends.base import Claim, Envelope, State, StoredMessage
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.redis.options import unreachable
 from scheduler.backends.redis.scripts import SHARD_KEYS, decode_record, load_scripts
-from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
+from scheduler.errors import BackendError, ConfigurationError
 from scheduler.ids import stable_shard
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ class RedisShards:
         try:
             return operation(*args, **kwargs)
         except (redis.ConnectionError, redis.TimeoutError) as err:
-            raise BackendUnavailable(f"Redis at {self._description} is unreachable: {err}") from err
+            raise unreachable(self._description, err) from err
         except redis.RedisError as err:
             raise BackendError(f"Redis error: {err}") from err
 

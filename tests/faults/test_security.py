@@ -1,0 +1,72 @@
+"""Security settings against real servers: Redis speaking only TLS (certificates made
+here), with its default user off and an ACL user with a password. The right URL works
+end to end; each wrong one is one clear error that says what to fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler import App, BackendUnavailable
+from tests.support.helpers import running, wait_for
+from tests.support.servers import RedisServer, free_port, make_certificates
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """(TLS port, CA certificate) of a Redis with no plain port, whose only user is
+    ``tick`` with the password ``s3cret``."""
+    folder = tmp_path_factory.mktemp("tls")
+    ca, cert, key = make_certificates(folder)
+    port = free_port()
+    server = RedisServer(
+        *("--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"),
+        *("--tls-cert-file", str(cert), "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca)),
+        *("--user", "tick", "on", ">s3cret", "~*", "&*", "+@all", "--user", "default", "off"),
+        port=port,
+        folder=folder,
+    )
+    yield port, ca
+    server.stop()
+
+
+def test_tls_and_an_acl_user_run_a_task_end_to_end(tls_redis: tuple[int, Path]) -> None:
+    port, ca = tls_redis
+    app = App(f"rediss://tick:s3cret@127.0.0.1:{port}/0?ssl_ca_certs={ca}")
+    ran: list[int] = []
+
+    @app.task
+    def add(a: int, b: int) -> None:
+        ran.append(a + b)
+
+    add.delay(2, 3)
+    with running(app):
+        wait_for(lambda: ran == [5])
+    assert app.backend.stats("default")[0].ready == 0
+    app.close()
+
+
+@pytest.mark.parametrize(
+    ("credentials", "scheme", "query", "says"),
+    [
+        ("tick:wrong@", "rediss", "ca", "refused the credentials"),
+        ("", "rediss", "ca", "refused the credentials"),
+        ("tick:s3cret@", "rediss", "", "certificate is not trusted"),
+        ("tick:s3cret@", "redis", "", "TLS on one side only"),
+    ],
+)
+def test_a_wrong_setting_is_one_clear_error(
+    tls_redis: tuple[int, Path], credentials: str, scheme: str, query: str, says: str
+) -> None:
+    port, ca = tls_redis
+    options = f"?ssl_ca_certs={ca}" if query == "ca" else ""
+    app = App(f"{scheme}://{credentials}127.0.0.1:{port}/0{options}")
+    with pytest.raises(BackendUnavailable, match=says) as caught:
+        app.enqueue_many([])
+        app.backend.now_ms()
+    assert f"127.0.0.1:{port}" in str(caught.value)
+    app.close()
