@@ -394,16 +394,20 @@ def ensure_cassandra_jars() -> Path:
 class CassandraNode:
     """One Cassandra 5.0 node from Maven Central jars, on free loopback ports."""
 
-    def __init__(self, folder: Path | None = None) -> None:
+    def __init__(
+        self, folder: Path | None = None, authenticator: str = "AllowAllAuthenticator"
+    ) -> None:
         lib = ensure_cassandra_jars()
         self.folder = folder or Path(tempfile.mkdtemp(prefix="tickwork-cassandra-"))
         self.port = free_port()
         storage_port = free_port()
         for sub in ("conf", "data", "logs", "tmp"):
             (self.folder / sub).mkdir(parents=True, exist_ok=True)
-        (self.folder / "conf" / "cassandra.yaml").write_text(
-            _CASSANDRA_YAML.format(port=self.port, storage_port=storage_port, node=self.folder)
+        config = _CASSANDRA_YAML.format(port=self.port, storage_port=storage_port, node=self.folder)
+        config = config.replace(
+            "authenticator: AllowAllAuthenticator", f"authenticator: {authenticator}"
         )
+        (self.folder / "conf" / "cassandra.yaml").write_text(config)
         (self.folder / "conf" / "logback.xml").write_text(_LOGBACK)
         jamm = sorted(lib.glob("jamm-*.jar"))
         command = [
@@ -421,11 +425,23 @@ class CassandraNode:
             f"{lib}/*",
             "org.apache.cassandra.service.CassandraDaemon",
         ]
-        self.stdout = (self.folder / "logs" / "stdout.log").open("wb")
-        self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            command, stdout=self.stdout, stderr=subprocess.STDOUT, start_new_session=True
+        self._command = command
+        self.process: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        """Start the node (on its folder and ports) and wait until it serves CQL."""
+        self._started_logs = len(self._log())  # a restart reads only what follows
+        self.stdout = (self.folder / "logs" / "stdout.log").open("ab")
+        self.process = subprocess.Popen(
+            self._command, stdout=self.stdout, stderr=subprocess.STDOUT, start_new_session=True
         )
         self._wait_ready()
+
+    def restart(self) -> None:
+        """Stop the node (SIGTERM: it drains) and start it again on the same data."""
+        self.stop()
+        self.start()
 
     @property
     def hosts(self) -> str:
@@ -441,7 +457,7 @@ class CassandraNode:
             assert self.process is not None
             if self.process.poll() is not None:
                 raise RuntimeError(f"Cassandra exited: {self._log()[-4000:]}")
-            log = self._log()
+            log = self._log()[self._started_logs :]
             if "Exception encountered during startup" in log:
                 self.stop()
                 raise RuntimeError(f"Cassandra failed to start: {log[-4000:]}")

@@ -12,7 +12,7 @@ import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from cassandra import ConsistencyLevel
+from cassandra import AuthenticationFailed, ConsistencyLevel
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import (
     EXEC_PROFILE_DEFAULT,
@@ -22,7 +22,11 @@ from cassandra.cluster import (
     Session,
 )
 from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
-from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra.policies import (
+    DCAwareRoundRobinPolicy,
+    ExponentialReconnectionPolicy,
+    TokenAwarePolicy,
+)
 from cassandra.query import BatchStatement, BatchType, PreparedStatement
 from pydantic import Field, field_validator
 
@@ -95,6 +99,9 @@ def connect(url: str) -> tuple[Session, Cluster, str, CassandraOptions]:
         connect_timeout=10,
         protocol_version=5,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        # a node back from a restart is used again within seconds (the driver's default
+        # waits up to 10 minutes between attempts)
+        reconnection_policy=ExponentialReconnectionPolicy(0.5, 10.0),
         # without it small requests wait for delayed ACKs: ~40 ms per claim batch
         sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
     )
@@ -102,7 +109,13 @@ def connect(url: str) -> tuple[Session, Cluster, str, CassandraOptions]:
         session = cluster.connect()
     except NoHostAvailable as err:
         cluster.shutdown()
-        raise BackendUnavailable(f"cannot reach Cassandra at {parts.netloc}: {err}") from err
+        where = parts.netloc.rsplit("@", 1)[-1]
+        if any(isinstance(e, AuthenticationFailed) for e in err.errors.values()):
+            raise BackendUnavailable(
+                f"Cassandra at {where} refused the credentials (give a role's name and "
+                f"password: cassandra://user:password@host/keyspace): {err}"
+            ) from err
+        raise BackendUnavailable(f"cannot reach Cassandra at {where}: {err}") from err
     if options.create_schema:
         create_schema(session, keyspace, options.replication_factor)
     return session, cluster, keyspace, options
@@ -123,6 +136,7 @@ class CassandraConnection:
         self._prepared: dict[str, PreparedStatement] = {}
         self._offset_ms = 0
         self._offset_ms = self._measure_offset()
+        self._last_stamp_us = 0
 
     def _run(self, statement: Any, params: Any = None, **kwargs: Any) -> Any:
         try:
@@ -148,6 +162,13 @@ class CassandraConnection:
 
     def _now_us(self) -> int:
         return time.time_ns() // 1000 + self._offset_ms * 1000
+
+    def _stamp_us(self) -> int:
+        """The coordinator's time in microseconds, strictly increasing in this process:
+        what orders two ledger records of one subject written in the same millisecond."""
+        with self._guard:
+            self._last_stamp_us = max(self._now_us(), self._last_stamp_us + 1)
+            return self._last_stamp_us
 
     def close(self) -> None:
         self._cluster.shutdown()

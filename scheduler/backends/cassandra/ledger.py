@@ -1,6 +1,7 @@
 """The Cassandra backend's occurrence ledger: a partition per subject (``ledger``), newest
-record first (clustered by write time, then by a sequence that keeps an entry's records in
-order), every row written with its maximum age as TTL. A run's records join the logged
+record first (clustered by write time in microseconds, strictly increasing per process,
+then by a sequence that keeps an entry's records in order), every row written with its
+maximum age as TTL. A run's records join the logged
 batch of its ack, retry or poison (the same atomic step). Reads take the newest ``keep``;
 older rows are not deleted one by one but expire with their TTL, so a partition holds at
 most what a schedule wrote in one maximum age (a range delete on every append would leave
@@ -21,14 +22,15 @@ from scheduler.backends.records import LedgerEntry
 
 
 def add_ledger(
-    batch: BatchStatement, statement: PreparedStatement, entry: LedgerEntry, now_ms: int
+    batch: BatchStatement, statement: PreparedStatement, entry: LedgerEntry, written_us: int
 ) -> None:
-    """Add ``entry``'s records to ``batch`` (``statement``: ``cql.INSERT_LEDGER``)."""
+    """Add ``entry``'s records to ``batch`` (``statement``: ``cql.INSERT_LEDGER``;
+    ``written_us``: ``_stamp_us()``, which orders the subject's records)."""
     ttl_s = max(1, math.ceil(entry.ttl_ms / 1000))
     tag = secrets.token_hex(4)  # two writers in one millisecond never share a row
     for index, record in enumerate(entry.records):
         seq = f"{index:04d}{tag}"  # descending order puts an entry's last record first
-        add_to_batch(batch, statement, (entry.queue, entry.subject, now_ms, seq, record, ttl_s))
+        add_to_batch(batch, statement, (entry.queue, entry.subject, written_us, seq, record, ttl_s))
 
 
 class CassandraLedger(CassandraConnection):
@@ -39,9 +41,8 @@ class CassandraLedger(CassandraConnection):
         if not entries:
             return
         batch = self._batch()
-        now = self.now_ms()
         for entry in entries:
-            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), entry, now)
+            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), entry, self._stamp_us())
         self._run(batch)
 
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:

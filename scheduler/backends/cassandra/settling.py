@@ -75,7 +75,6 @@ class CassandraSettling(CassandraClaiming):
         results = []
         batches = Batches()
         acked: dict[str, int] = {}
-        now = self.now_ms()
         for index, (claim, nxt) in enumerate(items):
             lease = leases.get((claim.queue, claim.id))
             if lease is None or lease.lease_token != claim.token:
@@ -84,7 +83,9 @@ class CassandraSettling(CassandraClaiming):
             holder = None if claim.key is None else holders.get((claim.queue, claim.key))
             self._finish(batches.current, claim, lease, nxt, holder)
             if index < len(ledger) and (entry := ledger[index]) is not None:
-                add_ledger(batches.current, self._prepare(cql.INSERT_LEDGER), entry, now)
+                add_ledger(
+                    batches.current, self._prepare(cql.INSERT_LEDGER), entry, self._stamp_us()
+                )
             results.append(True)
             acked[claim.queue] = acked.get(claim.queue, 0) + 1
             batches.added(0 if nxt is None else len(nxt.body))
@@ -106,7 +107,7 @@ class CassandraSettling(CassandraClaiming):
         )
         self._insert(batch, envelope, fence + ACK_INSERT, lease.attempt, error)
         if ledger is not None:
-            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self.now_ms())
+            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self._stamp_us())
         self._run(batch)
         self._count(claim.queue, "retried", 1)
         return True
@@ -199,7 +200,7 @@ class CassandraSettling(CassandraClaiming):
             ),
         )
         if ledger is not None:
-            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self.now_ms())
+            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self._stamp_us())
         self._run(batch)
         self._count(claim.queue, "poisoned", 1)
         return True
