@@ -133,3 +133,33 @@ def _stored_body(app: App, handle: Any) -> bytes:
 
 def _poisoned(app: App, run: str) -> int:
     return sum(r.envelope.id.startswith(f"bad-{run}-") for r in app.backend.poison_list(limit=1000))
+
+
+@pytest.mark.parametrize("record", [b"garbage", b"", b"1|2|x|0|", b"0|60000|0|99|short"])
+def test_a_malformed_record_in_redis_is_poisoned_and_loses_nothing_around_it(
+    record: bytes, tmp_path: Path
+) -> None:
+    """A record written below the backend's interface (straight into a shard's message
+    hash and ready set, as a broken tool or a partial restore might leave it): the claim
+    that meets it still leases everything else it took, and the worker poisons it."""
+    from scheduler.backends.redis import RedisBackend
+
+    app = App(backend_url("redis", tmp_path))
+    _, good = _tasks(app)
+    run = uuid.uuid4().hex[:8]
+    goods = [f"{run}-{n}" for n in range(20)]
+    for n in goods[:10]:
+        good.delay(n)
+    backend = app.backend
+    assert isinstance(backend, RedisBackend)
+    messages, ready = backend._shard_keys("default", 0)[:3:2]
+    backend._client.hset(messages, f"bad-{run}-0", record)
+    backend._client.zadd(ready, {f"bad-{run}-0": 0})
+    for n in goods[10:]:
+        good.delay(n)
+    with running(app) as worker:
+        wait_for(lambda: _ran(run) == sorted(goods) and _poisoned(app, run) == 1, 30)
+        assert not worker.stopping
+    (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == f"bad-{run}-0"]
+    assert poisoned.failure.reason == "undecodable"
+    app.close()

@@ -63,9 +63,14 @@ def encode_record(e: Envelope) -> bytes:
 
 
 def decode_record(record: bytes) -> tuple[int, int, int, str | None, bytes]:
-    """(priority, timeout_ms, due_ms, key, body) from a stored record."""
+    """(priority, timeout_ms, due_ms, key, body) from a stored record. One that is not a
+    record reads as the Lua prelude's ``parse`` reads it: a keyless message due long ago
+    whose body is the whole record (the worker poisons it as undecodable)."""
     fields = record.split(b"|", 4)
-    priority, timeout, due, key_length = (int(f) for f in fields[:4])
-    rest = fields[4]
+    try:
+        priority, timeout, due, key_length = (int(f) for f in fields[:4])
+        rest = fields[4]
+    except (ValueError, IndexError):
+        return 0, 60_000, 0, None, record
     key = rest[:key_length].decode() if key_length else None
     return priority, timeout, due, key, rest[key_length:]
