@@ -157,10 +157,13 @@ class RedisServer:
 
 
 class RedisClusterServers:
-    """Three masters on loopback, joined with ``redis-cli --cluster create``."""
+    """Three masters on loopback (each with ``replicas`` replicas), joined with
+    ``redis-cli --cluster create``; a master not heard from for ``node_timeout_ms`` is
+    failed over to its replica."""
 
-    def __init__(self) -> None:
+    def __init__(self, replicas: int = 0, node_timeout_ms: int = 5000) -> None:
         ensure_redis_installed()
+        self.replicas = replicas
         self.nodes = [
             RedisServer(
                 "--cluster-enabled",
@@ -168,11 +171,11 @@ class RedisClusterServers:
                 "--cluster-config-file",
                 "nodes.conf",
                 "--cluster-node-timeout",
-                "5000",
+                str(node_timeout_ms),
                 "--appendonly",
                 "no",
             )
-            for _ in range(3)
+            for _ in range(3 * (1 + replicas))
         ]
         addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
         done = subprocess.run(
@@ -182,7 +185,7 @@ class RedisClusterServers:
                 "create",
                 *addresses,
                 "--cluster-replicas",
-                "0",
+                str(replicas),
                 "--cluster-yes",
             ],
             capture_output=True,

@@ -1,0 +1,154 @@
+"""A Redis Cluster with one replica per master loses the master holding a queue
+(SIGKILL) while workers run and a producer enqueues; its replica is promoted. Redis
+replicates asynchronously, so what the dead master acknowledged last may be gone: the
+test measures it (acknowledged enqueues lost, acks lost: jobs that ran again) and
+checks what must hold whatever replication did: the workers and the producer carry on
+against the promoted replica, and everything enqueued after the failover runs.
+``make faults`` only (nine Redis processes, a failover)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler import BackendError
+from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tests.support.servers import RedisClusterServers, RedisServer
+
+FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
+MODULE = "tests.support.loop_tasks"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not FULL, reason="a cluster with replicas and a failover: make faults"),
+]
+
+
+@pytest.fixture
+def cluster() -> Iterator[RedisClusterServers]:
+    servers = RedisClusterServers(replicas=1, node_timeout_ms=1000)
+    assert wait_until(lambda: _replicas_in_sync(servers), 60), "replicas never synced"
+    yield servers
+    servers.stop()
+
+
+def test_a_master_failover_keeps_the_queue_running(
+    cluster: RedisClusterServers, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    from tests.support.loop_tasks import app, job
+
+    url = cluster.url
+    app.use_backend(url)
+    runs = tmp_path / "runs.txt"
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_RUNS": str(runs)}
+    assert app.enqueue_many(job.call(n) for n in range(300)).enqueued == 300
+    acknowledged: dict[int, float] = dict.fromkeys(range(300), time.monotonic())
+    refused: list[int] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        n = 10_000
+        while not stop.is_set():
+            try:
+                job.delay(n)
+                acknowledged[n] = time.monotonic()
+            except BackendError:
+                refused.append(n)
+                time.sleep(0.1)
+            n += 1
+            time.sleep(0.01)
+
+    key = app.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
+    master = _master_of(cluster.nodes, key)
+    assert master is not None
+    workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        assert wait_until(lambda: len(_jobs(runs)) >= 200, 60), "the workers never ran"
+        killed_at = time.monotonic()
+        master.kill()
+        assert wait_until(lambda: _promoted(cluster, master, key), 60), "no failover"
+        promoted_at = time.monotonic()
+        time.sleep(3)
+        stop.set()
+        producer.join(60)
+        after = {n for n, at in acknowledged.items() if at > promoted_at + 1}
+        assert after, "nothing was enqueued after the failover"
+        assert wait_until(lambda: after <= set(_jobs(runs)), 120), "stalled after the failover"
+        time.sleep(3)  # what was held when the master died comes back after its lease
+    finally:
+        stop.set()
+        stop_workers(workers)
+        app.close()
+    counts = Counter(_jobs(runs))
+    lost = sorted(set(acknowledged) - set(counts))
+    result = {
+        "test": "cluster_failover",
+        "acknowledged": len(acknowledged),
+        "refused": len(refused),
+        "lost_acknowledged": len(lost),
+        "lost_acknowledged_in_last_s_before_kill": sum(
+            killed_at - 1 <= acknowledged[n] <= killed_at for n in lost
+        ),
+        "ran_twice": sum(count > 1 for count in counts.values()),
+        "failover_s": round(promoted_at - killed_at, 2),
+    }
+    print(json.dumps(result))
+    out = os.environ.get("TICKWORK_FAULTS_OUT")
+    if out:
+        with Path(out).with_name("failover.jsonl").open("a") as results:
+            results.write(json.dumps(result) + "\n")
+    assert set(counts) - set(acknowledged) <= set(refused), "ran what was never enqueued"
+    # asynchronous replication: only what the master acknowledged just before it died
+    assert all(acknowledged[n] >= killed_at - 5 for n in lost), result
+
+
+def _cli(port: int, *command: str) -> str:
+    return subprocess.run(
+        ["redis-cli", "-p", str(port), *command], capture_output=True, text=True, check=False
+    ).stdout
+
+
+def _replicas_in_sync(cluster: RedisClusterServers) -> bool:
+    infos = [_cli(node.port, "info", "replication") for node in cluster.nodes]
+    replicas = [info for info in infos if "role:slave" in info]
+    return len(replicas) == 3 and all("master_link_status:up" in info for info in replicas)
+
+
+def _master_of(nodes: list[RedisServer], key: str) -> RedisServer | None:
+    """The node of ``nodes`` that serves ``key``'s slot as its master, if any does."""
+    slot = int(_cli(nodes[0].port, "cluster", "keyslot", key))
+    for node in nodes:
+        for line in _cli(node.port, "cluster", "nodes").splitlines():
+            fields = line.split()
+            if "myself" not in fields[2] or "master" not in fields[2]:
+                continue
+            for span in fields[8:]:
+                low, _, high = span.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return node
+    return None
+
+
+def _promoted(cluster: RedisClusterServers, dead: RedisServer, key: str) -> bool:
+    """Whether a replica now serves ``key``'s slot as its master, and the cluster is ok."""
+    alive = [node for node in cluster.nodes if node is not dead]
+    served = _master_of(alive, key) is not None
+    return served and all("cluster_state:ok" in _cli(n.port, "cluster", "info") for n in alive)
+
+
+def _jobs(runs: Path) -> list[int]:
+    if not runs.exists():
+        return []
+    return [
+        int(line.split()[1]) for line in runs.read_text().splitlines() if line.startswith("job ")
+    ]
