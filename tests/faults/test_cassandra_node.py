@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, BackendError, BackendUnavailable
-from tests.support.helpers import running, start_record_worker, stop_workers, wait_for, wait_until
+from tests.support.helpers import run_one_task, start_record_worker, stop_workers, wait_until
 from tests.support.servers import CassandraNode
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
@@ -42,15 +42,7 @@ def url(node: CassandraNode, credentials: str = "cassandra:cassandra@") -> str:
 def test_password_authentication(node: CassandraNode) -> None:
     address = url(node)
     app = _first_app(address)
-    ran: list[int] = []
-
-    @app.task
-    def add(a: int, b: int) -> None:
-        ran.append(a + b)
-
-    add.delay(2, 3)
-    with running(app):
-        wait_for(lambda: ran == [5])
+    run_one_task(app)
     app.close()
     for credentials in ("cassandra:wrong@", ""):
         with pytest.raises(BackendUnavailable, match="refused the credentials") as caught:

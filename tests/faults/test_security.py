@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, BackendUnavailable
-from tests.support.helpers import running, wait_for
+from tests.support.helpers import run_one_task
 from tests.support.servers import RedisServer, free_port, make_certificates
 
 pytestmark = pytest.mark.slow
@@ -37,15 +37,7 @@ def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, P
 def test_tls_and_an_acl_user_run_a_task_end_to_end(tls_redis: tuple[int, Path]) -> None:
     port, ca = tls_redis
     app = App(f"rediss://tick:s3cret@127.0.0.1:{port}/0?ssl_ca_certs={ca}")
-    ran: list[int] = []
-
-    @app.task
-    def add(a: int, b: int) -> None:
-        ran.append(a + b)
-
-    add.delay(2, 3)
-    with running(app):
-        wait_for(lambda: ran == [5])
+    run_one_task(app)
     assert app.backend.stats("default")[0].ready == 0
     app.close()
 

@@ -102,3 +102,17 @@ def enqueue_records(url: str, numbers: range) -> None:
     report = app.enqueue_many(record.call(n) for n in numbers)
     assert report.enqueued == len(numbers)
     app.close()
+
+
+def run_one_task(app: App) -> None:
+    """Register a task on ``app``, enqueue one run and wait until a worker ran it: the
+    backend works end to end."""
+    ran: list[int] = []
+
+    @app.task
+    def add(a: int, b: int) -> None:
+        ran.append(a + b)
+
+    add.delay(2, 3)
+    with running(app):
+        wait_for(lambda: ran == [5])
