@@ -58,7 +58,6 @@ def test_a_wrong_setting_is_one_clear_error(
     options = f"?ssl_ca_certs={ca}" if query == "ca" else ""
     app = App(f"{scheme}://{credentials}127.0.0.1:{port}/0{options}")
     with pytest.raises(BackendUnavailable, match=says) as caught:
-        app.enqueue_many([])
         app.backend.now_ms()
     assert f"127.0.0.1:{port}" in str(caught.value)
     app.close()
