@@ -38,7 +38,7 @@ test: lint typecheck suite
 FAULTS_OUT := bench/results/faults.jsonl
 
 faults: $(STAMP)  # the fault suite at full size (minutes per backend); a table of results
-	rm -f $(FAULTS_OUT)
+	rm -f $(FAULTS_OUT) bench/results/failover.jsonl
 	TICKWORK_FAULTS_FULL=1 TICKWORK_FAULTS_OUT=$(CURDIR)/$(FAULTS_OUT) $(BIN)/pytest -q tests/faults; \
 	status=$$?; $(BIN)/python -m tests.faults.report $(FAULTS_OUT) && exit $$status
 
