@@ -311,3 +311,27 @@ def test_a_cancel_or_replace_racing_an_ack_wins(action: str, lag_ms: int) -> Non
     finally:
         other.close()
         backend.close()
+
+
+def test_a_schedule_listing_follows_a_chain_acked_between_its_reads() -> None:
+    """``keyed`` reads the key index, then each message: an ack moving the chain on in
+    between (injected) must not make the schedule vanish from the listing."""
+    backend = open_backend(url())
+    try:
+        now = backend.now_ms()
+        backend.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
+        (claim,) = backend.claim("q", 10).claims
+        read = backend.get
+        nxt = Envelope("c.1", "q", "K", 0, now + 60_000, 60_000, b"x")
+
+        def ack_then_get(message_id: str, queue: str | None = None) -> Any:
+            if message_id == "c.0":
+                assert backend.ack([(claim, nxt)]) == [True]
+            return read(message_id, queue)
+
+        backend.get = ack_then_get  # type: ignore[method-assign]
+        listed = backend.keyed("q")
+        backend.get = read  # type: ignore[method-assign]
+        assert [m.envelope.id for m in listed] == ["c.1"]
+    finally:
+        backend.close()

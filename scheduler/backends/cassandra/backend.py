@@ -149,6 +149,8 @@ class CassandraBackend(
             for shard in range(self.meta(name).shards):
                 for row in self._run(self._prepare(cql.SELECT_SHARD_KEYS), (name, shard)):
                     stored = self.get(row.id, name)
+                    if stored is None:  # a chain moved on between the reads: follow its key
+                        stored = self.get_by_key(name, row.key)
                     if stored is not None:
                         found.append(stored)
         return found
