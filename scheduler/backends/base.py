@@ -256,8 +256,9 @@ class Backend(SideRecords, ABC):
         with a fresh attempt count. A message whose key was taken meanwhile stays."""
 
     @abstractmethod
-    def poison_purge(self, queue: str | None = None) -> int:
-        """Delete poisoned messages (of ``queue``, or all); returns how many."""
+    def poison_purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
+        """Delete poisoned messages: those of ``ids`` (in ``queue`` only, if given), or
+        every one of ``queue``, or every one; returns how many."""
 
     # -- operations ----------------------------------------------------------------------
 

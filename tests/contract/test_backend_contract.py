@@ -364,6 +364,20 @@ def test_poison_replay_all_of_a_queue(harness: BackendHarness) -> None:
     assert len(claim_all(harness)) == 3
 
 
+def test_poison_purge_a_selection(harness: BackendHarness) -> None:
+    b = harness.backend
+    b.enqueue([env(harness, f"m{i}") for i in range(4)])
+    b.enqueue([env(harness, "other", queue="q2")])
+    for claim in claim_all(harness) + claim_all(harness, "q2"):
+        assert b.poison(claim, Failure("exception", "E", "x"))
+    assert b.poison_purge(ids=["m0", "m2", "missing"]) == 2
+    assert b.poison_purge("q2", ids=["m1"]) == 0  # m1 is not in q2
+    assert b.poison_purge(ids=["m0"]) == 0  # gone already
+    assert {r.envelope.id for r in b.poison_list()} == {"m1", "m3", "other"}
+    assert b.poison_purge("q2", ids=["other"]) == 1
+    assert b.stats("q")[0].poison == 2
+
+
 def test_poison_keeps_the_chain_going(harness: BackendHarness) -> None:
     b = harness.backend
     b.enqueue([env(harness, "c", key="K")])

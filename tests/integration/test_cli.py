@@ -236,7 +236,18 @@ def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-
     assert run("poison", "replay")[0] == 2
     assert run("poison", "purge")[1].strip() == "purged 0"
     run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
-    assert run("poison", "purge", "--queue", "default")[1].strip() == "purged 1"
+    # a filter that matches nothing takes nothing; one that matches takes it
+    assert run("poison", "replay", "--all", "--task", "greet")[1].strip() == "replayed 0"
+    assert run("poison", "purge", "--match", "no such error")[1].strip() == "purged 0"
+    assert run("poison", "purge", "--queue", "other", record["id"])[1].strip() == "purged 0"
+    explode = "tests.support.cli_tasks.explode"
+    assert run("poison", "replay", "--all", "--task", explode, "--match", "KABOOM")[1].strip() == (
+        "replayed 1"
+    )
+    run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
+    assert run("poison", "purge", "--queue", "default", "--reason", "exception")[1].strip() == (
+        "purged 1"
+    )
 
 
 def test_the_real_console_script(

@@ -114,6 +114,56 @@ def test_a_whole_poisoned_queue_is_replayed_or_purged(sqlite_app: App) -> None:
     assert app.backend.stats("default")[0].ready == 0
 
 
+def test_poisoned_messages_are_picked_by_hand_or_by_a_filter(sqlite_app: App) -> None:
+    app = sqlite_app
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def flaky(n: int) -> None:
+        raise RuntimeError(f"failed {n}")
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def broken(n: int) -> None:
+        raise KeyError(f"missing {n}")
+
+    handles = [flaky.delay(n) for n in range(4)] + [broken.delay(n) for n in range(3)]
+    with running(app):
+        wait_for(lambda: len(app.backend.poison_list()) == 7)
+    ids = [h.id for h in handles]
+    client = TestClient(create_dashboard(app))
+    # the filter narrows the page: by task, by a piece of the error
+    page = client.get("/poison", params={"task": broken.name})
+    assert "3 matching" in page.text and "missing 0" in page.text and "failed 0" not in page.text
+    assert "1 matching" in client.get("/poison", params={"text": "FAILED 2"}).text
+    token = _csrf(page.text)
+    # two ticked boxes: replay one pair, purge another; the rest stay
+    done = client.post(
+        "/poison-selection/replay", data={"csrf": token, "next": "/poison", "id": ids[:2]}
+    )
+    assert "replayed 2 of 2 ticked" in done.text
+    done = client.post(
+        "/poison-selection/purge", data={"csrf": token, "next": "/poison", "id": ids[2:4]}
+    )
+    assert "purged 2 of 2 ticked" in done.text
+    left = {r.envelope.id for r in app.backend.poison_list()}
+    assert left == set(ids[4:]) and app.get(id=ids[0]) is not None and app.get(id=ids[2]) is None
+    # everything a filter matches; an empty filter is refused rather than taken as "all"
+    refused = client.post(
+        "/poison-selection/purge", data={"csrf": token, "next": "/poison", "matching": "1"}
+    )
+    assert refused.status_code == 400 and len(app.backend.poison_list()) == 3
+    matching = {"csrf": token, "next": "/poison", "matching": "1", "text": "missing 1"}
+    done = client.post("/poison-selection/purge", data=matching)
+    assert "purged 1 matching the filter" in done.text
+    matching.update(text="", task=broken.name)
+    done = client.post("/poison-selection/replay", data=matching)
+    assert "replayed 2 matching the filter" in done.text and app.backend.poison_list() == []
+    # one message purged from its own row
+    with running(app):
+        wait_for(lambda: len(app.backend.poison_list()) == 4)
+    done = client.post(f"/poison/{ids[0]}/purge", data={"csrf": token, "next": "/poison"})
+    assert f"purged {ids[0]}" in done.text and len(app.backend.poison_list()) == 3
+
+
 def test_a_workflow_page_shows_a_batch(seeded: tuple[App, str]) -> None:
     app, handle = seeded
     client = TestClient(create_dashboard(app))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from scheduler import App, Call, RetryPolicy
 from tests.support.browser import browser, served
@@ -46,10 +47,11 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         raise ConnectionError(f"CRM refused account {account}")
 
     app.enqueue(Call(report.name, key="daily-report", trigger=Cron("0 9 * * *", tz="Europe/Paris")))
-    app.enqueue(Call(sync_crm.name, (42,)))
+    for account in (42, 43, 44, 45):
+        app.enqueue(Call(sync_crm.name, (account,)))
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 1)
-    (poisoned,) = app.backend.poison_list()
+        wait_for(lambda: len(app.backend.poison_list()) == 4)
+    poisoned, *others = app.backend.poison_list()
     with served(create_dashboard(app)) as base, browser() as driver:
         driver.get(base + "/")
         assert "tickwork · Queues" in driver.title
@@ -86,6 +88,19 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         _shot(driver, "poison")
         _click(driver, f"/poison/{poisoned.envelope.id}/replay")
         wait_for(lambda: f"replayed {poisoned.envelope.id}" in driver.page_source, 10)
+        assert {r.envelope.id for r in app.backend.poison_list()} == {o.envelope.id for o in others}
+        # a filter typed into the form, then everything it matches purged
+        driver.find_element(By.NAME, "text").send_keys("account 43")
+        driver.find_element(By.CSS_SELECTOR, "#poison-filter button").click()
+        wait_for(lambda: "1 matching" in driver.page_source, 10)
+        _click(driver, "/poison-selection/purge")
+        wait_for(lambda: "purged 1 matching the filter" in driver.page_source, 10)
+        # two boxes ticked by hand, then replayed together
+        driver.get(base + "/poison")
+        for box in driver.find_elements(By.CSS_SELECTOR, 'input[type="checkbox"][name="id"]'):
+            box.click()
+        _click(driver, "/poison-selection/replay")
+        wait_for(lambda: "replayed 2 of 2 ticked" in driver.page_source, 10)
         assert app.backend.poison_list() == []
 
         for page in ("/workers", "/message?key=daily-report", "/workflow"):

@@ -10,6 +10,7 @@ from rich.table import Table
 from scheduler import (
     TickworkError,
 )
+from scheduler import poison as poisoned
 from scheduler.message import Message
 from tickwork.cli.common import (
     EXIT_NOT_FOUND,
@@ -90,32 +91,70 @@ def poison_show(state: State, message_id: str) -> None:
     emit_json(poison_dict(record))
 
 
+def _filter_options(command: Any) -> Any:
+    for option in reversed(
+        (
+            click.option("--queue", default=None, help="Only messages of this queue."),
+            click.option("--reason", default=None, help="Only this reason (exception, ...)."),
+            click.option("--task", default=None, help="Only messages of this task."),
+            click.option("--match", "text", default=None, help="Only errors containing this."),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @poison.command("replay")
-@click.argument("message_id", required=False)
+@click.argument("message_ids", nargs=-1)
 @click.option(
-    "--all", "replay_all", is_flag=True, help="Replay every poisoned message (of --queue)."
+    "--all", "replay_all", is_flag=True, help="Replay every poisoned message the filter takes."
 )
-@click.option("--queue", default=None)
+@_filter_options
 @pass_state
 @backend_option
 @clean_errors
 def poison_replay(
-    state: State, message_id: str | None, replay_all: bool, queue: str | None
+    state: State,
+    message_ids: tuple[str, ...],
+    replay_all: bool,
+    queue: str | None,
+    reason: str | None,
+    task: str | None,
+    text: str | None,
 ) -> None:
-    """Move poisoned messages back to their queue, due now, with fresh attempts."""
-    if (message_id is None) == (not replay_all):
-        fail("give a message id or --all")
-    moved = state.app().backend.poison_replay(None if replay_all else [message_id], queue)  # type: ignore[list-item]
-    if message_id is not None and moved == 0:
-        fail(f"no replayable poisoned message with id {message_id!r}", EXIT_NOT_FOUND)
+    """Move poisoned messages (by id, or --all that the filter options match) back to
+    their queue, due now, with fresh attempts."""
+    backend = state.app().backend
+    if bool(message_ids) == replay_all:
+        fail("give message ids or --all")
+    if replay_all:
+        moved = poisoned.replay(backend, poisoned.PoisonFilter(queue, reason, task, text))
+    else:
+        moved = backend.poison_replay(list(message_ids), queue)
+        if moved == 0:
+            fail(f"no replayable poisoned message among {', '.join(message_ids)}", EXIT_NOT_FOUND)
     click.echo(f"replayed {moved}")
 
 
 @poison.command("purge")
-@click.option("--queue", default=None)
+@click.argument("message_ids", nargs=-1)
+@_filter_options
 @pass_state
 @backend_option
 @clean_errors
-def poison_purge(state: State, queue: str | None) -> None:
-    """Delete poisoned messages (of --queue, or all)."""
-    click.echo(f"purged {state.app().backend.poison_purge(queue)}")
+def poison_purge(
+    state: State,
+    message_ids: tuple[str, ...],
+    queue: str | None,
+    reason: str | None,
+    task: str | None,
+    text: str | None,
+) -> None:
+    """Delete poisoned messages: these ids, or every one the filter options match (all
+    of them without options)."""
+    backend = state.app().backend
+    if message_ids:
+        click.echo(f"purged {backend.poison_purge(queue, list(message_ids))}")
+        return
+    chosen = poisoned.PoisonFilter(queue, reason, task, text)
+    click.echo(f"purged {poisoned.purge(backend, chosen)}")

@@ -68,8 +68,16 @@ class CassandraAdmin(CassandraSettling):
             moved += 1
         return moved
 
-    def poison_purge(self, queue: str | None = None) -> int:
+    def poison_purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
         purged = 0
+        if ids is not None:
+            wanted = set(ids)
+            delete = self._prepare(cql.DELETE_POISON)
+            for record in self.poison_list(queue, limit=10**9):
+                if record.envelope.id in wanted:
+                    self._run(delete, (record.envelope.queue, record.envelope.id))
+                    purged += 1
+            return purged
         for name in [queue] if queue is not None else self.queues():
             purged += len(self.poison_list(name, limit=10**9))
             self._run(self._prepare(cql.DELETE_QUEUE_POISON), (name,))

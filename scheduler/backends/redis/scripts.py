@@ -32,6 +32,7 @@ SCRIPT_NAMES = (
     "extend",
     "poison",
     "poison_replay",
+    "poison_delete",
     "delete",
     "delete_by_key",
     "wake",

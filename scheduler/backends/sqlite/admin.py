@@ -107,8 +107,15 @@ class SQLiteAdmin(SQLiteStore):
                 self._add_pending(db, name, count)
             return sum(moved.values())
 
-    def poison_purge(self, queue: str | None = None) -> int:
+    def poison_purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
         with self._write() as db:
+            if ids is not None:
+                where = " AND queue = ?" if queue is not None else ""
+                extra = (queue,) if queue is not None else ()
+                return sum(
+                    db.execute(f"DELETE FROM poison WHERE id = ?{where}", (i, *extra)).rowcount
+                    for i in dict.fromkeys(ids)
+                )
             if queue is None:
                 return db.execute("DELETE FROM poison").rowcount
             return db.execute("DELETE FROM poison WHERE queue = ?", (queue,)).rowcount

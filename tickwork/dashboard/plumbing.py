@@ -1,0 +1,105 @@
+"""What every page and action of the dashboard shares: the templates and their filters,
+a page handler (authenticate, gather in a thread, render, set the CSRF cookie) and an
+action handler (authenticate, check read-only and CSRF, act in a thread, redirect back)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from scheduler import TickworkError
+from scheduler.clock import to_datetime
+from tickwork.dashboard.security import CSRF_COOKIE, Access, Refused, csrf_token
+
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Form(dict[str, str]):
+    """A posted form: each field's last value, and ``getlist`` for a field sent many
+    times (the ticked boxes of a selection)."""
+
+    def __init__(self, data: FormData) -> None:
+        super().__init__((name, str(value)) for name, value in data.items())
+        self._lists = {name: [str(v) for v in data.getlist(name)] for name in data}
+
+    def getlist(self, name: str) -> list[str]:
+        return list(self._lists.get(name, []))
+
+
+Gather = Callable[[Request], dict[str, Any]]
+Act = Callable[[dict[str, str], Form], str]
+
+
+def page(access: Access, template: str, gather: Gather) -> Handler:
+    """A GET handler rendering ``template`` with what ``gather`` reads (in a thread)."""
+
+    async def handler(request: Request) -> Response:
+        try:
+            access.authenticate(request)
+        except Refused as refused:
+            return refusal(refused)
+        context = await run_in_threadpool(gather, request)
+        token = csrf_token(request)
+        context.update(csrf=token, read_only=access.read_only, path=request.url.path)
+        response = TEMPLATES.TemplateResponse(request, template, context)
+        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    return handler
+
+
+def action(access: Access, act: Act) -> Handler:
+    """A POST handler: ``act(path parameters, form)`` says what it did, and the browser
+    goes back to the form's ``next`` page with that as ``done``."""
+
+    async def handler(request: Request) -> Response:
+        form = Form(await request.form())
+        try:
+            access.allow_action(request, form.get("csrf"))
+            done = await run_in_threadpool(act, dict(request.path_params), form)
+        except Refused as refused:
+            return refusal(refused)
+        except TickworkError as err:
+            done = f"error: {err}"
+        back = form.get("next", "/")
+        if not back.startswith("/") or back.startswith("//"):
+            back = "/"  # only pages of this dashboard
+        separator = "&" if "?" in back else "?"
+        return RedirectResponse(f"{back}{separator}done={quote(done[:300])}", status_code=303)
+
+    return handler
+
+
+def refusal(refused: Refused) -> Response:
+    headers = {"WWW-Authenticate": 'Basic realm="tickwork"'} if refused.status == 401 else {}
+    return PlainTextResponse(str(refused), status_code=refused.status, headers=headers)
+
+
+def _in_zone(moment: datetime | None, trigger: Any = None, timespec: str = "minutes") -> str:
+    """A time as the schedule's owner reads it: in the trigger's timezone if it has one
+    (to the minute, or as ``timespec`` says), else in UTC to the second."""
+    if moment is None:
+        return ""
+    zone = getattr(trigger, "tz", None)
+    if zone:
+        return f"{moment.astimezone(ZoneInfo(zone)).isoformat(timespec=timespec)} {zone}"
+    return moment.isoformat(timespec="seconds")
+
+
+def _ms_time(epoch_ms: int | None) -> str:
+    return "" if epoch_ms is None else to_datetime(epoch_ms).isoformat(timespec="seconds")
+
+
+TEMPLATES.env.filters["in_zone"] = _in_zone
+TEMPLATES.env.filters["ms_time"] = _ms_time

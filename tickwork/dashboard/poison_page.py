@@ -1,0 +1,95 @@
+"""The poison queue page: what failed (reason, attempts, error, traceback), filtered by
+queue, reason, task or a piece of the error; replay or purge one message, the ticked
+ones, everything the filter matches, or a whole queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from scheduler import App
+from scheduler import poison as poisoned
+from scheduler.clock import to_datetime
+from tickwork.dashboard.plumbing import Form, action, page
+from tickwork.dashboard.security import Access, Refused
+
+#: records the page lists at most (a filter narrows them; actions on a filter reach further)
+SHOWN = 200
+FILTER_FIELDS = ("queue", "reason", "task", "text")
+_DONE = {"replay": "replayed", "purge": "purged"}
+
+
+def poison_routes(app: App, access: Access) -> list[Route]:
+    """The poison page and its actions, guarded by ``access``."""
+    views = _PoisonViews(app)
+    post = ["POST"]
+    return [
+        Route("/poison", page(access, "poison.html", views.page)),
+        Route("/poison-queue/{queue}/{verb:str}", action(access, views.queue_action), methods=post),
+        Route("/poison-selection/{verb:str}", action(access, views.selection_action), methods=post),
+        Route("/poison/{id}/{verb:str}", action(access, views.one_action), methods=post),
+    ]
+
+
+def _filter(fields: Any) -> poisoned.PoisonFilter:
+    return poisoned.PoisonFilter(**{name: fields.get(name) or None for name in FILTER_FIELDS})
+
+
+class _PoisonViews:
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def page(self, request: Request) -> dict[str, Any]:
+        chosen = _filter(request.query_params)
+        records = poisoned.select(self.app.backend, chosen, SHOWN if chosen.empty else SHOWN * 50)
+        rows = [(r, to_datetime(r.failed_at_ms), poisoned.task_of(r)) for r in records[:SHOWN]]
+        queues = [s for s in self.app.backend.stats() if s.poison]
+        return {
+            "title": "Poison queue",
+            "records": rows,
+            "matched": len(records),
+            "queues": queues,
+            "filter": {name: getattr(chosen, name) or "" for name in FILTER_FIELDS},
+            "filtered": not chosen.empty,
+            "done": request.query_params.get("done"),
+        }
+
+    def one_action(self, path: dict[str, str], form: Form) -> str:
+        message_id, verb = path["id"], path["verb"]
+        if verb == "replay":
+            count = self.app.backend.poison_replay([message_id])
+            return f"replayed {message_id}" if count else f"{message_id} was not replayed"
+        if verb == "purge":
+            count = self.app.backend.poison_purge(ids=[message_id])
+            return f"purged {message_id}" if count else f"{message_id} was not poisoned"
+        raise Refused(404, f"no poison action {verb!r}")
+
+    def queue_action(self, path: dict[str, str], form: Form) -> str:
+        """Everything poisoned in one queue: replay it all, or purge it all."""
+        queue, verb = path["queue"], path["verb"]
+        if verb == "replay":
+            return f"replayed {self.app.backend.poison_replay(None, queue)} of {queue}"
+        if verb == "purge":
+            return f"purged {self.app.backend.poison_purge(queue)} of {queue}"
+        raise Refused(404, f"no poison queue action {verb!r}")
+
+    def selection_action(self, path: dict[str, str], form: Form) -> str:
+        """``replay`` or ``purge`` of the ticked messages (``id`` fields), or with
+        ``matching=1`` of everything the filter in the form matches."""
+        verb = path["verb"]
+        if verb not in ("replay", "purge"):
+            raise Refused(404, f"no poison selection action {verb!r}")
+        backend, done = self.app.backend, _DONE[verb]
+        if form.get("matching"):
+            chosen = _filter(form)
+            if chosen.empty:
+                raise Refused(400, "give a filter, or use a queue's replay all / purge all")
+            act = poisoned.replay if verb == "replay" else poisoned.purge
+            return f"{done} {act(backend, chosen)} matching the filter"
+        ids = form.getlist("id")
+        if not ids:
+            return "nothing was ticked"
+        count = backend.poison_replay(ids) if verb == "replay" else backend.poison_purge(ids=ids)
+        return f"{done} {count} of {len(ids)} ticked"
