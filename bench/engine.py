@@ -54,10 +54,12 @@ def end_to_end(
     batch: int,
     module: str = "bench.tasks",
     metrics_port: int | None = None,
+    activity_interval_s: float | None = None,
 ) -> dict[str, Any]:
     """One worker (this process) drains ``count`` pre-enqueued no-op messages (sync ones
     from ``bench.tasks``, ``async def`` ones from ``bench.async_tasks``), serving its
-    Prometheus metrics if ``metrics_port`` is given (0: any free port)."""
+    Prometheus metrics if ``metrics_port`` is given (0: any free port) and writing its
+    activity log every ``activity_interval_s`` (None: the worker's default; 0: never)."""
     app, tasks = fresh_app(url, module)
     app.enqueue_many((tasks.noop.call(i) for i in range(count)), batch_size=5000)
     config = WorkerConfig(
@@ -70,6 +72,8 @@ def end_to_end(
         poll_interval_s=0.01,
         metrics_port=metrics_port,
     )
+    if activity_interval_s is not None:
+        config = config.model_copy(update={"activity_interval_s": activity_interval_s})
     worker = Worker(app, config)
     started = time.perf_counter()
     stats = worker.run()

@@ -1,10 +1,11 @@
-"""What a worker's Prometheus metrics cost: end-to-end throughput of no-op handlers with
-``metrics_port`` set (counters, histograms and gauges updated per message; nobody
-scrapes) against the same run without, in pairs that alternate, quoting the median ratio
-pair by pair.
+"""What a worker's Prometheus metrics cost, or its activity log: end-to-end throughput of
+no-op handlers with ``metrics_port`` set (counters, histograms and gauges updated per
+message; nobody scrapes), or with the activity log written every half second (the same
+counts, and a ledger append per queue per interval), against the same run with neither,
+in pairs that alternate, quoting the median ratio pair by pair.
 
-python -m bench.metrics_pairs [--pairs 8] [--messages 30000] [--only sqlite|redis]
-                              [--out FILE.json]
+python -m bench.metrics_pairs [--feature metrics|activity] [--pairs 8] [--messages 30000]
+                              [--only sqlite|redis] [--out FILE.json]
 (starts a Redis server; SQLite in a scratch directory)
 """
 
@@ -18,30 +19,42 @@ from typing import Any
 from bench.common import alternate, on_sqlite_and_redis
 from bench.engine import end_to_end
 
+FEATURES: dict[str, dict[str, Any]] = {
+    "metrics": {"metrics_port": 0},
+    "activity": {"activity_interval_s": 0.5},
+}
+OFF = {"activity_interval_s": 0}
 
-def pairs(url: str, count: int, rounds: int) -> dict[str, Any]:
+
+def pairs(url: str, count: int, rounds: int, feature: str) -> dict[str, Any]:
     return {
         "backend": url.split("://")[0],
         "messages": count,
+        "feature": feature,
         **alternate(
             rounds,
-            "no_metrics",
-            lambda: end_to_end(url, count, 8, None, 100)["per_second"],
-            "metrics",
-            lambda: end_to_end(url, count, 8, None, 100, metrics_port=0)["per_second"],
+            f"no_{feature}",
+            lambda: end_to_end(url, count, 8, None, 100, activity_interval_s=0)["per_second"],
+            feature,
+            lambda: end_to_end(url, count, 8, None, 100, **{**OFF, **FEATURES[feature]})[
+                "per_second"
+            ],
         ),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--feature", choices=tuple(FEATURES), default="metrics")
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--messages", type=int, default=30_000)
     parser.add_argument("--only", choices=("sqlite", "redis"))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     logging.getLogger("tickwork").setLevel(logging.WARNING)
-    on_sqlite_and_redis(lambda url: pairs(url, args.messages, args.pairs), {}, args.out, args.only)
+    on_sqlite_and_redis(
+        lambda url: pairs(url, args.messages, args.pairs, args.feature), {}, args.out, args.only
+    )
 
 
 if __name__ == "__main__":

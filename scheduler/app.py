@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler import control, results
+from scheduler.activity import Activity, read_activity
 from scheduler.backends import (
     Backend,
     Envelope,
@@ -341,6 +342,12 @@ class App(ScheduleSteering, QueueControl, BatchControl):
     def workers(self) -> list[WorkerInfo]:
         """The workers in the backend's registry, oldest first, each alive or gone."""
         return live_workers(self.backend)
+
+    def activity(self, minutes: int = 60, queue: str | None = None) -> Activity:
+        """What the workers did per minute over the last ``minutes`` (counts, lateness
+        and run time), in ``queue`` or in every queue, from the activity log they write."""
+        queues = [queue] if queue is not None else self.backend.queues()
+        return read_activity(self.backend, queues, self.backend_clock.now_ms(), minutes)
 
     def _block_s(self, block_timeout: float | None) -> float:
         return self.settings.enqueue_block_s if block_timeout is None else block_timeout

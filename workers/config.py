@@ -32,6 +32,9 @@ class WorkerConfig(BaseModel):
     abort_grace_s: float = Field(default=10.0, ge=0)
     #: how often the worker refreshes its record in the worker registry (s)
     registry_interval_s: float = Field(default=5.0, gt=0)
+    #: how often the worker appends what it did to each queue's activity log, the data of
+    #: the dashboard's charts (s; 0: never)
+    activity_interval_s: float = Field(default=15.0, ge=0)
     #: serve Prometheus metrics on this port (0: any free port; None: not at all)
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"

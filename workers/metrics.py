@@ -6,8 +6,9 @@ Counters per queue and task of what this process saw happen to the messages it c
 runs now (read from ``Holdings`` at each scrape). Everything is counted in the worker
 process, where claims are taken and runs are settled, so it is correct with the process
 pool (its children only run handlers). Each worker has a registry of its own, not the
-global one: several workers in one process (tests) do not mix. Without a port the
-worker uses ``NoMetrics``, whose methods do nothing.
+global one: several workers in one process (tests) do not mix. The same counts feed the
+activity log (``workers/activity.py``); with neither a port nor the log the worker uses
+``NoMetrics``, whose methods do nothing.
 
 The backend-wide numbers (depth per queue, poison, bounds, schedules) are the exporter's
 (``tickwork/exporter.py``): every worker publishing them would multiply them.
@@ -30,16 +31,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from scheduler.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
 from workers.holdings import Holdings, Work
 
-#: seconds; from "on time" to an hour late
-LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 3600.0)
-#: seconds; from a no-op to a long job
-RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 1800.0)
 #: seconds; one claim call to the backend
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
-
-OUTCOMES = ("succeeded", "retried", "poisoned", "redelivered", "aborted")
 
 
 class NoMetrics:

@@ -13,6 +13,7 @@ Threads of a worker process, one module each::
         a run starts (its caller's thread)                   back
     rates.py: rate-limited starts, reserved before those slots
     presence.py: this worker's record in the worker registry
+    activity.py: what it did per queue, appended to the activity log (the charts)
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
 the permits and counters. This module wires them together and runs them.
@@ -45,6 +46,7 @@ from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.context import RunInfo
 from scheduler.tracing import TRACEPARENT
 from workers.aborts import AbortWatcher
+from workers.activity import ActivityLog
 from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
@@ -88,9 +90,8 @@ class Worker:
         async_slots = self.config.async_concurrency if self._has_async else 0
         self._permits = Permits(self.config.permits + async_slots)
         self._holdings = Holdings()
-        self._metrics = (
-            NoMetrics() if self.config.metrics_port is None else WorkerMetrics(self._holdings)
-        )
+        counted = self.config.metrics_port is not None or self.config.activity_interval_s > 0
+        self._metrics = WorkerMetrics(self._holdings) if counted else NoMetrics()
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
         self._limits = LimitGate(
@@ -137,6 +138,17 @@ class Worker:
         self._presence = Presence(
             self.backend, self.config, self._holdings, self._counters, self._now_ms, self._has_async
         )
+        self._activity = (
+            ActivityLog(
+                self.backend,
+                self._metrics,
+                self._presence.worker_id,
+                self.config.activity_interval_s,
+                self._now_ms,
+            )
+            if isinstance(self._metrics, WorkerMetrics) and self.config.activity_interval_s > 0
+            else None
+        )
         self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
@@ -179,6 +191,8 @@ class Worker:
             ("aborts", self._watch_aborts),
             ("presence", lambda: self._presence.run(until=self._settled)),
         ]
+        if (activity := self._activity) is not None:
+            roles.append(("activity", lambda: activity.run(until=self._settled)))
         for name, target in roles:
             thread = threading.Thread(target=target, name=f"tickwork-{name}", daemon=True)
             thread.start()

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from scheduler import App, Call, RetryPolicy, batch, group
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import Access, create_dashboard
-from triggers import Repeating
+from triggers import Cron, Repeating
 
 
 @pytest.fixture
@@ -162,6 +162,27 @@ def test_poisoned_messages_are_picked_by_hand_or_by_a_filter(sqlite_app: App) ->
         wait_for(lambda: len(app.backend.poison_list()) == 4)
     done = client.post(f"/poison/{ids[0]}/purge", data={"csrf": token, "next": "/poison"})
     assert f"purged {ids[0]}" in done.text and len(app.backend.poison_list()) == 3
+
+
+def test_a_backfill_from_the_page_reads_times_in_the_schedules_zone(sqlite_app: App) -> None:
+    app = sqlite_app
+
+    @app.task
+    def morning() -> None: ...
+
+    app.enqueue(Call(morning.name, key="tokyo-9", trigger=Cron("0 9 * * *", tz="Asia/Tokyo")))
+    client = TestClient(create_dashboard(app))
+    page = client.get("/schedules")
+    assert 'action="/schedules/default/tokyo-9/backfill"' in page.text and "Asia/Tokyo" in page.text
+    form = {"csrf": _csrf(page.text), "next": "/schedules"}
+    # 08:30 to 09:30 on the wall in Tokyo holds one occurrence (read as UTC it would hold none)
+    span = {"start": "2026-11-20T08:30", "end": "2026-11-20T09:30"}
+    done = client.post("/schedules/default/tokyo-9/backfill", data={**form, **span})
+    assert "1 occurrence(s) in the range, enqueued 1, 0 backfilled before" in done.text
+    done = client.post("/schedules/default/tokyo-9/backfill", data={**form, **span})
+    assert "enqueued 0, 1 backfilled before" in done.text
+    bad = client.post("/schedules/default/tokyo-9/backfill", data={**form, "start": "soon"})
+    assert "error: backfill needs a start and an end time" in bad.text
 
 
 def test_a_workflow_page_shows_a_batch(seeded: tuple[App, str]) -> None:

@@ -55,6 +55,11 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
     with served(create_dashboard(app)) as base, browser() as driver:
         driver.get(base + "/")
         assert "tickwork · Queues" in driver.title
+        # the charts of the last hour: the four failed runs the worker logged when it stopped
+        bars = driver.find_elements(By.CSS_SELECTOR, "#throughput-chart g.minute")
+        assert len(bars) == 60
+        assert sum(int(bar.get_attribute("data-failed") or 0) for bar in bars) == 4
+        assert driver.find_element(By.ID, "lateness-chart").is_displayed()
         _shot(driver, "queues")
         _click(driver, "/queues/default/pause")
         wait_for(lambda: "paused default" in driver.page_source, 10)

@@ -4,16 +4,21 @@ read-only mode, CSRF) and redirects back to the page it came from."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
-from scheduler import App, TickworkError
+from scheduler import App, InvalidMessage, TickworkError
+from tickwork.dashboard.charts import lateness_chart, throughput_chart
 from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
 from tickwork.dashboard.security import Access, Refused
+
+_BACKFILL_LIMIT = 1000  # occurrences one backfill from the page may enqueue
 
 
 def create_dashboard(app: App, access: Access | None = None) -> Starlette:
@@ -50,8 +55,23 @@ class _Views:
     # -- pages ---------------------------------------------------------------------------
 
     def overview(self, request: Request) -> dict[str, Any]:
+        """Each queue's depth and state, and the charts of the last hour: of every queue,
+        or of the one ``?chart=`` names."""
         stats = self.app.backend.stats()
-        return {"title": "Queues", "queues": stats, "done": request.query_params.get("done")}
+        shown = request.query_params.get("chart") or None
+        names = [q.queue for q in stats]
+        activity = self.app.activity(60) if shown not in names else self.app.activity(60, shown)
+        minutes = activity.queues[shown] if shown in names else activity.total
+        return {
+            "title": "Queues",
+            "queues": stats,
+            "done": request.query_params.get("done"),
+            "chart_queue": shown if shown in names else None,
+            "throughput": throughput_chart(minutes),
+            "lateness": lateness_chart(minutes),
+            "last_hour": sum(m.finished for m in minutes),
+            "last_hour_failed": sum(m.failed for m in minutes),
+        }
 
     def schedules(self, request: Request) -> dict[str, Any]:
         return {
@@ -134,7 +154,32 @@ class _Views:
             return f"resumed {key}" if resumed is not None else f"{key} was not paused"
         if verb == "run":
             return f"{key} runs now as {self.app.trigger_now(key, queue=queue)}"
+        if verb == "backfill":
+            start, end = self._wall_times(key, queue, form.get("start"), form.get("end"))
+            filled = self.app.backfill(key, start, end, queue=queue, limit=_BACKFILL_LIMIT)
+            return (
+                f"backfill of {key}: {len(filled.occurrences)} occurrence(s) in the range, "
+                f"enqueued {filled.enqueued}, {filled.already} backfilled before"
+            )
         raise Refused(404, f"no schedule action {verb!r}")
+
+    def _wall_times(self, key: str, queue: str, *given: str | None) -> tuple[datetime, datetime]:
+        """The form's ``datetime-local`` values, read in the schedule's timezone (UTC
+        for a schedule without one)."""
+        found = self.app.get(key=key, queue=queue)
+        zone = getattr(found.message.trigger, "tz", None) if found is not None else None
+        times = []
+        for value in given:
+            try:
+                moment = datetime.fromisoformat(value or "")
+            except ValueError:
+                raise InvalidMessage(
+                    f"backfill needs a start and an end time, not {value!r}"
+                ) from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=ZoneInfo(zone) if zone else UTC)
+            times.append(moment)
+        return times[0], times[1]
 
     def message_action(self, path: dict[str, str], form: Form) -> str:
         message_id, verb = path["id"], path["verb"]
