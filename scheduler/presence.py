@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
 from scheduler.clock import to_datetime
+from scheduler.limit_view import DeclaredLimit
 
 #: a record not refreshed for this many intervals says its worker is gone
 GONE_AFTER = 3
@@ -35,6 +36,8 @@ class WorkerInfo(BaseModel):
     interval_s: float
     held: int = 0
     stats: dict[str, int] = {}
+    limits: list[DeclaredLimit] = []  # the limits it enforces (its tasks declare)
+    holding: dict[str, int] = {}  # concurrency limit key -> runs of it running here now
     alive: bool = True  # set when read: seen within GONE_AFTER intervals
 
 

@@ -11,15 +11,18 @@ import os
 import socket
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable
 
 from scheduler import BackendError
 from scheduler.backends import Backend
 from scheduler.clock import to_datetime
+from scheduler.limit_view import declared_limits
 from scheduler.presence import KEPT_FOR, WorkerInfo
+from scheduler.registry import TaskRegistry
 from workers.config import WorkerConfig
 from workers.flow import Counters
-from workers.holdings import Holdings
+from workers.holdings import Holdings, Work
 
 log = logging.getLogger("tickwork.worker")
 
@@ -35,6 +38,7 @@ class Presence:
         counters: Counters,
         now_ms: Callable[[], int],
         has_async: bool,
+        registry: TaskRegistry,
     ) -> None:
         self._backend = backend
         self._config = config
@@ -46,10 +50,12 @@ class Presence:
         self.worker_id = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._host = host
         self._started_ms = now_ms()
+        self._limits = declared_limits(registry)
 
     def record(self) -> bytes:
         """This worker's record now."""
         config = self._config
+        works = self._holdings.all()
         info = WorkerInfo(
             id=self.worker_id,
             host=self._host,
@@ -61,8 +67,12 @@ class Presence:
             started_at=to_datetime(self._started_ms),
             last_seen=to_datetime(self._now_ms()),
             interval_s=config.registry_interval_s,
-            held=len(self._holdings.all()),
+            held=len(works),
             stats=self._counters.snapshot().as_dict(),
+            limits=self._limits,
+            holding=dict(
+                Counter(w.message.limit for w in works if w.started_ms and w.message.limit)
+            ),
         )
         return info.model_dump_json().encode()
 
@@ -83,3 +93,8 @@ class Presence:
             self._backend.put_worker(self.worker_id, self.record(), ttl_ms)
         except BackendError as err:
             log.warning("cannot write this worker's registry record: %s", err)
+
+
+def _running_limits(works: list[Work]) -> dict[str, int]:
+    """Concurrency limit key -> runs of it started here (they hold its slots)."""
+    return dict(Counter(w.message.limit for w in works if w.started_ms and w.message.limit))

@@ -136,7 +136,13 @@ class Worker:
         )
         self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
         self._presence = Presence(
-            self.backend, self.config, self._holdings, self._counters, self._now_ms, self._has_async
+            self.backend,
+            self.config,
+            self._holdings,
+            self._counters,
+            self._now_ms,
+            self._has_async,
+            app.registry,
         )
         self._activity = (
             ActivityLog(

@@ -108,6 +108,6 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         wait_for(lambda: "replayed 2 of 2 ticked" in driver.page_source, 10)
         assert app.backend.poison_list() == []
 
-        for page in ("/workers", "/message?key=daily-report", "/workflow"):
+        for page in ("/workers", "/limits", "/message?key=daily-report", "/workflow"):
             driver.get(base + page)
             assert "tickwork ·" in driver.title and "Traceback" not in driver.page_source

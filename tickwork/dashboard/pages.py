@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from scheduler import App, InvalidMessage, TickworkError
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
+from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
 from tickwork.dashboard.security import Access, Refused
@@ -44,6 +45,7 @@ def create_dashboard(app: App, access: Access | None = None) -> Starlette:
         Route("/schedules/{queue}/{key}/{verb:str}", act(views.schedule_action), methods=["POST"]),
         Route("/messages/{id}/{verb:str}", act(views.message_action), methods=["POST"]),
         *poison_routes(app, guard),
+        *limits_routes(app, guard),
     ]
     return Starlette(routes=routes)
 

@@ -1,0 +1,49 @@
+"""The queues-and-limits page: paused queues (resume them) and bounded queues; each
+concurrency and rate limit that a task declares, here or in a live worker, with how
+full each of its keys is now; and a look-up of one key of a limit per key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from scheduler import App
+from scheduler.limit_view import DeclaredLimit, declared_limits, limit_usage
+from tickwork.dashboard.plumbing import page
+from tickwork.dashboard.security import Access
+
+
+def limits_routes(app: App, access: Access) -> list[Route]:
+    """The limits page, guarded by ``access`` (its actions are the queues' own)."""
+    return [Route("/limits", page(access, "limits.html", lambda request: _gather(app, request)))]
+
+
+def _gather(app: App, request: Request) -> dict[str, Any]:
+    backend = app.backend
+    workers = [w for w in app.workers() if w.alive]
+    found: dict[tuple[str, str], DeclaredLimit] = {}
+    for limit in [*declared_limits(app.registry), *(d for w in workers for d in w.limits)]:
+        known = found.get((limit.kind, limit.name))
+        tasks = sorted({*(known.tasks if known else ()), *limit.tasks})
+        found[(limit.kind, limit.name)] = limit.model_copy(update={"tasks": tuple(tasks)})
+    limits = sorted(found.values(), key=lambda d: (d.kind, d.name))
+    held: dict[str, int] = {}
+    for worker in workers:
+        for key, count in worker.holding.items():
+            held[key] = held.get(key, 0) + count
+    name, value = request.query_params.get("limit") or "", request.query_params.get("value") or ""
+    asked = [f"{name}:{value}"] if name and value else []
+    bounds = backend.queue_bounds()
+    return {
+        "title": "Queues and limits",
+        "paused": backend.paused_queues(),
+        "bounds": sorted(bounds.items()),
+        "usage": limit_usage(backend, limits, held, asked),
+        "held": held,
+        "asked": asked[0] if asked else None,
+        "per_key_names": sorted({limit.name for limit in limits if limit.per_key}),
+        "lookup": {"limit": name, "value": value},
+        "done": request.query_params.get("done"),
+    }
