@@ -11,6 +11,7 @@ for by value."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -36,26 +37,40 @@ class DeclaredLimit(BaseModel):
 
 def declared_limits(registry: TaskRegistry) -> list[DeclaredLimit]:
     """Every limit the registered tasks declare, merged by (kind, name), sorted."""
-    found: dict[tuple[str, str], DeclaredLimit] = {}
+    found = []
     for task in registry.tasks.values():
         options = task.options
         per_key = options.limit_key is not None
+        tasks = (options.name,)
         if (limit := options.concurrency_limit) is not None:
-            _merge(found, DeclaredLimit(name=limit.name, kind="concurrency",
-                   amount=limit.capacity, per_key=per_key, tasks=(options.name,)))  # fmt: skip
+            found.append(
+                DeclaredLimit(
+                    name=limit.name, kind="concurrency", amount=limit.capacity,
+                    per_key=per_key, tasks=tasks,
+                )
+            )  # fmt: skip
         if (rate := options.rate_limit) is not None:
-            _merge(found, DeclaredLimit(name=rate.name, kind="rate", amount=rate.count,
-                   period_s=rate.period.total_seconds(), per_key=per_key,
-                   tasks=(options.name,)))  # fmt: skip
+            found.append(
+                DeclaredLimit(
+                    name=rate.name, kind="rate", amount=rate.count,
+                    period_s=rate.period.total_seconds(), per_key=per_key, tasks=tasks,
+                )
+            )  # fmt: skip
+    return merged(found)
+
+
+def merged(limits: Iterable[DeclaredLimit]) -> list[DeclaredLimit]:
+    """One limit per (kind, name) with the tasks of all (the first one's figures),
+    sorted: the same limit as several tasks, or several workers, declare it."""
+    found: dict[tuple[str, str], DeclaredLimit] = {}
+    for limit in limits:
+        known = found.get((limit.kind, limit.name))
+        if known is not None:
+            tasks = tuple(sorted({*known.tasks, *limit.tasks}))
+            per_key = known.per_key or limit.per_key
+            limit = known.model_copy(update={"tasks": tasks, "per_key": per_key})
+        found[(limit.kind, limit.name)] = limit
     return sorted(found.values(), key=lambda d: (d.kind, d.name))
-
-
-def _merge(found: dict[tuple[str, str], DeclaredLimit], limit: DeclaredLimit) -> None:
-    known = found.get((limit.kind, limit.name))
-    if known is not None:
-        tasks = tuple(sorted({*known.tasks, *limit.tasks}))
-        limit = known.model_copy(update={"tasks": tasks, "per_key": known.per_key or limit.per_key})
-    found[(limit.kind, limit.name)] = limit
 
 
 @dataclass(frozen=True, slots=True)

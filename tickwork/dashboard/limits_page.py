@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from scheduler import App
-from scheduler.limit_view import DeclaredLimit, declared_limits, limit_usage
+from scheduler.limit_view import declared_limits, limit_usage, merged
 from tickwork.dashboard.plumbing import page
 from tickwork.dashboard.security import Access
 
@@ -23,12 +23,7 @@ def limits_routes(app: App, access: Access) -> list[Route]:
 def _gather(app: App, request: Request) -> dict[str, Any]:
     backend = app.backend
     workers = [w for w in app.workers() if w.alive]
-    found: dict[tuple[str, str], DeclaredLimit] = {}
-    for limit in [*declared_limits(app.registry), *(d for w in workers for d in w.limits)]:
-        known = found.get((limit.kind, limit.name))
-        tasks = sorted({*(known.tasks if known else ()), *limit.tasks})
-        found[(limit.kind, limit.name)] = limit.model_copy(update={"tasks": tuple(tasks)})
-    limits = sorted(found.values(), key=lambda d: (d.kind, d.name))
+    limits = merged([*declared_limits(app.registry), *(d for w in workers for d in w.limits)])
     held: dict[str, int] = {}
     for worker in workers:
         for key, count in worker.holding.items():
