@@ -185,6 +185,33 @@ def test_a_backfill_from_the_page_reads_times_in_the_schedules_zone(sqlite_app: 
     assert "error: backfill needs a start and an end time" in bad.text
 
 
+def test_mounted_under_a_prefix_its_links_and_actions_stay_under_it(sqlite_app: App) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    app = sqlite_app
+
+    @app.task
+    def tick() -> None: ...
+
+    app.enqueue(Call(tick.name, key="every-hour", trigger=Repeating(interval=timedelta(hours=1))))
+    host = Starlette(routes=[Mount("/ops/tickwork", app=create_dashboard(app))])
+    client = TestClient(host)
+    page = client.get("/ops/tickwork/schedules")
+    assert page.status_code == 200 and "every-hour" in page.text
+    assert 'href="/ops/tickwork/limits"' in page.text and 'href="/limits"' not in page.text
+    assert 'class="here">Schedules' in page.text.replace('href="/ops/tickwork/schedules" ', "")
+    pause = "/ops/tickwork/schedules/default/every-hour/pause"
+    assert f'action="{pause}"' in page.text
+    done = client.post(pause, data={"csrf": _csrf(page.text), "next": "/ops/tickwork/schedules"})
+    assert done.url.path == "/ops/tickwork/schedules" and "paused every-hour" in done.text
+    # a next page outside the mount is not followed: back to the dashboard's own root
+    elsewhere = client.post(
+        "/ops/tickwork/queues/default/pause", data={"csrf": _csrf(page.text), "next": "/admin"}
+    )
+    assert elsewhere.url.path == "/ops/tickwork/" and "paused default" in elsewhere.text
+
+
 def test_a_workflow_page_shows_a_batch(seeded: tuple[App, str]) -> None:
     app, handle = seeded
     client = TestClient(create_dashboard(app))

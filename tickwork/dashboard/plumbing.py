@@ -51,7 +51,15 @@ def page(access: Access, template: str, gather: Gather) -> Handler:
             return refusal(refused)
         context = await run_in_threadpool(gather, request)
         token = csrf_token(request)
-        context.update(csrf=token, read_only=access.read_only, path=request.url.path)
+        root = str(request.scope.get("root_path", ""))  # where it is mounted ("": at /)
+        path = request.url.path
+        context.update(
+            csrf=token,
+            read_only=access.read_only,
+            path=path,  # the whole path: where an action comes back to
+            root=root,  # every link and form starts with it
+            here=path.removeprefix(root) or "/",  # the page, as the navigation names it
+        )
         response = TEMPLATES.TemplateResponse(request, template, context)
         response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
         return response
@@ -72,9 +80,10 @@ def action(access: Access, act: Act) -> Handler:
             return refusal(refused)
         except TickworkError as err:
             done = f"error: {err}"
-        back = form.get("next", "/")
-        if not back.startswith("/") or back.startswith("//"):
-            back = "/"  # only pages of this dashboard
+        root = str(request.scope.get("root_path", ""))
+        back = form.get("next", "")
+        if not back.startswith(f"{root}/") or back.startswith("//"):
+            back = f"{root}/"  # only pages of this dashboard
         separator = "&" if "?" in back else "?"
         return RedirectResponse(f"{back}{separator}done={quote(done[:300])}", status_code=303)
 
