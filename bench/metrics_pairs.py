@@ -27,6 +27,9 @@ OFF = {"activity_interval_s": 0}
 
 
 def pairs(url: str, count: int, rounds: int, feature: str) -> dict[str, Any]:
+    def run(**options: Any) -> float:
+        return float(end_to_end(url, count, 8, None, 100, **{**OFF, **options})["per_second"])
+
     return {
         "backend": url.split("://")[0],
         "messages": count,
@@ -34,11 +37,9 @@ def pairs(url: str, count: int, rounds: int, feature: str) -> dict[str, Any]:
         **alternate(
             rounds,
             f"no_{feature}",
-            lambda: end_to_end(url, count, 8, None, 100, activity_interval_s=0)["per_second"],
+            run,
             feature,
-            lambda: end_to_end(url, count, 8, None, 100, **{**OFF, **FEATURES[feature]})[
-                "per_second"
-            ],
+            lambda: run(**FEATURES[feature]),
         ),
     }
 

@@ -1,4 +1,4 @@
-"""The limits as an operator sees them (``App.limits``, the dashboard's limits page):
+"""The limits as an operator sees them (the dashboard's limits page):
 each concurrency and rate limit that a task declares, here or in a live worker (every
 worker publishes the limits it enforces in its registry record, so a dashboard started
 without the tasks' module still sees them), how full it is now, and each limit key a
@@ -94,7 +94,8 @@ def limit_usage(
 ) -> list[LimitUsage]:
     """Each limit with the usage of its keys: its name for a limit without a limit key;
     for one per key, the keys in ``held`` (limit keys of running messages) and ``asked``
-    (keys ``NAME:VALUE`` someone looked up). Two backend calls per kind, at most."""
+    (keys ``NAME:VALUE`` someone looked up). One backend call for every concurrency limit
+    together, and one per rate limit (each has its own period)."""
     wanted: dict[DeclaredLimit, list[str]] = {}
     for limit in limits:
         prefix = f"{limit.name}:"

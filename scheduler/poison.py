@@ -7,7 +7,6 @@ queue is handled a slice at a time (the next action takes the next slice)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from scheduler.backends import Backend, PoisonRecord
@@ -16,7 +15,6 @@ from scheduler.message import Message
 
 #: the most records one filtered replay or purge takes
 MAX_SELECTED = 10_000
-_TASK = re.compile(rb'"task"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def task_of(record: PoisonRecord) -> str | None:
@@ -24,8 +22,7 @@ def task_of(record: PoisonRecord) -> str | None:
     try:
         return Message.decode(record.envelope.body).task
     except TickworkError:
-        found = _TASK.search(record.envelope.body)  # a message whose arguments no longer fit
-        return found[1].decode("utf-8", "replace") if found else None
+        return None
 
 
 @dataclass(frozen=True, slots=True)

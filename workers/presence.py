@@ -70,9 +70,7 @@ class Presence:
             held=len(works),
             stats=self._counters.snapshot().as_dict(),
             limits=self._limits,
-            holding=dict(
-                Counter(w.message.limit for w in works if w.started_ms and w.message.limit)
-            ),
+            holding=_running_limits(works),
         )
         return info.model_dump_json().encode()
 

@@ -61,14 +61,14 @@ class _Views:
         or of the one ``?chart=`` names."""
         stats = self.app.backend.stats()
         shown = request.query_params.get("chart") or None
-        names = [q.queue for q in stats]
-        activity = self.app.activity(60) if shown not in names else self.app.activity(60, shown)
-        minutes = activity.queues[shown] if shown in names else activity.total
+        if shown not in {q.queue for q in stats}:
+            shown = None
+        minutes = self.app.activity(60, shown).total
         return {
             "title": "Queues",
             "queues": stats,
             "done": request.query_params.get("done"),
-            "chart_queue": shown if shown in names else None,
+            "chart_queue": shown,
             "throughput": throughput_chart(minutes),
             "lateness": lateness_chart(minutes),
             "last_hour": sum(m.finished for m in minutes),

@@ -43,7 +43,8 @@ class _PoisonViews:
 
     def page(self, request: Request) -> dict[str, Any]:
         chosen = _filter(request.query_params)
-        records = poisoned.select(self.app.backend, chosen, SHOWN if chosen.empty else SHOWN * 50)
+        limit = SHOWN if chosen.empty else poisoned.MAX_SELECTED  # what an action would take
+        records = poisoned.select(self.app.backend, chosen, limit)
         rows = [(r, to_datetime(r.failed_at_ms), poisoned.task_of(r)) for r in records[:SHOWN]]
         queues = [s for s in self.app.backend.stats() if s.poison]
         return {

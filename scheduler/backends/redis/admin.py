@@ -106,11 +106,10 @@ class RedisAdmin(RedisShards):
     def poison_purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
         purged = 0
         for name in [queue] if queue is not None else self.queues():
-            if ids is not None:
-                for shard in range(self.shard_count(name)):
-                    purged += int(self._run("poison_delete", name, shard, list(ids)))
-                continue
             for shard in range(self.shard_count(name)):
+                if ids is not None:
+                    purged += int(self._run("poison_delete", name, shard, list(ids)))
+                    continue
                 keys = self._shard_keys(name, shard)
                 purged += int(self._call(self._client.zcard, keys[10]))
                 for key in keys[8:11]:
