@@ -89,3 +89,8 @@ class BackendError(TickworkError):
 
 class BackendUnavailable(BackendError):
     """The storage cannot be reached; retrying later may succeed."""
+
+
+class ReplicaTimeout(BackendUnavailable):
+    """A Redis write is applied on the master but fewer replicas than ``wait_replicas``
+    acknowledged it in time: a failover now could lose it."""

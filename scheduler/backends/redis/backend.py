@@ -70,6 +70,8 @@ class RedisBackend(
             cluster=cluster,
             description=where,
             sweep=options.sweep,
+            wait_replicas=options.wait_replicas,
+            wait_timeout_ms=options.wait_timeout_ms,
         )
 
     def enqueue(

@@ -1,7 +1,8 @@
 """Redis URL options and connecting.
 
 ``redis://[user:password@]host:6379/0?shards=1&prefix=tw``; ``rediss://`` for TLS;
-``redis+cluster://host:7000,host:7001`` for Redis Cluster (a startup node list).
+``redis+cluster://host:7000,host:7001`` for Redis Cluster (a startup node list);
+``wait_replicas=N`` makes every acknowledged write wait for N replicas (``replicas.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ class RedisOptions(UrlOptions):
     sweep: int = Field(
         default=1000, ge=1, description="expired leases and due messages moved per claim, at most"
     )
+    wait_replicas: int = Field(
+        default=0, ge=0, description="replicas that must acknowledge a write before it returns"
+    )
+    wait_timeout_ms: int = Field(
+        default=1000, ge=1, description="how long a write waits for its replicas"
+    )
     # passed to redis-py
     socket_timeout: float = Field(default=10.0, gt=0)
     socket_connect_timeout: float = Field(default=5.0, gt=0)
@@ -41,7 +48,7 @@ class RedisOptions(UrlOptions):
 
     def client_options(self) -> dict[str, Any]:
         """The redis-py keyword arguments these options set."""
-        ours = {"shards", "prefix", "sweep"}
+        ours = {"shards", "prefix", "sweep", "wait_replicas", "wait_timeout_ms"}
         return {
             name: value
             for name, value in self.model_dump().items()

@@ -22,6 +22,7 @@ from redis.exceptions import NoScriptError
 from scheduler.backends.base import Claim, Envelope, State, StoredMessage
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.redis.options import unreachable
+from scheduler.backends.redis.replicas import WAITED, ReplicaWait
 from scheduler.backends.redis.scripts import SHARD_KEYS, decode_record, load_scripts
 from scheduler.errors import BackendError, ConfigurationError
 from scheduler.ids import stable_shard
@@ -45,6 +46,8 @@ class RedisShards:
         cluster: bool = False,
         description: str = "redis",
         sweep: int = 1000,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
     ) -> None:
         if shards < 1:
             raise ConfigurationError("shards must be at least 1")
@@ -62,6 +65,18 @@ class RedisShards:
         self._scripts: dict[str, Script] = {
             name: client.register_script(source) for name, source in load_scripts().items()
         }
+        self._waiter = (
+            ReplicaWait(
+                client,
+                self._scripts,
+                replicas=wait_replicas,
+                timeout_ms=wait_timeout_ms,
+                cluster=cluster,
+                description=description,
+            )
+            if wait_replicas > 0
+            else None
+        )
         self._call(client.ping)
 
     # -- plumbing ------------------------------------------------------------------------
@@ -113,6 +128,8 @@ class RedisShards:
         return stable_shard(key if key is not None else chain_root(message_id), count)
 
     def _run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
+        if self._waiter is not None and name in WAITED:
+            return self._run_scripts([(name, self._shard_keys(queue, shard), list(args))])[0]
         return self._call(self._scripts[name], keys=self._shard_keys(queue, shard), args=list(args))
 
     def _run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
@@ -129,9 +146,12 @@ class RedisShards:
         The pipeline sends ``EVALSHA`` itself: redis-py's own script pipelining first asks
         the server whether the scripts exist, a second round trip on every call. Calls a
         server answers with ``NOSCRIPT`` (it restarted and lost them) are sent again, and
-        only those, once the scripts are loaded."""
+        only those, once the scripts are loaded. With ``wait_replicas``, calls that write
+        what a caller is told is done wait for the replicas (``replicas.py``)."""
         if not calls:
             return []
+        if self._waiter is not None and any(name in WAITED for name, _, _ in calls):
+            return self._call(self._waiter.run, calls)
         if self._cluster or len(calls) == 1:
             return [
                 self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
