@@ -52,10 +52,11 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         ),
     }
     waited = _with(url, WAIT)
-    return {
-        name: alternate(args.pairs, "no_wait", lambda f=f: f(url), "wait", lambda f=f: f(waited))
-        for name, f in figures.items()
-    }
+    return {name: _paired(args.pairs, f, url, waited) for name, f in figures.items()}
+
+
+def _paired(pairs: int, figure: Callable[[str], float], url: str, waited: str) -> dict[str, Any]:
+    return alternate(pairs, "no_wait", lambda: figure(url), "wait", lambda: figure(waited))
 
 
 def _replicas_linked(ports: list[int], replicas: int) -> bool:

@@ -121,7 +121,7 @@ def test_a_write_no_replica_acknowledges_is_one_clear_error(replicated: Replicat
     assert replica.process is not None
     replica.process.send_signal(signal.SIGSTOP)
     try:
-        with pytest.raises(ReplicaTimeout, match="applied on Redis .* but 0 of 1 replica"):
+        with pytest.raises(ReplicaTimeout, match=r"applied on Redis .* but 0 of 1 replica"):
             waited.delay()
         written = unwaited.delay()  # no wait: the master's word is enough
         assert plain.get(id=written) is not None
