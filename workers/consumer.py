@@ -195,6 +195,9 @@ class Consumer:
     def accept(self, claim: Claim) -> Work | None:
         """Take ownership of a claim (it holds a permit): decode it, then park it, or
         return it to be run now."""
+        if claim.malformed is not None:
+            self._settler.poison_now(claim, Failure("undecodable", "DecodeError", claim.malformed))
+            return None
         try:
             message = Message.decode(claim.body)
         except DecodeError as err:

@@ -78,7 +78,10 @@ class Envelope(NamedTuple):
 
 
 class Claim(NamedTuple):
-    """A leased message. ``token`` fences every later transition of this lease."""
+    """A leased message. ``token`` fences every later transition of this lease.
+    ``malformed`` says what is wrong with a stored record that is not a message (written
+    below the interface: a column of the wrong type, a missing value); the worker
+    poisons such a claim as undecodable, its body kept as stored."""
 
     id: str
     queue: str
@@ -89,6 +92,7 @@ class Claim(NamedTuple):
     due_ms: int
     deadline_ms: int
     timeout_ms: int
+    malformed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,3 +156,51 @@ def test_a_malformed_record_in_redis_is_poisoned_and_loses_nothing_around_it(
     (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == f"bad-{run}-0"]
     assert poisoned.failure.reason == "undecodable"
     app.close()
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("priority", "'high'"),
+        ("due_ms", "'soon'"),
+        ("timeout_ms", "'long'"),
+        ("timeout_ms", "-5"),
+        ("key", "x'00ff'"),  # a BLOB (42 would be stored as the text '42')
+        ("body", "3.5"),
+        ("body", "CAST(body AS TEXT)"),  # the message itself, as TEXT: it runs
+    ],
+)
+def test_a_malformed_row_in_sqlite_is_poisoned_and_loses_nothing_around_it(
+    column: str, value: str, tmp_path: Path
+) -> None:
+    """A row changed below the backend's interface (SQLite stores any type in any
+    column): the claim that meets it still leases the rest, and the worker poisons it
+    as undecodable, saying which column holds what, its body kept as stored."""
+    import sqlite3
+
+    url = backend_url("sqlite", tmp_path)
+    app = App(url)
+    _, good = _tasks(app)
+    run = uuid.uuid4().hex[:8]
+    goods = [f"{run}-{n}" for n in range(20)]
+    for n in goods[:10]:
+        good.delay(n)
+    bad = good.delay(f"{run}-bad")
+    for n in goods[10:]:
+        good.delay(n)
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        db.execute(f"UPDATE messages SET {column} = {value} WHERE id = ?", (bad,))
+    runs = column == "body" and value.startswith("CAST")
+    with running(app) as worker:
+        wait_for(lambda: len(_ran(run)) == 20 + runs and _poisoned_id(app, bad) != runs, 30)
+        assert not worker.stopping
+    assert _ran(run) == sorted(goods + [f"{run}-bad"] * runs)  # each ran once
+    if not runs:
+        (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == bad]
+        assert poisoned.failure.reason == "undecodable"
+        assert poisoned.failure.message.startswith(f"malformed row: {column} holds ")
+    app.close()
+
+
+def _poisoned_id(app: App, message_id: str) -> bool:
+    return any(r.envelope.id == message_id for r in app.backend.poison_list(limit=1000))

@@ -33,6 +33,7 @@ from scheduler.backends.sqlite.producing import SQLiteProducing
 from scheduler.backends.sqlite.rates import SQLiteRates
 from scheduler.backends.sqlite.registry import SQLiteRegistry
 from scheduler.backends.sqlite.results import SQLiteResults
+from scheduler.backends.sqlite.rows import DEADLINE, RETURNED, SOUND, claim_of, order
 from scheduler.clock import Clock
 from scheduler.errors import ConfigurationError
 
@@ -133,20 +134,17 @@ class SQLiteBackend(
             rows = (
                 db.execute(
                     "UPDATE messages SET state = 2, token = ?, attempt = attempt + 1, "
-                    "at_ms = MAX(?, due_ms) + timeout_ms WHERE rowid IN ("
+                    f"at_ms = {DEADLINE} WHERE rowid IN ("
                     "SELECT rowid FROM messages WHERE queue = ? AND state = 1 "
                     "ORDER BY priority DESC, at_ms LIMIT ?) "
-                    "RETURNING id, key, body, attempt, due_ms, at_ms, timeout_ms, priority",
-                    (token, now, queue, limit),
+                    f"RETURNING {RETURNED}, {SOUND}",
+                    (token, now, now, queue, limit),
                 ).fetchall()
                 if limit > 0
                 else []
             )
-            rows.sort(key=lambda r: (-r[7], r[4]))  # RETURNING order is unspecified
-            claims = [
-                Claim(message_id, queue, key, body, token, attempt, due_ms, deadline, timeout_ms)
-                for message_id, key, body, attempt, due_ms, deadline, timeout_ms, _ in rows
-            ]
+            rows.sort(key=order)  # RETURNING order is unspecified
+            claims = [claim_of(row, queue, token) for row in rows]
             self._count(db, queue, "claimed", len(claims))
             next_due = None
             if not claims:
