@@ -204,3 +204,53 @@ def test_a_malformed_row_in_sqlite_is_poisoned_and_loses_nothing_around_it(
 
 def _poisoned_id(app: App, message_id: str) -> bool:
     return any(r.envelope.id == message_id for r in app.backend.poison_list(limit=1000))
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "says"),
+    [
+        ("priority", None, "priority is null"),
+        ("due_ms", None, "due_ms is null"),
+        ("timeout_ms", None, "timeout_ms is null"),
+        ("timeout_ms", -5, "timeout_ms holds -5"),
+        ("body", None, "body is null"),
+    ],
+)
+def test_a_malformed_row_in_cassandra_is_poisoned_and_loses_nothing_around_it(
+    column: str, value: int | None, says: str, tmp_path: Path
+) -> None:
+    """A pending row changed below the backend's interface (Cassandra has no NOT NULL):
+    the claim that meets it still leases the rest, and the worker poisons it as
+    undecodable, saying what is wrong."""
+    from scheduler.backends.cassandra import CassandraBackend
+
+    app = App(backend_url("cassandra", tmp_path))
+    backend = app.backend
+    assert isinstance(backend, CassandraBackend)
+    _, good = _tasks(app)
+    run = uuid.uuid4().hex[:8]
+    goods = [f"{run}-{n}" for n in range(20)]
+    for n in goods[:10]:
+        good.delay(n)
+    bad = good.delay(f"{run}-bad")
+    for n in goods[10:]:
+        good.delay(n)
+    session, keyspace = backend._session, backend._ks  # below the interface (None is null)
+    (where,) = session.execute(
+        f"SELECT bucket, shard, ready_ms FROM {keyspace}.message_index "
+        "WHERE queue = %s AND id = %s",
+        ("default", str(bad)),
+    )
+    session.execute(
+        f"UPDATE {keyspace}.queue_messages SET {column} = %s WHERE queue = %s AND bucket = %s "
+        "AND shard = %s AND ready_ms = %s AND id = %s",
+        (value, "default", where.bucket, where.shard, where.ready_ms, str(bad)),
+    )
+    with running(app) as worker:
+        wait_for(lambda: len(_ran(run)) == 20 and _poisoned_id(app, bad), 60)
+        assert not worker.stopping
+    assert _ran(run) == sorted(goods)  # each ran once, and the bad one did not
+    (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == bad]
+    assert poisoned.failure.reason == "undecodable"
+    assert poisoned.failure.message == f"malformed row: {says}"
+    app.close()

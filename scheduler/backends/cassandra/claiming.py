@@ -33,10 +33,24 @@ _BUSY_RETRY_MS = 50  # a shard locked by another consumer is worth a look this s
 _AGED_MS = 10_000  # a row due this long is claimed even if higher priorities wait
 
 
+_FALLBACK_TIMEOUT_MS = 60_000  # the lease of a row whose timeout is null or not positive
+
+
+def _malformed(row: Any) -> str | None:
+    """What is wrong with a pending row's columns (written below the interface), if
+    anything: Cassandra has no NOT NULL, so a foreign write can leave any of them out."""
+    required = ("priority", "due_ms", "timeout_ms", "body")
+    wrong = [f"{name} is null" for name in required if getattr(row, name) is None]
+    if row.timeout_ms is not None and row.timeout_ms <= 0:
+        wrong.append(f"timeout_ms holds {row.timeout_ms}")
+    return "malformed row: " + "; ".join(wrong) if wrong else None
+
+
 def _claim_delete_ts(fence: int, row: Any) -> int:
     """The timestamp that deletes a claimed pending row: above the fence, and above the
-    row's own write, which a producer may have stamped after the fence was taken."""
-    return max(fence + CLAIM_DELETE, int(row.written) + 1)
+    row's own write, which a producer may have stamped after the fence was taken (unknown
+    for a malformed row without a body: then the fence alone)."""
+    return max(fence + CLAIM_DELETE, int(row.written or 0) + 1)
 
 
 class CassandraClaiming(CassandraShardLock):
@@ -101,7 +115,8 @@ class CassandraClaiming(CassandraShardLock):
         rows, seen = self._read_between(
             queue, shard, state.read, (now + lookahead_ms, END_ID), window
         )
-        candidates = sorted(late + rows, key=lambda r: (-r.priority, r.ready_ms, r.id))[:limit]
+        candidates = sorted(late + rows, key=lambda r: (-(r.priority or 0), r.ready_ms, r.id))
+        candidates = candidates[:limit]
         oldest = rows[0] if rows else None
         if (
             candidates
@@ -125,8 +140,8 @@ class CassandraClaiming(CassandraShardLock):
                 claim = self._lease_writes(
                     batches.current, queue, state.fence, shard, row, leased_at
                 )
-                claims.append((row.priority, claim))
-            batches.added(len(row.body))
+                claims.append((row.priority or 0, claim))
+            batches.added(len(row.body or b""))
         self._execute_many(batches.all())
         consumed = {row.id for row in candidates}
         read = advanced_position(state.read, rows, consumed, seen, (now - READ_MARGIN_MS, END_ID))
@@ -153,7 +168,17 @@ class CassandraClaiming(CassandraShardLock):
     def _lease_writes(
         self, batch: BatchStatement, queue: str, fence: int, shard: int, row: Any, now: int
     ) -> Claim:
-        """Add the writes that move a pending row to a lease; returns the claim."""
+        """Add the writes that move a pending row to a lease; returns the claim. A row
+        written below the interface with a null or impossible column is leased with
+        stand-in values and claimed as malformed (the worker poisons it)."""
+        malformed = _malformed(row)
+        if malformed is not None:
+            row = row._replace(
+                priority=row.priority or 0,
+                due_ms=row.ready_ms if row.due_ms is None else row.due_ms,
+                timeout_ms=_FALLBACK_TIMEOUT_MS,
+                body=row.body or b"",
+            )
         deadline = max(now, row.ready_ms) + row.timeout_ms
         attempt = (row.attempt or 0) + 1
         token = str(fence)
@@ -192,7 +217,16 @@ class CassandraClaiming(CassandraShardLock):
             (queue, shard, self._bucket(queue, deadline), deadline, row.id, fence + CLAIM_WRITE),
         )
         return Claim(
-            row.id, queue, row.key, row.body, token, attempt, row.due_ms, deadline, row.timeout_ms
+            row.id,
+            queue,
+            row.key,
+            row.body,
+            token,
+            attempt,
+            row.due_ms,
+            deadline,
+            row.timeout_ms,
+            malformed,
         )
 
     def _expire(self, queue: str, shard: int, state: ShardState) -> tuple[int, ShardState]:
