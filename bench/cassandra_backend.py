@@ -20,7 +20,7 @@ from typing import Any
 from bench.common import report
 from scheduler import open_backend
 from scheduler.backends import Backend, Envelope, OnConflict
-from tests.support.servers import CassandraNode
+from tests.support.cassandra_servers import CassandraNode
 
 
 def _run(backend: Backend, messages: int, batch: int, keyed: bool, queue: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.common import report
 from bench.engine import bulk_enqueue, claim_latency, end_to_end, lateness
-from tests.support.servers import CassandraNode
+from tests.support.cassandra_servers import CassandraNode
 
 
 def main() -> None:

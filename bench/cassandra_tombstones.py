@@ -26,7 +26,7 @@ from bench.common import report, summary_ms
 from scheduler import open_backend
 from scheduler.backends import Envelope
 from scheduler.backends.cassandra import CassandraBackend
-from tests.support.servers import CassandraNode
+from tests.support.cassandra_servers import CassandraNode
 
 QUEUE = "q"
 TABLES = ("queue_messages", "lease_deadlines", "leases", "message_index")

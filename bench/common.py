@@ -82,7 +82,7 @@ def on_sqlite_and_redis(
 
 def on_cassandra(measure: Callable[[str], Any], extra: dict[str, Any], out: Path | None) -> None:
     """``measure(url)`` on a Cassandra node started here (as the tests do)."""
-    from tests.support.servers import CassandraNode
+    from tests.support.cassandra_servers import CassandraNode
 
     node = CassandraNode()
     try:

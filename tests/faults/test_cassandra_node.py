@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, BackendError, BackendUnavailable
+from tests.support.cassandra_servers import CassandraNode
 from tests.support.helpers import run_one_task, start_record_worker, stop_workers, wait_until
-from tests.support.servers import CassandraNode
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.loop_tasks"

@@ -335,3 +335,17 @@ def test_a_schedule_listing_follows_a_chain_acked_between_its_reads() -> None:
         assert [m.envelope.id for m in listed] == ["c.1"]
     finally:
         backend.close()
+
+
+def test_a_failed_concurrent_read_is_a_backend_error() -> None:
+    """Reads run concurrently (the driver's ``execute_concurrent``) raised the driver's
+    own exception on a failure, which callers that catch ``BackendError`` (a producer,
+    the worker's loops) did not expect; a table gone under the backend shows it."""
+    backend = open_backend(url())
+    assert isinstance(backend, CassandraBackend)
+    now = backend.now_ms()
+    backend.enqueue([Envelope("m1", "q", None, 0, now, 60_000, b"x")])
+    backend._session.execute(f"DROP TABLE {backend._ks}.message_index")
+    with pytest.raises(BackendError, match="Cassandra error"):
+        backend.enqueue([Envelope("m2", "q", None, 0, now, 60_000, b"x")])
+    backend.close()

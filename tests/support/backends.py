@@ -17,7 +17,8 @@ from pathlib import Path
 
 from scheduler import Backend, open_backend
 from scheduler.clock import ManualClock
-from tests.support.servers import CassandraNode, RedisClusterServers, RedisServer
+from tests.support.cassandra_servers import CassandraNode
+from tests.support.servers import RedisClusterServers, RedisServer
 
 BACKEND_NAMES = ["sqlite", "redis", "redis-cluster", "cassandra"]
 #: the embedded backend and a sharded server: for integration tests of logic above the

@@ -183,6 +183,8 @@ class CassandraConnection:
             )
         except NoHostAvailable as err:
             raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
+        except Exception as err:  # the first failure, raised as the driver's own error
+            raise BackendError(f"Cassandra error: {err}") from err
         found = []
         for ok, result in results:
             if not ok:

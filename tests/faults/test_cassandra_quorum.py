@@ -1,0 +1,130 @@
+"""Three Cassandra nodes on loopback addresses of their own, a keyspace with
+replication 3 written and read at QUORUM: one node is SIGKILLed while two workers run
+and a producer enqueues, stays down for a while, and is started again. QUORUM is two of
+three, so writes, reads and the shard locks' lightweight transactions go on without it:
+nothing acknowledged is lost, the work goes on while it is down, and the measured
+figures (refused enqueues, runs twice) go to ``failover.jsonl``. ``make faults`` only
+(three nodes take about three minutes to start here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler import App, BackendError
+from tests.support.cassandra_servers import CassandraCluster
+from tests.support.helpers import start_record_worker, stop_workers, wait_until
+
+FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
+MODULE = "tests.support.loop_tasks"
+DOWN_S = 15
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not FULL, reason="three Cassandra nodes: make faults only"),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CassandraCluster]:
+    started = CassandraCluster(3, tmp_path_factory.mktemp("cluster"))
+    yield started
+    started.stop()
+
+
+def test_losing_one_node_of_three_under_quorum_loses_nothing(
+    cluster: CassandraCluster, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    from tests.support.loop_tasks import app, job
+
+    address = (
+        f"cassandra://{cluster.hosts}/q{uuid.uuid4().hex[:8]}"
+        "?consistency=QUORUM&replication_factor=3"
+    )
+    first = App(address)
+    first.backend.now_ms()  # the keyspace and its tables exist before the workers start
+    first.close()
+    app.use_backend(address)
+    runs = tmp_path / "runs.txt"
+    env = {**clean_env, "TICKWORK_BACKEND": address, "TICKWORK_TEST_RUNS": str(runs)}
+    assert app.enqueue_many(job.call(n) for n in range(300)).enqueued == 300
+    acknowledged: dict[int, float] = dict.fromkeys(range(300), time.monotonic())
+    refused: dict[int, float] = {}
+    stop = threading.Event()
+
+    def produce() -> None:
+        n = 10_000
+        while not stop.is_set():
+            try:
+                job.delay(n)
+                acknowledged[n] = time.monotonic()
+            except BackendError:
+                refused[n] = time.monotonic()
+                time.sleep(0.2)
+            n += 1
+            time.sleep(0.02)
+
+    victim = cluster.nodes[2]
+    workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        assert wait_until(lambda: len(_jobs(runs)) >= 100, 180), "the workers never ran"
+        killed_at = time.monotonic()
+        ran_before = len(_jobs(runs))
+        victim.kill()
+        time.sleep(DOWN_S)
+        ran_while_down = len(_jobs(runs)) - ran_before
+        restarted_at = time.monotonic()
+        victim.start()
+        back_at = time.monotonic()
+        time.sleep(3)
+        stop.set()
+        producer.join(60)
+        assert wait_until(lambda: set(acknowledged) <= set(_jobs(runs)), 240), "lost"
+    finally:
+        stop.set()
+        stop_workers(workers)
+        app.close()
+    counts = Counter(_jobs(runs))
+    down = [n for n, at in acknowledged.items() if killed_at <= at <= restarted_at]
+    result = {
+        "test": "cassandra_quorum_node_lost",
+        "nodes": 3,
+        "replication_factor": 3,
+        "consistency": "QUORUM",
+        "down_s": DOWN_S,
+        "acknowledged": len(acknowledged),
+        "acknowledged_while_down": len(down),
+        "refused": len(refused),
+        "refused_while_down": sum(killed_at <= at <= restarted_at for at in refused.values()),
+        "ran_while_down": ran_while_down,
+        "lost_acknowledged": len(set(acknowledged) - set(counts)),
+        "ran_twice": sum(count > 1 for count in counts.values()),
+        "restart_s": round(back_at - restarted_at, 1),
+    }
+    print(json.dumps(result))
+    out = os.environ.get("TICKWORK_FAULTS_OUT")
+    if out:
+        with Path(out).with_name("failover.jsonl").open("a") as results:
+            results.write(json.dumps(result) + "\n")
+    assert result["lost_acknowledged"] == 0, result
+    assert down and ran_while_down > 0, f"the work stopped with one node of three down: {result}"
+    assert set(counts) - set(acknowledged) <= set(refused), "ran what was never enqueued"
+    assert sum(count - 1 for count in counts.values()) <= 2 * 12, "duplicates past the held"
+
+
+def _jobs(runs: Path) -> list[int]:
+    if not runs.exists():
+        return []
+    return [
+        int(line.split()[1]) for line in runs.read_text().splitlines() if line.startswith("job ")
+    ]
