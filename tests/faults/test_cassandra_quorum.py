@@ -25,7 +25,7 @@ from tests.support.helpers import start_record_worker, stop_workers, wait_until
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.loop_tasks"
-DOWN_S = 15
+DOWN_S = 45  # the survivors' failure detector convicts the dead node in about 10-20 s
 
 pytestmark = [
     pytest.mark.slow,
@@ -81,7 +81,9 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
         killed_at = time.monotonic()
         ran_before = len(_jobs(runs))
         victim.kill()
-        time.sleep(DOWN_S)
+        time.sleep(DOWN_S / 2)
+        ran_in_first_half = len(_jobs(runs)) - ran_before
+        time.sleep(DOWN_S / 2)
         ran_while_down = len(_jobs(runs)) - ran_before
         restarted_at = time.monotonic()
         victim.start()
@@ -96,6 +98,8 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
         app.close()
     counts = Counter(_jobs(runs))
     down = [n for n, at in acknowledged.items() if killed_at <= at <= restarted_at]
+    second_half = [at for at in acknowledged.values() if killed_at + DOWN_S / 2 <= at]
+    second_half = [at for at in second_half if at <= restarted_at]
     result = {
         "test": "cassandra_quorum_node_lost",
         "nodes": 3,
@@ -107,6 +111,8 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
         "refused": len(refused),
         "refused_while_down": sum(killed_at <= at <= restarted_at for at in refused.values()),
         "ran_while_down": ran_while_down,
+        "ran_in_first_half": ran_in_first_half,
+        "acknowledged_in_second_half": len(second_half),
         "lost_acknowledged": len(set(acknowledged) - set(counts)),
         "ran_twice": sum(count > 1 for count in counts.values()),
         "restart_s": round(back_at - restarted_at, 1),
@@ -117,7 +123,8 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
         with Path(out).with_name("failover.jsonl").open("a") as results:
             results.write(json.dumps(result) + "\n")
     assert result["lost_acknowledged"] == 0, result
-    assert down and ran_while_down > 0, f"the work stopped with one node of three down: {result}"
+    # once the survivors convict the dead node, logged batches and QUORUM go on without it
+    assert second_half and ran_while_down > ran_in_first_half, f"stopped with 2 of 3 up: {result}"
     assert set(counts) - set(acknowledged) <= set(refused), "ran what was never enqueued"
     assert sum(count - 1 for count in counts.values()) <= 2 * 12, "duplicates past the held"
 
