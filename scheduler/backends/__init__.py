@@ -36,6 +36,7 @@ _SCHEMES: dict[str, tuple[str, str, str | None]] = {
     "redis": ("scheduler.backends.redis", "RedisBackend", "redis"),
     "rediss": ("scheduler.backends.redis", "RedisBackend", "redis"),
     "redis+cluster": ("scheduler.backends.redis", "RedisBackend", "redis"),
+    "rediss+cluster": ("scheduler.backends.redis", "RedisBackend", "redis"),
     "cassandra": ("scheduler.backends.cassandra", "CassandraBackend", "cassandra"),
 }
 

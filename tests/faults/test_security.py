@@ -11,7 +11,7 @@ import pytest
 
 from scheduler import App, BackendUnavailable
 from tests.support.helpers import run_one_task
-from tests.support.servers import RedisServer, free_port, make_certificates
+from tests.support.servers import RedisClusterServers, RedisServer, free_port, make_certificates
 
 pytestmark = pytest.mark.slow
 
@@ -61,3 +61,39 @@ def test_a_wrong_setting_is_one_clear_error(
         app.backend.now_ms()
     assert f"127.0.0.1:{port}" in str(caught.value)
     app.close()
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterServers]:
+    """A Redis Cluster speaking only TLS (to clients, on its bus, to replicas), whose
+    only user is ``tick`` with the password ``s3cret``."""
+    cluster = RedisClusterServers(secure=tmp_path_factory.mktemp("tls-cluster"))
+    yield cluster
+    cluster.stop()
+
+
+def test_a_tls_cluster_with_an_acl_user_runs_a_task_end_to_end(
+    tls_cluster: RedisClusterServers,
+) -> None:
+    app = App(f"{tls_cluster.url}&wait_replicas=0&shards=4")
+    run_one_task(app)
+    assert app.backend.stats("default")[0].ready == 0
+    app.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (("tick:s3cret@", "tick:wrong@"), "refused the credentials"),
+        (("tick:s3cret@", ""), "refused the credentials"),
+        (("?ssl_ca_certs=", "?ignored="), "certificate is not trusted"),
+        (("rediss+cluster", "redis+cluster"), "TLS on one side only"),
+    ],
+)
+def test_a_wrong_cluster_setting_is_one_clear_error(
+    tls_cluster: RedisClusterServers, change: tuple[str, str], says: str
+) -> None:
+    url = tls_cluster.url.replace(*change)
+    url = url.split("?")[0] if change[1] == "?ignored=" else url
+    with pytest.raises(BackendUnavailable, match=says):
+        App(url).backend.now_ms()

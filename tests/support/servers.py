@@ -159,28 +159,46 @@ class RedisServer:
 class RedisClusterServers:
     """Three masters on loopback (each with ``replicas`` replicas), joined with
     ``redis-cli --cluster create``; a master not heard from for ``node_timeout_ms`` is
-    failed over to its replica."""
+    failed over to its replica. With ``secure`` (a folder for certificates), every node
+    speaks only TLS (clients, the cluster bus and replication) and its only user is
+    ``tick`` with the password ``s3cret``."""
 
-    def __init__(self, replicas: int = 0, node_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, replicas: int = 0, node_timeout_ms: int = 5000, secure: Path | None = None
+    ) -> None:
         ensure_redis_installed()
         self.replicas = replicas
-        self.nodes = [
-            RedisServer(
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-node-timeout",
-                str(node_timeout_ms),
-                "--appendonly",
-                "no",
+        self.ca: Path | None = None
+        self._cli: list[str] = []
+        extra: list[str] = []
+        if secure is not None:
+            self.ca, cert, key = make_certificates(secure)
+            extra = [
+                *("--tls-cluster", "yes", "--tls-replication", "yes", "--tls-auth-clients", "no"),
+                *("--tls-cert-file", str(cert), "--tls-key-file", str(key)),
+                *("--tls-ca-cert-file", str(self.ca), "--masteruser", "tick"),
+                *("--masterauth", "s3cret", "--user", "tick", "on", ">s3cret", "~*", "&*"),
+                *("+@all", "--user", "default", "off"),
+            ]
+            self._cli = ["--tls", "--cacert", str(self.ca), "--user", "tick", "--pass", "s3cret"]
+        self.nodes = []
+        for _ in range(3 * (1 + replicas)):
+            port = free_port(cluster_bus=True)
+            listen = ["--port", "0", "--tls-port", str(port)] if secure is not None else []
+            self.nodes.append(
+                RedisServer(
+                    *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+                    *("--cluster-node-timeout", str(node_timeout_ms), "--appendonly", "no"),
+                    *listen,
+                    *extra,
+                    port=port,
+                )
             )
-            for _ in range(3 * (1 + replicas))
-        ]
         addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
         done = subprocess.run(
             [
                 "redis-cli",
+                *self._cli,
                 "--cluster",
                 "create",
                 *addresses,
@@ -203,7 +221,7 @@ class RedisClusterServers:
         while time.monotonic() < deadline:
             states = [
                 subprocess.run(
-                    ["redis-cli", "-p", str(n.port), "cluster", "info"],
+                    ["redis-cli", *self._cli, "-p", str(n.port), "cluster", "info"],
                     capture_output=True,
                     text=True,
                     check=False,
@@ -217,7 +235,10 @@ class RedisClusterServers:
 
     @property
     def url(self) -> str:
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        nodes = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        if self.ca is None:
+            return f"redis+cluster://{nodes}"
+        return f"rediss+cluster://tick:s3cret@{nodes}?ssl_ca_certs={self.ca}"
 
     def stop(self) -> None:
         for node in self.nodes:

@@ -1,7 +1,8 @@
 """Redis URL options and connecting.
 
 ``redis://[user:password@]host:6379/0?shards=1&prefix=tw``; ``rediss://`` for TLS;
-``redis+cluster://host:7000,host:7001`` for Redis Cluster (a startup node list);
+``redis+cluster://host:7000,host:7001`` for Redis Cluster (a startup node list),
+``rediss+cluster://`` for a cluster over TLS;
 ``wait_replicas=N`` makes every acknowledged write wait for N replicas (``replicas.py``).
 """
 
@@ -14,6 +15,7 @@ import redis
 from pydantic import Field
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from scheduler.backends.options import UrlOptions, parse_options
@@ -66,15 +68,16 @@ def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, s
         "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
         **options.client_options(),
     }
-    where = parts.hostname or "localhost"
     try:
-        if parts.scheme == "redis+cluster":
+        if parts.scheme in ("redis+cluster", "rediss+cluster"):
             nodes = []
             for host_port in parts.netloc.rsplit("@", 1)[-1].split(","):
                 host, _, port = host_port.partition(":")
                 node = ClusterNode(host or "localhost", int(port or 6379))  # type: ignore[no-untyped-call]
                 nodes.append(node)
             common.pop("max_connections", None)  # per node in a cluster: redis-py's default
+            if parts.scheme == "rediss+cluster":
+                common["ssl"] = True
             client: redis.Redis | RedisCluster = RedisCluster(
                 startup_nodes=nodes, username=parts.username, password=parts.password, **common
             )
@@ -84,14 +87,15 @@ def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, s
         _refused_at_once(clean, common, address)
         client = redis.Redis.from_url(clean, **common)
         return client, options, False, address
-    except redis.RedisError as err:
-        raise BackendUnavailable(f"cannot reach Redis at {where}: {err}") from err
+    except (redis.RedisError, RedisClusterException) as err:
+        raise unreachable(parts.netloc.rsplit("@", 1)[-1], err) from err
     except ValueError as err:
         raise ConfigurationError(f"invalid Redis URL {url!r}: {err}") from err
 
 
-def unreachable(where: str, err: redis.RedisError) -> BackendUnavailable:
-    """The error for a connection that failed, saying why where the driver's words do not."""
+def unreachable(where: str, err: Exception) -> BackendUnavailable:
+    """The error for a connection that failed, saying why where the driver's words do not
+    (a cluster client wraps the first node's error in ``RedisClusterException``)."""
     why = _refusal(err)
     if why is None and ("WRONG_VERSION_NUMBER" in str(err) or "reset by peer" in str(err)):
         why = "the connection was dropped (TLS on one side only? rediss:// speaks TLS)"
@@ -100,17 +104,23 @@ def unreachable(where: str, err: redis.RedisError) -> BackendUnavailable:
     return BackendUnavailable(f"Redis at {where}: {why}: {err}")
 
 
-def _refusal(err: redis.RedisError) -> str | None:
+def _refusal(err: Exception) -> str | None:
     """What a server that answered but refused the connection means (retrying it does not
     help): credentials refused, or a certificate not trusted; None for other errors."""
-    if isinstance(err, redis.AuthenticationError) or "HELLO must be called" in str(err):
-        return (
-            "it refused the credentials (give the user and password of an ACL user in the "
-            "URL: redis://user:password@host)"
-        )
+    cause = err.__cause__
+    if isinstance(err, redis.AuthenticationError) or isinstance(cause, redis.AuthenticationError):
+        return _CREDENTIALS
+    if "HELLO must be called" in str(err) or "NOAUTH" in str(err):
+        return _CREDENTIALS
     if "CERTIFICATE_VERIFY_FAILED" in str(err):
         return "its TLS certificate is not trusted (give its CA with ?ssl_ca_certs=PATH)"
     return None
+
+
+_CREDENTIALS = (
+    "it refused the credentials (give the user and password of an ACL user in the "
+    "URL: redis://user:password@host)"
+)
 
 
 def _refused_at_once(url: str, common: dict[str, Any], where: str) -> None:
