@@ -8,9 +8,7 @@ figures (refused enqueues, runs twice) go to ``failover.jsonl``. ``make faults``
 
 from __future__ import annotations
 
-import json
 import os
-import threading
 import time
 import uuid
 from collections import Counter
@@ -19,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, BackendError
+from scheduler import App
+from tests.faults.producer import Producer, publish
 from tests.support.cassandra_servers import CassandraCluster
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 
@@ -56,25 +55,10 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
     runs = tmp_path / "runs.txt"
     env = {**clean_env, "TICKWORK_BACKEND": address, "TICKWORK_TEST_RUNS": str(runs)}
     assert app.enqueue_many(job.call(n) for n in range(300)).enqueued == 300
-    acknowledged: dict[int, float] = dict.fromkeys(range(300), time.monotonic())
-    refused: dict[int, float] = {}
-    stop = threading.Event()
-
-    def produce() -> None:
-        n = 10_000
-        while not stop.is_set():
-            try:
-                job.delay(n)
-                acknowledged[n] = time.monotonic()
-            except BackendError:
-                refused[n] = time.monotonic()
-                time.sleep(0.2)
-            n += 1
-            time.sleep(0.02)
+    producer = Producer(job, pause_s=0.02, backoff_s=0.2)
 
     victim = cluster.nodes[2]
     workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
-    producer = threading.Thread(target=produce)
     producer.start()
     try:
         assert wait_until(lambda: len(_jobs(runs)) >= 100, 180), "the workers never ran"
@@ -89,13 +73,14 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
         victim.start()
         back_at = time.monotonic()
         time.sleep(3)
-        stop.set()
-        producer.join(60)
+        producer.stop()
+        acknowledged = {**dict.fromkeys(range(300), 0.0), **producer.acknowledged}
         assert wait_until(lambda: set(acknowledged) <= set(_jobs(runs)), 240), "lost"
     finally:
-        stop.set()
+        producer.stop()
         stop_workers(workers)
         app.close()
+    refused = producer.refused
     counts = Counter(_jobs(runs))
     down = [n for n, at in acknowledged.items() if killed_at <= at <= restarted_at]
     second_half = [at for at in acknowledged.values() if killed_at + DOWN_S / 2 <= at]
@@ -117,11 +102,7 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
         "ran_twice": sum(count > 1 for count in counts.values()),
         "restart_s": round(back_at - restarted_at, 1),
     }
-    print(json.dumps(result))
-    out = os.environ.get("TICKWORK_FAULTS_OUT")
-    if out:
-        with Path(out).with_name("failover.jsonl").open("a") as results:
-            results.write(json.dumps(result) + "\n")
+    publish(result)
     assert result["lost_acknowledged"] == 0, result
     # once the survivors convict the dead node, logged batches and QUORUM go on without it
     assert second_half and ran_while_down > ran_in_first_half, f"stopped with 2 of 3 up: {result}"

@@ -11,10 +11,8 @@ processes, a failover)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import BackendError
+from tests.faults.producer import Producer, publish
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tests.support.servers import RedisClusterServers, RedisServer
 
@@ -54,28 +52,13 @@ def test_a_master_failover_keeps_the_queue_running(
     runs = tmp_path / "runs.txt"
     env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_RUNS": str(runs)}
     assert app.enqueue_many(job.call(n) for n in range(300)).enqueued == 300
-    acknowledged: dict[int, float] = dict.fromkeys(range(300), time.monotonic())
     rejoined_at = 0.0
-    refused: list[int] = []
-    stop = threading.Event()
-
-    def produce() -> None:
-        n = 10_000
-        while not stop.is_set():
-            try:
-                job.delay(n)
-                acknowledged[n] = time.monotonic()
-            except BackendError:
-                refused.append(n)
-                time.sleep(0.1)
-            n += 1
-            time.sleep(0.01)
+    producer = Producer(job, pause_s=0.01, backoff_s=0.1)
 
     key = app.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
     master = _master_of(cluster.nodes, key)
     assert master is not None
     workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
-    producer = threading.Thread(target=produce)
     producer.start()
     try:
         assert wait_until(lambda: len(_jobs(runs)) >= 200, 60), "the workers never ran"
@@ -87,16 +70,17 @@ def test_a_master_failover_keeps_the_queue_running(
         assert wait_until(lambda: _replicas_in_sync(cluster), 60), "no rejoin"  # needs one)
         rejoined_at = time.monotonic()
         time.sleep(3)
-        stop.set()
-        producer.join(60)
+        producer.stop()
+        acknowledged = {**dict.fromkeys(range(300), 0.0), **producer.acknowledged}
         after = {n for n, at in acknowledged.items() if at > promoted_at + 1}
         assert after, "nothing was enqueued after the failover"
         assert wait_until(lambda: after <= set(_jobs(runs)), 120), "stalled after the failover"
         time.sleep(3)  # what was held when the master died comes back after its lease
     finally:
-        stop.set()
+        producer.stop()
         stop_workers(workers)
         app.close()
+    refused = producer.refused
     counts = Counter(_jobs(runs))
     lost = sorted(set(acknowledged) - set(counts))
     result = {
@@ -112,11 +96,7 @@ def test_a_master_failover_keeps_the_queue_running(
         "failover_s": round(promoted_at - killed_at, 2),
         "rejoin_s": round(rejoined_at - promoted_at, 2),
     }
-    print(json.dumps(result))
-    out = os.environ.get("TICKWORK_FAULTS_OUT")
-    if out:
-        with Path(out).with_name("failover.jsonl").open("a") as results:
-            results.write(json.dumps(result) + "\n")
+    publish(result)
     assert set(counts) - set(acknowledged) <= set(refused), "ran what was never enqueued"
     # asynchronous replication: only what the master acknowledged just before it died
     assert all(acknowledged[n] >= killed_at - 5 for n in lost), result

@@ -182,12 +182,7 @@ def test_a_malformed_row_in_sqlite_is_poisoned_and_loses_nothing_around_it(
     app = App(url)
     _, good = _tasks(app)
     run = uuid.uuid4().hex[:8]
-    goods = [f"{run}-{n}" for n in range(20)]
-    for n in goods[:10]:
-        good.delay(n)
-    bad = good.delay(f"{run}-bad")
-    for n in goods[10:]:
-        good.delay(n)
+    goods, bad = _between_goods(good, run)
     with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
         db.execute(f"UPDATE messages SET {column} = {value} WHERE id = ?", (bad,))
     runs = column == "body" and value.startswith("CAST")
@@ -200,6 +195,18 @@ def test_a_malformed_row_in_sqlite_is_poisoned_and_loses_nothing_around_it(
         assert poisoned.failure.reason == "undecodable"
         assert poisoned.failure.message.startswith(f"malformed row: {column} holds ")
     app.close()
+
+
+def _between_goods(good: Any, run: str) -> tuple[list[str], str]:
+    """Ten good runs, one more (the id returned: the test then spoils its row), ten
+    more; the good ones' arguments."""
+    goods = [f"{run}-{n}" for n in range(20)]
+    for n in goods[:10]:
+        good.delay(n)
+    bad = str(good.delay(f"{run}-bad"))
+    for n in goods[10:]:
+        good.delay(n)
+    return goods, bad
 
 
 def _poisoned_id(app: App, message_id: str) -> bool:
@@ -229,22 +236,17 @@ def test_a_malformed_row_in_cassandra_is_poisoned_and_loses_nothing_around_it(
     assert isinstance(backend, CassandraBackend)
     _, good = _tasks(app)
     run = uuid.uuid4().hex[:8]
-    goods = [f"{run}-{n}" for n in range(20)]
-    for n in goods[:10]:
-        good.delay(n)
-    bad = good.delay(f"{run}-bad")
-    for n in goods[10:]:
-        good.delay(n)
+    goods, bad = _between_goods(good, run)
     session, keyspace = backend._session, backend._ks  # below the interface (None is null)
     (where,) = session.execute(
         f"SELECT bucket, shard, ready_ms FROM {keyspace}.message_index "
         "WHERE queue = %s AND id = %s",
-        ("default", str(bad)),
+        ("default", bad),
     )
     session.execute(
         f"UPDATE {keyspace}.queue_messages SET {column} = %s WHERE queue = %s AND bucket = %s "
         "AND shard = %s AND ready_ms = %s AND id = %s",
-        (value, "default", where.bucket, where.shard, where.ready_ms, str(bad)),
+        (value, "default", where.bucket, where.shard, where.ready_ms, bad),
     )
     with running(app) as worker:
         wait_for(lambda: len(_ran(run)) == 20 and _poisoned_id(app, bad), 60)
