@@ -27,13 +27,13 @@ from redis.commands.core import Script
 from redis.exceptions import (
     AskError,
     ClusterDownError,
-    NoScriptError,
     ReadOnlyError,
     SlotNotCoveredError,
     TryAgainError,
 )
 
-from scheduler.errors import BackendError, ReplicaTimeout
+from scheduler.backends.redis.scripts import Call, evalsha_round_trip, raise_errors
+from scheduler.errors import ReplicaTimeout
 
 #: the scripts whose writes a caller is told are done; these wait for replicas
 WAITED = frozenset(
@@ -59,8 +59,6 @@ ATTEMPTS = 7
 
 #: the answers of a node that no longer serves the slot (MOVED is an AskError)
 MOVING = (AskError, ClusterDownError, TryAgainError, ReadOnlyError)
-
-Call = tuple[str, list[str], list[Any]]
 
 
 class ReplicaWait:
@@ -132,25 +130,15 @@ class ReplicaWait:
 
     def _on(self, client: Any, calls: list[Call]) -> tuple[list[Any], int]:
         """One round trip on one connection: the scripts, then ``WAIT``; (the scripts'
-        replies, errors in place; how many replicas acknowledged). Scripts a node lacks
-        (``NOSCRIPT``: it restarted, or is a promoted replica) did not run: they are
-        loaded and those calls sent again, with a ``WAIT`` of their own."""
-        *replies, acknowledged = self._pipeline(client, calls)
-        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
-        if missing:
-            for script in self._scripts.values():
-                client.script_load(script.script)
-            *again, acknowledged = self._pipeline(client, [calls[i] for i in missing])
-            for i, reply in zip(missing, again, strict=True):
-                replies[i] = reply
-        if isinstance(acknowledged, Exception):
-            raise BackendError(f"Redis refused WAIT: {acknowledged}") from acknowledged
-        return replies, int(acknowledged)
+        replies, errors in place; how many replicas acknowledged)."""
+        replies, acknowledged = evalsha_round_trip(
+            client, self._scripts, calls, (self._replicas, self._timeout_ms)
+        )
+        assert acknowledged is not None
+        return replies, acknowledged
 
     def _checked(self, replies: list[Any], acknowledged: int) -> list[Any]:
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise BackendError(f"Redis error: {reply}") from reply
+        raise_errors(replies)
         if acknowledged < self._replicas:
             raise ReplicaTimeout(
                 f"the write is applied on Redis at {self._description} but {acknowledged} "
@@ -158,10 +146,3 @@ class ReplicaWait:
                 "(wait_replicas): a failover now could lose it"
             )
         return replies
-
-    def _pipeline(self, client: Any, calls: list[Call]) -> list[Any]:
-        pipe = client.pipeline(transaction=False)
-        for name, keys, args in calls:
-            pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
-        pipe.wait(self._replicas, self._timeout_ms)
-        return list(pipe.execute(raise_on_error=False))

@@ -15,8 +15,16 @@ script's header lists the keys it uses and its ``ARGV``.
 from __future__ import annotations
 
 from importlib.resources import files
+from typing import Any
+
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 
 from scheduler.backends.base import Envelope
+from scheduler.errors import BackendError
+
+#: one script call: (script name, keys, args)
+Call = tuple[str, list[str], list[Any]]
 
 #: suffixes of a shard's keys, in ``KEYS`` order (see ``lua/prelude.lua``)
 SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b")
@@ -75,3 +83,51 @@ def decode_record(record: bytes) -> tuple[int, int, int, str | None, bytes]:
         return 0, 60_000, 0, None, record
     key = rest[:key_length].decode() if key_length else None
     return priority, timeout, due, key, rest[key_length:]
+
+
+def evalsha_round_trip(
+    client: Any,
+    scripts: dict[str, Script],
+    calls: list[Call],
+    wait: tuple[int, int] | None = None,
+) -> tuple[list[Any], int | None]:
+    """``calls`` pipelined in one round trip on one connection (``EVALSHA`` sent as is:
+    redis-py's own script pipelining first asks whether the scripts exist, a second
+    round trip every time), then ``WAIT replicas timeout_ms`` if ``wait`` is given;
+    returns the replies (errors in place) and the replicas that acknowledged (None
+    without ``wait``). Calls a server answers ``NOSCRIPT`` (it restarted, or is a
+    promoted replica) did not run: the scripts are loaded and those calls, only those,
+    sent again (with a ``WAIT`` of their own)."""
+    *replies, acknowledged = _pipeline(client, scripts, calls, wait)
+    missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
+    if missing:
+        for script in scripts.values():
+            client.script_load(script.script)
+        *again, acknowledged = _pipeline(client, scripts, [calls[i] for i in missing], wait)
+        for i, reply in zip(missing, again, strict=True):
+            replies[i] = reply
+    if isinstance(acknowledged, Exception):
+        raise BackendError(f"Redis refused WAIT: {acknowledged}") from acknowledged
+    return replies, None if wait is None else int(acknowledged)
+
+
+def raise_errors(replies: list[Any]) -> list[Any]:
+    """``replies``, once none of them is an error (the first one raised as a
+    ``BackendError``)."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise BackendError(f"Redis error: {reply}") from reply
+    return replies
+
+
+def _pipeline(
+    client: Any, scripts: dict[str, Script], calls: list[Call], wait: tuple[int, int] | None
+) -> list[Any]:
+    """The replies to ``calls``, then ``WAIT``'s (None without ``wait``)."""
+    pipe = client.pipeline(transaction=False)
+    for name, keys, args in calls:
+        pipe.evalsha(scripts[name].sha, len(keys), *keys, *args)
+    if wait is not None:
+        pipe.wait(*wait)
+    replies = list(pipe.execute(raise_on_error=False))
+    return replies if wait is not None else [*replies, None]

@@ -17,13 +17,18 @@ from typing import Any, TypeVar
 import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
 
 from scheduler.backends.base import Claim, Envelope, State, StoredMessage
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.redis.options import unreachable
 from scheduler.backends.redis.replicas import WAITED, ReplicaWait
-from scheduler.backends.redis.scripts import SHARD_KEYS, decode_record, load_scripts
+from scheduler.backends.redis.scripts import (
+    SHARD_KEYS,
+    decode_record,
+    evalsha_round_trip,
+    load_scripts,
+    raise_errors,
+)
 from scheduler.errors import BackendError, ConfigurationError
 from scheduler.ids import stable_shard
 
@@ -143,11 +148,9 @@ class RedisShards:
         """Run (script, keys, args) calls: pipelined in one round trip on a single node,
         one by one on a cluster (their keys may live in different slots).
 
-        The pipeline sends ``EVALSHA`` itself: redis-py's own script pipelining first asks
-        the server whether the scripts exist, a second round trip on every call. Calls a
-        server answers with ``NOSCRIPT`` (it restarted and lost them) are sent again, and
-        only those, once the scripts are loaded. With ``wait_replicas``, calls that write
-        what a caller is told is done wait for the replicas (``replicas.py``)."""
+        The pipeline is ``evalsha_round_trip`` (``scripts.py``). With ``wait_replicas``,
+        calls that write what a caller is told is done wait for the replicas
+        (``replicas.py``)."""
         if not calls:
             return []
         if self._waiter is not None and any(name in WAITED for name, _, _ in calls):
@@ -156,29 +159,8 @@ class RedisShards:
             return [
                 self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
             ]
-        replies = self._evalsha_pipeline(calls)
-        missing = [i for i, r in enumerate(replies) if isinstance(r, NoScriptError)]
-        if missing:
-            for script in self._scripts.values():
-                self._call(self._client.script_load, script.script)
-            again = self._evalsha_pipeline([calls[i] for i in missing])
-            for i, reply in zip(missing, again, strict=True):
-                replies[i] = reply
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise BackendError(f"Redis error: {reply}") from reply
-        return replies
-
-    def _evalsha_pipeline(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
-        """One pipelined round trip of ``EVALSHA`` calls; errors come back in place."""
-
-        def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for name, keys, args in calls:
-                pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
-            return list(pipe.execute(raise_on_error=False))
-
-        return self._call(run)
+        replies, _ = self._call(evalsha_round_trip, self._client, self._scripts, calls)
+        return raise_errors(replies)
 
     def _pipelined(self, calls: list[tuple[Any, ...]], command: str) -> list[Any]:
         def run() -> list[Any]:
