@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,35 +58,21 @@ def _paired(pairs: int, figure: Callable[[str], float], url: str, waited: str) -
     return alternate(pairs, "no_wait", lambda: figure(url), "wait", lambda: figure(waited))
 
 
-def _replicas_linked(ports: list[int], replicas: int) -> bool:
-    infos = [
-        subprocess.run(
-            ["redis-cli", "-p", str(p), "info", "replication"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        for p in ports
-    ]
-    return sum("master_link_status:up" in i for i in infos) == replicas
-
-
 def deployment(name: str) -> tuple[str, Callable[[], None]]:
     """(url, stop) of a deployment with one replica per master, replicas in sync."""
-    from tests.support.servers import RedisClusterServers, RedisServer
+    from tests.support.servers import (
+        RedisClusterServers,
+        redis_with_replica,
+        wait_for_replicas,
+    )
 
     if name == "redis":
-        master = RedisServer()
-        replica = RedisServer("--replicaof", "127.0.0.1", str(master.port))
-        servers, url = [master, replica], master.url
+        servers = redis_with_replica()
+        url = servers[0].url
     else:
         cluster = RedisClusterServers(replicas=1)
         servers, url = cluster.nodes, cluster.url
-    deadline = time.monotonic() + 60
-    while not _replicas_linked([s.port for s in servers], len(servers) // 2):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the replicas never synced")
-        time.sleep(0.2)
+        wait_for_replicas(servers, 3)
 
     def stop() -> None:
         for server in servers:

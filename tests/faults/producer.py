@@ -56,3 +56,13 @@ def publish(result: dict[str, Any]) -> None:
     if out:
         with Path(out).with_name("failover.jsonl").open("a") as results:
             results.write(json.dumps(result) + "\n")
+
+
+def jobs_run(runs: Path) -> list[int]:
+    """The numbers of the ``job`` runs recorded in ``runs`` (``tests.support.loop_tasks``),
+    once per run."""
+    if not runs.exists():
+        return []
+    return [
+        int(line.split()[1]) for line in runs.read_text().splitlines() if line.startswith("job ")
+    ]

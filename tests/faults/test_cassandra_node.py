@@ -6,7 +6,6 @@ second node (about a minute to start, twice), so only ``make faults`` runs it.""
 from __future__ import annotations
 
 import os
-import threading
 import time
 import uuid
 from collections import Counter
@@ -15,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, BackendError, BackendUnavailable
+from scheduler import App, BackendUnavailable
+from tests.faults.producer import Producer, jobs_run
 from tests.support.cassandra_servers import CassandraNode
 from tests.support.helpers import run_one_task, start_record_worker, stop_workers, wait_until
 
@@ -61,38 +61,23 @@ def test_a_node_restarted_mid_run_loses_nothing_acknowledged(
     runs = tmp_path / "runs.txt"
     env = {**clean_env, "TICKWORK_BACKEND": address, "TICKWORK_TEST_RUNS": str(runs)}
     assert app.enqueue_many(job.call(n) for n in range(300)).enqueued == 300
-    acknowledged = set(range(300))
-    refused: list[int] = []  # enqueues that failed: the outage was seen
-    stop = threading.Event()
-
-    def produce() -> None:  # keeps enqueueing through the outage; counts what was accepted
-        n = 10_000
-        while not stop.is_set():
-            try:
-                job.delay(n)
-                acknowledged.add(n)
-            except BackendError:
-                refused.append(n)
-                time.sleep(0.2)
-            n += 1
-            time.sleep(0.02)
-
+    producer = Producer(job, pause_s=0.02, backoff_s=0.2)
     workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
-    producer = threading.Thread(target=produce)
     producer.start()
     try:
-        assert wait_until(lambda: len(_jobs(runs)) >= 100, 120), "the workers never ran"
+        assert wait_until(lambda: len(jobs_run(runs)) >= 100, 120), "the workers never ran"
         node.restart()
         time.sleep(5)
-        stop.set()
-        producer.join(60)
-        assert wait_until(lambda: acknowledged <= set(_jobs(runs)), 240), "lost after the restart"
+        producer.stop()
+        acknowledged = set(range(300)) | set(producer.acknowledged)
+        assert wait_until(lambda: acknowledged <= set(jobs_run(runs)), 240), "lost"
     finally:
-        stop.set()
+        producer.stop()
         stop_workers(workers)
         app.close()
+    refused = producer.refused  # enqueues that failed: the outage was seen
     assert refused, "the producer never saw the node down"
-    counts = Counter(_jobs(runs))
+    counts = Counter(jobs_run(runs))
     assert acknowledged <= set(counts), "an acknowledged job was lost"
     # a refused enqueue may still have been written (its answer lost): it may run
     assert set(counts) - acknowledged <= set(refused), "a job ran that was never enqueued"
@@ -113,11 +98,3 @@ def _first_app(address: str) -> App:
             if time.monotonic() > deadline:
                 raise
             time.sleep(2)
-
-
-def _jobs(runs: Path) -> list[int]:
-    if not runs.exists():
-        return []
-    return [
-        int(line.split()[1]) for line in runs.read_text().splitlines() if line.startswith("job ")
-    ]

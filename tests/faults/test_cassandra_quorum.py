@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App
-from tests.faults.producer import Producer, publish
+from tests.faults.producer import Producer, jobs_run, publish
 from tests.support.cassandra_servers import CassandraCluster
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 
@@ -61,27 +61,27 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
     workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
     producer.start()
     try:
-        assert wait_until(lambda: len(_jobs(runs)) >= 100, 180), "the workers never ran"
+        assert wait_until(lambda: len(jobs_run(runs)) >= 100, 180), "the workers never ran"
         killed_at = time.monotonic()
-        ran_before = len(_jobs(runs))
+        ran_before = len(jobs_run(runs))
         victim.kill()
         time.sleep(DOWN_S / 2)
-        ran_in_first_half = len(_jobs(runs)) - ran_before
+        ran_in_first_half = len(jobs_run(runs)) - ran_before
         time.sleep(DOWN_S / 2)
-        ran_while_down = len(_jobs(runs)) - ran_before
+        ran_while_down = len(jobs_run(runs)) - ran_before
         restarted_at = time.monotonic()
         victim.start()
         back_at = time.monotonic()
         time.sleep(3)
         producer.stop()
         acknowledged = {**dict.fromkeys(range(300), 0.0), **producer.acknowledged}
-        assert wait_until(lambda: set(acknowledged) <= set(_jobs(runs)), 240), "lost"
+        assert wait_until(lambda: set(acknowledged) <= set(jobs_run(runs)), 240), "lost"
     finally:
         producer.stop()
         stop_workers(workers)
         app.close()
     refused = producer.refused
-    counts = Counter(_jobs(runs))
+    counts = Counter(jobs_run(runs))
     down = [n for n, at in acknowledged.items() if killed_at <= at <= restarted_at]
     second_half = [at for at in acknowledged.values() if killed_at + DOWN_S / 2 <= at]
     second_half = [at for at in second_half if at <= restarted_at]
@@ -108,11 +108,3 @@ def test_losing_one_node_of_three_under_quorum_loses_nothing(
     assert second_half and ran_while_down > ran_in_first_half, f"stopped with 2 of 3 up: {result}"
     assert set(counts) - set(acknowledged) <= set(refused), "ran what was never enqueued"
     assert sum(count - 1 for count in counts.values()) <= 2 * 12, "duplicates past the held"
-
-
-def _jobs(runs: Path) -> list[int]:
-    if not runs.exists():
-        return []
-    return [
-        int(line.split()[1]) for line in runs.read_text().splitlines() if line.startswith("job ")
-    ]

@@ -12,7 +12,6 @@ processes, a failover)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -20,9 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.producer import Producer, publish
+from tests.faults.producer import Producer, jobs_run, publish
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
-from tests.support.servers import RedisClusterServers, RedisServer
+from tests.support.servers import (
+    RedisClusterServers,
+    RedisServer,
+    master_of,
+    redis_cli,
+    wait_for_replicas,
+)
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.loop_tasks"
@@ -36,7 +41,7 @@ pytestmark = [
 @pytest.fixture
 def cluster() -> Iterator[RedisClusterServers]:
     servers = RedisClusterServers(replicas=1, node_timeout_ms=1000)
-    assert wait_until(lambda: _replicas_in_sync(servers), 60), "replicas never synced"
+    wait_for_replicas(servers.nodes, 3)
     yield servers
     servers.stop()
 
@@ -56,32 +61,32 @@ def test_a_master_failover_keeps_the_queue_running(
     producer = Producer(job, pause_s=0.01, backoff_s=0.1)
 
     key = app.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
-    master = _master_of(cluster.nodes, key)
+    master = master_of(cluster.nodes, key)
     assert master is not None
     workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]
     producer.start()
     try:
-        assert wait_until(lambda: len(_jobs(runs)) >= 200, 60), "the workers never ran"
+        assert wait_until(lambda: len(jobs_run(runs)) >= 200, 60), "the workers never ran"
         killed_at = time.monotonic()
         master.kill()
         assert wait_until(lambda: _promoted(cluster, master, key), 60), "no failover"
         promoted_at = time.monotonic()
         master.start()  # it rejoins as the replica of the promoted one (wait_replicas=1
-        assert wait_until(lambda: _replicas_in_sync(cluster), 60), "no rejoin"  # needs one)
+        wait_for_replicas(cluster.nodes, 3)  # the rejoin (wait_replicas=1 needs one)
         rejoined_at = time.monotonic()
         time.sleep(3)
         producer.stop()
         acknowledged = {**dict.fromkeys(range(300), 0.0), **producer.acknowledged}
         after = {n for n, at in acknowledged.items() if at > promoted_at + 1}
         assert after, "nothing was enqueued after the failover"
-        assert wait_until(lambda: after <= set(_jobs(runs)), 120), "stalled after the failover"
+        assert wait_until(lambda: after <= set(jobs_run(runs)), 120), "stalled after the failover"
         time.sleep(3)  # what was held when the master died comes back after its lease
     finally:
         producer.stop()
         stop_workers(workers)
         app.close()
     refused = producer.refused
-    counts = Counter(_jobs(runs))
+    counts = Counter(jobs_run(runs))
     lost = sorted(set(acknowledged) - set(counts))
     result = {
         "test": "cluster_failover",
@@ -104,43 +109,8 @@ def test_a_master_failover_keeps_the_queue_running(
         assert not lost, result
 
 
-def _cli(port: int, *command: str) -> str:
-    return subprocess.run(
-        ["redis-cli", "-p", str(port), *command], capture_output=True, text=True, check=False
-    ).stdout
-
-
-def _replicas_in_sync(cluster: RedisClusterServers) -> bool:
-    infos = [_cli(node.port, "info", "replication") for node in cluster.nodes]
-    replicas = [info for info in infos if "role:slave" in info]
-    return len(replicas) == 3 and all("master_link_status:up" in info for info in replicas)
-
-
-def _master_of(nodes: list[RedisServer], key: str) -> RedisServer | None:
-    """The node of ``nodes`` that serves ``key``'s slot as its master, if any does."""
-    slot = int(_cli(nodes[0].port, "cluster", "keyslot", key))
-    for node in nodes:
-        for line in _cli(node.port, "cluster", "nodes").splitlines():
-            fields = line.split()
-            if "myself" not in fields[2] or "master" not in fields[2]:
-                continue
-            for span in fields[8:]:
-                low, _, high = span.partition("-")
-                if low.isdigit() and int(low) <= slot <= int(high or low):
-                    return node
-    return None
-
-
 def _promoted(cluster: RedisClusterServers, dead: RedisServer, key: str) -> bool:
     """Whether a replica now serves ``key``'s slot as its master, and the cluster is ok."""
     alive = [node for node in cluster.nodes if node is not dead]
-    served = _master_of(alive, key) is not None
-    return served and all("cluster_state:ok" in _cli(n.port, "cluster", "info") for n in alive)
-
-
-def _jobs(runs: Path) -> list[int]:
-    if not runs.exists():
-        return []
-    return [
-        int(line.split()[1]) for line in runs.read_text().splitlines() if line.startswith("job ")
-    ]
+    served = master_of(alive, key) is not None
+    return served and all("cluster_state:ok" in redis_cli(n.port, "cluster", "info") for n in alive)

@@ -6,79 +6,44 @@ the option the same write returns at once."""
 from __future__ import annotations
 
 import signal
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
 from scheduler import App, ReplicaTimeout
-from tests.support.helpers import running, wait_for, wait_until
-from tests.support.servers import RedisClusterServers, RedisServer
+from tests.support.helpers import running, wait_for
+from tests.support.servers import (
+    RedisClusterServers,
+    RedisServer,
+    master_of,
+    redis_with_replica,
+    replica_of,
+    wait_for_replicas,
+)
 
 pytestmark = pytest.mark.slow
 
 
 @dataclass
 class Replicated:
-    """A deployment with replicas: its URL, and how to find the replica of a key's
-    master."""
+    """A deployment with one replica per master: its URL and its servers."""
 
     url: str
     servers: list[RedisServer]
-
-    def replica_of(self, key: str) -> RedisServer:
-        """The replica of the master that serves ``key``."""
-        slot = _cli(self.servers[0].port, "cluster", "keyslot", key).strip()
-        masters = [s for s in self.servers if "role:master" in _cli(s.port, "info", "replication")]
-        if slot.isdigit():  # a cluster: the master whose slot ranges hold it
-            masters = [m for m in masters if _serves(m, int(slot))]
-        (master,) = masters
-        for server in self.servers:
-            info = _cli(server.port, "info", "replication")
-            if "role:slave" in info and f"master_port:{master.port}" in info:
-                return server
-        raise AssertionError(f"no replica of the master on port {master.port}")
-
-
-def _cli(port: int, *command: str) -> str:
-    done = subprocess.run(
-        ["redis-cli", "-p", str(port), *command], capture_output=True, text=True, check=False
-    )
-    return done.stdout
-
-
-def _serves(master: RedisServer, slot: int) -> bool:
-    for line in _cli(master.port, "cluster", "nodes").splitlines():
-        fields = line.split()
-        if "myself" in fields[2]:
-            for span in fields[8:]:
-                low, _, high = span.partition("-")
-                if low.isdigit() and int(low) <= slot <= int(high or low):
-                    return True
-    return False
-
-
-def _in_sync(servers: list[RedisServer], replicas: int) -> bool:
-    infos = [_cli(s.port, "info", "replication") for s in servers]
-    linked = [i for i in infos if "role:slave" in i and "master_link_status:up" in i]
-    return len(linked) == replicas
 
 
 @pytest.fixture(scope="module", params=["redis", "redis-cluster"])
 def replicated(request: pytest.FixtureRequest) -> Iterator[Replicated]:
     if request.param == "redis":
-        master = RedisServer()
-        replica = RedisServer("--replicaof", "127.0.0.1", str(master.port))
-        servers = [master, replica]
-        deployment = Replicated(master.url, servers)
+        servers = redis_with_replica()
+        deployment = Replicated(servers[0].url, servers)
     else:
         cluster = RedisClusterServers(replicas=1)
-        servers = cluster.nodes
-        deployment = Replicated(cluster.url, servers)
-    assert wait_until(lambda: _in_sync(servers, len(servers) // 2), 60), "replicas never synced"
+        wait_for_replicas(cluster.nodes, 3)
+        deployment = Replicated(cluster.url, cluster.nodes)
     yield deployment
-    for server in servers:
+    for server in deployment.servers:
         server.stop()
 
 
@@ -117,7 +82,9 @@ def test_a_write_no_replica_acknowledges_is_one_clear_error(replicated: Replicat
 
     waited, unwaited = waiting.task(noop), plain.task(noop)
     key = waiting.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
-    replica = replicated.replica_of(key)
+    master = master_of(replicated.servers, key)
+    assert master is not None
+    replica = replica_of(replicated.servers, master)
     assert replica.process is not None
     replica.process.send_signal(signal.SIGSTOP)
     try:

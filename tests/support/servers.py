@@ -243,3 +243,69 @@ class RedisClusterServers:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+# -- replicas -------------------------------------------------------------------------------
+
+
+def redis_cli(port: int, *command: str) -> str:
+    """What ``redis-cli`` prints for ``command`` on the server at ``port``."""
+    done = subprocess.run(
+        ["redis-cli", "-p", str(port), *command], capture_output=True, text=True, check=False
+    )
+    return done.stdout
+
+
+def redis_with_replica() -> list[RedisServer]:
+    """A master and its replica (in that order), the replica in sync."""
+    master = RedisServer()
+    servers = [master, RedisServer("--replicaof", "127.0.0.1", str(master.port))]
+    wait_for_replicas(servers, 1)
+    return servers
+
+
+def wait_for_replicas(servers: list[RedisServer], count: int, timeout_s: float = 60) -> None:
+    """Wait until ``count`` of ``servers`` are replicas whose link to their master is up."""
+    deadline = time.monotonic() + timeout_s
+    while linked_replicas(servers) != count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{count} replica(s) never came in sync")
+        time.sleep(0.2)
+
+
+def linked_replicas(servers: list[RedisServer]) -> int:
+    """How many of ``servers`` are replicas whose link to their master is up."""
+    infos = [redis_cli(s.port, "info", "replication") for s in servers]
+    return sum("role:slave" in i and "master_link_status:up" in i for i in infos)
+
+
+def master_of(servers: list[RedisServer], key: str) -> RedisServer | None:
+    """The one of ``servers`` that serves ``key`` as a master: on a cluster, the master
+    whose slot ranges hold the key's slot; otherwise the one master."""
+    slot = redis_cli(servers[0].port, "cluster", "keyslot", key).strip()
+    for server in servers:
+        if "role:master" not in redis_cli(server.port, "info", "replication"):
+            continue
+        if not slot.isdigit() or _serves_slot(server, int(slot)):
+            return server
+    return None
+
+
+def replica_of(servers: list[RedisServer], master: RedisServer) -> RedisServer:
+    """The replica of ``master`` among ``servers``."""
+    for server in servers:
+        info = redis_cli(server.port, "info", "replication")
+        if "role:slave" in info and f"master_port:{master.port}" in info:
+            return server
+    raise AssertionError(f"no replica of the master on port {master.port}")
+
+
+def _serves_slot(server: RedisServer, slot: int) -> bool:
+    for line in redis_cli(server.port, "cluster", "nodes").splitlines():
+        fields = line.split()
+        if "myself" in fields[2]:
+            for span in fields[8:]:
+                low, _, high = span.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return True
+    return False
