@@ -140,6 +140,7 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         concurrency_limit: int | ConcurrencyLimit | None = None,
         rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
+        fair_key: LimitKey | None = None,
         keep_result: bool | timedelta | None = None,
         history: bool = False,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
@@ -155,6 +156,9 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         start per period across every worker (``"100/m"``, ``"5/s"``, ``"10/30s"``, or a
         ``RateLimit`` several tasks share); both per value of ``limit_key`` (a parameter
         name, or a function of the arguments) when given; the rest wait, stored;
+        ``fair_key`` (a parameter name, or a function of the arguments): ready messages
+        with different values of it take turns within a priority, so one value that
+        floods the queue does not hold back the others (round robin between keys);
         ``keep_result``: keep what it returns (True: for the setting
         ``result_retention_s``; a ``timedelta``: that long), readable by the handle
         ``delay()`` returns; ``history``: record each attempt of its one-off messages in

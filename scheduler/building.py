@@ -19,7 +19,7 @@ from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
 from scheduler.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
-from scheduler.limits import limit_keys
+from scheduler.limits import fair_value, limit_keys
 from scheduler.message import (
     Callback,
     Membership,
@@ -98,6 +98,9 @@ class MessageBuilder:
             call.args,
             call.kwargs,
         )
+        fair = fair_value(
+            task.name, task.arguments.signature, options.fair_key, call.args, call.kwargs
+        )
         queue = call.queue or task.options.queue
         check_scalars(call, queue)
         stored, fire, jitter_s = plan(call, now)
@@ -133,6 +136,7 @@ class MessageBuilder:
             misfires=fire.misfires,
             limit=limit,
             rate=rate,
+            fair=fair,
             then=self._steps(call, queue),
             member=None if member is None else member.model_dump(),
             callback=None if callback is None else callback.model_dump(),
@@ -148,6 +152,7 @@ class MessageBuilder:
             jitter_s,
             now,
             now_ms,
+            fair,
         )
 
     def _steps(self, call: Call, queue: str) -> list[dict[str, Any]] | None:
@@ -193,6 +198,7 @@ class MessageBuilder:
                     "enqueued_at": now,
                     "limit": None,
                     "rate": None,
+                    "fair": None,
                     "then": rest,
                     "step": message.step + 1,
                     "start": message.start or chain_start(message),
@@ -230,6 +236,7 @@ class MessageBuilder:
         jitter_s: float,
         now: datetime | None = None,
         now_ms: int | None = None,
+        fair: str | None = None,
     ) -> Envelope:
         """The envelope of an encoded body due ``at`` (plus up to ``jitter_s``); raises
         ``InvalidMessage`` for a body over ``max_payload_bytes``."""
@@ -240,7 +247,7 @@ class MessageBuilder:
             )
         due = at + timedelta(seconds=self._rng.uniform(0, jitter_s)) if jitter_s else at
         due_ms = now_ms if now_ms is not None and due is now else to_ms(due)
-        return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body)
+        return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body, fair)
 
     def restored(self, message: Message, due: datetime) -> Envelope:
         """The envelope of ``message`` (already built, maybe changed) due at ``due``."""
@@ -253,6 +260,7 @@ class MessageBuilder:
             message.encode(),
             due,
             0.0,
+            fair=message.fair,
         )
 
     def one_off(
@@ -367,6 +375,7 @@ class MessageBuilder:
             nxt.encode(),
             planner.due_after(fire, to_datetime(now_ms)),
             message.trigger.jitter.total_seconds(),
+            fair=nxt.fair,
         )
         return envelope, fire.misfires
 

@@ -87,15 +87,24 @@ def check_limit(
         raise InvalidMessage(
             f"task {task_name!r} has a limit_key but no concurrency_limit or rate_limit"
         )
-    if isinstance(limit_key, str) and limit_key not in signature.parameters:
+    check_key_option(task_name, signature, "limit_key", limit_key)
+
+
+def check_key_option(
+    task_name: str, signature: inspect.Signature, option: str, value: LimitKey | None
+) -> None:
+    """Raise ``InvalidMessage`` unless ``value`` (the task's ``option``: ``limit_key`` or
+    ``fair_key``) names one of its parameters or is a function of its arguments."""
+    if value is None:
+        return
+    if isinstance(value, str) and value not in signature.parameters:
         known = ", ".join(signature.parameters) or "none"
         raise InvalidMessage(
-            f"limit_key {limit_key!r} of task {task_name!r} is not one of its parameters ({known})"
+            f"{option} {value!r} of task {task_name!r} is not one of its parameters ({known})"
         )
-    if not isinstance(limit_key, str) and not callable(limit_key):
+    if not isinstance(value, str) and not callable(value):
         raise InvalidMessage(
-            f"limit_key of task {task_name!r} must be a parameter name or a function, "
-            f"not {limit_key!r}"
+            f"{option} of task {task_name!r} must be a parameter name or a function, not {value!r}"
         )
 
 
@@ -105,9 +114,10 @@ def limit_value(
     limit_key: LimitKey,
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
+    option: str = "limit_key",
 ) -> Any:
-    """The value of the limit key for a call of the task. Raises ``InvalidMessage`` when
-    it cannot be had."""
+    """The value of the limit key (or of another key ``option``, such as ``fair_key``) for
+    a call of the task. Raises ``InvalidMessage`` when it cannot be had."""
     if isinstance(limit_key, str):
         try:
             bound = signature.bind_partial(*args, **kwargs)
@@ -116,7 +126,7 @@ def limit_value(
         bound.apply_defaults()
         if limit_key not in bound.arguments:
             raise InvalidMessage(
-                f"task {task_name!r} was called without {limit_key!r}, its limit_key"
+                f"task {task_name!r} was called without {limit_key!r}, its {option}"
             )
         value = bound.arguments[limit_key]
     else:
@@ -124,11 +134,11 @@ def limit_value(
             value = limit_key(*args, **kwargs)
         except Exception as err:
             raise InvalidMessage(
-                f"the limit_key function of task {task_name!r} failed: {type(err).__name__}: {err}"
+                f"the {option} function of task {task_name!r} failed: {type(err).__name__}: {err}"
             ) from err
     if value is None or isinstance(value, (dict, list, tuple, set)):
         raise InvalidMessage(
-            f"the limit key of task {task_name!r} must be a string or a number, not {value!r}"
+            f"the {option} of task {task_name!r} must give a string or a number, not {value!r}"
         )
     return value
 
@@ -155,3 +165,18 @@ def limit_keys(
         None if concurrency is None else concurrency.name + suffix,
         None if rate is None else rate.name + suffix,
     )
+
+
+def fair_value(
+    task_name: str,
+    signature: inspect.Signature,
+    fair_key: LimitKey | None,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+) -> str | None:
+    """The fair-share key a call of the task carries (``Message.fair``): messages with
+    different ones take turns within a priority; None when the task has no ``fair_key``.
+    Raises ``InvalidMessage`` when it cannot be had."""
+    if fair_key is None:
+        return None
+    return str(limit_value(task_name, signature, fair_key, args, kwargs, option="fair_key"))

@@ -50,6 +50,7 @@ class ChainStart(BaseModel):
     then: list[Step] = Field(default_factory=list)
     limit: str | None = None
     rate: str | None = None
+    fair: str | None = None
 
 
 class Membership(BaseModel):
@@ -101,6 +102,7 @@ class Message(BaseModel):
     last_success_at: datetime | None = None  # scheduled time of the chain's last success
     limit: str | None = None  # the concurrency limit key its runs hold a slot of
     rate: str | None = None  # the rate limit key its starts are counted under
+    fair: str | None = None  # its fair-share key: takes turns with other keys' messages
     then: list[Step] = Field(default_factory=list)  # a chain's steps after this one
     step: int = 0  # in a recurring chain: this step's index within its occurrence
     start: ChainStart | None = None  # in a recurring chain's later step: how it starts
@@ -140,6 +142,7 @@ class Message(BaseModel):
             due_ms=due_ms,
             timeout_ms=int(self.timeout_s * 1000),
             body=self.encode() if body is None else body,
+            fair=self.fair,
         )
 
 
@@ -163,6 +166,7 @@ def encode_fields(
     misfires: int,
     limit: str | None = None,
     rate: str | None = None,
+    fair: str | None = None,
     then: list[dict[str, Any]] | None = None,
     member: dict[str, Any] | None = None,
     callback: dict[str, Any] | None = None,
@@ -197,6 +201,8 @@ def encode_fields(
         fields["limit"] = limit
     if rate is not None:
         fields["rate"] = rate
+    if fair is not None:
+        fields["fair"] = fair
     if then:
         fields = with_steps(fields, then)
     if member is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from scheduler.errors import InvalidMessage, UnknownTask
-from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit, check_limit
+from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit, check_key_option, check_limit
 from scheduler.retry import RetryPolicy
 from scheduler.tasks import Arguments, Producer, TaskClass, TaskFunction, TaskOptions
 from triggers import Trigger
@@ -69,6 +69,7 @@ class TaskRegistry:
         concurrency_limit: int | ConcurrencyLimit | None = None,
         rate_limit: str | RateLimit | None = None,
         limit_key: LimitKey | None = None,
+        fair_key: LimitKey | None = None,
         keep_result: bool | timedelta | None = None,
         history: bool = False,
     ) -> TaskFunction[P, R]:
@@ -82,7 +83,9 @@ class TaskRegistry:
         )
         rate = RateLimit.parse(task_name, rate_limit) if isinstance(rate_limit, str) else rate_limit
         limited = limit is not None or rate is not None
-        check_limit(task_name, inspect.signature(function), limited, limit_key)
+        signature = inspect.signature(function)
+        check_limit(task_name, signature, limited, limit_key)
+        check_key_option(task_name, signature, "fair_key", fair_key)
         options = TaskOptions(
             name=task_name,
             queue=queue or self.default_queue,
@@ -93,6 +96,7 @@ class TaskRegistry:
             concurrency_limit=limit,
             rate_limit=rate,
             limit_key=limit_key,
+            fair_key=fair_key,
             result_retention=self.retention(task_name, keep_result),
             history=history,
         )

@@ -221,6 +221,8 @@ class TaskOptions(BaseModel):
     #: at most so many of its messages (per limit key) start per period across every worker
     rate_limit: RateLimit | None = None
     limit_key: LimitKey | None = None
+    #: its messages take turns with other values of this key within a priority (fair share)
+    fair_key: LimitKey | None = None
     #: keep what its runs return this long (None: keep nothing)
     result_retention: timedelta | None = None
     #: record each attempt of its one-off messages in the ledger (``app.run_history``)

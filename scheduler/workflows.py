@@ -107,7 +107,9 @@ def chain_start(message: Message) -> ChainStart:
         timeout_s=message.timeout_s,
         max_attempts=message.max_attempts,
     )
-    return ChainStart(first=first, then=message.then, limit=message.limit, rate=message.rate)
+    return ChainStart(
+        first=first, then=message.then, limit=message.limit, rate=message.rate, fair=message.fair
+    )
 
 
 def head_of(message: Message) -> Message:
@@ -129,6 +131,7 @@ def head_of(message: Message) -> Message:
             "timeout_s": first.timeout_s,
             "limit": start.limit,
             "rate": start.rate,
+            "fair": start.fair,
             "then": start.then,
             "step": 0,
             "start": None,

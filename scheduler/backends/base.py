@@ -75,6 +75,7 @@ class Envelope(NamedTuple):
     due_ms: int
     timeout_ms: int
     body: bytes
+    fair: str | None = None  # the fair-share key: ready messages take turns by it
 
 
 class Claim(NamedTuple):

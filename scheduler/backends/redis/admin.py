@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduler.backends.base import Claim, Envelope, PoisonRecord
 from scheduler.backends.records import AbortRequest, Failure, LedgerEntry, QueueStats
-from scheduler.backends.redis.scripts import BOUND, decode_record
+from scheduler.backends.redis.scripts import BOUND, FAIR_STATE, decode_record
 from scheduler.backends.redis.shards import RedisShards
 from scheduler.errors import ConfigurationError
 
@@ -62,10 +62,10 @@ class RedisAdmin(RedisShards):
         for message_id, record, failure in zip(ids, records, failures, strict=True):
             if record is None or failure is None:
                 continue
-            priority, timeout, due, key, body = decode_record(record)
+            priority, timeout, due, key, body, fair = decode_record(record)
             attempts, failed_ms, details = failure.split(b"|", 2)
             data = json.loads(details)
-            envelope = Envelope(message_id.decode(), queue, key, priority, due, timeout, body)
+            envelope = Envelope(message_id.decode(), queue, key, priority, due, timeout, body, fair)
             found.append(
                 PoisonRecord(
                     envelope,
@@ -158,7 +158,8 @@ class RedisAdmin(RedisShards):
                     due = int(first[0][1])
                     next_due = due if next_due is None else min(next_due, due)
                 for counter, value in counts.items():
-                    counters[counter.decode()] = counters.get(counter.decode(), 0) + int(value)
+                    if not counter.startswith(FAIR_STATE):
+                        counters[counter.decode()] = counters.get(counter.decode(), 0) + int(value)
             result.append(
                 QueueStats(
                     name,

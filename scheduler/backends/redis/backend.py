@@ -195,8 +195,10 @@ class RedisBackend(
             due = int(reply[1])
             if due >= 0:
                 next_due = due if next_due is None else min(next_due, due)
-            for i in range(2, len(reply), 8):
-                mid, key, body, attempt, due_ms, deadline, timeout, priority = reply[i : i + 8]
+            for i in range(2, len(reply), 9):
+                mid, key, body, attempt, due_ms, deadline, timeout, priority, place = reply[
+                    i : i + 9
+                ]
                 claim = Claim(
                     mid.decode(),
                     queue,
@@ -208,10 +210,11 @@ class RedisBackend(
                     int(deadline),
                     int(timeout),
                 )
-                found.append((-int(priority), int(due_ms), claim))
+                found.append((-int(priority), int(place), claim))
             if len(found) >= limit:
                 break
-        # each shard pops in priority order; merge the shards' batches the same way
+        # each shard pops in priority order, then by place (due time, or a fair turn);
+        # merge the shards' batches the same way
         found.sort(key=lambda entry: (entry[0], entry[1]))
         claims = [claim for _, _, claim in found]
         return ClaimBatch(claims, None if claims else next_due)

@@ -4,7 +4,7 @@ record format they share with Python.
 Every state change of a shard is one script call: the script touches the keys of one
 shard only (one hash tag, so one Redis Cluster slot) and reads the time from the server
 (``TIME``), so worker clocks never decide when something is due or when a lease ends.
-``lua/prelude.lua`` names the thirteen keys of a shard (``SHARD_KEYS``, passed in that
+``lua/prelude.lua`` names the fourteen keys of a shard (``SHARD_KEYS``, passed in that
 order to every shard script) and holds the helpers; it is prepended to each script. The
 ``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag), and
 ``rate_reserve`` the start log of one rate limit, the ``batch_*`` scripts the two
@@ -27,7 +27,10 @@ from scheduler.errors import BackendError
 Call = tuple[str, list[str], list[Any]]
 
 #: suffixes of a shard's keys, in ``KEYS`` order (see ``lua/prelude.lua``)
-SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b")
+#: the fields of a shard's counters hash that are fair-share state, not counters
+FAIR_STATE = b"fair_"
+
+SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b", "f")
 MESSAGES, SCHEDULED, READY, LEASED = 0, 1, 2, 3
 KEYS, POISON_RECORDS, POISON_FAILURES, POISON_TIMES, COUNTERS, BOUND = 7, 8, 9, 10, 11, 12
 
@@ -66,23 +69,33 @@ def load_scripts() -> dict[str, str]:
 
 
 def encode_record(e: Envelope) -> bytes:
-    """The stored form of a message: a small header, the key, then the body."""
+    """The stored form of a message: a small header, the key, then the body; with a
+    fair-share key, ``f<length>|<fair key>`` before that."""
     key = (e.key or "").encode()
-    return b"%d|%d|%d|%d|%s%s" % (e.priority, e.timeout_ms, e.due_ms, len(key), key, e.body)
+    record = b"%d|%d|%d|%d|%s%s" % (e.priority, e.timeout_ms, e.due_ms, len(key), key, e.body)
+    if e.fair is None:
+        return record
+    fair = e.fair.encode()
+    return b"f%d|%s%s" % (len(fair), fair, record)
 
 
-def decode_record(record: bytes) -> tuple[int, int, int, str | None, bytes]:
-    """(priority, timeout_ms, due_ms, key, body) from a stored record. One that is not a
-    record reads as the Lua prelude's ``parse`` reads it: a keyless message due long ago
-    whose body is the whole record (the worker poisons it as undecodable)."""
-    fields = record.split(b"|", 4)
+def decode_record(record: bytes) -> tuple[int, int, int, str | None, bytes, str | None]:
+    """(priority, timeout_ms, due_ms, key, body, fair key) from a stored record. One that
+    is not a record reads as the Lua prelude's ``parse`` reads it: a keyless message due
+    long ago whose body is the whole record (the worker poisons it as undecodable)."""
+    fair, rest = None, record
+    if record.startswith(b"f"):
+        length, _, tail = record[1:].partition(b"|")
+        if length.isdigit():
+            fair, rest = tail[: int(length)].decode(errors="replace"), tail[int(length) :]
+    fields = rest.split(b"|", 4)
     try:
         priority, timeout, due, key_length = (int(f) for f in fields[:4])
-        rest = fields[4]
+        tail = fields[4]
     except (ValueError, IndexError):
-        return 0, 60_000, 0, None, record
-    key = rest[:key_length].decode() if key_length else None
-    return priority, timeout, due, key, rest[key_length:]
+        return 0, 60_000, 0, None, record, None
+    key = tail[:key_length].decode() if key_length else None
+    return priority, timeout, due, key, tail[key_length:], fair
 
 
 def evalsha_round_trip(

@@ -209,14 +209,14 @@ class RedisShards:
         record, leased, scheduled, attempt, error = self._call(run)
         if record is None:
             return None
-        priority, timeout, due, key, body = decode_record(record)
+        priority, timeout, due, key, body, fair = decode_record(record)
         if leased is not None:
             state = State.RUNNING
         elif scheduled is not None and due > self.now_ms():
             state = State.SCHEDULED
         else:
             state = State.READY
-        envelope = Envelope(message_id, queue, key, priority, due, timeout, body)
+        envelope = Envelope(message_id, queue, key, priority, due, timeout, body, fair)
         return StoredMessage(
             envelope, state, int(attempt or 0), error.decode() if error is not None else None
         )
@@ -249,8 +249,16 @@ class RedisShards:
     @staticmethod
     def _next_args(nxt: Envelope | None) -> list[Any]:
         if nxt is None:
-            return ["", "", 0, 0, 0, ""]
-        return [nxt.id, nxt.key or "", nxt.priority, nxt.due_ms, nxt.timeout_ms, nxt.body]
+            return ["", "", 0, 0, 0, "", ""]
+        return [
+            nxt.id,
+            nxt.key or "",
+            nxt.priority,
+            nxt.due_ms,
+            nxt.timeout_ms,
+            nxt.fair or "",
+            nxt.body,
+        ]
 
     def queues(self) -> list[str]:
         members = self._call(self._client.smembers, self._queues_key())

@@ -20,22 +20,29 @@ from scheduler.backends.options import parse_options
 from scheduler.backends.records import LedgerEntry, Waiter
 from scheduler.backends.sqlite.admin import SQLiteAdmin
 from scheduler.backends.sqlite.batches import SQLiteBatches
-from scheduler.backends.sqlite.connection import (
-    COLUMNS,
-    READY,
-    SCHEDULED,
-    SQLiteOptions,
-    stored_message,
-)
+from scheduler.backends.sqlite.connection import COLUMNS, SQLiteOptions, stored_message
+from scheduler.backends.sqlite.fairness import make_fair_ready
 from scheduler.backends.sqlite.ledger import SQLiteLedger
 from scheduler.backends.sqlite.limits import SQLiteLimits
 from scheduler.backends.sqlite.producing import SQLiteProducing
 from scheduler.backends.sqlite.rates import SQLiteRates
 from scheduler.backends.sqlite.registry import SQLiteRegistry
 from scheduler.backends.sqlite.results import SQLiteResults
-from scheduler.backends.sqlite.rows import DEADLINE, RETURNED, SOUND, claim_of, order
+from scheduler.backends.sqlite.rows import (
+    DEADLINE,
+    READY,
+    RETURNED,
+    SCHEDULED,
+    SOUND,
+    claim_of,
+    order,
+)
 from scheduler.clock import Clock
 from scheduler.errors import ConfigurationError
+
+#: the state a message goes back to: the one given, but a message with a fair-share key
+#: waits scheduled (the next claim gives it a new turn: ``fairness.py``)
+_UNLESS_FAIR = "CASE WHEN fair IS NULL THEN ? ELSE 0 END"
 
 
 class SQLiteBackend(
@@ -125,9 +132,11 @@ class SQLiteBackend(
         with self._write() as db:
             self._requeue_expired(db, queue, now)
             db.execute(
-                "UPDATE messages SET state = 1 WHERE queue = ? AND state = 0 AND at_ms <= ?",
+                "UPDATE messages SET state = 1 WHERE queue = ? AND state = 0 AND at_ms <= ? "
+                "AND fair IS NULL",
                 (queue, now + lookahead_ms),
             )
+            make_fair_ready(db, queue, now + lookahead_ms)
             # one statement leases the whole batch; the batch's token fences each message
             # (a message is in at most one live batch, so a per-batch token is enough)
             token = secrets.token_hex(8)
@@ -159,7 +168,7 @@ class SQLiteBackend(
 
     def _requeue_expired(self, db: sqlite3.Connection, queue: str, now: int) -> int:
         count = db.execute(
-            "UPDATE messages SET state = 1, at_ms = due_ms, token = NULL "
+            "UPDATE messages SET state = 1, at_ms = COALESCE(turn, due_ms), token = NULL "
             "WHERE queue = ? AND state = 2 AND at_ms <= ?",
             (queue, now),
         ).rowcount
@@ -230,8 +239,8 @@ class SQLiteBackend(
             state = READY if due_ms <= now else SCHEDULED
             held = (
                 db.execute(
-                    "UPDATE messages SET state = ?, at_ms = ?, due_ms = ?, token = NULL, "
-                    "last_error = ? WHERE id = ? AND token = ?",
+                    f"UPDATE messages SET state = {_UNLESS_FAIR}, at_ms = ?, due_ms = ?, "
+                    "token = NULL, last_error = ? WHERE id = ? AND token = ?",
                     (state, due_ms, due_ms, error, claim.id, claim.token),
                 ).rowcount
                 == 1
@@ -249,8 +258,8 @@ class SQLiteBackend(
             if due_ms is None:
                 return sum(
                     db.execute(
-                        "UPDATE messages SET state = 1, at_ms = due_ms, token = NULL, "
-                        "attempt = attempt - 1 WHERE id = ? AND token = ?",
+                        "UPDATE messages SET state = 1, at_ms = COALESCE(turn, due_ms), "
+                        "token = NULL, attempt = attempt - 1 WHERE id = ? AND token = ?",
                         p,
                     ).rowcount
                     for p in params
@@ -258,8 +267,8 @@ class SQLiteBackend(
             state = READY if due_ms <= self.now_ms() else SCHEDULED
             return sum(
                 db.execute(
-                    "UPDATE messages SET state = ?, at_ms = ?, due_ms = ?, token = NULL, "
-                    "attempt = attempt - 1 WHERE id = ? AND token = ?",
+                    f"UPDATE messages SET state = {_UNLESS_FAIR}, at_ms = ?, due_ms = ?, "
+                    "token = NULL, attempt = attempt - 1 WHERE id = ? AND token = ?",
                     (state, due_ms, due_ms, *p),
                 ).rowcount
                 for p in params

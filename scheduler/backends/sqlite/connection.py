@@ -18,6 +18,8 @@ from pydantic import Field, field_validator
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.backends.options import UrlOptions
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.sqlite.fairness import migrate
+from scheduler.backends.sqlite.rows import LEASED, READY, SCHEDULED, initial_state
 from scheduler.clock import Clock, SystemClock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
 
@@ -26,7 +28,7 @@ from scheduler.errors import BackendError, BackendUnavailable, ConfigurationErro
 #: clustered primary key holding the bodies was 2.5x slower. ``at_ms`` is the due time of a
 #: waiting message and the lease deadline of a running one; ``due_ms`` always keeps the due
 #: time. States: 0 scheduled (due later), 1 ready (due; claim order is priority, then due
-#: time), 2 leased.
+#: time, or for a message with a fair-share key its turn: ``fairness.py``), 2 leased.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
     id          TEXT NOT NULL UNIQUE,
@@ -40,7 +42,9 @@ CREATE TABLE IF NOT EXISTS messages (
     attempt     INTEGER NOT NULL DEFAULT 0,
     token       TEXT,
     last_error  TEXT,
-    body        BLOB NOT NULL
+    body        BLOB NOT NULL,
+    fair        TEXT,
+    turn        INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS messages_key ON messages (queue, key) WHERE key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_ready ON messages (queue, priority DESC, at_ms) WHERE state = 1;
@@ -144,13 +148,12 @@ CREATE TABLE IF NOT EXISTS ledger (
 ) WITHOUT ROWID;
 """
 
-SCHEDULED, READY, LEASED = 0, 1, 2
 #: expired side records (rate starts, results, workers, batches) are deleted this often
 _PRUNE_EVERY_MS = 1000
 #: and expired ledger records (a full scan: the ledger has no index by expiry) this often
 _LEDGER_SWEEP_MS = 3_600_000
 STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
-COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body"
+COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body, fair"
 
 
 def stored_message(row: sqlite3.Row) -> StoredMessage:
@@ -162,6 +165,7 @@ def stored_message(row: sqlite3.Row) -> StoredMessage:
         due_ms=row[5],
         timeout_ms=row[6],
         body=row[9],
+        fair=row[10],
     )
     return StoredMessage(envelope, STATE_NAMES[row[4]], row[7], row[8])
 
@@ -230,6 +234,7 @@ class SQLiteStore:
             if not parent.exists():
                 raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
         self._connection().executescript(SCHEMA)
+        migrate(self._connection())
 
     # -- connections ---------------------------------------------------------------------
 
@@ -374,18 +379,19 @@ class SQLiteStore:
         """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
         inserted = db.execute(
             "INSERT OR IGNORE INTO messages "
-            "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 nxt.id,
                 nxt.queue,
                 nxt.key,
                 nxt.priority,
-                READY if nxt.due_ms <= now else SCHEDULED,
+                initial_state(nxt, now),
                 nxt.due_ms,
                 nxt.due_ms,
                 nxt.timeout_ms,
                 nxt.body,
+                nxt.fair,
             ),
         ).rowcount
         self._count(db, nxt.queue, "enqueued", inserted)

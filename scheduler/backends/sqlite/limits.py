@@ -8,7 +8,8 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.records import SlotRequest, Waiter
-from scheduler.backends.sqlite.connection import LEASED, READY, SQLiteStore
+from scheduler.backends.sqlite.connection import SQLiteStore
+from scheduler.backends.sqlite.rows import LEASED, READY
 
 
 class SQLiteLimits(SQLiteStore):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from scheduler.backends.base import Envelope, OnConflict, Outcome
 from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
 from scheduler.backends.sqlite.bounds import SQLiteBounds
-from scheduler.backends.sqlite.connection import READY, SCHEDULED
+from scheduler.backends.sqlite.rows import initial_state
 
 
 class SQLiteProducing(SQLiteBounds):
@@ -51,18 +51,18 @@ class SQLiteProducing(SQLiteBounds):
                     holders[(e.queue, e.key)] = (e.id, e.body)
                 else:
                     present.add(e.id)
-                state = READY if e.due_ms <= now else SCHEDULED
                 rows.append(
                     (
                         e.id,
                         e.queue,
                         e.key,
                         e.priority,
-                        state,
+                        initial_state(e, now),
                         e.due_ms,
                         e.due_ms,
                         e.timeout_ms,
                         e.body,
+                        e.fair,
                     )
                 )
                 per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
@@ -70,8 +70,8 @@ class SQLiteProducing(SQLiteBounds):
             # one: its holder's ack is then refused, so a replaced chain cannot resurrect)
             db.executemany(
                 f"INSERT {'OR REPLACE ' if replace else ''}INTO messages "
-                "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             for queue, count in per_queue.items():
@@ -94,11 +94,12 @@ class SQLiteProducing(SQLiteBounds):
                 e.queue,
                 None,
                 e.priority,
-                READY if e.due_ms <= now else SCHEDULED,
+                initial_state(e, now),
                 e.due_ms,
                 e.due_ms,
                 e.timeout_ms,
                 e.body,
+                e.fair,
             )
             for e in envelopes
         ]
@@ -113,7 +114,7 @@ class SQLiteProducing(SQLiteBounds):
         try:
             db.executemany(
                 "INSERT INTO messages (id, queue, key, priority, state, at_ms, due_ms, "
-                "timeout_ms, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "timeout_ms, body, fair) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
         except sqlite3.IntegrityError:

@@ -6,10 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.base import Claim
+from scheduler.backends.base import Claim, Envelope
+
+#: a message's states: due later, due (claim order: priority, then due time or turn), leased
+SCHEDULED, READY, LEASED = 0, 1, 2
+
+
+def initial_state(envelope: Envelope, now: int) -> int:
+    """The state a message is written in: ready when due, else scheduled; one with a
+    fair-share key always scheduled (the claim that finds it due gives it its turn)."""
+    return READY if envelope.due_ms <= now and envelope.fair is None else SCHEDULED
+
 
 #: a claimed row's columns, in ``RETURNING`` order, then whether SQLite found them sound
-RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority"
+RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority, turn"
 
 #: true when every column holds its declared type (checked in SQL: one flag per row)
 SOUND = (
@@ -27,22 +37,23 @@ FALLBACK_TIMEOUT_MS = 60_000
 
 
 def order(row: tuple[Any, ...]) -> tuple[int, int]:
-    """Claim order of a returned row: priority first, then due time (0 for a column that
-    is not a number)."""
-    priority, due_ms = row[7], row[4]
-    return (-priority if type(priority) is int else 0, due_ms if type(due_ms) is int else 0)
+    """Claim order of a returned row: priority first, then its turn (a message with a
+    fair-share key) or due time (0 for a column that is not a number)."""
+    priority, due_ms, turn = row[7], row[4], row[8]
+    place = turn if type(turn) is int else due_ms if type(due_ms) is int else 0
+    return (-priority if type(priority) is int else 0, place)
 
 
 def claim_of(row: tuple[Any, ...], queue: str, token: str) -> Claim:
     """The claim of a returned row (``RETURNED`` then the ``SOUND`` flag)."""
-    message_id, key, body, attempt, due_ms, deadline, timeout_ms, _, sound = row
+    message_id, key, body, attempt, due_ms, deadline, timeout_ms, _, _, sound = row
     if sound:
         return Claim(message_id, queue, key, body, token, attempt, due_ms, deadline, timeout_ms)
     return _malformed(row, queue, token)
 
 
 def _malformed(row: tuple[Any, ...], queue: str, token: str) -> Claim:
-    message_id, key, body, attempt, due_ms, deadline, timeout_ms, priority, _ = row
+    message_id, key, body, attempt, due_ms, deadline, timeout_ms, priority, _, _ = row
     wrong = [
         f"{name} holds {value!r}"
         for name, value, fits in (

@@ -1,5 +1,7 @@
 -- claim: lease up to a limit of due messages; expired leases become due again.
--- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) C (KEYS[12])
+-- Returns now, the next due time (-1: none known) then per message its id, key, body,
+-- attempt, due, lease deadline, timeout, priority and place in the ready line.
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) C (KEYS[12]) F (KEYS[14])
 -- ARGV: limit, lookahead_ms, token, sweep_max
 local limit, lookahead = tonumber(ARGV[1]), tonumber(ARGV[2])
 local token, sweep = ARGV[3], tonumber(ARGV[4])
@@ -11,8 +13,12 @@ for _, id in ipairs(expired) do
     redis.call('HDEL', T, id)
     local record = redis.call('HGET', M, id)
     if record then
-        local priority, _, due = parse(record)
-        redis.call('ZADD', R, ready_score(priority, due), id)
+        local priority, _, due, _, _, fair = parse(record)
+        if fair then  -- waits for a new turn
+            redis.call('ZADD', S, due, id)
+        else
+            redis.call('ZADD', R, ready_score(priority, due), id)
+        end
     end
 end
 if #expired > 0 then redis.call('HINCRBY', C, 'redelivered', #expired) end
@@ -21,20 +27,22 @@ local due_now = redis.call('ZRANGEBYSCORE', S, '-inf', now + lookahead, 'LIMIT',
 for _, id in ipairs(due_now) do
     redis.call('ZREM', S, id)
     local record = redis.call('HGET', M, id)
-    if record then
-        local priority, _, due = parse(record)
-        redis.call('ZADD', R, ready_score(priority, due), id)
-    end
+    if record then make_ready(id, record) end
 end
 local out = {now, -1}
 if limit > 0 then
     local popped = redis.call('ZPOPMIN', R, limit)
-    local claimed = 0
+    local claimed, fair_served, turn = 0, 0, false
     for i = 1, #popped, 2 do
         local id = popped[i]
         local record = redis.call('HGET', M, id)
         if record then
-            local priority, timeout, due, key, body = parse(record)
+            local priority, timeout, due, key, body, fair = parse(record)
+            local place = tonumber(popped[i + 1]) - (1023 - priority) * PRIORITY_STEP
+            if fair then
+                fair_served = fair_served + 1
+                turn = place
+            end
             local attempt = redis.call('HINCRBY', A, id, 1)
             local deadline = math.max(now, due) + timeout
             redis.call('ZADD', L, deadline, id)
@@ -47,10 +55,18 @@ if limit > 0 then
             out[#out + 1] = deadline
             out[#out + 1] = timeout
             out[#out + 1] = priority
+            out[#out + 1] = place  -- its place in the line: due time, or turn
             claimed = claimed + 1
         end
     end
     if claimed > 0 then redis.call('HINCRBY', C, 'claimed', claimed) end
+    if fair_served > 0 then  -- the line moved on: keys whose last turn it passed are done
+        redis.call('HINCRBY', C, 'fair_ready', -fair_served)
+        if turn > tonumber(redis.call('HGET', C, 'fair_vt') or turn) then
+            redis.call('HSET', C, 'fair_vt', turn)
+        end
+        redis.call('ZREMRANGEBYSCORE', F, '-inf', '(' .. turn)
+    end
 end
 if #out == 2 then
     local candidates = {}

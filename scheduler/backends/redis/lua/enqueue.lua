@@ -3,6 +3,7 @@
 -- (not written); a replace or a duplicate adds nothing and always passes.
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12]) B (KEYS[13])
 -- ARGV: mode, bounded ('1' or '0'), count, then count x (id, key, priority, due_ms, record)
+-- (a record with a fair-share key is placed as scheduled: see ``place``)
 -- (the client builds each record; unkeyed fresh messages take a fast path: HSETNX, and one
 -- ZADD per thousand messages)
 local mode, count = ARGV[1], tonumber(ARGV[3])
@@ -47,8 +48,8 @@ local function flush(force)
         redis.call('ZADD', S, unpack(scheduled)); scheduled = {}
     end
 end
-local function queue_up(id, priority, due)
-    if due <= now then
+local function queue_up(id, priority, due, record)
+    if due <= now and string.byte(record, 1) ~= 102 then  -- 'f': a fair-share key (place)
         ready[#ready + 1] = ready_score(priority, due); ready[#ready + 1] = id
     else
         scheduled[#scheduled + 1] = due; scheduled[#scheduled + 1] = id
@@ -65,7 +66,7 @@ for i = 1, count do
             if full() then
                 out[i] = redis.call('HEXISTS', M, id) == 1 and 'duplicate' or 'full'
             elseif redis.call('HSETNX', M, id, record) == 1 then
-                queue_up(id, priority, due)
+                queue_up(id, priority, due, record)
                 took()
                 out[i] = 'enqueued'
             else
@@ -77,7 +78,7 @@ for i = 1, count do
             flush(true)
             if remove(id) then out[i] = 'replaced' else out[i] = 'enqueued'; took() end
             redis.call('HSET', M, id, record)
-            queue_up(id, priority, due)
+            queue_up(id, priority, due, record)
         end
     else
         flush(true)
@@ -93,7 +94,7 @@ for i = 1, count do
             if redis.call('HEXISTS', M, id) == 1 then remove(id) end
             redis.call('HSET', M, id, record)
             redis.call('HSET', K, key, id)
-            queue_up(id, priority, due)
+            queue_up(id, priority, due, record)
         end
     end
 end

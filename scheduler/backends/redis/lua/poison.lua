@@ -1,7 +1,7 @@
 -- poison: move a leased message to the poison store, with its chain's next occurrence.
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) PM (KEYS[9]) PF (KEYS[10]) PZ (KEYS[11]) C (KEYS[12])
---            and KEYS[14]: the ledger, when an entry is given
--- ARGV: id, token, failure JSON (without attempts/time), next as in ACK (6 fields), then
+--            and KEYS[15]: the ledger, when an entry is given
+-- ARGV: id, token, failure JSON (without attempts/time), next as in ACK (7 fields), then
 --       the ledger entry ('0' for none)
 local id, token, failure = ARGV[1], ARGV[2], ARGV[3]
 if not holds(id, token) then return 0 end
@@ -16,7 +16,10 @@ local next_id = ARGV[4]
 if next_id ~= '' and redis.call('HEXISTS', M, next_id) == 0 then
     local key = ARGV[5]
     if key == '' then key = false end
-    insert(next_id, key, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], now)
+    local fair = ARGV[9]
+    if fair == '' then fair = false end
+    insert(next_id, key, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[10], now,
+           fair)
 end
-ledger(10, KEYS[14], true, now)
+ledger(11, KEYS[15], true, now)
 return 1

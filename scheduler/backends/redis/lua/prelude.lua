@@ -1,5 +1,5 @@
 -- Shared by every script (prepended when the scripts are loaded): the names of the
--- shard's thirteen keys, the record format and the helpers that keep them consistent.
+-- shard's fourteen keys, the record format and the helpers that keep them consistent.
 --
 -- KEYS (all of one shard S = {prefix}:{queue}:{n}, one hash tag, one cluster slot):
 --   KEYS[1]  M   S:m   HASH  id -> record
@@ -15,10 +15,11 @@
 --   KEYS[11] PZ  S:pz  ZSET  poisoned id -> failed at (ms)
 --   KEYS[12] C   S:c   HASH  counters
 --   KEYS[13] B   S:b   STRING this shard's share of the queue's max_pending (absent: no bound)
---   KEYS[14...]  S:h:{subject}  LIST  a ledger (ack, retry, poison: one per entry given)
-local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B =
+--   KEYS[14] F   S:f   ZSET  fair-share key -> its last turn (see ``fair_turn``)
+--   KEYS[15...]  S:h:{subject}  LIST  a ledger (ack, retry, poison: one per entry given)
+local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B, F =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
-    KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+    KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 
 -- A ledger entry in ARGV at position ``at``: '0' for none, else "n|keep|ttl_ms|" followed
 -- by its first record in the same argument and its other n - 1 records in the next ones
@@ -48,38 +49,81 @@ local function now_ms()
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- A record that is not one (written below tickwork, or damaged) reads as a keyless
--- message due long ago whose body is the whole record: a claim hands it out and the
--- worker poisons it as undecodable, instead of every claim of the shard failing on it.
+-- A record: "priority|timeout|due|key length|" then the key and the body; a message with
+-- a fair-share key has "f<length>|<fair key>" before that. parse returns (priority,
+-- timeout, due, key or false, body, fair key or false). A record that is not one
+-- (written below tickwork, or damaged) reads as a keyless message due long ago whose body
+-- is the whole record: a claim hands it out and the worker poisons it as undecodable,
+-- instead of every claim of the shard failing on it.
 local function parse(record)
-    local p, t, d, kl, start = string.match(record, '^(-?%d+)|(%d+)|(-?%d+)|(%d+)|()')
-    if not p then return 0, 60000, 0, false, record end  -- a 60 s lease
+    local fair, rest = false, record
+    local fl, fs = string.match(record, '^f(%d+)|()')
+    if fl then
+        fair = string.sub(record, fs, fs + tonumber(fl) - 1)
+        rest = string.sub(record, fs + tonumber(fl))
+    end
+    local p, t, d, kl, start = string.match(rest, '^(-?%d+)|(%d+)|(-?%d+)|(%d+)|()')
+    if not p then return 0, 60000, 0, false, record, false end  -- a 60 s lease
     kl = tonumber(kl)
     local key = false
-    if kl > 0 then key = string.sub(record, start, start + kl - 1) end
-    return tonumber(p), tonumber(t), tonumber(d), key, string.sub(record, start + kl)
+    if kl > 0 then key = string.sub(rest, start, start + kl - 1) end
+    return tonumber(p), tonumber(t), tonumber(d), key, string.sub(rest, start + kl), fair
 end
 
-local function make_record(priority, timeout, due, key, body)
+local function make_record(priority, timeout, due, key, body, fair)
     local k = key or ''
-    return priority .. '|' .. timeout .. '|' .. due .. '|' .. #k .. '|' .. k .. body
+    local record = priority .. '|' .. timeout .. '|' .. due .. '|' .. #k .. '|' .. k .. body
+    if fair then return 'f' .. #fair .. '|' .. fair .. record end
+    return record
 end
+
+local PRIORITY_STEP = 4398046511104  -- 2^42: a ready score is priority, then due or turn
 
 local function ready_score(priority, due)
-    return (1023 - priority) * 4398046511104 + due
+    return (1023 - priority) * PRIORITY_STEP + due
 end
 
-local function place(id, priority, due, now)
-    if due <= now then
+-- A message with a fair-share key is always placed as scheduled: the claim that finds it
+-- due gives it its turn (``fair_turn``) as it becomes ready.
+local function place(id, priority, due, now, fair)
+    if due <= now and not fair then
         redis.call('ZADD', R, ready_score(priority, due), id)
     else
         redis.call('ZADD', S, due, id)
     end
 end
 
-local function insert(id, key, priority, due, timeout, body, now)
-    redis.call('HSET', M, id, make_record(priority, timeout, due, key, body))
-    place(id, priority, due, now)
+-- Fair share (start-time fair queueing): a ready message with a fair-share key takes
+-- the turn after its key's last one, and never one before the turn served last (C's
+-- 'fair_vt'); with no fair message ready ('fair_ready' in C is 0) earlier turns no longer
+-- count, and the line starts again at the message's due time. F keeps the last turn of
+-- each key that may still be ahead of the line (the others are pruned as turns pass).
+local function fair_turn(fair, due)
+    local waiting = tonumber(redis.call('HGET', C, 'fair_ready') or '0')
+    local turn = due
+    if waiting > 0 then
+        turn = tonumber(redis.call('HGET', C, 'fair_vt') or due)
+        local last = redis.call('ZSCORE', F, fair)
+        if last and tonumber(last) + 1 > turn then turn = tonumber(last) + 1 end
+    else
+        redis.call('DEL', F)
+        redis.call('HSET', C, 'fair_vt', turn)
+    end
+    redis.call('ZADD', F, turn, fair)
+    redis.call('HINCRBY', C, 'fair_ready', 1)
+    return turn
+end
+
+-- Make a due message ready: by its due time, or by its turn with a fair-share key.
+local function make_ready(id, record)
+    local priority, _, due, _, _, fair = parse(record)
+    if fair then due = fair_turn(fair, due) end
+    redis.call('ZADD', R, ready_score(priority, due), id)
+end
+
+local function insert(id, key, priority, due, timeout, body, now, fair)
+    redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
+    place(id, priority, due, now, fair)
     if key then redis.call('HSET', K, key, id) end
     redis.call('HINCRBY', C, 'enqueued', 1)
 end
@@ -88,10 +132,10 @@ end
 local function remove(id)
     local record = redis.call('HGET', M, id)
     if not record then return false end
-    local _, _, _, key = parse(record)
+    local _, _, _, key, _, fair = parse(record)
     redis.call('HDEL', M, id)
     redis.call('ZREM', S, id)
-    redis.call('ZREM', R, id)
+    if redis.call('ZREM', R, id) == 1 and fair then redis.call('HINCRBY', C, 'fair_ready', -1) end
     redis.call('ZREM', L, id)
     redis.call('HDEL', T, id)
     redis.call('HDEL', A, id)

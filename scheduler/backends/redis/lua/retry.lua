@@ -1,17 +1,17 @@
 -- retry: make a failed, still-leased message due again later, keeping its attempt count,
 -- and append its ledger entry.
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) E (KEYS[7]) C (KEYS[12])
---            and KEYS[14]: the ledger, when an entry is given
+--            and KEYS[15]: the ledger, when an entry is given
 -- ARGV: id, token, due_ms, error, then the ledger entry ('0' for none)
 local id, token, due, err = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 if not holds(id, token) then return 0 end
 local now = now_ms()
-local priority, timeout, _, key, body = parse(redis.call('HGET', M, id))
+local priority, timeout, _, key, body, fair = parse(redis.call('HGET', M, id))
 redis.call('ZREM', L, id)
 redis.call('HDEL', T, id)
-redis.call('HSET', M, id, make_record(priority, timeout, due, key, body))
-place(id, priority, due, now)
+redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
+place(id, priority, due, now, fair)
 redis.call('HSET', E, id, err)
 redis.call('HINCRBY', C, 'retried', 1)
-ledger(5, KEYS[14], true, now)
+ledger(5, KEYS[15], true, now)
 return 1

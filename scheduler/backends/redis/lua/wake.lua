@@ -8,13 +8,13 @@ for i = 1, tonumber(ARGV[1]) do
     local record = redis.call('HGET', M, id)
     out[i] = 0
     if record and redis.call('HEXISTS', T, id) == 0 then
-        local priority, timeout, due, key, body = parse(record)
+        local priority, timeout, due, key, body, fair = parse(record)
         if due > now then
             due = now
-            redis.call('HSET', M, id, make_record(priority, timeout, due, key, body))
+            redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
         end
         redis.call('ZREM', S, id)
-        redis.call('ZADD', R, ready_score(priority, due), id)
+        place(id, priority, due, now, fair)
         out[i] = 1
     end
 end

@@ -1,0 +1,86 @@
+"""Fair share on SQLite: ready messages that carry a fair-share key (``Envelope.fair``)
+take turns between keys within a priority, so a key that floods a queue does not hold
+back the others (start-time fair queueing).
+
+A fair message is always stored as scheduled (state 0, ``at_ms`` its due time); the claim
+that finds it due gives it its turn as it becomes ready: one after its key's last turn,
+and never before the head of the queue's line of ready fair messages (the turn served
+next). Its ``at_ms`` while ready is that turn (``turn`` keeps it), so the ready index
+(priority, then ``at_ms``) orders it. A key with nothing waiting keeps no state: a turn
+at or before the head is pruned, and with no fair message waiting every turn is.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+#: run after the base schema (and after the columns below were added to an older file)
+FAIR_SCHEMA = """
+CREATE INDEX IF NOT EXISTS messages_fair_ready
+    ON messages (queue, at_ms) WHERE state = 1 AND fair IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_fair_scheduled
+    ON messages (queue, at_ms) WHERE state = 0 AND fair IS NOT NULL;
+CREATE TABLE IF NOT EXISTS fair_turns (
+    queue TEXT NOT NULL,
+    fair  TEXT NOT NULL,
+    last  INTEGER NOT NULL,
+    PRIMARY KEY (queue, fair)
+) WITHOUT ROWID;
+"""
+
+#: columns a file made before fair share lacks (added in place when it is opened)
+_COLUMNS = {"fair": "TEXT", "turn": "INTEGER"}
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Add what fair share needs to a file, in place (idempotent)."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
+    for column, kind in _COLUMNS.items():
+        if column not in present:
+            try:
+                db.execute(f"ALTER TABLE messages ADD COLUMN {column} {kind}")
+            except sqlite3.OperationalError as err:  # another process added it meanwhile
+                if "duplicate column" not in str(err):
+                    raise
+    db.executescript(FAIR_SCHEMA)
+
+
+def make_fair_ready(db: sqlite3.Connection, queue: str, until_ms: int) -> None:
+    """Give every fair message of ``queue`` due by ``until_ms`` its turn and make it ready
+    (inside the claim's write transaction)."""
+    due = db.execute(
+        "SELECT id, fair, due_ms FROM messages WHERE queue = ? AND state = 0 "
+        "AND fair IS NOT NULL AND at_ms <= ? ORDER BY at_ms",
+        (queue, until_ms),
+    ).fetchall()
+    if not due:
+        return
+    head = db.execute(
+        "SELECT MIN(at_ms) FROM messages WHERE queue = ? AND state = 1 AND fair IS NOT NULL",
+        (queue,),
+    ).fetchone()[0]
+    if head is None:  # nothing fair waits: earlier turns no longer count
+        db.execute("DELETE FROM fair_turns WHERE queue = ?", (queue,))
+    else:
+        db.execute("DELETE FROM fair_turns WHERE queue = ? AND last < ?", (queue, head))
+    last: dict[str, int | None] = {}
+    updates = []
+    for message_id, fair, due_ms in due:
+        if fair not in last:
+            row = db.execute(
+                "SELECT last FROM fair_turns WHERE queue = ? AND fair = ?", (queue, fair)
+            ).fetchone()
+            last[fair] = None if row is None else row[0]
+        base = due_ms if head is None else head
+        previous = last[fair]
+        turn = base if previous is None else max(base, previous + 1)
+        last[fair] = turn
+        if head is None:
+            head = turn
+        updates.append((turn, turn, message_id))
+    db.executemany("UPDATE messages SET state = 1, at_ms = ?, turn = ? WHERE id = ?", updates)
+    db.executemany(
+        "INSERT INTO fair_turns (queue, fair, last) VALUES (?, ?, ?) "
+        "ON CONFLICT (queue, fair) DO UPDATE SET last = excluded.last",
+        [(queue, fair, turn) for fair, turn in last.items() if turn is not None],
+    )

@@ -1,0 +1,110 @@
+"""The fair-share part of the backend contract: ready messages with a fair-share key take
+turns between keys within a priority (a flood from one key does not hold back the
+others), and everything else about them stays as for any message; run against every
+backend that offers it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from scheduler.backends import Envelope, State
+from tests.support.backends import BackendHarness
+
+
+@pytest.fixture
+def queue(harness: BackendHarness) -> str:
+    if harness.name == "cassandra":
+        pytest.skip("fair share is not offered on Cassandra (docs/guide.md)")
+    return f"fair-{uuid.uuid4().hex[:8]}"
+
+
+def sharded(harness: BackendHarness) -> bool:
+    """Whether the harness's queues have several shards (each takes its own turns)."""
+    return harness.name == "redis-cluster"
+
+
+def _envelope(
+    queue: str, message_id: str, fair: str | None, due_ms: int, priority: int = 0
+) -> Envelope:
+    return Envelope(message_id, queue, None, priority, due_ms, 30_000, b"body", fair)
+
+
+def _claim_all(h: BackendHarness, queue: str, batch: int) -> list[str]:
+    """Every message of ``queue``, claimed ``batch`` at a time and acked, in claim order."""
+    order: list[str] = []
+    while True:
+        claims = h.backend.claim(queue, batch).claims
+        if not claims:
+            return order
+        order += [c.id for c in claims]
+        assert h.backend.ack([(c, None) for c in claims]) == [True] * len(claims)
+
+
+def test_a_key_that_floods_the_queue_takes_turns_with_the_others(
+    harness: BackendHarness, queue: str
+) -> None:
+    now = harness.now_ms()
+    flood = [_envelope(queue, f"a{i:03}", "a", now - 1000 + i) for i in range(60)]
+    harness.backend.enqueue(flood)
+    later = [_envelope(queue, f"{k}{i}", k, now - 50 + i) for k in "bc" for i in range(3)]
+    harness.backend.enqueue(later)
+    order = _claim_all(harness, queue, 4)
+    assert sorted(order) == sorted(e.id for e in flood + later), "each message once"
+    newcomers = [m for m in order if m[0] != "a"]
+    if sharded(harness):  # turns are taken within each of its three shards
+        assert set(newcomers) <= set(order[:30]), order  # unfair: 60 to 65
+    else:
+        first = order[:10]
+        assert newcomers == ["b0", "c0", "b1", "c1", "b2", "c2"] == newcomers[:6], first
+        assert set(newcomers) <= set(first), first
+        assert [m for m in order if m[0] == "a"] == [e.id for e in flood], "a key keeps its order"
+
+
+def test_a_newcomer_goes_next_even_when_the_flood_was_claimed_in_part(
+    harness: BackendHarness, queue: str
+) -> None:
+    now = harness.now_ms()
+    harness.backend.enqueue([_envelope(queue, f"a{i:03}", "a", now - 500 + i) for i in range(50)])
+    first = [c.id for c in harness.backend.claim(queue, 10).claims]
+    assert sorted(first) == first == [f"a{i:03}" for i in range(10)] or sharded(harness)
+    harness.backend.enqueue([_envelope(queue, "b0", "b", harness.now_ms())])
+    if sharded(harness):  # turns are taken within each of its three shards
+        after = [c.id for _ in range(3) for c in harness.backend.claim(queue, 3).claims]
+        assert "b0" in after, after
+    else:
+        after = [c.id for c in harness.backend.claim(queue, 3).claims]
+        assert "b0" in after[:2], after
+
+
+def test_priority_comes_before_turns_and_unkeyed_messages_keep_due_order(
+    harness: BackendHarness, queue: str
+) -> None:
+    now = harness.now_ms()
+    harness.backend.enqueue([_envelope(queue, f"a{i}", "a", now - 100 + i) for i in range(5)])
+    harness.backend.enqueue([_envelope(queue, "urgent", "b", now, priority=5)])
+    harness.backend.enqueue([_envelope(queue, f"plain{i}", None, now - 2000 + i) for i in range(2)])
+    order = _claim_all(harness, queue, 2)
+    if not sharded(harness):  # (a claim takes a shard's best; shards are taken in turn)
+        assert order[0] == "urgent"
+        assert order.index("plain0") < order.index("plain1")
+    assert sorted(order) == sorted(["urgent", "plain0", "plain1", *(f"a{i}" for i in range(5))])
+
+
+def test_a_fair_message_is_stored_read_scheduled_and_retried_as_any_other(
+    harness: BackendHarness, queue: str
+) -> None:
+    b, now = harness.backend, harness.now_ms()
+    b.enqueue([_envelope(queue, "later", "a", now + 60_000), _envelope(queue, "now", "a", now)])
+    stored = b.get("later", queue)
+    assert stored is not None and stored.state is State.SCHEDULED
+    assert stored.envelope.due_ms == now + 60_000
+    assert b.stats(queue)[0].scheduled == 1 and b.stats(queue)[0].ready == 1
+    [claim] = b.claim(queue, 10).claims
+    assert claim.id == "now" and claim.attempt == 1
+    assert b.retry(claim, harness.now_ms(), "boom")
+    [again] = b.claim(queue, 10).claims
+    assert again.id == "now" and again.attempt == 2
+    assert b.ack([(again, None)]) == [True]
+    assert b.claim(queue, 10).claims == []
