@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from scheduler import InvalidMessage
 from scheduler.backends import Envelope, State
 from tests.support.backends import BackendHarness
 
@@ -16,8 +17,20 @@ from tests.support.backends import BackendHarness
 @pytest.fixture
 def queue(harness: BackendHarness) -> str:
     if harness.name == "cassandra":
-        pytest.skip("fair share is not offered on Cassandra (docs/guide.md)")
+        pytest.skip("fair share is not offered on Cassandra (the test below)")
     return f"fair-{uuid.uuid4().hex[:8]}"
+
+
+def test_cassandra_refuses_a_fair_message_with_one_clear_error_and_writes_nothing(
+    harness: BackendHarness,
+) -> None:
+    if harness.name != "cassandra":
+        pytest.skip("the others offer fair share")
+    now = harness.now_ms()
+    plain = _envelope("q", "plain", None, now)
+    with pytest.raises(InvalidMessage, match="fair share is not offered on Cassandra"):
+        harness.backend.enqueue([plain, _envelope("q", "fair", "a", now)])
+    assert harness.backend.get("plain", "q") is None, "nothing of the call was written"
 
 
 def sharded(harness: BackendHarness) -> bool:

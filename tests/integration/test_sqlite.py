@@ -87,3 +87,38 @@ def test_rate_starts_that_left_every_window_are_deleted(tmp_path: Path) -> None:
     (rows,) = backend._read().execute("SELECT COUNT(*) FROM rate_starts").fetchone()
     assert rows == 1, "only the start still in its window is kept"
     backend.close()
+
+
+def test_a_file_made_before_fair_share_gains_it_in_place_and_keeps_its_messages(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from scheduler.backends import Envelope
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        """
+        CREATE TABLE messages (
+            id TEXT NOT NULL UNIQUE, queue TEXT NOT NULL, key TEXT,
+            priority INTEGER NOT NULL, state INTEGER NOT NULL, at_ms INTEGER NOT NULL,
+            due_ms INTEGER NOT NULL, timeout_ms INTEGER NOT NULL,
+            attempt INTEGER NOT NULL DEFAULT 0, token TEXT, last_error TEXT,
+            body BLOB NOT NULL);
+        INSERT INTO messages (id, queue, priority, state, at_ms, due_ms, timeout_ms, body)
+        VALUES ('old', 'q', 0, 1, 1, 1, 5000, x'7b7d');
+        """
+    )
+    old.commit()
+    old.close()
+    backend = open_backend(f"sqlite:///{path}")
+    try:
+        now = backend.now_ms()
+        backend.enqueue([Envelope("new", "q", None, 0, now, 5000, b"{}", "acme")])
+        claims = backend.claim("q", 10).claims
+        assert [c.id for c in claims] == ["old", "new"]
+        stored = backend.get("new", "q")
+        assert stored is not None and stored.envelope.fair == "acme"
+    finally:
+        backend.close()

@@ -73,6 +73,13 @@ class CassandraBackend(
                 f"({MAX_BODY_BYTES} bytes: a logged batch fails above 50 KiB)"
                 + (f"; {len(too_large) - 1} more" if len(too_large) > 1 else "")
             )
+        fair = [e.id for e in envelopes if e.fair is not None]
+        if fair:
+            raise InvalidMessage(
+                f"message {fair[0]!r} has a fair-share key (its task's fair_key): fair share "
+                "is not offered on Cassandra, whose claims read due messages in time order "
+                "(use Redis or SQLite for it, or a task without fair_key)"
+            )
         holders = self._holders(envelopes)
         present = self._present(envelopes)
         room = self._room(envelopes) if bounded else {}
