@@ -3,9 +3,11 @@ alternating, to quote the median ratio pair by pair (this machine's speed drifts
 between runs than the limit costs). The limit is a concurrency limit of 10 per key
 (``--against limited``) or a rate limit per key that is never reached (``--against
 rated``: what asking for each start costs), or a task that keeps its result (``--against
-kept``: what writing the result record costs).
+kept``: what writing the result record costs), or one with a fair-share key over the
+same keys (``--against fair``: what taking turns costs).
 
-python -m bench.limit_pairs [--pairs 8] [--messages 20000] [--against limited|rated|kept]
+python -m bench.limit_pairs [--pairs 8] [--messages 20000]
+                            [--against limited|rated|kept|fair]
                             [--out FILE.json]
 """
 
@@ -22,6 +24,7 @@ COLUMNS = {
     "limited": "limit_10_per_key",
     "rated": "rate_limit_per_key",
     "kept": "result_kept",
+    "fair": "fair_share_per_key",
 }
 
 
