@@ -22,12 +22,23 @@ for _, id in ipairs(expired) do
     end
 end
 if #expired > 0 then redis.call('HINCRBY', C, 'redelivered', #expired) end
--- scheduled messages due by now + lookahead become ready, ordered by priority
+-- scheduled messages due by now + lookahead become ready, ordered by priority (and a
+-- message with a fair-share key by its turn); they are the first of S, removed at once
 local due_now = redis.call('ZRANGEBYSCORE', S, '-inf', now + lookahead, 'LIMIT', 0, sweep)
-for _, id in ipairs(due_now) do
-    redis.call('ZREM', S, id)
-    local record = redis.call('HGET', M, id)
-    if record then make_ready(id, record) end
+if #due_now > 0 then
+    redis.call('ZREMRANGEBYRANK', S, 0, #due_now - 1)
+    local line, adds = fair_line(), {}
+    for _, id in ipairs(due_now) do
+        local record = redis.call('HGET', M, id)
+        if record then
+            local priority, _, due, _, _, fair = parse(record)
+            if fair then due = line.take(fair, due) end
+            adds[#adds + 1] = ready_score(priority, due); adds[#adds + 1] = id
+            if #adds >= 2000 then redis.call('ZADD', R, unpack(adds)); adds = {} end
+        end
+    end
+    if #adds > 0 then redis.call('ZADD', R, unpack(adds)) end
+    line.save()
 end
 local out = {now, -1}
 if limit > 0 then

@@ -15,7 +15,7 @@
 --   KEYS[11] PZ  S:pz  ZSET  poisoned id -> failed at (ms)
 --   KEYS[12] C   S:c   HASH  counters
 --   KEYS[13] B   S:b   STRING this shard's share of the queue's max_pending (absent: no bound)
---   KEYS[14] F   S:f   ZSET  fair-share key -> its last turn (see ``fair_turn``)
+--   KEYS[14] F   S:f   ZSET  fair-share key -> its last turn (see ``fair_line``)
 --   KEYS[15...]  S:h:{subject}  LIST  a ledger (ack, retry, poison: one per entry given)
 local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B, F =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
@@ -84,7 +84,7 @@ local function ready_score(priority, due)
 end
 
 -- A message with a fair-share key is always placed as scheduled: the claim that finds it
--- due gives it its turn (``fair_turn``) as it becomes ready.
+-- due gives it its turn (``fair_line``) as it becomes ready.
 local function place(id, priority, due, now, fair)
     if due <= now and not fair then
         redis.call('ZADD', R, ready_score(priority, due), id)
@@ -98,27 +98,44 @@ end
 -- 'fair_vt'); with no fair message ready ('fair_ready' in C is 0) earlier turns no longer
 -- count, and the line starts again at the message's due time. F keeps the last turn of
 -- each key that may still be ahead of the line (the others are pruned as turns pass).
-local function fair_turn(fair, due)
-    local waiting = tonumber(redis.call('HGET', C, 'fair_ready') or '0')
-    local turn = due
-    if waiting > 0 then
-        turn = tonumber(redis.call('HGET', C, 'fair_vt') or due)
-        local last = redis.call('ZSCORE', F, fair)
-        if last and tonumber(last) + 1 > turn then turn = tonumber(last) + 1 end
-    else
-        redis.call('DEL', F)
-        redis.call('HSET', C, 'fair_vt', turn)
+-- A script reads that state once (``fair_line``), hands out turns, then saves it.
+local function fair_line()
+    local line = {}
+    local loaded, waiting, vt, last, changed = false, 0, 0, {}, {}
+    function line.take(fair, due)
+        if not loaded then
+            loaded = true
+            waiting = tonumber(redis.call('HGET', C, 'fair_ready') or '0')
+            vt = tonumber(redis.call('HGET', C, 'fair_vt') or '0')
+        end
+        local turn = due
+        if waiting > 0 then
+            turn = vt
+            local previous = last[fair]
+            if previous == nil then
+                previous = tonumber(redis.call('ZSCORE', F, fair) or false) or false
+                last[fair] = previous
+            end
+            if previous and previous + 1 > turn then turn = previous + 1 end
+        else  -- nothing fair waits: earlier turns no longer count
+            redis.call('DEL', F)
+            last, changed, vt = {}, {}, due
+        end
+        last[fair] = turn
+        changed[fair] = true
+        waiting = waiting + 1
+        return turn
     end
-    redis.call('ZADD', F, turn, fair)
-    redis.call('HINCRBY', C, 'fair_ready', 1)
-    return turn
-end
-
--- Make a due message ready: by its due time, or by its turn with a fair-share key.
-local function make_ready(id, record)
-    local priority, _, due, _, _, fair = parse(record)
-    if fair then due = fair_turn(fair, due) end
-    redis.call('ZADD', R, ready_score(priority, due), id)
+    function line.save()
+        if not loaded then return end
+        redis.call('HSET', C, 'fair_ready', waiting, 'fair_vt', vt)
+        local members = {}
+        for fair in pairs(changed) do
+            members[#members + 1] = last[fair]; members[#members + 1] = fair
+        end
+        if #members > 0 then redis.call('ZADD', F, unpack(members)) end
+    end
+    return line
 end
 
 local function insert(id, key, priority, due, timeout, body, now, fair)
