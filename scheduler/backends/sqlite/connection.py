@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.backends.options import UrlOptions
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.sqlite import ledger_log
 from scheduler.backends.sqlite.fairness import migrate
 from scheduler.backends.sqlite.rows import LEASED, READY, SCHEDULED, initial_state
 from scheduler.clock import Clock, SystemClock
@@ -233,7 +234,7 @@ class SQLiteStore:
             parent = Path(path).parent
             if not parent.exists():
                 raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
-        self._connection().executescript(SCHEMA)
+        self._connection().executescript(SCHEMA + ledger_log.LEDGER_LOG_SCHEMA)
         migrate(self._connection())
 
     # -- connections ---------------------------------------------------------------------
@@ -317,30 +318,13 @@ class SQLiteStore:
     def _append_ledger_in(
         self, db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int
     ) -> None:
-        """Inside a write: append each entry's records, then trim its subject to the
-        newest ``keep``. A subject's records are numbered 1, 2, 3... (``seq``), clustered
-        by subject, so both are seeks into the same few pages; expired rows of subjects
-        no longer written go with an hourly sweep (reads skip them meanwhile)."""
-        for entry in entries:
-            subject = (entry.queue, entry.subject)
-            (last,) = db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?",
-                subject,
-            ).fetchone()
-            db.executemany(
-                "INSERT INTO ledger (queue, subject, seq, expires_ms, record) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (*subject, last + 1 + i, now + entry.ttl_ms, record)
-                    for i, record in enumerate(entry.records)
-                ],
-            )
-            newest = last + len(entry.records)
-            if newest > entry.keep:
-                db.execute(
-                    "DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= ?",
-                    (*subject, newest - entry.keep),
-                )
+        """Inside a write: append each entry's records (to the log, folded into the
+        ledger at most once a second: ``ledger_log.py``); expired rows of subjects no
+        longer written go with an hourly sweep (reads skip them meanwhile)."""
+        ledger_log.append(db, entries, now)
+        if now - self._pruned_ms.get("ledger_log", 0) >= ledger_log.FOLD_EVERY_MS:
+            self._pruned_ms["ledger_log"] = now
+            ledger_log.fold(db)
         self._prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 
     def _read(self) -> sqlite3.Connection:

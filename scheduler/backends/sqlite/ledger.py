@@ -1,13 +1,15 @@
 """The SQLite backend's occurrence ledger: one row per record in ``ledger``, clustered by
 subject and numbered in write order (``seq``), each with the time it expires; a subject
-keeps its newest ``keep`` rows (trimmed as it is appended to, in the same transaction as
-the ack, retry or poison it describes: ``SQLiteStore._append_ledger_in``)."""
+keeps its newest ``keep`` rows. Records are written in the same transaction as the ack,
+retry or poison they describe, to a log folded into ``ledger`` at most once a second
+(``ledger_log.py``); reads take both."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.sqlite import ledger_log
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
@@ -21,9 +23,9 @@ class SQLiteLedger(SQLiteStore):
             self._append_ledger_in(db, entries, self.now_ms())
 
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
-        rows = self._read().execute(
-            "SELECT record FROM ledger WHERE queue = ? AND subject = ? AND expires_ms > ? "
-            "ORDER BY seq DESC LIMIT ?",
-            (queue, subject, self.now_ms(), limit),
-        )
-        return [bytes(row[0]) for row in rows]
+        return ledger_log.read(self._read(), queue, subject, self.now_ms(), limit)
+
+    def read_ledgers(
+        self, subjects: Sequence[tuple[str, str]], limit: int = 100
+    ) -> list[list[bytes]]:
+        return ledger_log.read_many(self._read(), subjects, self.now_ms(), limit)
