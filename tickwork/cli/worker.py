@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -15,6 +18,7 @@ from tickwork.cli.common import (
 from tickwork.logs import configure as configure_logs
 from workers import Worker, WorkerConfig
 from workers.pools import POOL_KINDS
+from workers.supervisor import Supervisor
 
 
 @click.command()
@@ -70,6 +74,14 @@ from workers.pools import POOL_KINDS
     show_default=True,
     help="Address the metrics server listens on (0.0.0.0: every interface).",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes, run and restarted by this one (each with these options; "
+    "with --metrics-port P, process i serves on P + i).",
+)
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop gracefully after S seconds.")
 @click.option("--burst", is_flag=True, help="Exit when nothing is due or running.")
 @click.option(
@@ -102,6 +114,7 @@ def worker(
     abort_grace: float,
     metrics_port: int | None,
     metrics_host: str,
+    processes: int,
     duration: float | None,
     burst: bool,
     log_level: str,
@@ -109,6 +122,19 @@ def worker(
 ) -> None:
     """Run a worker daemon for the app in MODULE."""
     configure_logs(log_level, log_format)
+    if processes > 1:
+        ctx = click.get_current_context()
+        options = {k: v for k, v in ctx.params.items() if k != "processes"}
+        env = dict(os.environ)
+        if state.backend is not None:
+            env["TICKWORK_BACKEND"] = state.backend  # not in argv, where ps shows it
+        supervisor = Supervisor(
+            lambda index: child_command(options, index),
+            processes,
+            stop_timeout_s=grace + 30.0,
+            env=env,
+        )
+        sys.exit(supervisor.run())
     app = state.app(module)
     if not queues:
         queues = tuple(sorted({t.options.queue for t in app.tasks.values()} or {"default"}))
@@ -132,3 +158,37 @@ def worker(
     app.close()
     if runner.forced:
         os._exit(1)  # running handlers were abandoned: do not wait for their threads
+
+
+def child_command(options: Mapping[str, Any], index: int) -> list[str]:
+    """The command line of worker process ``index`` of a supervisor: this command with
+    the same ``options`` (``worker``'s parameters), its own metrics port."""
+    argv = [sys.executable, "-m", "tickwork", "worker", "-A", str(options["module"])]
+    for queue in options["queues"] or ():
+        argv += ["-Q", str(queue)]
+    port = options["metrics_port"]
+    if port is not None:
+        argv += ["--metrics-port", str(int(port) + index if port else 0)]
+    for name, flag in _VALUED.items():
+        if options[name] is not None:
+            argv += [flag, str(options[name])]
+    if options["burst"]:
+        argv.append("--burst")
+    return argv
+
+
+#: ``worker``'s parameters passed on to each process as they are, with their flags
+_VALUED = {
+    "concurrency": "--concurrency",
+    "async_concurrency": "--async-concurrency",
+    "pool": "--pool",
+    "prefetch": "--prefetch",
+    "batch_size": "--batch-size",
+    "lookahead_ms": "--lookahead-ms",
+    "grace": "--grace",
+    "abort_grace": "--abort-grace",
+    "metrics_host": "--metrics-host",
+    "duration": "--duration",
+    "log_level": "--log-level",
+    "log_format": "--log-format",
+}
