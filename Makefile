@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit suite faults bench clean
+.PHONY: demo test lint typecheck unit suite faults bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,5 +45,24 @@ faults: $(STAMP)  # the fault suite at full size (minutes per backend); a table 
 bench: $(STAMP)
 	$(BIN)/python -m bench.with_servers --out bench/results/latest.json
 
+# the peers, each in an environment of its own (arq pins redis<6, which kombu refuses);
+# never dependencies of tickwork
+PEERS := .venv-peers
+ARQ := .venv-arq
+
+$(PEERS)/.installed:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install --quiet "celery[redis]==5.7.0" "rq==3.0.0" "dramatiq[redis]==2.2.1" "huey==3.5.4" "hiredis>=3" "matplotlib>=3.8"
+	touch $@
+
+$(ARQ)/.installed:
+	$(PYTHON) -m venv $(ARQ)
+	$(ARQ)/bin/pip install --quiet "arq==0.28.0" "hiredis>=3"
+	touch $@
+
+bench-peers: $(STAMP) $(PEERS)/.installed $(ARQ)/.installed  # tickwork and 5 peers, interleaved (~25 min)
+	$(BIN)/python -m bench.peers.run --out bench/results/peers.json
+	$(PEERS)/bin/python -m bench.peers.chart bench/results/peers.json docs/peers.png
+
 clean:
-	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS) $(ARQ) .demo .pytest_cache .mypy_cache .ruff_cache
