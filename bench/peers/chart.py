@@ -35,9 +35,13 @@ def draw(result: dict[str, Any], out: str) -> None:
     x = range(len(lat))
     late.bar([i - 0.2 for i in x], p50, width=0.4, label="p50", color="#55a868")
     late.bar([i + 0.2 for i in x], p99, width=0.4, label="p99", color="#c44e52")
+    for i, system in enumerate(lat):
+        for offset, field in ((-0.2, "p50_ms"), (0.2, "p99_ms")):
+            if table[system]["lateness"][field]["median"] < 0:
+                late.annotate("early", (i + offset, 0.12), ha="center", fontsize=8)
     late.set_xticks(list(x), lat)
     late.set_yscale("log")
-    late.set_title("lateness of 1,000 delayed jobs, ms (log)")
+    late.set_title("lateness of 1,000 delayed jobs, ms (log; early: ran before due)")
     late.legend()
     fig.suptitle(f"tickwork and peers on one local Redis ({result['machine']['when']})")
     fig.tight_layout()
