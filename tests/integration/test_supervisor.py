@@ -122,6 +122,23 @@ def test_a_killed_supervisor_takes_its_workers_with_it(
             supervisor.kill()
 
 
+def test_an_app_that_cannot_load_fails_before_any_process_starts(
+    sqlite_url: str, clean_env: dict[str, str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tickwork", "worker", "-A", "no_such_module", "--processes", "2"],
+        cwd=ROOT,
+        env={**clean_env, "TICKWORK_BACKEND": sqlite_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "cannot load the app from 'no_such_module'" in done.stderr
+    assert "worker process" not in done.stderr  # nothing was started
+
+
 def test_each_process_gets_the_options_and_its_own_metrics_port() -> None:
     options = {
         "module": "app",

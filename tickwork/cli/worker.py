@@ -123,6 +123,7 @@ def worker(
     """Run a worker daemon for the app in MODULE."""
     configure_logs(log_level, log_format)
     if processes > 1:
+        state.app(module)  # a module that cannot load fails here, not in N restart loops
         ctx = click.get_current_context()
         options = {k: v for k, v in ctx.params.items() if k != "processes"}
         env = dict(os.environ)
