@@ -149,6 +149,9 @@ class Supervisor:
             self.command(child.index),
             env=None if self.env is None else dict(self.env),
             preexec_fn=_die_with_parent,
+            # a group of its own: Ctrl-C in a terminal signals the foreground group, and a
+            # child that saw it as well as the supervisor's SIGTERM would stop at once
+            process_group=0,
         )
         child.started_at = time.monotonic()
         log.info("worker process %d started: pid %d", child.index, child.process.pid)

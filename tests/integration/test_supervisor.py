@@ -89,6 +89,37 @@ def test_processes_share_the_work_and_a_killed_one_is_restarted(
     assert "was killed by SIGKILL" in text and "restarting in 1.0s" in text, text
 
 
+def test_ctrl_c_in_a_terminal_stops_the_processes_gracefully(
+    sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A terminal sends SIGINT to its whole foreground process group: the processes
+    must see only the supervisor's one SIGTERM (two signals would stop them at once)."""
+    log = tmp_path / "supervisor.log"
+    with log.open("wb") as out:
+        supervisor = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tickwork", "worker"),
+                *("-A", "tests.support.supervised_tasks", "--processes", "2"),
+                *("--backend", sqlite_url),
+            ],
+            cwd=ROOT,
+            env=clean_env,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            process_group=0,  # as a shell puts a foreground job in a group of its own
+        )
+    try:
+        wait_for(lambda: len(children(supervisor.pid)) == 2, 30)
+        wait_for(lambda: log.read_text().count("worker started") == 2, 30)
+        os.killpg(supervisor.pid, signal.SIGINT)
+        assert supervisor.wait(60) == 0, log.read_text()
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+    text = log.read_text()
+    assert "second signal" not in text and text.count("worker stopped") == 2, text
+
+
 def test_burst_processes_exit_when_the_work_is_done(
     sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
