@@ -58,6 +58,24 @@ def test_records_written_over_seconds_read_in_order_and_trimmed(harness: Backend
     assert b.read_ledger("q", "k:pair", limit=100) == [b"p%d" % i for i in range(11, -1, -1)]
 
 
+def test_more_records_than_kept_between_folds_leave_the_newest_in_order(
+    harness: BackendHarness,
+) -> None:
+    """(On SQLite ten records land in the log within one fold, three are kept: the fold
+    inserts only those, numbered after the subject's last.)"""
+    b = harness.backend
+    b.append_ledger([entry("k:burst", b"first", keep=3)])
+    harness.advance(1100)
+    for i in range(10):
+        b.append_ledger([entry("k:burst", b"b%d" % i, keep=3)])
+    harness.advance(1100)
+    b.append_ledger([entry("k:burst", b"last", keep=3)])
+    assert b.read_ledger("q", "k:burst", limit=3) == [b"last", b"b9", b"b8"]
+    harness.advance(1100)
+    b.append_ledger([entry("k:burst", b"after", keep=3)])  # folds "last" after b9
+    assert b.read_ledger("q", "k:burst", limit=3) == [b"after", b"last", b"b9"]
+
+
 def test_records_expire_after_their_time_to_live(harness: BackendHarness) -> None:
     b = harness.backend
     b.append_ledger([LedgerEntry("q", "k:brief", (b"old",), 100, 1000)])

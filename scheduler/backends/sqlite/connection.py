@@ -228,7 +228,7 @@ class SQLiteStore:
         # handler, which sleeps milliseconds between looks (other processes still do)
         self._writer = threading.Lock()
         _STORES.add(self)
-        self._pruned_ms: dict[str, int] = {}  # table -> when its expired rows were deleted
+        self._chores_ms: dict[str, int] = {}  # periodic chore -> when it last ran
         self._closed = False
         if path != ":memory:":
             parent = Path(path).parent
@@ -311,9 +311,16 @@ class SQLiteStore:
         """Inside a write: delete the rows of ``table`` whose time ``column`` has passed,
         at most once every ``every_ms`` per table (what expires is never read: this only
         bounds the table)."""
-        if now - self._pruned_ms.get(table, 0) >= every_ms:
-            self._pruned_ms[table] = now
+        if self._due(f"prune {table}", now, every_ms):
             db.execute(f"DELETE FROM {table} WHERE {column} <= ?", (now,))
+
+    def _due(self, chore: str, now: int, every_ms: int) -> bool:
+        """Whether ``chore`` (a prune, the ledger's fold) is due: at most once every
+        ``every_ms`` in this process; when it is, it counts as done now."""
+        if now - self._chores_ms.get(chore, 0) < every_ms:
+            return False
+        self._chores_ms[chore] = now
+        return True
 
     def _append_ledger_in(
         self, db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int
@@ -322,8 +329,7 @@ class SQLiteStore:
         ledger at most once a second: ``ledger_log.py``); expired rows of subjects no
         longer written go with an hourly sweep (reads skip them meanwhile)."""
         ledger_log.append(db, entries, now)
-        if now - self._pruned_ms.get("ledger_log", 0) >= ledger_log.FOLD_EVERY_MS:
-            self._pruned_ms["ledger_log"] = now
+        if self._due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):
             ledger_log.fold(db)
         self._prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 

@@ -43,7 +43,8 @@ def append(db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int) -> 
 
 def fold(db: sqlite3.Connection) -> None:
     """Inside a write: move the log's records into ``ledger``, each subject's numbered
-    after its last, then trim each subject written to its newest ``keep``."""
+    after its last, then trim each subject written to its newest ``keep`` (records the
+    trim would delete at once are not inserted)."""
     rows = db.execute(
         "SELECT rowid, queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid"
     ).fetchall()
@@ -57,11 +58,14 @@ def fold(db: sqlite3.Connection) -> None:
         (last,) = db.execute(
             "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?", subject
         ).fetchone()
-        inserts += [
-            (*subject, last + 1 + i, expires_ms, record)
-            for i, (_, expires_ms, record) in enumerate(records)
-        ]
         newest, keep = last + len(records), records[-1][0]
+        first = max(last + 1, newest - keep + 1)
+        inserts += [
+            (*subject, seq, expires_ms, record)
+            for seq, (_, expires_ms, record) in zip(
+                range(first, newest + 1), records[first - last - 1 :], strict=True
+            )
+        ]
         if newest > keep:
             trims.append((*subject, newest - keep))
     db.executemany(
