@@ -59,7 +59,6 @@ class _Child:
     restart_at: float | None = None
     finished: bool = False
     last_status: int | None = None
-    restarts: int = 0
 
 
 @dataclass
@@ -96,11 +95,6 @@ class Supervisor:
         failed = [c for c in self._children if c.last_status not in (0, None)]
         return 1 if failed else 0
 
-    @property
-    def pids(self) -> list[int]:
-        """The pids of the children running now."""
-        return [c.process.pid for c in self._children if c.process and c.process.poll() is None]
-
     def _done(self, child: _Child) -> bool:
         """Whether ``child``'s slot is over: its process has exited (and been seen by
         ``_step``) and it has finished, or the supervisor is stopping."""
@@ -116,7 +110,6 @@ class Supervisor:
                 self._exited(child, status, now)
             if child.restart_at is not None and now >= child.restart_at and not self._signals:
                 child.restart_at = None
-                child.restarts += 1
                 self._start(child)
         if self._stop_deadline is not None and now >= self._stop_deadline:
             for child in self._children:
@@ -126,12 +119,12 @@ class Supervisor:
             self._stop_deadline = None
 
     def _exited(self, child: _Child, status: int, now: float) -> None:
-        pid_note = f"worker process {child.index}"
+        name = f"worker process {child.index}"
         if self._signals:
-            log.info("%s stopped (%s)", pid_note, _describe(status))
+            log.info("%s stopped (%s)", name, _describe(status))
             return
         if status == 0:
-            log.info("%s finished", pid_note)
+            log.info("%s finished", name)
             child.finished = True
             return
         lived = now - child.started_at
@@ -139,9 +132,7 @@ class Supervisor:
             child.backoff_s = _FIRST_BACKOFF_S
         wait = child.backoff_s
         child.backoff_s = min(_MAX_BACKOFF_S, child.backoff_s * 2)
-        log.warning(
-            "%s %s after %.1fs: restarting in %.1fs", pid_note, _describe(status), lived, wait
-        )
+        log.warning("%s %s after %.1fs: restarting in %.1fs", name, _describe(status), lived, wait)
         child.restart_at = now + wait
 
     def _start(self, child: _Child) -> None:
@@ -159,7 +150,7 @@ class Supervisor:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self._signals += 1
         if self._signals == 1:
-            log.info("signal %d: stopping %d worker processes", signum, len(self.pids))
+            log.info("signal %d: stopping the worker processes", signum)
             self._stop_deadline = time.monotonic() + self.stop_timeout_s
         else:
             log.warning("second signal: the worker processes stop at once")

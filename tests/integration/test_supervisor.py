@@ -8,11 +8,17 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from subprocess import Popen
 
+import pytest
+
+from scheduler import App
 from tests.support import supervised_tasks
 from tests.support.helpers import wait_for
-from tickwork.cli.worker import child_command
+from tickwork.cli.worker import child_command, worker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,46 +40,41 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def supervise(url: str, env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
+@contextmanager
+def supervising(url: str, env: dict[str, str], log: Path, *extra: str) -> Iterator[Popen[bytes]]:
+    """``tickwork worker --processes 2`` on ``url``, its log in ``log``, in a process
+    group of its own (as a shell runs a foreground job); killed on the way out if it
+    still runs."""
+    command = [sys.executable, "-m", "tickwork", "worker", "-A", "tests.support.supervised_tasks"]
+    command += ["--processes", "2", "-c", "2", "--grace", "5", "--backend", url, *extra]
     with log.open("wb") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tickwork",
-                "worker",
-                "-A",
-                "tests.support.supervised_tasks",
-                "--processes",
-                "2",
-                "-c",
-                "2",
-                "--grace",
-                "5",
-                "--backend",
-                url,
-                *extra,
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=out,
+        supervisor = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out, process_group=0
         )
+    try:
+        yield supervisor
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+
+
+@pytest.fixture
+def app(sqlite_url: str) -> Iterator[App]:
+    """The supervised tasks' app on the test's database."""
+    supervised_tasks.app.use_backend(sqlite_url)
+    yield supervised_tasks.app
+    supervised_tasks.app.close()
 
 
 def test_processes_share_the_work_and_a_killed_one_is_restarted(
-    sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
+    app: App, sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    app = supervised_tasks.app
-    app.use_backend(sqlite_url)
     handles = [supervised_tasks.where.delay(0.02) for _ in range(300)]
     log = tmp_path / "supervisor.log"
-    supervisor = supervise(sqlite_url, clean_env, log)
-    try:
+    with supervising(sqlite_url, clean_env, log) as supervisor:
         wait_for(lambda: len(children(supervisor.pid)) == 2, 30)
         first = children(supervisor.pid)
-        victim = min(first)
-        os.kill(victim, signal.SIGKILL)
+        os.kill(min(first), signal.SIGKILL)
         wait_for(lambda: len(children(supervisor.pid) - first) == 1, 30)
         ran_by = {handle.result(timeout=120) for handle in handles}
         assert len(ran_by) >= 2  # both processes took work
@@ -81,10 +82,6 @@ def test_processes_share_the_work_and_a_killed_one_is_restarted(
         supervisor.send_signal(signal.SIGTERM)
         assert supervisor.wait(60) == 0, log.read_text()
         assert not any(_alive(pid) for pid in alive)
-    finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
-        app.close()
     text = log.read_text()
     assert "was killed by SIGKILL" in text and "restarting in 1.0s" in text, text
 
@@ -95,62 +92,35 @@ def test_ctrl_c_in_a_terminal_stops_the_processes_gracefully(
     """A terminal sends SIGINT to its whole foreground process group: the processes
     must see only the supervisor's one SIGTERM (two signals would stop them at once)."""
     log = tmp_path / "supervisor.log"
-    with log.open("wb") as out:
-        supervisor = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "tickwork", "worker"),
-                *("-A", "tests.support.supervised_tasks", "--processes", "2"),
-                *("--backend", sqlite_url),
-            ],
-            cwd=ROOT,
-            env=clean_env,
-            stdout=subprocess.DEVNULL,
-            stderr=out,
-            process_group=0,  # as a shell puts a foreground job in a group of its own
-        )
-    try:
+    with supervising(sqlite_url, clean_env, log) as supervisor:
         wait_for(lambda: len(children(supervisor.pid)) == 2, 30)
         wait_for(lambda: log.read_text().count("worker started") == 2, 30)
         os.killpg(supervisor.pid, signal.SIGINT)
         assert supervisor.wait(60) == 0, log.read_text()
-    finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
     text = log.read_text()
     assert "second signal" not in text and text.count("worker stopped") == 2, text
 
 
 def test_burst_processes_exit_when_the_work_is_done(
-    sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
+    app: App, sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    app = supervised_tasks.app
-    app.use_backend(sqlite_url)
     handles = [supervised_tasks.where.delay(0) for _ in range(40)]
     log = tmp_path / "supervisor.log"
-    supervisor = supervise(sqlite_url, clean_env, log, "--burst")
-    try:
+    with supervising(sqlite_url, clean_env, log, "--burst") as supervisor:
         assert supervisor.wait(60) == 0, log.read_text()
-        assert all(handle.status().value == "succeeded" for handle in handles)
-    finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
-        app.close()
+    assert all(handle.status().value == "succeeded" for handle in handles)
     assert log.read_text().count("finished") == 2
 
 
 def test_a_killed_supervisor_takes_its_workers_with_it(
     sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    supervisor = supervise(sqlite_url, clean_env, tmp_path / "supervisor.log")
-    try:
+    with supervising(sqlite_url, clean_env, tmp_path / "supervisor.log") as supervisor:
         wait_for(lambda: len(children(supervisor.pid)) == 2, 30)
         workers = children(supervisor.pid)
         supervisor.kill()
         supervisor.wait(10)
         wait_for(lambda: not any(_alive(pid) for pid in workers), 30)
-    finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
 
 
 def test_an_app_that_cannot_load_fails_before_any_process_starts(
@@ -170,31 +140,23 @@ def test_an_app_that_cannot_load_fails_before_any_process_starts(
     assert "worker process" not in done.stderr  # nothing was started
 
 
-def test_each_process_gets_the_options_and_its_own_metrics_port() -> None:
-    options = {
-        "module": "app",
-        "queues": ("a", "b"),
-        "metrics_port": 9100,
-        "concurrency": 4,
-        "async_concurrency": 100,
-        "pool": "thread",
-        "prefetch": None,
-        "batch_size": 100,
-        "lookahead_ms": 500,
-        "grace": 30.0,
-        "abort_grace": 10.0,
-        "metrics_host": "127.0.0.1",
-        "duration": None,
-        "log_level": "info",
-        "log_format": "json",
-        "burst": True,
-    }
-    argv = child_command(options, 2)
-    assert argv[:6] == [sys.executable, "-m", "tickwork", "worker", "-A", "app"]
-    assert argv[6:10] == ["-Q", "a", "-Q", "b"]
-    assert argv[argv.index("--metrics-port") + 1] == "9102"
-    assert argv[argv.index("--concurrency") + 1] == "4"
-    assert argv[argv.index("--log-format") + 1] == "json"
-    assert "--prefetch" not in argv and "--duration" not in argv and argv[-1] == "--burst"
-    any_port = child_command({**options, "metrics_port": 0}, 1)
-    assert any_port[any_port.index("--metrics-port") + 1] == "0"
+def test_each_process_gets_every_option_and_its_own_metrics_port() -> None:
+    """Parsed back, a process's command line holds every value the supervisor was given
+    (an option added to ``worker`` later is passed on without a list to keep), bar
+    ``--processes`` and the metrics port."""
+    given = [
+        *("-A", "app", "-Q", "a", "-Q", "b", "-c", "4", "--async-concurrency", "7"),
+        *("--pool", "process", "--prefetch", "9", "--batch-size", "50", "--lookahead-ms", "5"),
+        *("--grace", "3", "--abort-grace", "2", "--metrics-port", "9100"),
+        *("--metrics-host", "0.0.0.0", "--processes", "3", "--duration", "60", "--burst"),
+        *("--log-level", "debug", "--log-format", "json"),
+    ]
+    supervisor = worker.make_context("worker", given)
+    argv = child_command(worker, supervisor.params, 2)
+    assert argv[:4] == [sys.executable, "-m", "tickwork", "worker"]
+    child = worker.make_context("worker", argv[4:])
+    assert child.params == {**supervisor.params, "processes": 1, "metrics_port": 9102}
+    unset = worker.make_context("worker", ["-A", "app", "--metrics-port", "0"])
+    child_argv = child_command(worker, unset.params, 1)
+    assert worker.make_context("worker", child_argv[4:]).params == unset.params
+    assert "--prefetch" not in child_argv and "--burst" not in child_argv

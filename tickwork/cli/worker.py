@@ -125,12 +125,11 @@ def worker(
     if processes > 1:
         state.app(module)  # a module that cannot load fails here, not in N restart loops
         ctx = click.get_current_context()
-        options = {k: v for k, v in ctx.params.items() if k != "processes"}
         env = dict(os.environ)
         if state.backend is not None:
             env["TICKWORK_BACKEND"] = state.backend  # not in argv, where ps shows it
         supervisor = Supervisor(
-            lambda index: child_command(options, index),
+            lambda index: child_command(ctx.command, ctx.params, index),
             processes,
             stop_timeout_s=grace + 30.0,
             env=env,
@@ -161,35 +160,21 @@ def worker(
         os._exit(1)  # running handlers were abandoned: do not wait for their threads
 
 
-def child_command(options: Mapping[str, Any], index: int) -> list[str]:
-    """The command line of worker process ``index`` of a supervisor: this command with
-    the same ``options`` (``worker``'s parameters), its own metrics port."""
-    argv = [sys.executable, "-m", "tickwork", "worker", "-A", str(options["module"])]
-    for queue in options["queues"] or ():
-        argv += ["-Q", str(queue)]
-    port = options["metrics_port"]
-    if port is not None:
-        argv += ["--metrics-port", str(int(port) + index if port else 0)]
-    for name, flag in _VALUED.items():
-        if options[name] is not None:
-            argv += [flag, str(options[name])]
-    if options["burst"]:
-        argv.append("--burst")
+def child_command(command: click.Command, params: Mapping[str, Any], index: int) -> list[str]:
+    """The command line of worker process ``index`` of a supervisor: ``command`` (this
+    one) with the values it was given (``params``), each option by its long flag, except
+    ``--processes``; the metrics port, when one is set, is its own (port + index)."""
+    argv = [sys.executable, "-m", "tickwork", command.name or "worker"]
+    for option in command.params:
+        if not isinstance(option, click.Option) or option.name in (None, "processes"):
+            continue
+        value = params.get(option.name)
+        if option.name == "metrics_port" and value:
+            value += index
+        flag = max(option.opts, key=len)
+        if option.is_flag:
+            argv += [flag] if value else []
+        elif value is not None:
+            for item in value if option.multiple else (value,):
+                argv += [flag, str(item)]
     return argv
-
-
-#: ``worker``'s parameters passed on to each process as they are, with their flags
-_VALUED = {
-    "concurrency": "--concurrency",
-    "async_concurrency": "--async-concurrency",
-    "pool": "--pool",
-    "prefetch": "--prefetch",
-    "batch_size": "--batch-size",
-    "lookahead_ms": "--lookahead-ms",
-    "grace": "--grace",
-    "abort_grace": "--abort-grace",
-    "metrics_host": "--metrics-host",
-    "duration": "--duration",
-    "log_level": "--log-level",
-    "log_format": "--log-format",
-}
