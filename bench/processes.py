@@ -42,20 +42,18 @@ def rate(url: str, task: str, count: int, processes: int) -> float:
     command += ["--processes", str(processes), "--burst", "--log-level", "warning"]
     env = {**os.environ, "TICKWORK_BACKEND": url}
     worker = subprocess.Popen(command, cwd=ROOT, env=env)
-    first = last = None
-    while worker.poll() is None or last is None:
-        done = _acked(app) - base
-        now = time.perf_counter()
-        if done > 0 and first is None:
-            first = (now, done)
-        if done >= count:
-            last = now
-            break
+    first: tuple[float, int] | None = None
+    while (done := _acked(app) - base) < count:
+        if first is None and done > 0:
+            first = (time.perf_counter(), done)
+        if worker.poll() is not None and _acked(app) - base < count:  # it failed early
+            raise RuntimeError(f"the worker exited ({worker.returncode}) at {done} of {count}")
         time.sleep(0.005)
+    last = time.perf_counter()
     worker.wait(120)
     app.backend.purge("procs")
     app.close()
-    assert first is not None and last is not None
+    assert first is not None
     return round((count - first[1]) / (last - first[0]))
 
 
