@@ -153,6 +153,7 @@ class MessageBuilder:
             now,
             now_ms,
             fair,
+            limit,
         )
 
     def _steps(self, call: Call, queue: str) -> list[dict[str, Any]] | None:
@@ -237,6 +238,7 @@ class MessageBuilder:
         now: datetime | None = None,
         now_ms: int | None = None,
         fair: str | None = None,
+        limit: str | None = None,
     ) -> Envelope:
         """The envelope of an encoded body due ``at`` (plus up to ``jitter_s``); raises
         ``InvalidMessage`` for a body over ``max_payload_bytes``."""
@@ -247,7 +249,8 @@ class MessageBuilder:
             )
         due = at + timedelta(seconds=self._rng.uniform(0, jitter_s)) if jitter_s else at
         due_ms = now_ms if now_ms is not None and due is now else to_ms(due)
-        return Envelope(message_id, queue, key, priority, due_ms, int(timeout_s * 1000), body, fair)
+        timeout_ms = int(timeout_s * 1000)
+        return Envelope(message_id, queue, key, priority, due_ms, timeout_ms, body, fair, limit)
 
     def restored(self, message: Message, due: datetime) -> Envelope:
         """The envelope of ``message`` (already built, maybe changed) due at ``due``."""
@@ -261,6 +264,7 @@ class MessageBuilder:
             due,
             0.0,
             fair=message.fair,
+            limit=message.limit,
         )
 
     def one_off(
@@ -376,6 +380,7 @@ class MessageBuilder:
             planner.due_after(fire, to_datetime(now_ms)),
             message.trigger.jitter.total_seconds(),
             fair=nxt.fair,
+            limit=nxt.limit,
         )
         return envelope, fire.misfires
 

@@ -143,6 +143,7 @@ class Message(BaseModel):
             timeout_ms=int(self.timeout_s * 1000),
             body=self.encode() if body is None else body,
             fair=self.fair,
+            limit=self.limit,
         )
 
 

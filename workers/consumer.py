@@ -24,6 +24,7 @@ from scheduler.overlap import is_ticker
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
+from workers.limits import LimitGate
 from workers.metrics import NoMetrics
 from workers.settler import Settler
 from workers.timer import Timer
@@ -52,8 +53,11 @@ class Consumer:
         stop: Callable[[], None],
         deferred_until: Callable[[], int] = lambda: 0,
         metrics: NoMetrics | None = None,
+        limits: LimitGate | None = None,
     ) -> None:
         self._app = app
+        self._limits = limits  # whose slots claims may take (None: admit takes them all)
+        self._slots = limits.capacities if limits is not None else None
         self._metrics = metrics or NoMetrics()
         self._backend = backend
         self._config = config
@@ -170,7 +174,7 @@ class Consumer:
                     break
                 lookahead = self._config.lookahead_ms if self._timer.has_room() else 0
                 asked = time.perf_counter()
-                batch = self._backend.claim(queue, wanted - claimed, lookahead)
+                batch = self._backend.claim(queue, wanted - claimed, lookahead, self._slots)
                 self._metrics.claim_took(queue, time.perf_counter() - asked)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
@@ -194,7 +198,26 @@ class Consumer:
 
     def accept(self, claim: Claim) -> Work | None:
         """Take ownership of a claim (it holds a permit): decode it, then park it, or
-        return it to be run now."""
+        return it to be run now. A claim that will not run gives back the slot it took."""
+        message = self._runnable(claim)
+        if message is None:
+            if claim.slot is not None and self._limits is not None:
+                self._limits.release([(claim.slot, claim.id)])
+            return None
+        work = Work(claim, message, slot=claim.slot)
+        self._holdings.add(work)
+        self._metrics.claimed(work)
+        if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
+            # a parked message waits for its time, not for a worker: its lease counts
+            # from its due time, so it gives its permit back until it fires
+            work.holds_permit = False
+            self._permits.give(1)
+            return None
+        return work
+
+    def _runnable(self, claim: Claim) -> Message | None:
+        """The message of a claim that may run; None for one settled here at once (it
+        can never run, or is a unique window's end, or a schedule's ticker)."""
         if claim.malformed is not None:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", claim.malformed))
             return None
@@ -215,16 +238,7 @@ class Consumer:
         if is_ticker(message):  # overlap="allow": its occurrence runs as its own message
             self._settler.fire_ticker(claim, message)
             return None
-        work = Work(claim, message)
-        self._holdings.add(work)
-        self._metrics.claimed(work)
-        if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
-            # a parked message waits for its time, not for a worker: its lease counts
-            # from its due time, so it gives its permit back until it fires
-            work.holds_permit = False
-            self._permits.give(1)
-            return None
-        return work
+        return message
 
     def _flush_counters(self) -> None:
         pending, self._empty_polls = self._empty_polls, 0

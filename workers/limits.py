@@ -1,8 +1,10 @@
 """Concurrency limits on the worker's side: a limited run holds a slot of its limit.
 
 Before claimed work starts, ``admit`` takes a slot for each limited message (one backend
-call per batch). A message over its limit does not run and is not held here: it goes
-back to storage, attempt not counted, due again when the earliest holder's lease ends
+call per batch) that its claim did not take already (a backend may take them in the
+claim itself: Redis on one node does, given ``capacities``). A message over its limit
+does not run and is not held here: it goes back to storage, attempt not counted, due
+again when the earliest holder's lease ends
 (the fallback if nobody wakes it, e.g. when the holder's worker died), and joins its
 limit's waiting line. When a run settles, its slot is given back and the longest waiter
 of that limit is woken (made due now), so waiting work is not polled for. A worker that
@@ -42,6 +44,7 @@ class LimitGate:
         self._backend = backend
         self._counters = counters
         self._now_ms = now_ms
+        self.capacities = claim_capacities(app)
 
     def request(self, work: Work) -> SlotRequest | None:
         """The slot ``work`` needs, or None when it is not limited (the capacity is the
@@ -61,7 +64,11 @@ class LimitGate:
     def admit(self, works: Sequence[Work]) -> list[Work]:
         """The works that may start now, each limited one holding a slot; the others are
         sent back to wait (the caller forgets them)."""
-        requests = [(work, request) for work in works if (request := self.request(work))]
+        requests = [
+            (work, request)
+            for work in works
+            if work.slot is None and (request := self.request(work))  # else taken by its claim
+        ]
         if not requests:
             return list(works)
         try:
@@ -151,3 +158,22 @@ class LimitGate:
                     return
                 pops += 1
                 waiters += self._backend.pop_waiters(waiter.limit, 1)
+
+
+def claim_capacities(app: App) -> dict[str, int]:
+    """The concurrency limits (name -> capacity) whose slots a claim may take: those of
+    the registered tasks, less any name two tasks give different capacities, and any
+    name that with a ``:VALUE`` could read as another (``a`` and ``a:b``): the slots of
+    those are taken by ``admit``, with the capacity of each message's own task."""
+    capacities: dict[str, int] = {}
+    conflicting: set[str] = set()
+    for task in app.tasks.values():
+        limit = task.options.concurrency_limit
+        if limit is None:
+            continue
+        if capacities.setdefault(limit.name, limit.capacity) != limit.capacity:
+            conflicting.add(limit.name)
+    for name in capacities:
+        if any(other != name and other.startswith(name + ":") for other in capacities):
+            conflicting.update(o for o in capacities if o == name or o.startswith(name + ":"))
+    return {name: cap for name, cap in capacities.items() if name not in conflicting}

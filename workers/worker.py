@@ -133,6 +133,7 @@ class Worker:
             self.stop,
             self._rates.deferred_until,
             self._metrics,
+            self._limits,
         )
         self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
         self._presence = Presence(

@@ -20,7 +20,7 @@ outlived its lease from forking a recurring chain (Astyanax #218).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import TracebackType
@@ -76,6 +76,7 @@ class Envelope(NamedTuple):
     timeout_ms: int
     body: bytes
     fair: str | None = None  # the fair-share key: ready messages take turns by it
+    limit: str | None = None  # the concurrency limit key (a backend may take its slot in a claim)
 
 
 class Claim(NamedTuple):
@@ -94,6 +95,7 @@ class Claim(NamedTuple):
     deadline_ms: int
     timeout_ms: int
     malformed: str | None = None
+    slot: str | None = None  # the concurrency limit whose slot the claim took for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +189,22 @@ class Backend(SideRecords, ABC):
     # -- consuming -----------------------------------------------------------------------
 
     @abstractmethod
-    def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,
+    ) -> ClaimBatch:
         """Lease up to ``limit`` messages due by now + ``lookahead_ms``, higher priority
         first among those. Expired leases are made due again (attempt + 1 on the next
-        claim). A lease lasts the message's timeout counted from its due time."""
+        claim). A lease lasts the message's timeout counted from its due time.
+
+        ``slots`` (concurrency limit name -> capacity) lets a backend take, in the same
+        step, the slot of each claimed message that is due now and whose limit key
+        (``Envelope.limit``: ``NAME`` or ``NAME:VALUE``) has a name given (the longest
+        that fits), as ``acquire_slots`` would (``Claim.slot`` says which); a backend
+        may ignore it, and the caller takes the slots claims lack with ``acquire_slots``."""
 
     @abstractmethod
     def ack(

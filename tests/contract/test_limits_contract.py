@@ -128,3 +128,77 @@ def test_ack_releasing_acks_and_gives_slots_back_in_one_step(harness: BackendHar
     assert acked == [True] and woken == [Waiter(limit, "q", None, "next")]
     assert b.get("run") is None and b.limit_usage([limit]) == {limit: (0, 0)}
     assert b.ack_releasing([(claim, None)], [(limit, "run")]) == ([False], [])
+
+
+def _limited(h: BackendHarness, message_id: str, limit: str, due_in_ms: int = 0) -> None:
+    due = h.now_ms() + due_in_ms
+    h.backend.enqueue([Envelope(message_id, "q", None, 0, due, 5000, b"body", limit=limit)])
+
+
+#: does the backend take slots in the claim itself (else the worker asks ``acquire_slots``)
+TAKES_SLOTS_IN_CLAIM = {"redis"}
+
+
+def test_slots_taken_by_a_claim_and_by_acquire_slots_stay_within_capacity(
+    harness: BackendHarness,
+) -> None:
+    b, limit = harness.backend, _limit()  # a limit name with a colon: "crm:<hex>"
+    acme, globex = f"{limit}:acme", f"{limit}:globex"
+    for n in range(3):
+        _limited(harness, f"m{n}", acme)
+    _limited(harness, "other", globex)
+    _enqueue(harness, "free")
+    claims = b.claim("q", 10, slots={limit: 2, "unrelated": 9}).claims
+    assert len(claims) == 5
+    took = {c.id: c.slot for c in claims if c.slot is not None}
+    if harness.name in TAKES_SLOTS_IN_CLAIM:
+        assert took == {"m0": acme, "m1": acme, "other": globex}
+    limits = {"m0": acme, "m1": acme, "m2": acme, "other": globex}
+    rest = [c for c in claims if c.slot is None and c.id in limits]
+    answers = b.acquire_slots([_request(limits[c.id], c.id) for c in rest])
+    holders = set(took) | {c.id for c, a in zip(rest, answers, strict=True) if a is None}
+    assert len(holders & {"m0", "m1", "m2"}) == 2 and "other" in holders
+    assert b.limit_usage([acme, globex]) == {acme: (2, 0), globex: (1, 0)}
+
+
+def test_a_claim_takes_no_slot_for_a_message_not_due_yet_nor_an_unnamed_limit(
+    harness: BackendHarness,
+) -> None:
+    b, limit = harness.backend, _limit()
+    _limited(harness, "later", f"{limit}:acme", due_in_ms=30_000)
+    _limited(harness, "unnamed", f"{_limit()}:acme")
+    claims = b.claim("q", 10, lookahead_ms=60_000, slots={limit: 2}).claims
+    assert sorted(c.id for c in claims) == ["later", "unnamed"]
+    assert all(c.slot is None for c in claims)
+    assert b.limit_usage([f"{limit}:acme"]) == {f"{limit}:acme": (0, 0)}
+
+
+def test_a_waiter_claimed_with_its_slot_leaves_the_line(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    key = f"{limit}:acme"
+    _limited(harness, "w", key)
+    assert b.wait_for_slot(_request(key, "w", capacity=1)) is True, "nobody holds a slot"
+    (claim,) = b.claim("q", 10, slots={limit: 1}).claims
+    if claim.slot is None:  # taken by the worker's call instead
+        assert b.acquire_slots([_request(key, "w", capacity=1)]) == [None]
+    if harness.name != "cassandra":  # Cassandra keeps the entry; a releaser skips it
+        assert b.limit_usage([key]) == {key: (1, 0)}
+    acked, woken = b.ack_releasing([(claim, None)], [(key, "w")])
+    assert acked == [True] and woken in ([], [Waiter(key, "q", None, "w")])
+    assert b.limit_usage([key]) == {key: (0, 0)}
+
+
+def test_the_limit_key_is_kept_through_release_retry_and_reads(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    key = f"{limit}:acme"
+    _limited(harness, "r", key)
+    (claim,) = b.claim("q", 10).claims
+    assert claim.slot is None, "no slots asked for, none taken"
+    b.release([claim])
+    (claim,) = b.claim("q", 10).claims
+    b.retry(claim, b.now_ms(), "boom")
+    stored = b.get("r")
+    assert stored is not None and stored.envelope.limit in (key, None)
+    (claim,) = b.claim("q", 10, slots={limit: 1}).claims
+    if harness.name in TAKES_SLOTS_IN_CLAIM:
+        assert claim.slot == key and stored.envelope.limit == key

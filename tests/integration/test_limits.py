@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 
 from scheduler import App, ConcurrencyLimit, InvalidMessage
+from scheduler.backends import Envelope
 from tests.support.helpers import running, wait_for
 
 
@@ -75,6 +76,40 @@ def test_a_named_limit_is_shared_by_the_tasks_that_use_it(app: App) -> None:
     with running(app, concurrency=8):
         wait_for(lambda: len(gauge.done) == 8, timeout_s=60)
     assert gauge.most == {"crm": 1}
+
+
+def test_a_claimed_slot_of_a_message_that_cannot_run_is_given_back(app: App) -> None:
+    @app.task(concurrency_limit=1, limit_key="customer", queue="slots")
+    def report(customer: str) -> None: ...
+
+    limit = f"{report.name}:acme"
+    now = app.backend.now_ms()
+    garbage = Envelope("garbage", "slots", None, 0, now, 60_000, b"not a message", limit=limit)
+    unknown = app.build(report.call("acme"))[1]
+    unknown = unknown._replace(body=unknown.body.replace(report.name.encode(), b"nobody.here"))
+    app.backend.enqueue([garbage, unknown])
+    with running(app, queues=("slots",)):
+        wait_for(lambda: len(app.backend.poison_list("slots")) == 2, timeout_s=30)
+        usage = app.backend.limit_usage([limit])
+    assert usage == {limit: (0, 0)}, "a slot taken for a message that never ran is free"
+
+
+def test_a_limited_message_stored_without_its_limit_key_outside_the_body_is_limited(
+    app: App,
+) -> None:
+    """As stored by a tickwork before records carried the limit key (the body has it):
+    the worker takes its slot itself."""
+    gauge = Gauge()
+
+    @app.task(concurrency_limit=1, limit_key="customer", queue="old")
+    def legacy(customer: str, n: int) -> None:
+        gauge.run(customer, n, 0.05)
+
+    envelopes = [app.build(legacy.call("acme", n))[1]._replace(limit=None) for n in range(4)]
+    app.backend.enqueue(envelopes)
+    with running(app, queues=("old",), concurrency=4):
+        wait_for(lambda: len(gauge.done) == 4, timeout_s=30)
+    assert gauge.most == {"acme": 1}
 
 
 def test_a_limit_key_function_and_a_recurring_limited_chain(sqlite_app: App) -> None:

@@ -4,6 +4,7 @@ read position, write their leases at the fence, release the lock with advanced p
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -63,7 +64,13 @@ class CassandraClaiming(CassandraShardLock):
             self._cursor[queue] = (start + 1) % count
         return [(start + i) % count for i in range(count)]
 
-    def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,  # slots are taken by acquire_slots here
+    ) -> ClaimBatch:
         found: list[tuple[int, Claim]] = []  # (priority, claim)
         held: list[int] = []
         busy = False

@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduler.backends.base import Claim, Envelope, PoisonRecord
 from scheduler.backends.records import AbortRequest, Failure, LedgerEntry, QueueStats
-from scheduler.backends.redis.scripts import BOUND, FAIR_STATE, decode_record
+from scheduler.backends.redis.scripts import BOUND, FAIR_STATE, stored_envelope
 from scheduler.backends.redis.shards import RedisShards
 from scheduler.errors import ConfigurationError
 
@@ -62,10 +62,9 @@ class RedisAdmin(RedisShards):
         for message_id, record, failure in zip(ids, records, failures, strict=True):
             if record is None or failure is None:
                 continue
-            priority, timeout, due, key, body, fair = decode_record(record)
             attempts, failed_ms, details = failure.split(b"|", 2)
             data = json.loads(details)
-            envelope = Envelope(message_id.decode(), queue, key, priority, due, timeout, body, fair)
+            envelope = stored_envelope(message_id.decode(), queue, record)
             found.append(
                 PoisonRecord(
                     envelope,

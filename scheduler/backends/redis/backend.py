@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import random
 import secrets
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from scheduler.backends.base import (
@@ -180,24 +180,33 @@ class RedisBackend(
                 self._cursor[queue] = cycle
             return cycle
 
-    def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,
+    ) -> ClaimBatch:
         """One script call per shard, starting at this client's next shard and moving on
-        only while the batch is not full (so a busy queue costs one round trip)."""
+        only while the batch is not full (so a busy queue costs one round trip). On one
+        node the script also takes the concurrency slots of ``slots``' limits."""
         cycle = self._shard_cycle(queue)
         next_due: int | None = None
         found: list[tuple[int, int, Claim]] = []
+        extra = self._slot_args(queue, slots)
         for _ in range(self.shard_count(queue)):
             with self._lock:
                 shard = next(cycle)
             token = secrets.token_hex(8)
             wanted = limit - len(found)
-            reply = self._run("claim", queue, shard, [wanted, lookahead_ms, token, self._sweep])
+            args = [wanted, lookahead_ms, token, self._sweep, *extra]
+            reply = self._run("claim", queue, shard, args)
             due = int(reply[1])
             if due >= 0:
                 next_due = due if next_due is None else min(next_due, due)
-            for i in range(2, len(reply), 9):
-                mid, key, body, attempt, due_ms, deadline, timeout, priority, place = reply[
-                    i : i + 9
+            for i in range(2, len(reply), 10):
+                mid, key, body, attempt, due_ms, deadline, timeout, priority, place, slot = reply[
+                    i : i + 10
                 ]
                 claim = Claim(
                     mid.decode(),
@@ -209,6 +218,7 @@ class RedisBackend(
                     int(due_ms),
                     int(deadline),
                     int(timeout),
+                    slot=slot.decode() or None,
                 )
                 found.append((-int(priority), int(place), claim))
             if len(found) >= limit:
@@ -218,6 +228,14 @@ class RedisBackend(
         found.sort(key=lambda entry: (entry[0], entry[1]))
         claims = [claim for _, _, claim in found]
         return ClaimBatch(claims, None if claims else next_due)
+
+    def _slot_args(self, queue: str, slots: Mapping[str, int] | None) -> list[Any]:
+        """The claim script's arguments that make it take slots of ``slots``' limits:
+        none on a cluster (a limit's keys live in other slots than the shard's)."""
+        if not slots or self._cluster:
+            return []
+        pairs = [value for name, capacity in slots.items() for value in (name, capacity)]
+        return [queue, f"{{{self._prefix}:limit:", *pairs]
 
     def ack(
         self,

@@ -70,32 +70,54 @@ def load_scripts() -> dict[str, str]:
 
 def encode_record(e: Envelope) -> bytes:
     """The stored form of a message: a small header, the key, then the body; with a
-    fair-share key, ``f<length>|<fair key>`` before that."""
+    concurrency limit, ``c<length>|<limit key>`` before that, and with a fair-share key
+    ``f<length>|<fair key>`` first."""
     key = (e.key or "").encode()
     record = b"%d|%d|%d|%d|%s%s" % (e.priority, e.timeout_ms, e.due_ms, len(key), key, e.body)
+    if e.limit is not None:
+        limit = e.limit.encode()
+        record = b"c%d|%s%s" % (len(limit), limit, record)
     if e.fair is None:
         return record
     fair = e.fair.encode()
     return b"f%d|%s%s" % (len(fair), fair, record)
 
 
-def decode_record(record: bytes) -> tuple[int, int, int, str | None, bytes, str | None]:
-    """(priority, timeout_ms, due_ms, key, body, fair key) from a stored record. One that
-    is not a record reads as the Lua prelude's ``parse`` reads it: a keyless message due
-    long ago whose body is the whole record (the worker poisons it as undecodable)."""
-    fair, rest = None, record
-    if record.startswith(b"f"):
-        length, _, tail = record[1:].partition(b"|")
-        if length.isdigit():
-            fair, rest = tail[: int(length)].decode(errors="replace"), tail[int(length) :]
+#: a stored record read back: (priority, timeout_ms, due_ms, key, body, fair key, limit key)
+Record = tuple[int, int, int, str | None, bytes, str | None, str | None]
+
+
+def decode_record(record: bytes) -> Record:
+    """The fields of a stored record. One that is not a record reads as the Lua prelude's
+    ``parse`` reads it: a keyless message due long ago whose body is the whole record
+    (the worker poisons it as undecodable)."""
+    fair, rest = _tagged(b"f", record)
+    limit, rest = _tagged(b"c", rest)
     fields = rest.split(b"|", 4)
     try:
         priority, timeout, due, key_length = (int(f) for f in fields[:4])
         tail = fields[4]
     except (ValueError, IndexError):
-        return 0, 60_000, 0, None, record, None
+        return 0, 60_000, 0, None, record, None, None
     key = tail[:key_length].decode() if key_length else None
-    return priority, timeout, due, key, tail[key_length:], fair
+    return priority, timeout, due, key, tail[key_length:], fair, limit
+
+
+def stored_envelope(message_id: str, queue: str, record: bytes) -> Envelope:
+    """The envelope of message ``message_id`` of ``queue`` from its stored record."""
+    priority, timeout, due, key, body, fair, limit = decode_record(record)
+    return Envelope(message_id, queue, key, priority, due, timeout, body, fair, limit)
+
+
+def _tagged(tag: bytes, record: bytes) -> tuple[str | None, bytes]:
+    """The value of a ``<tag><length>|<value>`` prefix of ``record`` (None if it has
+    none) and what follows it."""
+    if not record.startswith(tag):
+        return None, record
+    length, _, tail = record[1:].partition(b"|")
+    if not length.isdigit():
+        return None, record
+    return tail[: int(length)].decode(errors="replace"), tail[int(length) :]
 
 
 def evalsha_round_trip(

@@ -24,10 +24,10 @@ from scheduler.backends.redis.options import unreachable
 from scheduler.backends.redis.replicas import WAITED, ReplicaWait
 from scheduler.backends.redis.scripts import (
     SHARD_KEYS,
-    decode_record,
     evalsha_round_trip,
     load_scripts,
     raise_errors,
+    stored_envelope,
 )
 from scheduler.errors import BackendError, ConfigurationError
 from scheduler.ids import stable_shard
@@ -209,14 +209,13 @@ class RedisShards:
         record, leased, scheduled, attempt, error = self._call(run)
         if record is None:
             return None
-        priority, timeout, due, key, body, fair = decode_record(record)
+        envelope = stored_envelope(message_id, queue, record)
         if leased is not None:
             state = State.RUNNING
-        elif scheduled is not None and due > self.now_ms():
+        elif scheduled is not None and envelope.due_ms > self.now_ms():
             state = State.SCHEDULED
         else:
             state = State.READY
-        envelope = Envelope(message_id, queue, key, priority, due, timeout, body, fair)
         return StoredMessage(
             envelope, state, int(attempt or 0), error.decode() if error is not None else None
         )
@@ -249,7 +248,7 @@ class RedisShards:
     @staticmethod
     def _next_args(nxt: Envelope | None) -> list[Any]:
         if nxt is None:
-            return ["", "", 0, 0, 0, "", ""]
+            return ["", "", 0, 0, 0, "", "", ""]
         return [
             nxt.id,
             nxt.key or "",
@@ -258,6 +257,7 @@ class RedisShards:
             nxt.timeout_ms,
             nxt.fair or "",
             nxt.body,
+            nxt.limit or "",
         ]
 
     def queues(self) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from scheduler.backends.base import (
@@ -127,7 +127,13 @@ class SQLiteBackend(
 
     # -- consuming -----------------------------------------------------------------------
 
-    def claim(self, queue: str, limit: int, lookahead_ms: int = 0) -> ClaimBatch:
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,  # slots are taken by acquire_slots here
+    ) -> ClaimBatch:
         now = self.now_ms()
         with self._write() as db:
             self._requeue_expired(db, queue, now)

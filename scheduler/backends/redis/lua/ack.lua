@@ -3,7 +3,8 @@
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12])
 --            and KEYS[15...]: the ledger of each item with an entry, in item order
 -- ARGV: count, then per item: id, token, has_next ('0' | '1') and, when '1', the next
---       occurrence's id, key, priority, due_ms, timeout_ms, fair key ('' for none), body;
+--       occurrence's id, key, priority, due_ms, timeout_ms, fair key ('' for none), body,
+--       limit key ('' for none);
 --       then its ledger entry
 --       (see ``ledger`` in the prelude; '0' for none)
 local count = tonumber(ARGV[1])
@@ -13,7 +14,7 @@ for i = 1, count do
     local id, token, has_next = ARGV[at], ARGV[at + 1], ARGV[at + 2]
     local nxt = at + 3
     at = at + 3
-    if has_next == '1' then at = at + 7 end
+    if has_next == '1' then at = at + 8 end
     local held = holds(id, token)
     if ARGV[at] ~= '0' then lk = lk + 1 end
     at = ledger(at, KEYS[lk], held, now)
@@ -26,8 +27,10 @@ for i = 1, count do
             if key == '' then key = false end
             local fair = ARGV[nxt + 5]
             if fair == '' then fair = false end
+            local limit = ARGV[nxt + 7]
+            if limit == '' then limit = false end
             insert(ARGV[nxt], key, tonumber(ARGV[nxt + 2]), tonumber(ARGV[nxt + 3]),
-                   tonumber(ARGV[nxt + 4]), ARGV[nxt + 6], now, fair)
+                   tonumber(ARGV[nxt + 4]), ARGV[nxt + 6], now, fair, limit)
         end
     else
         out[i] = 0

@@ -1,11 +1,54 @@
--- claim: lease up to a limit of due messages; expired leases become due again.
+-- claim: lease up to a limit of due messages; expired leases become due again; on one
+-- node, also take the concurrency slot of each leased message that is due now and
+-- carries a limit the caller names (as ``slot_acquire`` does), so no call follows.
 -- Returns now, the next due time (-1: none known) then per message its id, key, body,
--- attempt, due, lease deadline, timeout, priority and place in the ready line.
+-- attempt, due, lease deadline, timeout, priority, place in the ready line and the limit
+-- whose slot it holds ('' for none: no limit, not due yet, or the limit is full).
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) C (KEYS[12]) F (KEYS[14])
--- ARGV: limit, lookahead_ms, token, sweep_max
+--            and the holders and waiters ZSETs of the limits it takes slots of (not
+--            declared: built from ARGV, so only on a single node, never on a cluster)
+-- ARGV: limit, lookahead_ms, token, sweep_max, then optionally the queue, the limits'
+--       key prefix ('{prefix:limit:') and (limit name, capacity) pairs
 local limit, lookahead = tonumber(ARGV[1]), tonumber(ARGV[2])
 local token, sweep = ARGV[3], tonumber(ARGV[4])
 local now = now_ms()
+-- capacity of a limit key ("NAME" or "NAME:VALUE"; the longest name given that fits),
+-- false for a limit not named
+local capacities, known = {}, {}
+for i = 7, #ARGV, 2 do capacities[ARGV[i]] = tonumber(ARGV[i + 1]) end
+local function capacity(limit_key)
+    local found = known[limit_key]
+    if found ~= nil then return found end
+    found = capacities[limit_key] or false
+    if not found then
+        local longest = 0
+        for name, cap in pairs(capacities) do
+            if #name > longest and string.sub(limit_key, 1, #name + 1) == name .. ':' then
+                found, longest = cap, #name
+            end
+        end
+    end
+    known[limit_key] = found
+    return found
+end
+-- take (or renew) a slot of limit_key for id, as ``slot_acquire``; true when taken
+local function take_slot(limit_key, id, key, lease)
+    local cap = capacity(limit_key)
+    if not cap then return false end
+    local holders = ARGV[6] .. limit_key .. '}:h'
+    if not redis.call('ZSCORE', holders, id) then
+        local held = redis.call('ZCARD', holders)
+        if held >= cap then
+            redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+            held = redis.call('ZCARD', holders)
+        end
+        if held >= cap then return false end
+    end
+    redis.call('ZADD', holders, now + lease, id)
+    local member = ARGV[5] .. '\31' .. (key or '') .. '\31' .. id
+    redis.call('ZREM', ARGV[6] .. limit_key .. '}:w', member)
+    return true
+end
 -- leases that ran out are due again (their attempt was counted when claimed)
 local expired = redis.call('ZRANGEBYSCORE', L, '-inf', now, 'LIMIT', 0, sweep)
 for _, id in ipairs(expired) do
@@ -48,7 +91,7 @@ if limit > 0 then
         local id = popped[i]
         local record = redis.call('HGET', M, id)
         if record then
-            local priority, timeout, due, key, body, fair = parse(record)
+            local priority, timeout, due, key, body, fair, limit_key = parse(record)
             local place = tonumber(popped[i + 1]) - (1023 - priority) * PRIORITY_STEP
             if fair then
                 fair_served = fair_served + 1
@@ -67,6 +110,11 @@ if limit > 0 then
             out[#out + 1] = timeout
             out[#out + 1] = priority
             out[#out + 1] = place  -- its place in the line: due time, or turn
+            if limit_key and due <= now and take_slot(limit_key, id, key, timeout) then
+                out[#out + 1] = limit_key
+            else
+                out[#out + 1] = ''
+            end
             claimed = claimed + 1
         end
     end

@@ -12,11 +12,11 @@ local now, moved = now_ms(), 0
 for _, id in ipairs(ids) do
     local record = redis.call('HGET', PM, id)
     if record then
-        local priority, timeout, _, key, body, fair = parse(record)
+        local priority, timeout, _, key, body, fair, limit = parse(record)
         local free = redis.call('HEXISTS', M, id) == 0
         if key and redis.call('HEXISTS', K, key) == 1 then free = false end
         if free then
-            insert(id, key, priority, now, timeout, body, now, fair)
+            insert(id, key, priority, now, timeout, body, now, fair, limit)
             redis.call('HINCRBY', C, 'enqueued', -1)
             redis.call('HDEL', PM, id)
             redis.call('HDEL', PF, id)

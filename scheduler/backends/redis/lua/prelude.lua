@@ -50,29 +50,36 @@ local function now_ms()
 end
 
 -- A record: "priority|timeout|due|key length|" then the key and the body; a message with
--- a fair-share key has "f<length>|<fair key>" before that. parse returns (priority,
--- timeout, due, key or false, body, fair key or false). A record that is not one
--- (written below tickwork, or damaged) reads as a keyless message due long ago whose body
--- is the whole record: a claim hands it out and the worker poisons it as undecodable,
--- instead of every claim of the shard failing on it.
+-- a fair-share key has "f<length>|<fair key>" before that, and one with a concurrency
+-- limit "c<length>|<limit key>" before the numbers (after any fair-share key). parse
+-- returns (priority, timeout, due, key or false, body, fair key or false, limit key or
+-- false). A record that is not one (written below tickwork, or damaged) reads as a
+-- keyless message due long ago whose body is the whole record: a claim hands it out and
+-- the worker poisons it as undecodable, instead of every claim of the shard failing on it.
 local function parse(record)
-    local fair, rest = false, record
+    local fair, limit, rest = false, false, record
     local fl, fs = string.match(record, '^f(%d+)|()')
     if fl then
         fair = string.sub(record, fs, fs + tonumber(fl) - 1)
         rest = string.sub(record, fs + tonumber(fl))
     end
+    local cl, cs = string.match(rest, '^c(%d+)|()')
+    if cl then
+        limit = string.sub(rest, cs, cs + tonumber(cl) - 1)
+        rest = string.sub(rest, cs + tonumber(cl))
+    end
     local p, t, d, kl, start = string.match(rest, '^(-?%d+)|(%d+)|(-?%d+)|(%d+)|()')
-    if not p then return 0, 60000, 0, false, record, false end  -- a 60 s lease
+    if not p then return 0, 60000, 0, false, record, false, false end  -- a 60 s lease
     kl = tonumber(kl)
     local key = false
     if kl > 0 then key = string.sub(rest, start, start + kl - 1) end
-    return tonumber(p), tonumber(t), tonumber(d), key, string.sub(rest, start + kl), fair
+    return tonumber(p), tonumber(t), tonumber(d), key, string.sub(rest, start + kl), fair, limit
 end
 
-local function make_record(priority, timeout, due, key, body, fair)
+local function make_record(priority, timeout, due, key, body, fair, limit)
     local k = key or ''
     local record = priority .. '|' .. timeout .. '|' .. due .. '|' .. #k .. '|' .. k .. body
+    if limit then record = 'c' .. #limit .. '|' .. limit .. record end
     if fair then return 'f' .. #fair .. '|' .. fair .. record end
     return record
 end
@@ -138,8 +145,8 @@ local function fair_line()
     return line
 end
 
-local function insert(id, key, priority, due, timeout, body, now, fair)
-    redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
+local function insert(id, key, priority, due, timeout, body, now, fair, limit)
+    redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair, limit))
     place(id, priority, due, now, fair)
     if key then redis.call('HSET', K, key, id) end
     redis.call('HINCRBY', C, 'enqueued', 1)

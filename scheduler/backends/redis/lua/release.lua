@@ -8,13 +8,13 @@ local released = 0
 for i = 1, tonumber(ARGV[1]) do
     local id, token = ARGV[1 + 2 * i], ARGV[2 + 2 * i]
     if holds(id, token) then
-        local priority, timeout, due, key, body, fair = parse(redis.call('HGET', M, id))
+        local priority, timeout, due, key, body, fair, limit = parse(redis.call('HGET', M, id))
         redis.call('ZREM', L, id)
         redis.call('HDEL', T, id)
         if redis.call('HINCRBY', A, id, -1) <= 0 then redis.call('HDEL', A, id) end
         if due_at >= 0 then
             due = due_at
-            redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
+            redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair, limit))
             place(id, priority, due, now, fair)
         elseif fair then  -- waits for a new turn
             redis.call('ZADD', S, due, id)

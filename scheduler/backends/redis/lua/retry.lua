@@ -6,10 +6,10 @@
 local id, token, due, err = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 if not holds(id, token) then return 0 end
 local now = now_ms()
-local priority, timeout, _, key, body, fair = parse(redis.call('HGET', M, id))
+local priority, timeout, _, key, body, fair, limit = parse(redis.call('HGET', M, id))
 redis.call('ZREM', L, id)
 redis.call('HDEL', T, id)
-redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
+redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair, limit))
 place(id, priority, due, now, fair)
 redis.call('HSET', E, id, err)
 redis.call('HINCRBY', C, 'retried', 1)

@@ -8,10 +8,10 @@ for i = 1, tonumber(ARGV[1]) do
     local record = redis.call('HGET', M, id)
     out[i] = 0
     if record and redis.call('HEXISTS', T, id) == 0 then
-        local priority, timeout, due, key, body, fair = parse(record)
+        local priority, timeout, due, key, body, fair, limit = parse(record)
         if due > now then
             due = now
-            redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair))
+            redis.call('HSET', M, id, make_record(priority, timeout, due, key, body, fair, limit))
         end
         redis.call('ZREM', S, id)
         place(id, priority, due, now, fair)
