@@ -27,6 +27,7 @@ class Work:
     message: Message
     started_ms: int = 0
     holds_permit: bool = True  # parked in the timing wheel: no permit until it fires
+    lent: bool = False  # finished: its permit went back before it was settled
     abort: AbortRequest | None = None  # set when an abort of this run was read
     slot: str | None = None  # the concurrency limit it holds a slot of, while it runs
 

@@ -85,7 +85,10 @@ class Settler:
         self._ledger = RunLedger(app)
 
     def finished(self, work: Work, result: HandlerResult) -> None:
-        """A pool's callback: ``work``'s handler is done (any thread)."""
+        """A pool's callback: ``work``'s handler is done (any thread). Its permit goes
+        back now (lent until it is settled), so the consumer need not wait for the ack."""
+        if work.holds_permit and self._permits.lend():
+            work.holds_permit, work.lent = False, True
         self._results.put((work, result))
 
     def run(self, may_stop: Callable[[], bool]) -> None:
@@ -380,6 +383,10 @@ class Settler:
         self._limits.settled(works)
         self._holdings.remove(works)
         self._permits.give(sum(work.holds_permit for work in works))
+        lent = [work for work in works if work.lent]
+        for work in lent:
+            work.lent = False
+        self._permits.repaid(len(lent))
 
     def _with_retries(self, operation: Callable[[], Any]) -> Any:
         """Run a backend write, retrying on backend errors until it works or we are forced."""

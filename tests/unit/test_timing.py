@@ -17,7 +17,7 @@ from scheduler.backends import Backend, Claim, Envelope
 from scheduler.backends.sqlite import SQLiteBackend
 from scheduler.clock import ManualClock
 from scheduler.message import Message
-from workers.flow import Permits
+from workers.flow import LENT_PER_PERMIT, Permits
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work
 from workers.timer import Timer
@@ -115,6 +115,21 @@ def test_a_fired_timer_may_overdraw_and_the_debt_is_paid_first() -> None:
     assert permits.take(1, timeout_s=0) == 0, "still in debt"
     permits.give(1)
     assert permits.take(1, timeout_s=0) == 1
+
+
+def test_finished_runs_lend_their_permits_up_to_a_bound_until_settled() -> None:
+    permits = Permits(2)
+    bound = LENT_PER_PERMIT * 2
+    held = permits.take(2, timeout_s=0)
+    for _ in range(bound):  # a run finishes, its permit is lent, the next one is claimed
+        assert permits.lend() is True
+        assert permits.take(1, timeout_s=0) == 1
+        held += 1
+    assert held == bound + 2, "runs awaiting their ack are held on top of the permits"
+    assert permits.lend() is False, "no more lent: the next run waits for its ack"
+    assert permits.take(1, timeout_s=0) == 0
+    permits.repaid(1)  # an ack was written
+    assert permits.lend() is True and permits.take(1, timeout_s=0) == 1
 
 
 def test_a_waiting_taker_is_woken_by_a_give() -> None:
