@@ -21,7 +21,7 @@ class WorkerConfig(BaseModel):
     #: has async tasks; their permits are added to the sync pool's)
     async_concurrency: int = Field(default=100, ge=1)
     pool: str = "thread"
-    prefetch: int | None = Field(default=None, ge=0)  # default: 2 x concurrency
+    prefetch: int | None = Field(default=None, ge=0)  # default: follows the pace (Pace)
     batch_size: int = Field(default=100, ge=1)
     lookahead_ms: int = Field(default=500, ge=0)
     poll_interval_s: float = Field(default=1.0, gt=0)

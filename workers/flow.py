@@ -27,6 +27,7 @@ class Permits:
         self.total = total
         self._free = total
         self._lent = 0
+        self._need = 1  # the free permits the waiting taker waits for (to wake it then only)
         self._condition = threading.Condition()
 
     def take(self, wanted: int, timeout_s: float, linger_s: float = 0.0) -> int:
@@ -41,7 +42,9 @@ class Permits:
             if not self._condition.wait_for(lambda: self._free > 0, timeout_s):
                 return 0
             if self._free < bulk and linger_s > 0:
+                self._need = bulk
                 self._condition.wait_for(lambda: self._free >= bulk, linger_s)
+                self._need = 1
             taken = min(wanted, self._free)
             self._free -= taken
             return taken
@@ -55,6 +58,16 @@ class Permits:
         if count:
             with self._condition:
                 self._free += count
+                if self._free >= self._need:
+                    self._condition.notify_all()
+
+    def resize(self, total: int) -> None:
+        """Change how many permits there are (those held stay held: fewer may go into
+        debt, repaid as messages leave)."""
+        with self._condition:
+            self._free += total - self.total
+            self.total = total
+            if self._free >= self._need:
                 self._condition.notify_all()
 
     def lend(self) -> bool:
@@ -65,7 +78,8 @@ class Permits:
                 return False
             self._lent += 1
             self._free += 1
-            self._condition.notify_all()
+            if self._free >= self._need:
+                self._condition.notify_all()
             return True
 
     def repaid(self, count: int) -> None:
@@ -73,6 +87,46 @@ class Permits:
         if count:
             with self._condition:
                 self._lent -= count
+
+
+class Pace:
+    """The prefetch of a worker that was given none, adapted to its handlers' pace: as
+    many claimed messages beyond the running ones as its handlers get through in about
+    ``BACKLOG_S``, between 2 x and ``HIGH`` x the concurrency (at least ``FLOOR``). Fast
+    handlers then get large claims (fewer round trips per message); slow ones keep the
+    prefetch at 2 x concurrency, so a worker does not hoard work others could run."""
+
+    BACKLOG_S = 0.02
+    HIGH = 12
+    FLOOR = 100
+    EVERY = 64  # runs between two looks at the pace
+
+    def __init__(self, permits: Permits, concurrency: int, prefetch: int) -> None:
+        self._permits = permits
+        self._concurrency = concurrency
+        self._base = permits.total - prefetch  # the permits of running work
+        self._low = 2 * concurrency
+        self._high = max(self.HIGH * concurrency, self.FLOOR, self._low)
+        self.prefetch = prefetch
+        self._runs = 0
+        self._run_ms = 0.0
+
+    def ran(self, duration_ms: float) -> None:
+        """A handler ran for ``duration_ms`` (any thread; a lost update only delays the
+        next look)."""
+        self._runs += 1
+        self._run_ms += duration_ms
+        if self._runs >= self.EVERY:
+            runs, run_ms = self._runs, self._run_ms
+            self._runs, self._run_ms = 0, 0.0
+            self._adapt(run_ms / runs / 1000)
+
+    def _adapt(self, mean_run_s: float) -> None:
+        wanted = self._concurrency * self.BACKLOG_S / max(mean_run_s, 1e-6)
+        prefetch = min(self._high, max(self._low, round(wanted)))
+        if abs(prefetch - self.prefetch) * 8 >= self.prefetch:  # moves of 1/8 or more
+            self.prefetch = prefetch
+            self._permits.resize(self._base + prefetch)
 
 
 @dataclass

@@ -52,7 +52,7 @@ from workers.config import WorkerConfig
 from workers.consumer import Consumer
 from workers.execution import HandlerResult, Verdict, aborted
 from workers.fanin import callback_args
-from workers.flow import Counters, Permits, WorkerStats
+from workers.flow import Counters, Pace, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
@@ -89,6 +89,11 @@ class Worker:
         self._has_async = app.registry.has_async
         async_slots = self.config.async_concurrency if self._has_async else 0
         self._permits = Permits(self.config.permits + async_slots)
+        self._pace = (  # no prefetch given: it follows the handlers' pace
+            Pace(self._permits, self.config.concurrency, 2 * self.config.concurrency)
+            if self.config.prefetch is None
+            else None
+        )
         self._holdings = Holdings()
         counted = self.config.metrics_port is not None or self.config.activity_interval_s > 0
         self._metrics = WorkerMetrics(self._holdings) if counted else NoMetrics()
@@ -185,9 +190,9 @@ class Worker:
             self.config.concurrency,
             self.config.abort_grace_s,
         )
-        pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._settler.finished)
+        pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
         if self._has_async:
-            loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._settler.finished)
+            loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._finished)
             pool = RoutingPool(self.app, pool, loop)
         self._pool = pool
         roles: list[tuple[str, Callable[[], None]]] = [
@@ -284,6 +289,12 @@ class Worker:
     def _now_ms(self) -> int:
         """The backend's clock, estimated locally (its offset measured once a minute)."""
         return self._time.now_ms()
+
+    def _finished(self, work: Work, result: HandlerResult) -> None:
+        """A pool's callback: a handler is done (any thread)."""
+        if self._pace is not None:
+            self._pace.ran(result.duration_ms)
+        self._settler.finished(work, result)
 
     def _submit(self, works: list[Work]) -> None:
         """Hand claimed work that is due to the pool (from the consumer or the timer):

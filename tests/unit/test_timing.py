@@ -17,7 +17,7 @@ from scheduler.backends import Backend, Claim, Envelope
 from scheduler.backends.sqlite import SQLiteBackend
 from scheduler.clock import ManualClock
 from scheduler.message import Message
-from workers.flow import LENT_PER_PERMIT, Permits
+from workers.flow import LENT_PER_PERMIT, Pace, Permits
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work
 from workers.timer import Timer
@@ -130,6 +130,37 @@ def test_finished_runs_lend_their_permits_up_to_a_bound_until_settled() -> None:
     assert permits.take(1, timeout_s=0) == 0
     permits.repaid(1)  # an ack was written
     assert permits.lend() is True and permits.take(1, timeout_s=0) == 1
+
+
+def test_resizing_permits_keeps_what_is_held_and_may_go_into_debt() -> None:
+    permits = Permits(4)
+    assert permits.take(4, timeout_s=0) == 4
+    permits.resize(10)
+    assert permits.take(10, timeout_s=0) == 6
+    permits.resize(2)  # 10 held with 2 permits: 8 must leave before one is free
+    permits.give(8)
+    assert permits.take(1, timeout_s=0) == 0
+    permits.give(1)
+    assert permits.take(5, timeout_s=0) == 1
+
+
+def test_the_prefetch_follows_the_handlers_pace_within_its_bounds() -> None:
+    permits = Permits(8 + 16)
+    pace = Pace(permits, concurrency=8, prefetch=16)
+    for _ in range(Pace.EVERY - 1):
+        pace.ran(0.01)
+    assert pace.prefetch == 16 and permits.total == 24, "no look before EVERY runs"
+    pace.ran(0.01)  # 10 µs runs: 8 handlers would get through thousands in 20 ms
+    assert pace.prefetch == 100 and permits.total == 108, "capped at HIGH x concurrency"
+    for _ in range(Pace.EVERY):
+        pace.ran(4.0)  # 4 ms runs: 8 x 20 / 4 = 40 claimed beyond the running ones
+    assert pace.prefetch == 40 and permits.total == 48
+    for _ in range(Pace.EVERY):
+        pace.ran(4.3)  # 37: within an eighth of where it is, so left alone
+    assert pace.prefetch == 40
+    for _ in range(Pace.EVERY):
+        pace.ran(41.0)  # 8 x 20 / 41 = 3.9: slow handlers keep 2 x concurrency
+    assert pace.prefetch == 16 and permits.total == 24
 
 
 def test_a_waiting_taker_is_woken_by_a_give() -> None:

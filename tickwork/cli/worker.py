@@ -45,7 +45,8 @@ from workers.supervisor import Supervisor
 @click.option(
     "--prefetch",
     type=click.IntRange(min=0),
-    help="Claims held beyond idle slots [2 x concurrency].",
+    help="Claims held beyond idle slots [follows the handlers' pace: 2 x concurrency "
+    "for slow ones, up to 12 x (at least 100) for fast ones].",
 )
 @click.option("--batch-size", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--lookahead-ms", type=click.IntRange(min=0), default=500, show_default=True)
