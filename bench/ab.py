@@ -1,0 +1,111 @@
+"""This tree against another (an older commit checked out apart), pair by pair: one
+measurement run in a fresh process of each tree in turn, so drift in the machine hits
+both alike; prints each run and the median ratio (this / base) as JSON.
+
+Measurements (a Redis server is started here; SQLite on scratch files):
+  noop-redis, noop-sqlite  20,000 pre-enqueued no-ops over 1,000 keys, one worker with
+                           defaults (8 threads): messages/s (``bench.limits.end_to_end``)
+  ledger-redis             the ledger's keyed recurring workload, 200 schedules, 5 s
+                           with the ledger on: acks/s (``bench.ledger.throughput``)
+  incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
+                           worker with defaults: jobs/s (``bench.peers``' tickwork side)
+
+git worktree add /tmp/base COMMIT
+python -m bench.ab --base /tmp/base --measure noop-redis [--pairs 6] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.common import machine
+
+HERE = Path(__file__).resolve().parent.parent
+
+#: each measurement: Python code printing one figure as its last line ({url}: the backend)
+MEASURES = {
+    "noop-redis": (
+        "redis",
+        "from bench.limits import end_to_end;"
+        "print(end_to_end({url!r}, 'free', 20000, 1000)['per_second'])",
+    ),
+    "noop-sqlite": (
+        "sqlite",
+        "from bench.limits import end_to_end;"
+        "print(end_to_end({url!r}, 'free', 20000, 1000)['per_second'])",
+    ),
+    "ledger-redis": (
+        "redis",
+        "import logging; logging.getLogger('tickwork').setLevel(logging.WARNING);"
+        "from bench.ledger import throughput; rate, app = throughput({url!r}, 200, 5.0, 100);"
+        "app.close(); print(round(rate))",
+    ),
+    "incr-redis": (
+        "redis",
+        "import os, time; os.environ['BENCH_REDIS_URL'] = {url!r};"
+        "import bench.peers.tickwork_app as side; from workers import Worker, WorkerConfig;"
+        "side.enqueue_many(30000);"
+        "config = WorkerConfig(queues=(side.QUEUE,), burst=True, install_periodic=False);"
+        "started = time.perf_counter(); Worker(side.app, config).run();"
+        "print(round(30000 / (time.perf_counter() - started)))",
+    ),
+}
+
+
+def run_once(tree: Path, code: str) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the run in {tree} failed:\n{done.stderr[-2000:]}")
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def pairs(base: Path, measure: str, count: int, redis_url: str) -> dict[str, object]:
+    kind, template = MEASURES[measure]
+    runs: dict[str, list[int]] = {"base": [], "this": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        for index in range(count):
+            for name, tree in (("base", base), ("this", HERE)):
+                url = redis_url if kind == "redis" else f"sqlite:///{scratch}/{name}{index}.db"
+                runs[name].append(run_once(tree, template.format(url=url)))
+    ratios = [this / was for was, this in zip(runs["base"], runs["this"], strict=True)]
+    return {
+        "measure": measure,
+        "base_tree": str(base),
+        "runs": runs,
+        "median_base": statistics.median(runs["base"]),
+        "median_this": statistics.median(runs["this"]),
+        "median_ratio": round(statistics.median(ratios), 3),
+        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base", type=Path, required=True, help="the other tree")
+    parser.add_argument("--measure", choices=sorted(MEASURES), action="append", required=True)
+    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    from tests.support.servers import RedisServer
+
+    server = RedisServer()
+    try:
+        results = [pairs(args.base, m, args.pairs, server.url) for m in args.measure]
+    finally:
+        server.stop()
+    report = {"machine": machine(), "pairs": args.pairs, "results": results}
+    print(json.dumps(report, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
