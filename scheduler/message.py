@@ -19,7 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import from_json, to_json
 
 from scheduler.backends.base import Envelope, State, StoredMessage
-from scheduler.clock import to_datetime
+from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import DecodeError
 from triggers import AnyTrigger
 
@@ -111,11 +111,20 @@ class Message(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _unpack_steps(cls, data: Any) -> Any:
-        """A long chain's steps are stored compressed (``then_z``, see ``pack_steps``)."""
-        if isinstance(data, dict) and "then_z" in data:
+    def _unpack(cls, data: Any) -> Any:
+        """A long chain's steps are stored compressed (``then_z``, see ``pack_steps``);
+        a compact body (``encode_fields``) leaves out a ``chain`` equal to the id and an
+        ``enqueued_at`` equal to ``scheduled_at``."""
+        if not isinstance(data, dict):
+            return data
+        if "then_z" in data or "chain" not in data or "enqueued_at" not in data:
             data = dict(data)
-            data["then"] = unpack_steps(data.pop("then_z"))
+            if "then_z" in data:
+                data["then"] = unpack_steps(data.pop("then_z"))
+            if "chain" not in data and "id" in data:
+                data["chain"] = data["id"]
+            if "enqueued_at" not in data and "scheduled_at" in data:
+                data["enqueued_at"] = data["scheduled_at"]
         return data
 
     def encode(self) -> bytes:
@@ -172,8 +181,11 @@ def encode_fields(
     member: dict[str, Any] | None = None,
     callback: dict[str, Any] | None = None,
 ) -> bytes:
-    """Encode already-validated message fields exactly as ``Message.encode`` would (fields
-    at their defaults left out) without building a model: the bulk enqueue path."""
+    """Encode already-validated message fields without building a model: the path of
+    every enqueue. The same message as ``Message.encode`` writes (fields at their
+    defaults left out), more compactly: times as epoch milliseconds (when whole), and
+    ``chain`` and ``enqueued_at`` left out when they equal ``id`` and ``scheduled_at``
+    (a one-off message's case); ``Message.decode`` reads both forms."""
     fields: dict[str, Any] = {"id": id, "queue": queue, "task": task}
     if args:
         fields["args"] = args
@@ -185,11 +197,13 @@ def encode_fields(
         fields["priority"] = priority
     if trigger is not None:
         fields["trigger"] = trigger
-    fields["chain"] = chain
+    if chain != id:
+        fields["chain"] = chain
     if occurrence:
         fields["occurrence"] = occurrence
-    fields["scheduled_at"] = scheduled_at
-    fields["enqueued_at"] = enqueued_at
+    fields["scheduled_at"] = _stamp(scheduled_at)
+    if enqueued_at != scheduled_at:
+        fields["enqueued_at"] = _stamp(enqueued_at)
     if max_attempts != 1:
         fields["max_attempts"] = max_attempts
     if timeout_s != 300.0:
@@ -211,6 +225,19 @@ def encode_fields(
     if callback is not None:
         fields["callback"] = callback
     return to_json(fields)
+
+
+#: times stored as epoch milliseconds from here on; read back as such, not as seconds
+#: (pydantic takes a number above 2e10 as milliseconds: from 1970-08-20 on)
+_MS_FROM = 20_000_000_001
+
+
+def _stamp(value: datetime) -> datetime | int:
+    """A time as stored in a compact body: epoch ms when that is exact, else as is."""
+    if value.microsecond % 1000 or value.tzinfo is None:
+        return value
+    ms = to_ms(value)
+    return ms if ms >= _MS_FROM else value
 
 
 #: a chain's steps longer than this (encoded) are stored compressed: a message carries

@@ -4,8 +4,8 @@ Pools report ``(work, result)`` here (``finished``, from any thread). The thread
 them in batches of up to 1,000 and settles each by its verdict: a returned handler is
 acked, with its chain's next occurrence and its ledger record (a schedule's run, or one
 of a task with ``history=True``: ``workers/ledger.py``) in the same atomic step; a retry
-and a poison carry their record too; ``False`` leaves it for
-redelivery after its lease; an exception retries with backoff or poisons, as
+and a poison carry their record too; ``False`` leaves it for redelivery after its
+lease; an exception retries with backoff or poisons, as
 ``scheduler.retry.decide`` says. An aborted run (``app.abort``, or a handler that raised
 ``Aborted``) is never retried: it goes to the poison store with reason ``aborted``, with
 its chain's next occurrence unless the abort asked to end the chain. Every path gives
@@ -85,8 +85,7 @@ class Settler:
         self._ledger = RunLedger(app)
 
     def finished(self, work: Work, result: HandlerResult) -> None:
-        """A pool's callback: ``work``'s handler is done (any thread). Its permit goes
-        back now (lent until it is settled), so the consumer need not wait for the ack."""
+        """A pool's callback (any thread): the permit is lent back now, before the ack."""
         if work.holds_permit and self._permits.lend():
             work.holds_permit, work.lent = False, True
         self._results.put((work, result))
@@ -383,10 +382,7 @@ class Settler:
         self._limits.settled(works)
         self._holdings.remove(works)
         self._permits.give(sum(work.holds_permit for work in works))
-        lent = [work for work in works if work.lent]
-        for work in lent:
-            work.lent = False
-        self._permits.repaid(len(lent))
+        self._permits.repaid(sum(work.lent for work in works))
 
     def _with_retries(self, operation: Callable[[], Any]) -> Any:
         """Run a backend write, retrying on backend errors until it works or we are forced."""

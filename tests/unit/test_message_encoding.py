@@ -1,0 +1,70 @@
+"""The compact body every enqueue writes (``encode_fields``) against the model's own
+encoding (``Message.encode``, the form stored before): both decode to the same message."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from scheduler.clock import to_datetime
+from scheduler.message import Message, encode_fields
+
+
+def _fields(**changes: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "id": "m1",
+        "queue": "q",
+        "task": "t",
+        "chain": "m1",
+        "scheduled_at": datetime(2026, 11, 25, 12, 0, 0, 431000, tzinfo=UTC),
+        "enqueued_at": datetime(2026, 11, 25, 12, 0, 0, 431000, tzinfo=UTC),
+        "args": ["x" * 100],
+        "kwargs": {},
+        "key": None,
+        "priority": 0,
+        "trigger": None,
+        "occurrence": 0,
+        "max_attempts": 1,
+        "timeout_s": 300.0,
+        "headers": None,
+        "misfires": 0,
+    }
+    fields.update(changes)
+    return fields
+
+
+def _model(fields: dict[str, Any]) -> Message:
+    kept = {k: v for k, v in fields.items() if v is not None and k not in ("headers",)}
+    return Message(**kept)
+
+
+def test_a_one_off_body_leaves_out_its_chain_and_enqueue_time_and_writes_ms() -> None:
+    fields = _fields()
+    compact = encode_fields(**fields)
+    old = _model(fields).encode()  # the form every message was stored in before
+    assert compact == (
+        b'{"id":"m1","queue":"q","task":"t","args":["' + b"x" * 100 + b'"],'
+        b'"scheduled_at":1795608000431}'
+    )
+    assert len(compact) < len(old) - 70
+    assert Message.decode(compact) == Message.decode(old) == _model(fields)
+
+
+def test_times_round_trip_exactly_whatever_their_precision() -> None:
+    rng = random.Random(7)
+    base = datetime(1970, 1, 1, tzinfo=UTC)
+    samples = [to_datetime(rng.randrange(0, 4_000_000_000_000)) for _ in range(2000)]
+    samples += [
+        base,  # before the ms form applies: stored as text
+        base + timedelta(milliseconds=20_000_000_000),
+        base + timedelta(milliseconds=20_000_000_001),
+        datetime(2026, 3, 29, 1, 0, 0, 123456, tzinfo=UTC),  # microseconds: stored as text
+        datetime(2100, 12, 31, 23, 59, 59, 999000, tzinfo=UTC),
+    ]
+    for at in samples:
+        later = at + timedelta(milliseconds=rng.randrange(1, 10_000))
+        fields = _fields(scheduled_at=later, enqueued_at=at, chain="other")
+        message = Message.decode(encode_fields(**fields))
+        assert (message.scheduled_at, message.enqueued_at) == (later, at), at
+        assert message.chain == "other" and message.scheduled_at.tzinfo is not None
