@@ -5,6 +5,8 @@ both alike; prints each run and the median ratio (this / base) as JSON.
 Measurements (a Redis server is started here; SQLite on scratch files):
   noop-redis, noop-sqlite  20,000 pre-enqueued no-ops over 1,000 keys, one worker with
                            defaults (8 threads): messages/s (``bench.limits.end_to_end``)
+  bulk-redis               100,000 messages by ``enqueue_many`` in batches of 5,000:
+                           messages/s (``bench.engine.bulk_enqueue``)
   ledger-redis             the ledger's keyed recurring workload, 200 schedules, 5 s
                            with the ledger on: acks/s (``bench.ledger.throughput``)
   incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
@@ -39,6 +41,11 @@ MEASURES = {
         "sqlite",
         "from bench.limits import end_to_end;"
         "print(end_to_end({url!r}, 'free', 20000, 1000)['per_second'])",
+    ),
+    "bulk-redis": (
+        "redis",
+        "from bench.engine import bulk_enqueue;"
+        "print(bulk_enqueue({url!r}, 100000, 5000)['per_second'])",
     ),
     "ledger-redis": (
         "redis",
