@@ -4,12 +4,12 @@ Before claimed work starts, ``admit`` takes a slot for each limited message (one
 call per batch) that its claim did not take already (a backend may take them in the
 claim itself: Redis on one node does, given ``capacities``). A message over its limit
 does not run and is not held here: it goes back to storage, attempt not counted, due
-again when the earliest holder's lease ends
-(the fallback if nobody wakes it, e.g. when the holder's worker died), and joins its
-limit's waiting line. When a run settles, its slot is given back and the longest waiter
-of that limit is woken (made due now), so waiting work is not polled for. A worker that
-dies holding slots gives them back when their leases run out (heartbeats extend them
-with the message's lease while the handler runs).
+again when the earliest holder's lease ends (the fallback if nobody wakes it, e.g. when
+the holder's worker died), and joins its limit's waiting line. When a run settles, its
+slot is given back and the longest waiter of that limit is woken (made due now), so
+waiting work is not polled for. A worker that dies holding slots gives them back when
+their leases run out (heartbeats extend them with the message's lease while the handler
+runs).
 """
 
 from __future__ import annotations
