@@ -101,13 +101,15 @@ class Pace:
     FLOOR = 100
     EVERY = 64  # runs between two looks at the pace
 
-    def __init__(self, permits: Permits, concurrency: int, prefetch: int) -> None:
+    def __init__(self, permits: Permits, concurrency: int, runners: int) -> None:
+        """``permits`` start with a prefetch of 2 x ``concurrency`` (threads); ``runners``
+        is how many handlers run at once (threads and ``async def`` coroutines)."""
         self._permits = permits
-        self._concurrency = concurrency
-        self._base = permits.total - prefetch  # the permits of running work
+        self._runners = runners
         self._low = 2 * concurrency
         self._high = max(self.HIGH * concurrency, self.FLOOR, self._low)
-        self.prefetch = prefetch
+        self._base = permits.total - self._low  # the permits of running work
+        self.prefetch = self._low
         self._runs = 0
         self._run_ms = 0.0
 
@@ -122,7 +124,7 @@ class Pace:
             self._adapt(run_ms / runs / 1000)
 
     def _adapt(self, mean_run_s: float) -> None:
-        wanted = self._concurrency * self.BACKLOG_S / max(mean_run_s, 1e-6)
+        wanted = self._runners * self.BACKLOG_S / max(mean_run_s, 1e-6)
         prefetch = min(self._high, max(self._low, round(wanted)))
         if abs(prefetch - self.prefetch) * 8 >= self.prefetch:  # moves of 1/8 or more
             self.prefetch = prefetch

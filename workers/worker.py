@@ -90,7 +90,7 @@ class Worker:
         async_slots = self.config.async_concurrency if self._has_async else 0
         self._permits = Permits(self.config.permits + async_slots)
         self._pace = (  # no prefetch given: it follows the handlers' pace
-            Pace(self._permits, self.config.concurrency, 2 * self.config.concurrency)
+            Pace(self._permits, self.config.concurrency, self.config.concurrency + async_slots)
             if self.config.prefetch is None
             else None
         )

@@ -146,7 +146,7 @@ def test_resizing_permits_keeps_what_is_held_and_may_go_into_debt() -> None:
 
 def test_the_prefetch_follows_the_handlers_pace_within_its_bounds() -> None:
     permits = Permits(8 + 16)
-    pace = Pace(permits, concurrency=8, prefetch=16)
+    pace = Pace(permits, concurrency=8, runners=8)
     for _ in range(Pace.EVERY - 1):
         pace.ran(0.01)
     assert pace.prefetch == 16 and permits.total == 24, "no look before EVERY runs"
@@ -161,6 +161,14 @@ def test_the_prefetch_follows_the_handlers_pace_within_its_bounds() -> None:
     for _ in range(Pace.EVERY):
         pace.ran(41.0)  # 8 x 20 / 41 = 3.9: slow handlers keep 2 x concurrency
     assert pace.prefetch == 16 and permits.total == 24
+
+
+def test_async_runners_count_in_the_pace_but_not_in_the_bounds() -> None:
+    permits = Permits(8 + 100 + 16)  # 8 threads, 100 coroutines, the first prefetch
+    pace = Pace(permits, concurrency=8, runners=108)
+    for _ in range(Pace.EVERY):
+        pace.ran(40.0)  # 108 x 20 / 40 = 54 (8 threads alone would keep 16)
+    assert pace.prefetch == 54 and permits.total == 8 + 100 + 54
 
 
 def test_a_waiting_taker_is_woken_by_a_give() -> None:
