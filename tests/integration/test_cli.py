@@ -596,3 +596,31 @@ def test_worker_json_logs_carry_the_message_fields(
         assert line["key"] == "hello" and line["attempt"] == 1 and line["queue"] == "default"
         assert line["lateness_ms"] >= 0
     assert finished[0]["run_ms"] >= 0
+
+
+def test_worker_log_lines_are_buffered_but_seen_while_it_runs(
+    sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Info lines go out in batches (every 0.1 s), not one write each: a running worker's
+    lines reach its log without waiting for it to exit."""
+    import time as time_module
+
+    from tests.support import cli_tasks
+
+    cli_tasks.app.use_backend(sqlite_url)
+    message_id = cli_tasks.greet.delay("ada")
+    cli_tasks.app.close()
+    log = tmp_path / "worker.log"
+    command = [sys.executable, "-m", "tickwork", "worker", "-A", "tests.support.cli_tasks"]
+    with log.open("wb") as stderr:
+        worker = subprocess.Popen([*command, "--backend", sqlite_url], env=clean_env, stderr=stderr)
+    try:
+        deadline = time_module.monotonic() + 60
+        while f"done {cli_tasks.greet.name} id={message_id}" not in log.read_text():
+            assert worker.poll() is None, log.read_text()
+            assert time_module.monotonic() < deadline, "the run's line never reached the log"
+            time_module.sleep(0.05)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+    assert "worker stopped" in log.read_text(), "the last lines are written at exit"
