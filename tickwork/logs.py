@@ -37,7 +37,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-class BufferedHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class BufferedHandler(logging.StreamHandler[TextIO]):
     """Writes records to a buffered stream and flushes it every ``FLUSH_S``, and at once
     for a warning or worse (a worker logs two lines a run at ``info``: a flush, so a
     write to stderr, for each cost a tenth of a one-``INCR`` task's rate). A process
@@ -76,7 +76,7 @@ def configure(level: str, log_format: str = "text") -> None:
             errors="backslashreplace",
             closefd=False,
         )
-        handler: logging.StreamHandler = BufferedHandler(stream)  # type: ignore[type-arg]
+        handler: logging.StreamHandler[TextIO] = BufferedHandler(stream)
     except (AttributeError, OSError, ValueError):  # stderr replaced by one with no file
         handler = logging.StreamHandler(sys.stderr)
     formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)

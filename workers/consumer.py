@@ -168,6 +168,7 @@ class Consumer:
         claimed = 0
         next_due: int | None = None
         ready: list[Work] = []
+        unused: list[tuple[str, str]] = []  # slots claims took for messages that will not run
         try:
             for queue in self._active:
                 if claimed >= wanted:
@@ -182,7 +183,7 @@ class Consumer:
                         batch.next_due_ms if next_due is None else min(next_due, batch.next_due_ms)
                     )
                 for claim in batch.claims:
-                    work = self.accept(claim)
+                    work = self.accept(claim, unused)
                     if work is not None:
                         ready.append(work)
         except BackendError as err:
@@ -191,18 +192,21 @@ class Consumer:
             self._stopping.wait(0.5)
         finally:
             self._permits.give(wanted - claimed)
+            if unused and self._limits is not None:
+                self._limits.release(unused)  # one call for the round
             if ready:
                 self._submit(ready)
         self._counters.add("claimed", claimed)
         return claimed, next_due
 
-    def accept(self, claim: Claim) -> Work | None:
+    def accept(self, claim: Claim, unused: list[tuple[str, str]]) -> Work | None:
         """Take ownership of a claim (it holds a permit): decode it, then park it, or
-        return it to be run now. A claim that will not run gives back the slot it took."""
+        return it to be run now. A claim that will not run adds the slot it took, if
+        any, to ``unused`` (the caller gives them back)."""
         message = self._runnable(claim)
         if message is None:
-            if claim.slot is not None and self._limits is not None:
-                self._limits.release([(claim.slot, claim.id)])
+            if claim.slot is not None:
+                unused.append((claim.slot, claim.id))
             return None
         work = Work(claim, message, slot=claim.slot)
         self._holdings.add(work)

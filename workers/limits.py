@@ -173,7 +173,7 @@ def claim_capacities(app: App) -> dict[str, int]:
             continue
         if capacities.setdefault(limit.name, limit.capacity) != limit.capacity:
             conflicting.add(limit.name)
-    for name in capacities:
-        if any(other != name and other.startswith(name + ":") for other in capacities):
-            conflicting.update(o for o in capacities if o == name or o.startswith(name + ":"))
+    for name in capacities:  # "a" and "a:b": "a:b:c" could be either's
+        if prefixed := {other for other in capacities if other.startswith(name + ":")}:
+            conflicting |= {name, *prefixed}
     return {name: cap for name, cap in capacities.items() if name not in conflicting}

@@ -164,3 +164,22 @@ def test_bad_limit_keys_are_one_clear_error_and_store_nothing(sqlite_app: App) -
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ConcurrencyLimit(name="crm", capacity=0)
     assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
+
+
+def test_a_worker_names_only_unambiguous_limits_for_its_claims(sqlite_app: App) -> None:
+    """The limits whose slots a claim may take: not one name given two capacities, nor
+    names one of which, with a ``:VALUE``, reads as the other's key."""
+    from workers.limits import claim_capacities
+
+    shared = ConcurrencyLimit(name="crm", capacity=3)
+    for name, limit in [
+        ("a", shared),
+        ("b", shared),
+        ("c", ConcurrencyLimit(name="mail", capacity=1)),
+        ("d", ConcurrencyLimit(name="mail", capacity=2)),
+        ("e", ConcurrencyLimit(name="api", capacity=4)),
+        ("f", ConcurrencyLimit(name="api:eu", capacity=5)),
+        ("g", ConcurrencyLimit(name="pdf", capacity=2)),
+    ]:
+        sqlite_app.task(name=name, concurrency_limit=limit)(lambda: None)
+    assert claim_capacities(sqlite_app) == {"crm": 3, "pdf": 2}
