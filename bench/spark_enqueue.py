@@ -1,9 +1,11 @@
 """Rows per second from PySpark into each backend, side by side in one run.
 
-    python -m bench.spark_enqueue [--rows 1000000] [--naive-rows 20000] [--out FILE]
+    python -m bench.spark_enqueue [--rows 1000000] [--naive-rows 20000] [--batch-size N]
+                                  [--out FILE]
 
 For each backend (SQLite, and a local Redis started here): ``enqueue_dataframe`` over
-``local[2]``, against a no-write pass over the same rows (Spark and Arrow cost alone) and
+``local[2]`` (rows per write: each backend's default, or ``--batch-size``), against a
+no-write pass over the same rows (Spark and Arrow cost alone) and
 a naive baseline that enqueues row by row with ``foreach`` (one connection and one
 ``App.enqueue`` per row; run on fewer rows, it is slow). The input is cached first.
 """
@@ -66,7 +68,9 @@ def timed(rows: int, action: Any) -> dict[str, Any]:
     return {"rows": rows, "seconds": round(seconds, 2), "rows_per_second": round(rows / seconds)}
 
 
-def run_backend(spark: Any, url: str, rows: int, naive_rows: int) -> dict[str, Any]:
+def run_backend(
+    spark: Any, url: str, rows: int, naive_rows: int, batch_size: int | None
+) -> dict[str, Any]:
     from scheduler import App
     from scheduler.spark import enqueue_dataframe
 
@@ -84,7 +88,7 @@ def run_backend(spark: Any, url: str, rows: int, naive_rows: int) -> dict[str, A
         kwargs={"amount": "amount_due"},
         key="invoice_key",
         queue="billing",
-        batch_size=2000,
+        batch_size=batch_size,
     )
     purge()
     fast = timed(rows, lambda: enqueue_dataframe(df, url, TASK, **options))
@@ -123,6 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--naive-rows", type=int, default=20_000)
+    parser.add_argument("--batch-size", type=int, help="rows per write (default: the backend's)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     spark = session()
@@ -142,10 +147,13 @@ def main() -> None:
         df.unpersist()
         with tempfile.TemporaryDirectory() as scratch:
             urls = [f"sqlite:///{scratch}/spark.db", server.url]
-            results = [run_backend(spark, url, args.rows, args.naive_rows) for url in urls]
+            results = [
+                run_backend(spark, url, args.rows, args.naive_rows, args.batch_size) for url in urls
+            ]
         result = {
             "machine": machine(),
             "master": "local[2]",
+            "batch_size": args.batch_size or "each backend's default",
             "no_write_pass": baseline,
             "backends": results,
         }

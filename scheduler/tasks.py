@@ -1,25 +1,21 @@
 """Task wrappers: a decorated function or a ``Task`` subclass, with its options.
 
-Arguments are validated against the handler's signature with pydantic when a message is
-enqueued (so bad arguments fail in the producer and nothing is written), stored as JSON,
-and validated again in the worker to rebuild typed values (a ``datetime`` argument
-arrives as a ``datetime``).
+Arguments are validated against the handler's signature when a message is enqueued (so
+bad arguments fail in the producer and nothing is written), stored as JSON, and validated
+again in the worker to rebuild typed values (``scheduler.arguments``).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar, get_type_hints
+from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
-from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from scheduler.errors import InvalidMessage
+from scheduler.arguments import Arguments
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.results import ResultReader, TaskHandle
 from scheduler.retry import RetryPolicy
@@ -27,126 +23,6 @@ from triggers import Trigger
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-_SKIPPED_KINDS = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-
-
-class Arguments:
-    """Validates call arguments against a callable's signature."""
-
-    def __init__(self, fn: Callable[..., Any], task_name: str, *, skip_self: bool = False) -> None:
-        signature = inspect.signature(fn)
-        parameters = list(signature.parameters.values())
-        if skip_self:
-            parameters = parameters[1:]
-            signature = signature.replace(parameters=parameters)
-        self.signature = signature
-        self.task_name = task_name
-        try:
-            hints = get_type_hints(fn)
-        except (NameError, TypeError):
-            hints = {}
-        fields: dict[str, Any] = {}
-        for p in parameters:
-            if p.kind in _SKIPPED_KINDS:
-                continue
-            default = ... if p.default is inspect.Parameter.empty else p.default
-            fields[p.name] = (hints.get(p.name, Any), default)
-        self.model: type[BaseModel] = create_model(
-            f"{task_name}:arguments", __config__=ConfigDict(arbitrary_types_allowed=True), **fields
-        )
-        self._skipped = {p.name for p in parameters if p.kind in _SKIPPED_KINDS}
-        self._positional = [
-            p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        self._validator = self.model.__pydantic_validator__
-        self._serializer = self.model.__pydantic_serializer__
-        self._names = set(fields)
-        # no *args, **kwargs or positional-only parameters: calls map onto names directly
-        self._simple = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
-
-    def _mismatch(self, detail: object) -> InvalidMessage:
-        return InvalidMessage(
-            f"arguments for task {self.task_name!r} do not match its signature: {detail}"
-        )
-
-    def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Map a call onto parameter names as ``Signature.bind`` does (without its cost for
-        simple signatures); missing required arguments are left for pydantic to report."""
-        if not self._simple:
-            try:
-                bound = self.signature.bind(*args, **kwargs)
-            except TypeError as err:
-                raise self._mismatch(err) from err
-            return {k: v for k, v in bound.arguments.items() if k not in self._skipped}
-        if len(args) > len(self._positional):
-            raise self._mismatch(
-                f"takes {len(self._positional)} positional arguments but {len(args)} were given"
-            )
-        named = dict(zip(self._positional, args, strict=False))
-        for name, value in kwargs.items():
-            if name in named:
-                raise self._mismatch(f"multiple values for argument {name!r}")
-            if name not in self._names:
-                raise self._mismatch(f"an unexpected keyword argument {name!r}")
-            named[name] = value
-        return named
-
-    def _validate(self, named: dict[str, Any]) -> BaseModel:
-        try:  # pydantic-core directly: the same validation without the wrapper's overhead
-            model: BaseModel = self._validator.validate_python(named)
-            return model
-        except PydanticValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(str(x) for x in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in err.errors()
-            )
-            raise InvalidMessage(
-                f"invalid arguments for task {self.task_name!r}: {problems}"
-            ) from err
-
-    def to_json(
-        self, args: Sequence[Any], kwargs: Mapping[str, Any]
-    ) -> tuple[list[Any], dict[str, Any]]:
-        """Validate and return (args, kwargs) as JSON-ready values; raise ``InvalidMessage``."""
-        try:
-            dumped = self._serializer.to_python(
-                self._validate(self._named(args, kwargs)), mode="json", exclude_unset=True
-            )
-        except PydanticSerializationError as err:
-            raise InvalidMessage(
-                f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
-            ) from err
-        named = min(len(args), len(self._positional))
-        json_args = [dumped[name] for name in self._positional[:named]] + list(args[named:])
-        json_kwargs = {k: dumped.get(k, v) for k, v in kwargs.items()}
-        if not self._simple:  # values taken by *args / **kwargs were not validated
-            try:
-                json.dumps(json_args)
-                json.dumps(json_kwargs)
-            except (TypeError, ValueError) as err:
-                raise InvalidMessage(
-                    f"arguments for task {self.task_name!r} are not JSON-serialisable: {err}"
-                ) from err
-        return json_args, json_kwargs
-
-    def rebuild(
-        self, args: Sequence[Any], kwargs: Mapping[str, Any]
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Validate stored JSON arguments and return typed (args, kwargs) to call with."""
-        if self._simple:  # every parameter can be passed by name
-            named = self._named(args, kwargs)
-            model = self._validate(named)
-            return (), {name: getattr(model, name) for name in named}
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise self._mismatch(err) from err
-        model = self._validate({k: v for k, v in bound.arguments.items() if k not in self._skipped})
-        for name in type(model).model_fields:
-            if name in bound.arguments:
-                bound.arguments[name] = getattr(model, name)
-        return bound.args, bound.kwargs
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def enqueue_dataframe(
     identity: Sequence[str] | None = None,
     on_conflict: str = "ignore",
     on_invalid: str = "fail",
-    batch_size: int = 1000,
+    batch_size: int | None = None,
     max_partitions: int | None = None,
     schema: Mapping[str, type] | None = None,
     task_module: str | None = None,
@@ -178,6 +178,7 @@ def enqueue_dataframe(
     else against ``schema`` (argument name -> Python type). Invalid rows fail the job
     (``on_invalid="fail"``, at the first one) or are counted and returned
     (``"reject"``). ``max_partitions`` bounds concurrent connections to the backend.
+    ``batch_size`` rows go in each write (default: 25,000 on SQLite, 1,000 elsewhere).
     ``after_batch(rows_so_far)`` runs on the executor after each written batch. A batch
     for a full bounded queue waits for room, for at most ``block_timeout`` seconds (None:
     as long as it takes; after it the task fails with ``QueueFull`` and Spark's retry

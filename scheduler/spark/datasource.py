@@ -4,9 +4,9 @@ Options (strings, as Spark passes them): ``backend``, ``task`` (required); ``arg
 (comma-separated columns); ``kwargs`` (``name=column`` pairs, comma-separated); ``key``;
 ``at``; ``cron`` with ``tz``; ``queue``; ``priority``; ``identity`` (comma-separated
 columns); ``on_conflict`` (default ``ignore``); ``on_invalid`` (``fail``, or ``skip`` to
-count and drop invalid rows); ``batch_size``; ``task_module``; ``block_timeout`` (seconds
-a batch waits for room in a full bounded queue; default: as long as it takes). Only
-``append`` mode.
+count and drop invalid rows); ``batch_size`` (default: 25,000 on SQLite, 1,000
+elsewhere); ``task_module``; ``block_timeout`` (seconds a batch waits for room in a full
+bounded queue; default: as long as it takes). Only ``append`` mode.
 ``save()`` returns nothing: the totals are logged by ``commit()`` on the driver; use
 ``enqueue_dataframe`` when you need them as values.
 """
@@ -57,7 +57,7 @@ def mapping_from_options(options: dict[str, str]) -> RowMapping:
         identity=_split(options.get("identity")) or None,
         on_conflict=options.get("on_conflict", "ignore"),
         on_invalid="reject" if on_invalid == "skip" else "fail",
-        batch_size=int(options.get("batch_size", 1000)),
+        batch_size=int(options["batch_size"]) if options.get("batch_size") else None,
         task_module=options.get("task_module"),
         block_timeout=float(options["block_timeout"]) if options.get("block_timeout") else None,
     )
