@@ -326,7 +326,7 @@ class SQLiteStore:
         self, db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int
     ) -> None:
         """Inside a write: append each entry's records (to the log, folded into the
-        ledger at most once a second: ``ledger_log.py``); expired rows of subjects no
+        ledger every few seconds: ``ledger_log.py``); expired rows of subjects no
         longer written go with an hourly sweep (reads skip them meanwhile)."""
         ledger_log.append(db, entries, now)
         if self._due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):

@@ -1,7 +1,7 @@
 """The SQLite backend's occurrence ledger: one row per record in ``ledger``, clustered by
 subject and numbered in write order (``seq``), each with the time it expires; a subject
 keeps its newest ``keep`` rows. Records are written in the same transaction as the ack,
-retry or poison they describe, to a log folded into ``ledger`` at most once a second
+retry or poison they describe, to a log folded into ``ledger`` every few seconds
 (``ledger_log.py``); reads take both."""
 
 from __future__ import annotations

@@ -1,12 +1,18 @@
 """The SQLite ledger's write path: records are appended to ``ledger_log`` (a rowid table
 with no other index, so an ack's records touch only its last page) in the transaction of
 the ack, retry or poison they describe, and folded into ``ledger`` (clustered by subject,
-numbered per subject, trimmed to ``keep``) at most once a second, by the next write
-that appends. Before, every commit wrote a leaf page of ``ledger`` per schedule it
+numbered per subject, trimmed to ``keep``) at most once every 5 seconds, by the next
+write that appends. Before, every commit wrote a leaf page of ``ledger`` per schedule it
 acked: with ``synchronous=full`` those pages were most of a keyed recurring workload's
-cost. A fold touches each schedule's page once per second instead of once per batch.
-Reads take the log's rows of a subject (the log holds about a second of records) before
-the folded ones."""
+cost. A fold touches each schedule's page once per fold instead of once per batch, and
+inserts at most ``keep`` records of a subject however many were logged. Reads take the
+log's rows of a subject (a scan of the log: about 5 seconds of records) before the
+folded ones.
+
+The interval: folding every second cost a keyed recurring workload that writes a record
+per ack 15-17% of its throughput, every 4-5 seconds 9-11% (``bench.ledger``, 200
+schedules; ``docs/benchmarks.md``); a longer one makes reads scan more of the log and a
+fold hold the write lock longer."""
 
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ CREATE TABLE IF NOT EXISTS ledger_log (
 """
 
 #: records wait in the log at most about this long before a write folds them
-FOLD_EVERY_MS = 1000
+FOLD_EVERY_MS = 5000
 
 
 def append(db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int) -> None:
