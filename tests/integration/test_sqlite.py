@@ -122,3 +122,48 @@ def test_a_file_made_before_fair_share_gains_it_in_place_and_keeps_its_messages(
         assert stored is not None and stored.envelope.fair == "acme"
     finally:
         backend.close()
+
+
+def test_ledger_records_logged_one_row_each_by_an_older_version_are_read_and_folded(
+    tmp_path: Path,
+) -> None:
+    """Before 2026-11-25 each record was a row of ``ledger_log``; a file upgraded with
+    some still there (a few seconds of them) reads and folds them before newer ones."""
+    from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite import ledger_log
+
+    backend = SQLiteBackend(str(tmp_path / "a.db"))
+    db = backend._connection()
+    far = backend.now_ms() + 3_600_000
+    db.executemany(
+        "INSERT INTO ledger_log (queue, subject, keep, expires_ms, record) VALUES (?, ?, 5, ?, ?)",
+        [("q", "k:a", far, b"old-1"), ("q", "k:b", far, b"old-b"), ("q", "k:a", far, b"old-2")],
+    )
+    backend._chores_ms["fold ledger_log"] = backend.now_ms()  # the next append does not fold
+    backend.append_ledger([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 5, 3_600_000)])
+    assert backend.read_ledger("q", "k:a", 10) == [b"new-2", b"new-1", b"old-2", b"old-1"]
+    assert backend.read_ledgers([("q", "k:b"), ("q", "k:c")]) == [[b"old-b"], []]
+    with backend._write() as db:
+        ledger_log.fold(db)
+        assert db.execute("SELECT COUNT(*) FROM ledger_log").fetchone() == (0,)
+        assert db.execute("SELECT COUNT(*) FROM ledger_appends").fetchone() == (0,)
+    backend.append_ledger([LedgerEntry("q", "k:a", (b"new-3", b"new-4"), 5, 3_600_000)])
+    assert backend.read_ledger("q", "k:a", 10) == [b"new-4", b"new-3", b"new-2", b"new-1", b"old-2"]
+    backend.close()
+
+
+def test_packed_ledger_records_come_back_as_appended() -> None:
+    from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite.ledger_log import pack, unpack
+
+    odd = 'k:\n"odd" key'
+    entries = [
+        LedgerEntry("q", odd, (b"", b"\n\x00\xff", b"{}"), 3, 10),
+        LedgerEntry("q2", "m:x", (), 3, 10),
+        LedgerEntry("q2", "m:y", (b"r" * 5000,), 7, 20),
+    ]
+    assert list(unpack(pack(entries, 100))) == [
+        ("q", odd, 3, 110, [b"", b"\n\x00\xff", b"{}"]),
+        ("q2", "m:y", 7, 120, [b"r" * 5000]),
+    ]
+    assert pack([LedgerEntry("q", "m:z", (), 3, 10)], 100) == b""

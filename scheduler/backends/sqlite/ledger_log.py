@@ -1,27 +1,39 @@
-"""The SQLite ledger's write path: records are appended to ``ledger_log`` (a rowid table
-with no other index, so an ack's records touch only its last page) in the transaction of
-the ack, retry or poison they describe, and folded into ``ledger`` (clustered by subject,
-numbered per subject, trimmed to ``keep``) at most once every 5 seconds, by the next
-write that appends. Before, every commit wrote a leaf page of ``ledger`` per schedule it
-acked: with ``synchronous=full`` those pages were most of a keyed recurring workload's
-cost. A fold touches each schedule's page once per fold instead of once per batch, and
-inserts at most ``keep`` records of a subject however many were logged. Reads take the
-log's rows of a subject (a scan of the log: about 5 seconds of records) before the
-folded ones.
+"""The SQLite ledger's write path: the records of one write (an ack of many runs, a retry,
+a poison) are appended as **one** row of ``ledger_appends``, packed, in the transaction
+they describe, and folded into ``ledger`` (clustered by subject, numbered per subject,
+trimmed to ``keep``) at most once every 5 seconds, by the next write that appends.
+Reads take the appends not yet folded (a scan of about 5 seconds of them) before the
+folded records.
 
-The interval: folding every second cost a keyed recurring workload that writes a record
-per ack 15-17% of its throughput, every 4-5 seconds 9-11% (``bench.ledger``, 200
-schedules; ``docs/benchmarks.md``); a longer one makes reads scan more of the log and a
-fold hold the write lock longer."""
+Why: a row of ``ledger`` per record written at each commit wrote a leaf page per
+schedule acked (most of a keyed recurring workload's cost with ``synchronous=full``); a
+log row per record then cost the ack's transaction about 3.4 us a record (SQLite's
+per-row insert work), one packed row per write about 1 us. A fold touches each
+subject's page once and inserts at most ``keep`` of its records however many were
+logged. The interval: folding every second cost that workload 15-17% of its throughput
+against no ledger, every 4-5 seconds 9-12% (``bench.ledger``, 200 schedules,
+``docs/benchmarks.md``); a longer one makes reads scan more and a fold hold the write
+lock longer.
+
+Packed form: a JSON header, a list of ``[queue, subject, keep, expires_ms, [length of
+each record]]`` (one per entry), a newline, then the records (opaque bytes) back to
+back. Rows of ``ledger_log`` (one per record, written by tickwork before 2026-11-25) are
+still read and folded, so an upgrade loses nothing."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from pydantic_core import from_json, to_json
 
 from scheduler.backends.records import LedgerEntry
 
 LEDGER_LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_appends (
+    packed BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ledger_log (
     queue      TEXT NOT NULL,
     subject    TEXT NOT NULL,
@@ -35,63 +47,104 @@ CREATE TABLE IF NOT EXISTS ledger_log (
 FOLD_EVERY_MS = 5000
 
 
+def pack(entries: Iterable[LedgerEntry], now: int) -> bytes:
+    """The entries' records in their packed form (see the module's docstring)."""
+    header: list[list[Any]] = []
+    records: list[bytes] = []
+    for entry in entries:
+        if entry.records:
+            lengths = [len(record) for record in entry.records]
+            header.append([entry.queue, entry.subject, entry.keep, now + entry.ttl_ms, lengths])
+            records += entry.records
+    if not header:
+        return b""
+    return to_json(header) + b"\n" + b"".join(records)
+
+
+def unpack(packed: bytes) -> Iterator[tuple[str, str, int, int, list[bytes]]]:
+    """Each entry of a packed row, in the order appended: queue, subject, keep,
+    expires_ms and its records."""
+    at = packed.index(b"\n")
+    header = from_json(packed[:at])
+    at += 1
+    for queue, subject, keep, expires_ms, lengths in header:
+        records = []
+        for length in lengths:
+            records.append(packed[at : at + length])
+            at += length
+        yield queue, subject, keep, expires_ms, records
+
+
 def append(db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int) -> None:
-    """Inside a write: append each entry's records to the log, in order."""
-    db.executemany(
-        "INSERT INTO ledger_log (queue, subject, keep, expires_ms, record) VALUES (?, ?, ?, ?, ?)",
-        [
-            (entry.queue, entry.subject, entry.keep, now + entry.ttl_ms, record)
-            for entry in entries
-            for record in entry.records
-        ],
-    )
+    """Inside a write: append the entries' records to the log, in order, as one row."""
+    packed = pack(entries, now)
+    if packed:
+        db.execute("INSERT INTO ledger_appends (packed) VALUES (?)", (packed,))
+
+
+def _logged(
+    db: sqlite3.Connection, newest_first: bool = False
+) -> Iterator[tuple[str, str, int, int, list[bytes]]]:
+    """Every entry in the log, oldest first (or newest first, its records too): the rows
+    of the one-row-per-record table (only an upgrade leaves any), then the packed
+    appends."""
+    order = "DESC" if newest_first else "ASC"
+    old = db.execute(
+        f"SELECT queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid {order}"
+    ).fetchall()
+    appends = db.execute(f"SELECT packed FROM ledger_appends ORDER BY rowid {order}").fetchall()
+    if newest_first:
+        for (packed,) in appends:
+            for queue, subject, keep, expires_ms, records in reversed(list(unpack(packed))):
+                yield queue, subject, keep, expires_ms, records[::-1]
+        for queue, subject, keep, expires_ms, record in old:
+            yield queue, subject, keep, expires_ms, [record]
+    else:
+        for queue, subject, keep, expires_ms, record in old:
+            yield queue, subject, keep, expires_ms, [record]
+        for (packed,) in appends:
+            yield from unpack(packed)
 
 
 def fold(db: sqlite3.Connection) -> None:
     """Inside a write: move the log's records into ``ledger``, each subject's numbered
     after its last, then trim each subject written to its newest ``keep`` (records the
     trim would delete at once are not inserted)."""
-    rows = db.execute(
-        "SELECT rowid, queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid"
-    ).fetchall()
-    if not rows:
-        return
     by_subject: dict[tuple[str, str], list[tuple[int, int, bytes]]] = {}
-    for _, queue, subject, keep, expires_ms, record in rows:
-        by_subject.setdefault((queue, subject), []).append((keep, expires_ms, record))
+    for queue, subject, keep, expires_ms, logged in _logged(db):
+        found = by_subject.setdefault((queue, subject), [])
+        found += [(keep, expires_ms, record) for record in logged]
+    if not by_subject:
+        return
     inserts, trims = [], []
-    for subject, records in by_subject.items():
+    for names, records in by_subject.items():
         (last,) = db.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?", subject
+            "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?", names
         ).fetchone()
         newest, keep = last + len(records), records[-1][0]
         first = max(last + 1, newest - keep + 1)
         inserts += [
-            (*subject, seq, expires_ms, record)
+            (*names, seq, expires_ms, record)
             for seq, (_, expires_ms, record) in zip(
                 range(first, newest + 1), records[first - last - 1 :], strict=True
             )
         ]
         if newest > keep:
-            trims.append((*subject, newest - keep))
+            trims.append((*names, newest - keep))
     db.executemany(
         "INSERT INTO ledger (queue, subject, seq, expires_ms, record) VALUES (?, ?, ?, ?, ?)",
         inserts,
     )
     db.executemany("DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= ?", trims)
-    db.execute("DELETE FROM ledger_log WHERE rowid <= ?", (rows[-1][0],))
+    db.execute("DELETE FROM ledger_log")
+    db.execute("DELETE FROM ledger_appends")
 
 
 def read(db: sqlite3.Connection, queue: str, subject: str, now: int, limit: int) -> list[bytes]:
     """The newest ``limit`` live records of a subject, newest first: those still in the
     log, then the folded ones; no more than the newest record's ``keep`` (what the fold
     will trim to)."""
-    rows = db.execute(
-        "SELECT record, keep FROM ledger_log WHERE queue = ? AND subject = ? AND expires_ms > ? "
-        "ORDER BY rowid DESC LIMIT ?",
-        (queue, subject, now, limit),
-    ).fetchall()
-    return _with_folded(db, queue, subject, now, limit, rows)
+    return read_many(db, [(queue, subject)], now, limit)[0]
 
 
 def read_many(
@@ -99,14 +152,10 @@ def read_many(
 ) -> list[list[bytes]]:
     """``read`` for each ``(queue, subject)``, in order, with one pass over the log."""
     wanted: dict[tuple[str, str], list[tuple[bytes, int]]] = {s: [] for s in subjects}
-    for queue, subject, record, keep in db.execute(
-        "SELECT queue, subject, record, keep FROM ledger_log WHERE expires_ms > ? "
-        "ORDER BY rowid DESC",
-        (now,),
-    ):
+    for queue, subject, keep, expires_ms, records in _logged(db, newest_first=True):
         rows = wanted.get((queue, subject))
-        if rows is not None:
-            rows.append((record, keep))
+        if rows is not None and expires_ms > now:
+            rows += [(record, keep) for record in records]
     return [_with_folded(db, *s, now, limit, wanted[s]) for s in subjects]
 
 
