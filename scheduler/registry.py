@@ -15,10 +15,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from scheduler.arguments import Arguments
 from scheduler.errors import InvalidMessage, UnknownTask
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit, check_key_option, check_limit
 from scheduler.retry import RetryPolicy
-from scheduler.tasks import Arguments, Producer, TaskClass, TaskFunction, TaskOptions
+from scheduler.tasks import Producer, TaskClass, TaskFunction, TaskOptions
 from triggers import Trigger
 
 P = ParamSpec("P")

@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from scheduler.app import App
+from scheduler.arguments import Arguments
 from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.backpressure import write_bounded
 from scheduler.batches import member_id
@@ -25,7 +26,7 @@ from scheduler.clock import SystemClock, to_datetime
 from scheduler.errors import InvalidMessage, TickworkError
 from scheduler.message import Membership
 from scheduler.retry import RetryPolicy
-from scheduler.tasks import Arguments, Call, TaskFunction, TaskOptions
+from scheduler.tasks import Call, TaskFunction, TaskOptions
 from triggers import Cron, Trigger
 
 

@@ -167,3 +167,30 @@ def test_packed_ledger_records_come_back_as_appended() -> None:
         ("q2", "m:y", 7, 120, [b"r" * 5000]),
     ]
     assert pack([LedgerEntry("q", "m:z", (), 3, 10)], 100) == b""
+
+
+def test_a_fold_between_a_reads_two_queries_shows_no_record_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read takes the log, then the folded rows: another process's fold in between
+    would move the log's records into the folded rows it reads next."""
+    from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite import ledger_log
+
+    reader = SQLiteBackend(str(tmp_path / "a.db"))
+    writer = SQLiteBackend(str(tmp_path / "a.db"))
+    writer._chores_ms["fold ledger_log"] = writer.now_ms()  # no fold on this append
+    writer.append_ledger([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
+    with_folded = ledger_log._with_folded
+
+    def fold_first(*args: object) -> list[bytes]:
+        with writer._write() as db:  # the other process folds now
+            ledger_log.fold(db)
+        return with_folded(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ledger_log, "_with_folded", fold_first)
+    assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]
+    monkeypatch.undo()
+    assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]  # now from the folded rows
+    reader.close()
+    writer.close()

@@ -23,9 +23,16 @@ class SQLiteLedger(SQLiteStore):
             self._append_ledger_in(db, entries, self.now_ms())
 
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
-        return ledger_log.read(self._read(), queue, subject, self.now_ms(), limit)
+        return self.read_ledgers([(queue, subject)], limit)[0]
 
     def read_ledgers(
         self, subjects: Sequence[tuple[str, str]], limit: int = 100
     ) -> list[list[bytes]]:
-        return ledger_log.read_many(self._read(), subjects, self.now_ms(), limit)
+        """The log and the folded rows read in one read transaction: a fold between the
+        two reads would otherwise show its records twice (in both) or not at all."""
+        db = self._read()
+        db.execute("BEGIN")
+        try:
+            return ledger_log.read_many(db, subjects, self.now_ms(), limit)
+        finally:
+            db.execute("COMMIT")

@@ -140,17 +140,13 @@ def fold(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM ledger_appends")
 
 
-def read(db: sqlite3.Connection, queue: str, subject: str, now: int, limit: int) -> list[bytes]:
-    """The newest ``limit`` live records of a subject, newest first: those still in the
-    log, then the folded ones; no more than the newest record's ``keep`` (what the fold
-    will trim to)."""
-    return read_many(db, [(queue, subject)], now, limit)[0]
-
-
 def read_many(
     db: sqlite3.Connection, subjects: Sequence[tuple[str, str]], now: int, limit: int
 ) -> list[list[bytes]]:
-    """``read`` for each ``(queue, subject)``, in order, with one pass over the log."""
+    """The newest ``limit`` live records of each ``(queue, subject)``, newest first: those
+    still in the log (one pass over it for all), then the folded ones; no more than the
+    newest record's ``keep`` (what the fold will trim to). Run it in one read
+    transaction."""
     wanted: dict[tuple[str, str], list[tuple[bytes, int]]] = {s: [] for s in subjects}
     for queue, subject, keep, expires_ms, records in _logged(db, newest_first=True):
         rows = wanted.get((queue, subject))
