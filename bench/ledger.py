@@ -1,6 +1,7 @@
 """What the occurrence ledger costs: end-to-end throughput of a keyed recurring workload
 with the ledger (``history_keep=100``, the default) and without it (``history_keep=0``),
-alternating in one run, and on Redis the memory a schedule's full ledger takes.
+alternating in one run, the CPU an ack took in each (the worker's process, and Redis's
+own), and on Redis the memory a schedule's full ledger takes.
 
 The workload: ``--schedules`` keyed schedules of a no-op task, each due every
 millisecond and set to catch up (so each chain runs back to back, and every ack writes
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import statistics
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -37,9 +40,29 @@ def _acked(app: App) -> int:
     return stats.counters.get("acked", 0)
 
 
-def throughput(url: str, schedules: int, seconds: float, keep: int) -> tuple[float, App]:
-    """Acks per second of the workload with ``history_keep=keep``; returns the app too
-    (its backend still holds the ledgers), with its schedules cancelled."""
+@dataclass(frozen=True)
+class Counted:
+    """One run of the workload: its rate, and the CPU an ack took (less noisy than the
+    rate on this machine: single pairs of rates spread by +-15%)."""
+
+    acks_per_second: float
+    worker_cpu_us_per_ack: float  # this process: the worker, and SQLite's work in it
+    server_cpu_us_per_ack: float | None  # Redis's own (``INFO cpu``); None elsewhere
+
+
+def _server_cpu_s(url: str) -> float | None:
+    if not url.startswith("redis"):
+        return None
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        info = client.info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def counted_run(url: str, schedules: int, seconds: float, keep: int) -> tuple[Counted, App]:
+    """The workload with ``history_keep=keep``, counted; returns the app too (its backend
+    still holds the ledgers), with its schedules cancelled."""
     app, tasks = fresh_app(url)
     app.settings = app.settings.model_copy(update={"history_keep": keep})
     every = Repeating(
@@ -53,13 +76,25 @@ def throughput(url: str, schedules: int, seconds: float, keep: int) -> tuple[flo
     worker = Worker(app, config)
     worker.start()
     time.sleep(_WARM_UP_S)
+    server_before, cpu_before = _server_cpu_s(url), time.process_time()
     before, started = _acked(app), time.perf_counter()
     time.sleep(seconds)
     after, elapsed = _acked(app), time.perf_counter() - started
+    server_after, cpu_after = _server_cpu_s(url), time.process_time()
     worker.stop()
     worker.join(60)
     app.backend.purge("bench")
-    return (after - before) / elapsed, app
+    acks = max(1, after - before)
+    server = None
+    if server_before is not None and server_after is not None:
+        server = (server_after - server_before) / acks * 1e6
+    return Counted((after - before) / elapsed, (cpu_after - cpu_before) / acks * 1e6, server), app
+
+
+def throughput(url: str, schedules: int, seconds: float, keep: int) -> tuple[float, App]:
+    """Acks per second of the workload with ``history_keep=keep`` (``counted_run``)."""
+    counted, app = counted_run(url, schedules, seconds, keep)
+    return counted.acks_per_second, app
 
 
 def redis_memory(url: str, schedules: int) -> dict[str, Any]:
@@ -83,20 +118,35 @@ def redis_memory(url: str, schedules: int) -> dict[str, Any]:
 
 
 def measure(url: str, schedules: int, seconds: float, rounds: int) -> dict[str, Any]:
+    runs: dict[int, list[Counted]] = {0: [], 100: []}
+
     def rate(keep: int) -> float:
-        value, app = throughput(url, schedules, seconds, keep)
+        counted, app = counted_run(url, schedules, seconds, keep)
         app.close()
-        return round(value)
+        runs[keep].append(counted)
+        return round(counted.acks_per_second)
 
     result: dict[str, Any] = {
         "backend": url.split("://")[0],
         "acks_per_second": alternate(
             rounds, "without_ledger", lambda: rate(0), "with_ledger", lambda: rate(100)
         ),
+        "cpu_us_per_ack": {
+            name: _cpu_medians(runs[keep])
+            for name, keep in (("without_ledger", 0), ("with_ledger", 100))
+        },
     }
     if url.startswith("redis"):
         result["redis_memory"] = redis_memory(url, schedules)
     return result
+
+
+def _cpu_medians(runs: list[Counted]) -> dict[str, float | None]:
+    servers = [r.server_cpu_us_per_ack for r in runs if r.server_cpu_us_per_ack is not None]
+    return {
+        "worker_median": round(statistics.median(r.worker_cpu_us_per_ack for r in runs), 1),
+        "server_median": round(statistics.median(servers), 1) if servers else None,
+    }
 
 
 def main() -> None:
