@@ -82,28 +82,18 @@ def append(db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int) -> 
         db.execute("INSERT INTO ledger_appends (packed) VALUES (?)", (packed,))
 
 
-def _logged(
-    db: sqlite3.Connection, newest_first: bool = False
-) -> Iterator[tuple[str, str, int, int, list[bytes]]]:
-    """Every entry in the log, oldest first (or newest first, its records too): the rows
-    of the one-row-per-record table (only an upgrade leaves any), then the packed
-    appends."""
-    order = "DESC" if newest_first else "ASC"
-    old = db.execute(
-        f"SELECT queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid {order}"
-    ).fetchall()
-    appends = db.execute(f"SELECT packed FROM ledger_appends ORDER BY rowid {order}").fetchall()
-    if newest_first:
-        for (packed,) in appends:
-            for queue, subject, keep, expires_ms, records in reversed(list(unpack(packed))):
-                yield queue, subject, keep, expires_ms, records[::-1]
-        for queue, subject, keep, expires_ms, record in old:
-            yield queue, subject, keep, expires_ms, [record]
-    else:
-        for queue, subject, keep, expires_ms, record in old:
-            yield queue, subject, keep, expires_ms, [record]
-        for (packed,) in appends:
-            yield from unpack(packed)
+def _logged(db: sqlite3.Connection) -> list[tuple[str, str, int, int, list[bytes]]]:
+    """Every entry in the log, oldest first: the rows of the one-row-per-record table
+    (only an upgrade leaves any), then the packed appends."""
+    entries = [
+        (queue, subject, keep, expires_ms, [record])
+        for queue, subject, keep, expires_ms, record in db.execute(
+            "SELECT queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid"
+        )
+    ]
+    for (packed,) in db.execute("SELECT packed FROM ledger_appends ORDER BY rowid"):
+        entries += unpack(packed)
+    return entries
 
 
 def fold(db: sqlite3.Connection) -> None:
@@ -148,10 +138,10 @@ def read_many(
     newest record's ``keep`` (what the fold will trim to). Run it in one read
     transaction."""
     wanted: dict[tuple[str, str], list[tuple[bytes, int]]] = {s: [] for s in subjects}
-    for queue, subject, keep, expires_ms, records in _logged(db, newest_first=True):
+    for queue, subject, keep, expires_ms, records in reversed(_logged(db)):
         rows = wanted.get((queue, subject))
         if rows is not None and expires_ms > now:
-            rows += [(record, keep) for record in records]
+            rows += [(record, keep) for record in reversed(records)]
     return [_with_folded(db, *s, now, limit, wanted[s]) for s in subjects]
 
 
