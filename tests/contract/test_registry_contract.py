@@ -3,6 +3,7 @@ expired when it stops, removed on a clean stop), run against every backend."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from tests.support.backends import BackendHarness
@@ -24,3 +25,17 @@ def test_workers_are_listed_until_they_expire_or_leave(harness: BackendHarness) 
     assert crashed not in found, "a worker whose heartbeat stopped expires"
     assert leaving not in found, "a worker that stopped cleanly is gone at once"
     b.delete_worker("never-registered")
+
+
+def test_a_record_outlives_its_ttl_when_written_late_in_a_second(harness: BackendHarness) -> None:
+    """Cassandra counts a TTL from the current whole second: a record written 0.9 s into a
+    second with a one-second TTL was gone 0.1 s later (a running worker vanished from the
+    registry between two reads)."""
+    b = harness.backend
+    worker, result = f"w-{uuid.uuid4().hex[:8]}", f"r-{uuid.uuid4().hex[:8]}"
+    time.sleep((0.9 - time.time() % 1.0) % 1.0)  # to 0.9 s into a wall-clock second
+    b.put_worker(worker, b'{"pid": 1}', 1000)
+    b.put_results([(result, b"x", 1000)])
+    harness.advance(400)
+    assert worker in b.worker_records(), "a record lives at least its TTL"
+    assert b.get_results([result]) == {result: b"x"}

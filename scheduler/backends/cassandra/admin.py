@@ -8,7 +8,7 @@ from typing import Any
 
 from scheduler.backends.base import Envelope, PoisonRecord
 from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch
+from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
 from scheduler.backends.cassandra.settling import CassandraSettling
 from scheduler.backends.cassandra.shard_lock import ShardState, stored_state, time_slices
 from scheduler.backends.records import AbortRequest, Failure, QueueStats
@@ -161,7 +161,7 @@ class CassandraAdmin(CassandraSettling):
         return sorted(str(r.queue) for r in self._run(self._prepare(cql.SELECT_PAUSED)))
 
     def request_abort(self, request: AbortRequest) -> None:
-        ttl_s = max(1, -(-(request.expires_ms - self.now_ms()) // 1000))
+        ttl_s = ttl_seconds(request.expires_ms - self.now_ms())
         params = (
             request.message_id,
             request.queue,

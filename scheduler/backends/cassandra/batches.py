@@ -12,12 +12,12 @@ Paxos rounds, never a wrong count).
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Sequence
 
 from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import ttl_seconds
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from scheduler.backends.records import BatchRecord, MemberOutcome
 from scheduler.errors import BackendError
@@ -29,7 +29,7 @@ class CassandraBatches(CassandraShardLock):
     """Descriptions, counts and member outcomes of batches."""
 
     def _ttl_s(self, expires_ms: int) -> int:
-        return max(1, math.ceil((expires_ms - self.now_ms()) / 1000))
+        return ttl_seconds(expires_ms - self.now_ms())
 
     def open_batch(self, batch_id: str, description: bytes, expires_ms: int) -> None:
         params = (batch_id, description, self._ttl_s(expires_ms))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
@@ -37,6 +38,13 @@ class Batches:
             self._done.append(self.current)
             self.current = BatchStatement(batch_type=BatchType.LOGGED)
         return self._done
+
+
+def ttl_seconds(ttl_ms: float) -> int:
+    """A Cassandra TTL that keeps a row for at least ``ttl_ms``: Cassandra counts a TTL from
+    the current whole second, so a row written 0.9 s into a second with ``TTL 1`` lives 0.1 s;
+    one second more covers that."""
+    return max(0, math.ceil(ttl_ms / 1000)) + 1
 
 
 def add_to_batch(batch: BatchStatement, statement: PreparedStatement, params: Any) -> None:

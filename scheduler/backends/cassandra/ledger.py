@@ -9,14 +9,13 @@ a tombstone per run in the partition that reads walk)."""
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections.abc import Sequence
 
 from cassandra.query import BatchStatement, PreparedStatement
 
 from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch
+from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
 from scheduler.backends.cassandra.connection import CassandraConnection
 from scheduler.backends.records import LedgerEntry
 
@@ -26,7 +25,7 @@ def add_ledger(
 ) -> None:
     """Add ``entry``'s records to ``batch`` (``statement``: ``cql.INSERT_LEDGER``;
     ``written_us``: ``_stamp_us()``, which orders the subject's records)."""
-    ttl_s = max(1, math.ceil(entry.ttl_ms / 1000))
+    ttl_s = ttl_seconds(entry.ttl_ms)
     tag = secrets.token_hex(4)  # two writers in one millisecond never share a row
     for index, record in enumerate(entry.records):
         seq = f"{index:04d}{tag}"  # descending order puts an entry's last record first

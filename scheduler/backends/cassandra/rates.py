@@ -12,11 +12,10 @@ writing them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch
+from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
 from scheduler.backends.cassandra.limits import CasRow, CassandraLimits
 from scheduler.backends.records import RateRequest
 
@@ -63,7 +62,7 @@ class CassandraRates(CassandraLimits):
             batch = self._batch()
             for r, at in zip(new, times, strict=True):
                 reserved[r.member] = at
-                ttl_s = math.ceil((at - now + r.period_ms) / 1000) + 1
+                ttl_s = ttl_seconds(at - now + r.period_ms)
                 add_to_batch(
                     batch, self._prepare(cql.INSERT_RATE_START), (limit, r.member, at, ttl_s)
                 )

@@ -3,9 +3,8 @@ live worker written with a time to live that its heartbeat renews."""
 
 from __future__ import annotations
 
-import math
-
 from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import ttl_seconds
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 
 
@@ -13,7 +12,7 @@ class CassandraRegistry(CassandraShardLock):
     """Records of live workers."""
 
     def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
-        ttl_s = max(1, math.ceil(ttl_ms / 1000))
+        ttl_s = ttl_seconds(ttl_ms)
         self._run(self._prepare(cql.PUT_WORKER), (worker_id, record, ttl_s))
 
     def delete_worker(self, worker_id: str) -> None:

@@ -4,10 +4,10 @@ writes (rows of different partitions: a logged batch would only add work)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from scheduler.backends.cassandra import cql
+from scheduler.backends.cassandra.batching import ttl_seconds
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 
 
@@ -15,7 +15,7 @@ class CassandraResults(CassandraShardLock):
     """Result records of messages."""
 
     def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
-        params = [(i, body, max(1, math.ceil(ttl / 1000))) for i, body, ttl in results]
+        params = [(i, body, ttl_seconds(ttl)) for i, body, ttl in results]
         self._concurrently(self._prepare(cql.INSERT_RESULT), params)
 
     def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
