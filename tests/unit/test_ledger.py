@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from scheduler.ledger import HistoryEntry, RunOutcome, one_line, subject_of
+from pydantic_core import from_json, to_json
+
+from scheduler.ledger import HistoryEntry, RunOutcome, one_line, run_record, subject_of
 from scheduler.message import Message
 from triggers import Cron, Exclusions, Misfire, Repeating
 from workers.ledger import dropped_records
@@ -82,3 +84,53 @@ def test_excluded_dates_since_the_last_run_are_recorded() -> None:
         (RunOutcome.EXCLUDED, date(2030, 1, 6)),
     ]
     assert all(r.note for r in records)
+
+
+def test_a_record_written_as_text_is_the_json_of_its_fields() -> None:
+    """``run_record`` writes its JSON by hand: it must read back as the same fields, and
+    byte for byte as pydantic-core writes them, whatever the strings hold."""
+    texts = [
+        "",
+        "host:1",
+        'say "hi"',
+        "back\\slash",
+        "tab\there\nnewline",
+        "\x00\x1f\x7f",
+        "é€😀",
+        "\u2028",
+    ]
+    for i, text in enumerate(texts):
+        fields = dict(
+            outcome=list(RunOutcome)[i % len(RunOutcome)],
+            scheduled_ms=1_700_000_000_000 + i,
+            origin=text or "manual",
+            started_ms=None if i % 2 else 1_700_000_000_100,
+            finished_ms=1_700_000_000_200 if i % 3 else None,
+            attempts=i,
+            worker=text,
+            error=text,
+            message_id=text[::-1],
+            count=i + 1,
+            last_ms=None if i % 2 else 1_700_000_000_300,
+            note=text,
+        )
+        stored = run_record(**fields)  # type: ignore[arg-type]
+        expected = {"o": fields["outcome"].value, "s": fields["scheduled_ms"]}  # type: ignore[attr-defined]
+        for name, short in [
+            ("origin", "g"),
+            ("started_ms", "b"),
+            ("finished_ms", "f"),
+            ("attempts", "a"),
+            ("worker", "w"),
+            ("error", "e"),
+            ("message_id", "i"),
+            ("count", "c"),
+            ("last_ms", "l"),
+            ("note", "n"),
+        ]:
+            value = fields[name]
+            default = {"origin": "scheduled", "count": 1}.get(name)
+            if value is not None and value != default and value not in ("", 0):
+                expected[short] = value
+        assert from_json(stored) == expected
+        assert stored == to_json(expected), text
