@@ -7,6 +7,8 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            defaults (8 threads): messages/s (``bench.limits.end_to_end``)
   bulk-redis               100,000 messages by ``enqueue_many`` in batches of 5,000:
                            messages/s (``bench.engine.bulk_enqueue``)
+  delay-redis              5,000 ``.delay()`` calls one at a time (after 500 to warm up):
+                           calls/s
   ledger-redis             the ledger's keyed recurring workload, 200 schedules, 5 s
                            with the ledger on: acks/s (``bench.ledger.throughput``)
   incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
@@ -46,6 +48,13 @@ MEASURES = {
         "redis",
         "from bench.engine import bulk_enqueue;"
         "print(bulk_enqueue({url!r}, 100000, 5000)['per_second'])",
+    ),
+    "delay-redis": (
+        "redis",
+        "import time; from bench.engine import fresh_app; app, tasks = fresh_app({url!r});"
+        "[tasks.noop.delay(i) for i in range(500)]; started = time.perf_counter();"
+        "[tasks.noop.delay(i) for i in range(5000)];"
+        "print(round(5000 / (time.perf_counter() - started)))",
     ),
     "ledger-redis": (
         "redis",

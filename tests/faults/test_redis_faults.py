@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import BackendUnavailable, ConfigurationError, open_backend
+from scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.servers import RedisServer, free_port
 
@@ -119,6 +119,60 @@ def test_pipelined_scripts_survive_a_server_that_lost_them() -> None:
         assert backend.enqueue(again) == [Outcome.ENQUEUED] * 3, "each written once"
         claims = [c for i in range(3) for c in backend.claim(f"q{i}", 10).claims]
         assert sorted(c.id for c in claims) == ["a0", "a1", "a2", "b0", "b1", "b2"]
+        backend.close()
+    finally:
+        server.stop()
+
+
+def test_a_single_script_call_survives_lost_scripts_and_killed_connections() -> None:
+    """One script call goes straight through a pooled connection (``call_script``): after
+    SCRIPT FLUSH it loads the script and runs the call once; after the server closed the
+    client's connections it reconnects; an error reply is still one clear error."""
+    import redis
+
+    from scheduler.backends import Envelope, Outcome
+
+    server = RedisServer()
+    try:
+        backend = open_backend(server.url)
+        admin = redis.Redis.from_url(server.url)
+        now = backend.now_ms()
+        assert backend.enqueue([Envelope("a", "q", None, 0, now, 5000, b"x")]) == [Outcome.ENQUEUED]
+        admin.script_flush()
+        assert backend.enqueue([Envelope("b", "q", None, 0, now, 5000, b"x")]) == [Outcome.ENQUEUED]
+        admin.client_kill_filter(_type="normal", skipme=True)
+        assert backend.enqueue([Envelope("c", "q", None, 0, now, 5000, b"x")]) == [Outcome.ENQUEUED]
+        claims = backend.claim("q", 10).claims
+        assert sorted(c.id for c in claims) == ["a", "b", "c"], "each written once"
+        assert backend.ack([(c, None) for c in claims]) == [True] * 3
+        (stats,) = backend.stats("q")
+        assert stats.counters["enqueued"] == 3 and stats.counters["acked"] == 3
+        admin.set("{tw:q:0}:m", "not a hash")  # the script's HSETNX now fails
+        with pytest.raises(BackendError, match="WRONGTYPE"):
+            backend.enqueue([Envelope("d", "q", None, 0, now, 5000, b"x")])
+        backend.close()
+    finally:
+        server.stop()
+
+
+def test_a_single_script_call_that_times_out_goes_again_on_a_new_connection() -> None:
+    """A script call whose reply does not come within the socket timeout (the server
+    pauses writers for 0.7 s) is sent again through redis-py's retries and stored once."""
+    import redis
+
+    from scheduler.backends import Envelope, Outcome
+
+    server = RedisServer()
+    try:
+        backend = open_backend(server.url + "?socket_timeout=0.2")
+        now = backend.now_ms()
+        assert backend.enqueue([Envelope("a", "q", None, 0, now, 5000, b"x")])  # warm
+        redis.Redis.from_url(server.url).client_pause(700, all=False)
+        started = time.monotonic()
+        outcome = backend.enqueue([Envelope("b", "q", None, 0, now, 5000, b"x")])
+        assert time.monotonic() - started > 0.5, "it waited out the pause"
+        assert outcome[0] in (Outcome.ENQUEUED, Outcome.DUPLICATE)
+        assert sorted(c.id for c in backend.claim("q", 10).claims) == ["a", "b"]
         backend.close()
     finally:
         server.stop()

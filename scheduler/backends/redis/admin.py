@@ -50,7 +50,7 @@ class RedisAdmin(RedisShards):
         if ledger is not None and ledger.records:
             keys.append(self._ledger_key(queue, shard, ledger.subject))
         args += self._ledger_args(ledger)
-        return bool(self._call(self._scripts["poison"], keys=keys, args=args))
+        return bool(self._script("poison", keys, args))
 
     def _poison_records(self, queue: str, shard: int, ids: list[bytes]) -> list[PoisonRecord]:
         keys = self._shard_keys(queue, shard)

@@ -307,7 +307,7 @@ class RedisBackend(
         if ledger is not None and ledger.records:
             keys.append(self._ledger_key(queue, shard, ledger.subject))
         args = [claim.id, claim.token, due_ms, error, *self._ledger_args(ledger)]
-        return bool(self._call(self._scripts["retry"], keys=keys, args=args))
+        return bool(self._script("retry", keys, args))
 
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         calls = []

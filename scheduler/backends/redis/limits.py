@@ -49,10 +49,8 @@ class RedisLimits(RedisShards):
 
     def wait_for_slot(self, request: SlotRequest) -> bool:
         member = _member(request)
-        answer = self._call(
-            self._scripts["slot_wait"],
-            keys=self._limit_keys(request.limit),
-            args=[member, request.capacity],
+        answer = self._script(
+            "slot_wait", self._limit_keys(request.limit), [member, request.capacity]
         )
         return bool(int(answer))
 

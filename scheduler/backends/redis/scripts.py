@@ -17,6 +17,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Any
 
+import redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
@@ -144,6 +145,32 @@ def evalsha_round_trip(
     if isinstance(acknowledged, Exception):
         raise BackendError(f"Redis refused WAIT: {acknowledged}") from acknowledged
     return replies, None if wait is None else int(acknowledged)
+
+
+def call_script(client: redis.Redis, script: Script, keys: list[str], args: list[Any]) -> Any:
+    """One script call on one node, without redis-py's per-command machinery (its retry
+    wrapper and instrumentation, about 45 us of a ``.delay()``'s 320 on the machine of
+    ``docs/benchmarks.md``): ``EVALSHA`` packed and sent on a pooled connection, its reply
+    read. On a connection that fails, or a server that answers ``NOSCRIPT`` (restarted,
+    or a promoted replica), the call goes through ``Script`` instead, whose retries
+    reconnect and which loads the script; an error reply is raised as ``Script`` raises
+    it."""
+    pool = client.connection_pool
+    try:
+        connection: Any = pool.get_connection()  # redis-py leaves its methods untyped
+    except (redis.ConnectionError, redis.TimeoutError):
+        return script(keys=keys, args=args, client=client)  # its retries reconnect
+    try:
+        command = connection.pack_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        connection.send_packed_command(command)
+        return connection.read_response()
+    except NoScriptError:
+        pass  # nothing ran: the script is loaded below
+    except (redis.ConnectionError, redis.TimeoutError):
+        connection.disconnect()  # whether it ran is unknown, as with redis-py's own retry
+    finally:
+        pool.release(connection)
+    return script(keys=keys, args=args, client=client)
 
 
 def raise_errors(replies: list[Any]) -> list[Any]:

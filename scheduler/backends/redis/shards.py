@@ -24,6 +24,7 @@ from scheduler.backends.redis.options import unreachable
 from scheduler.backends.redis.replicas import WAITED, ReplicaWait
 from scheduler.backends.redis.scripts import (
     SHARD_KEYS,
+    call_script,
     evalsha_round_trip,
     load_scripts,
     raise_errors,
@@ -95,6 +96,14 @@ class RedisShards:
         except redis.RedisError as err:
             raise BackendError(f"Redis error: {err}") from err
 
+    def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one script: through a pooled connection directly on one node
+        (``call_script``), through redis-py's ``Script`` on a cluster (which routes it by
+        its keys' slot)."""
+        if self._cluster:
+            return self._call(self._scripts[name], keys=keys, args=args)
+        return self._call(call_script, self._client, self._scripts[name], keys, args)
+
     def _shard_keys(self, queue: str, shard: int) -> list[str]:
         tag = f"{{{self._prefix}:{queue}:{shard}}}"
         return [f"{tag}:{name}" for name in SHARD_KEYS]
@@ -135,7 +144,7 @@ class RedisShards:
     def _run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
         if self._waiter is not None and name in WAITED:
             return self._run_scripts([(name, self._shard_keys(queue, shard), list(args))])[0]
-        return self._call(self._scripts[name], keys=self._shard_keys(queue, shard), args=list(args))
+        return self._script(name, self._shard_keys(queue, shard), list(args))
 
     def _run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
         """Run one script per (queue, shard): one pipelined round trip on a single node;
@@ -156,9 +165,7 @@ class RedisShards:
         if self._waiter is not None and any(name in WAITED for name, _, _ in calls):
             return self._call(self._waiter.run, calls)
         if self._cluster or len(calls) == 1:
-            return [
-                self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
-            ]
+            return [self._script(name, keys, args) for name, keys, args in calls]
         replies, _ = self._call(evalsha_round_trip, self._client, self._scripts, calls)
         return raise_errors(replies)
 
