@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
+from scheduler.ids import stable_shard
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.servers import RedisServer, free_port
 
@@ -155,24 +156,35 @@ def test_a_single_script_call_survives_lost_scripts_and_killed_connections() -> 
         server.stop()
 
 
-def test_a_single_script_call_that_times_out_goes_again_on_a_new_connection() -> None:
-    """A script call whose reply does not come within the socket timeout (the server
-    pauses writers for 0.7 s) is sent again through redis-py's retries and stored once."""
+def test_script_calls_that_time_out_go_again_on_a_new_connection() -> None:
+    """Script calls whose replies do not come within the socket timeout (the server
+    pauses writers for 0.7 s) are sent again through redis-py's retries and stored once:
+    one call, and a pipelined round of two (a queue of two shards)."""
     import redis
 
     from scheduler.backends import Envelope, Outcome
 
     server = RedisServer()
     try:
-        backend = open_backend(server.url + "?socket_timeout=0.2")
+        backend = open_backend(server.url + "?socket_timeout=0.2&shards=2")
         now = backend.now_ms()
-        assert backend.enqueue([Envelope("a", "q", None, 0, now, 5000, b"x")])  # warm
-        redis.Redis.from_url(server.url).client_pause(700, all=False)
-        started = time.monotonic()
-        outcome = backend.enqueue([Envelope("b", "q", None, 0, now, 5000, b"x")])
-        assert time.monotonic() - started > 0.5, "it waited out the pause"
-        assert outcome[0] in (Outcome.ENQUEUED, Outcome.DUPLICATE)
-        assert sorted(c.id for c in backend.claim("q", 10).claims) == ["a", "b"]
+
+        def message(i: int) -> Envelope:
+            return Envelope(f"m{i}", "q", None, 0, now, 5000, b"x")
+
+        by_shard: dict[int, list[int]] = {0: [], 1: []}
+        for i in range(40):
+            by_shard[stable_shard(f"m{i}", 2)].append(i)
+        (a0, a1, *_), (b0, *_) = by_shard[0], by_shard[1]
+        assert backend.enqueue([message(i) for i in range(40) if i not in (a0, a1, b0)])
+        for batch in ([a0], [a1, b0]):  # one script call, then a pipelined round of two
+            redis.Redis.from_url(server.url).client_pause(700, all=False)
+            started = time.monotonic()
+            outcomes = backend.enqueue([message(i) for i in batch])
+            assert time.monotonic() - started > 0.5, "it waited out the pause"
+            assert set(outcomes) <= {Outcome.ENQUEUED, Outcome.DUPLICATE}
+        claimed = [c.id for c in backend.claim("q", 100).claims]
+        assert sorted(claimed) == sorted(f"m{i}" for i in range(40)), "each stored once"
         backend.close()
     finally:
         server.stop()

@@ -17,12 +17,12 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Any
 
-import hiredis
 import redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
 from scheduler.backends.base import Envelope
+from scheduler.backends.redis.wire import send_commands
 from scheduler.errors import BackendError
 
 #: one script call: (script name, keys, args)
@@ -149,39 +149,18 @@ def evalsha_round_trip(
 
 
 def call_script(client: redis.Redis, script: Script, keys: list[str], args: list[Any]) -> Any:
-    """One script call on one node, without redis-py's per-command machinery (its retry
-    wrapper and instrumentation, about 45 us of a ``.delay()``'s 320 on the machine of
-    ``docs/benchmarks.md``): ``EVALSHA`` packed and sent on a pooled connection, its reply
-    read. On a connection that fails, or a server that answers ``NOSCRIPT`` (restarted,
-    or a promoted replica), the call goes through ``Script`` instead, whose retries
-    reconnect and which loads the script; an error reply is raised as ``Script`` raises
-    it."""
-    pool = client.connection_pool
-    try:
-        connection: Any = pool.get_connection()  # redis-py leaves its methods untyped
-    except (redis.ConnectionError, redis.TimeoutError):
-        return script(keys=keys, args=args, client=client)  # its retries reconnect
-    try:
-        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        connection.send_packed_command(_packed(connection, command))
-        return connection.read_response()
-    except NoScriptError:
-        pass  # nothing ran: the script is loaded below
-    except (redis.ConnectionError, redis.TimeoutError):
-        connection.disconnect()  # whether it ran is unknown, as with redis-py's own retry
-    finally:
-        pool.release(connection)
+    """One script call on one node through a pooled connection directly (``wire.py``:
+    about 80 us of a ``.delay()``'s 320 were redis-py's machinery around it on the
+    machine of ``docs/benchmarks.md``). A call the server answers ``NOSCRIPT``
+    (restarted, or a promoted replica), or whose connection failed, goes through
+    ``Script`` instead, which loads the script and retries; an error reply is raised as
+    ``Script`` raises it."""
+    replies = send_commands(client, [("EVALSHA", script.sha, len(keys), *keys, *args)])
+    if replies is not None and not isinstance(replies[0], NoScriptError):
+        if isinstance(replies[0], Exception):
+            raise replies[0]
+        return replies[0]
     return script(keys=keys, args=args, client=client)
-
-
-def _packed(connection: Any, command: tuple[Any, ...]) -> list[bytes]:
-    """``command`` in the wire protocol, packed by hiredis (part of the ``redis`` extra)
-    directly: a third of the time redis-py's ``pack_command`` takes around it (4.7
-    against 13.6 us for an enqueue); an argument hiredis refuses goes through redis-py."""
-    try:
-        return [hiredis.pack_command(command)]
-    except TypeError:
-        return list(connection.pack_command(*command))
 
 
 def raise_errors(replies: list[Any]) -> list[Any]:
@@ -196,11 +175,18 @@ def raise_errors(replies: list[Any]) -> list[Any]:
 def _pipeline(
     client: Any, scripts: dict[str, Script], calls: list[Call], wait: tuple[int, int] | None
 ) -> list[Any]:
-    """The replies to ``calls``, then ``WAIT``'s (None without ``wait``)."""
-    pipe = client.pipeline(transaction=False)
-    for name, keys, args in calls:
-        pipe.evalsha(scripts[name].sha, len(keys), *keys, *args)
+    """The replies to ``calls``, then ``WAIT``'s (None without ``wait``): sent on a pooled
+    connection directly, or through redis-py's pipeline (whose retries reconnect) when
+    that connection failed."""
+    commands: list[tuple[Any, ...]] = [
+        ("EVALSHA", scripts[name].sha, len(keys), *keys, *args) for name, keys, args in calls
+    ]
     if wait is not None:
-        pipe.wait(*wait)
-    replies = list(pipe.execute(raise_on_error=False))
+        commands.append(("WAIT", *wait))
+    replies = send_commands(client, commands)
+    if replies is None:
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        replies = list(pipe.execute(raise_on_error=False))
     return replies if wait is not None else [*replies, None]
