@@ -5,6 +5,8 @@ both alike; prints each run and the median ratio (this / base) as JSON.
 Measurements (a Redis server is started here; SQLite on scratch files):
   noop-redis, noop-sqlite  20,000 pre-enqueued no-ops over 1,000 keys, one worker with
                            defaults (8 threads): messages/s (``bench.limits.end_to_end``)
+  limited-redis            the same with a concurrency limit of 10 per key (each ack
+                           frees slots: the ack and slot scripts go in one round trip)
   bulk-redis               100,000 messages by ``enqueue_many`` in batches of 5,000:
                            messages/s (``bench.engine.bulk_enqueue``)
   delay-redis              5,000 ``.delay()`` calls one at a time (after 500 to warm up):
@@ -38,6 +40,11 @@ MEASURES = {
         "redis",
         "from bench.limits import end_to_end;"
         "print(end_to_end({url!r}, 'free', 20000, 1000)['per_second'])",
+    ),
+    "limited-redis": (
+        "redis",
+        "from bench.limits import end_to_end;"
+        "print(end_to_end({url!r}, 'limited', 20000, 1000)['per_second'])",
     ),
     "noop-sqlite": (
         "sqlite",
