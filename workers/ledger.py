@@ -22,11 +22,11 @@ from scheduler.backends import LedgerEntry
 from scheduler.clock import to_datetime, to_ms
 from scheduler.ledger import (
     HistoryEntry,
+    RecordWriter,
     Retention,
     RunOutcome,
     one_line,
     origin_of,
-    run_record,
     subject_of,
 )
 from scheduler.message import Message
@@ -43,7 +43,7 @@ class RunLedger:
 
     def __init__(self, app: App) -> None:
         self._app = app
-        self._worker = f"{socket.gethostname()}:{os.getpid()}"
+        self._records = RecordWriter(f"{socket.gethostname()}:{os.getpid()}")
         self._retention = Retention.of(app.settings)
 
     def subject(self, message: Message) -> str | None:
@@ -69,22 +69,21 @@ class RunLedger:
         subject = self.subject(message)
         if subject is None or self._retention is None:
             return None
-        if outcome is RunOutcome.SUCCEEDED and message.then and message.trigger is not None:
+        trigger = message.trigger
+        if outcome is RunOutcome.SUCCEEDED and message.then and trigger is not None:
             return None
-        records = [
-            run_record(
-                outcome,
-                to_ms(message.scheduled_at),
-                origin_of(message),
-                work.started_ms or None,
-                now_ms,
-                work.claim.attempt,
-                self._worker,
-                None if error is None else one_line(error),
-                message.id,
-            )
-        ]
-        if message.trigger is not None and (dropped or message.trigger.exclude is not None):
+        record = self._records.run(
+            outcome,
+            to_ms(message.scheduled_at),
+            origin_of(message),
+            work.started_ms or None,
+            now_ms,
+            work.claim.attempt,
+            None if error is None else one_line(error),
+            message.id,
+        )
+        records = [record]
+        if trigger is not None and (dropped or trigger.exclude is not None):
             started = to_datetime(work.started_ms) if work.started_ms else None
             records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
         return self._retention.entry(message.queue, subject, records)

@@ -7,7 +7,14 @@ from datetime import UTC, date, datetime, timedelta
 
 from pydantic_core import from_json, to_json
 
-from scheduler.ledger import HistoryEntry, RunOutcome, one_line, run_record, subject_of
+from scheduler.ledger import (
+    HistoryEntry,
+    RecordWriter,
+    RunOutcome,
+    one_line,
+    run_record,
+    subject_of,
+)
 from scheduler.message import Message
 from triggers import Cron, Exclusions, Misfire, Repeating
 from workers.ledger import dropped_records
@@ -134,3 +141,30 @@ def test_a_records_stored_form_names_each_field_and_leaves_defaults_out() -> Non
                 expected[short] = value
         assert from_json(stored) == expected
         assert stored == to_json(expected), text
+
+
+def test_a_workers_record_writer_writes_run_records_byte_for_byte() -> None:
+    """``RecordWriter.run`` fills a template for the common record: the bytes must be
+    ``run_record``'s for every outcome, origin, error, worker and id, odd ones included."""
+    odd = ['say "hi"', "back\\slash", "tab\there", "é€😀", ""]
+    for worker in ["host:1", *odd]:
+        writer = RecordWriter(worker)
+        for outcome in RunOutcome:
+            for origin in ["scheduled", "manual"]:
+                for started, attempts in [
+                    (1_700_000_000_100, 1),
+                    (None, 0),
+                    (1_700_000_000_100, 0),
+                ]:
+                    for error in [None, "", "ValueError: x"]:
+                        for message_id in ["k1.2", *odd]:
+                            fields = (
+                                1_700_000_000_000,
+                                origin,
+                                started,
+                                1_700_000_000_200,
+                                attempts,
+                            )
+                            expected = run_record(outcome, *fields, worker, error, message_id)
+                            got = writer.run(outcome, *fields, error, message_id)
+                            assert got == expected, (worker, outcome, origin, error, message_id)
