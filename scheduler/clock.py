@@ -5,10 +5,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from pydantic import TypeAdapter
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: the UTC that pydantic gives every datetime it decodes (one object of its own, not
+#: ``datetime.UTC``): two datetimes subtract fast only when they share a tzinfo object, so
+#: ``to_ms`` subtracts an epoch in it (2.0 -> 0.9 us for a decoded message's time)
+_PYDANTIC_UTC = TypeAdapter(datetime).validate_json(b"20000000001").tzinfo
+_PYDANTIC_EPOCH = _EPOCH.replace(tzinfo=_PYDANTIC_UTC)
+if _PYDANTIC_UTC is None or _PYDANTIC_UTC.utcoffset(None) != timedelta(0):  # pragma: no cover
+    _PYDANTIC_UTC, _PYDANTIC_EPOCH = UTC, _EPOCH  # not a fixed zero offset: never the fast path
 
 
 class Clock(Protocol):
@@ -104,5 +114,5 @@ def to_datetime(ms: int) -> datetime:
 
 def to_ms(value: datetime) -> int:
     """An aware datetime to epoch milliseconds, rounded up so nothing runs early."""
-    delta = value - _EPOCH
+    delta = value - (_PYDANTIC_EPOCH if value.tzinfo is _PYDANTIC_UTC else _EPOCH)
     return delta.days * 86_400_000 + delta.seconds * 1000 + -(-delta.microseconds // 1000)

@@ -1,11 +1,19 @@
 """``CorrectedClock``: a local clock read as the reference's time, measured lazily and
-again once a period; a failed refresh keeps the last offset."""
+again once a period; a failed refresh keeps the last offset. ``to_ms`` of any aware time."""
 
 from __future__ import annotations
 
-import pytest
+import random
+from datetime import UTC, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
-from scheduler.clock import CorrectedClock, ManualClock
+import pytest
+from pydantic import TypeAdapter
+from pydantic_core import to_json
+
+from scheduler import clock
+from scheduler.clock import CorrectedClock, ManualClock, to_ms
+from scheduler.message import Message
 
 
 class Reference:
@@ -71,3 +79,21 @@ def test_the_same_clock_reads_alike_even_when_it_ticks_while_measured() -> None:
 
     ticking = Ticking()
     assert CorrectedClock(ticking.now_ms, ticking).offset_ms == 0
+
+
+def test_to_ms_reads_every_aware_time_alike_whatever_its_tzinfo() -> None:
+    """``to_ms`` subtracts an epoch in pydantic's own UTC object from a time decoded by
+    pydantic (the fast path) and ``datetime.UTC``'s otherwise: every zone and offset, and
+    times from a decoded message, round up to the same milliseconds."""
+    rng = random.Random(7)
+    zones = [UTC, timezone(timedelta(hours=5, minutes=30)), ZoneInfo("Australia/Lord_Howe")]
+    decoded = Message.decode(b'{"id":"a","queue":"q","task":"t","scheduled_at":20000000001}')
+    assert decoded.scheduled_at.tzinfo is clock._PYDANTIC_UTC, "the fast path is taken"
+    adapter = TypeAdapter(datetime)
+    for _ in range(5000):
+        at = datetime(1971, 1, 1, tzinfo=UTC) + timedelta(microseconds=rng.randrange(10**17))
+        expected = -(-(at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1))
+        assert to_ms(at) == expected
+        assert to_ms(at.astimezone(rng.choice(zones))) == expected
+        parsed = adapter.validate_json(to_json(at.isoformat().replace("+00:00", "Z")))
+        assert parsed.tzinfo is clock._PYDANTIC_UTC and to_ms(parsed) == expected
