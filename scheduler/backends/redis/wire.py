@@ -35,6 +35,9 @@ def send_commands(client: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]
     except (redis.ConnectionError, redis.TimeoutError):
         connection.disconnect()
         return None
+    except BaseException:
+        connection.disconnect()  # replies may be left unread: never hand it out again so
+        raise
     finally:
         pool.release(connection)
 
