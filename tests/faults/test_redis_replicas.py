@@ -99,3 +99,38 @@ def test_a_write_no_replica_acknowledges_is_one_clear_error(replicated: Replicat
     assert waiting.get(id=handle) is not None
     waiting.close()
     plain.close()
+
+
+def test_a_retry_and_a_poison_no_replica_acknowledges_are_one_clear_error(
+    replicated: Replicated,
+) -> None:
+    """A retry and a poison write what the worker is told is done, so they wait for the
+    replicas as an ack does (they went around the wait before)."""
+    from scheduler.backends import Failure
+
+    waiting = App(_with(replicated.url, "wait_replicas=1&wait_timeout_ms=300&prefix=settle"))
+
+    @waiting.task
+    def noop() -> None:
+        pass
+
+    noop.delay()
+    noop.delay()
+    backend = waiting.backend
+    first, second = backend.claim("default", 2).claims  # claims are not waited for
+    key = backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
+    master = master_of(replicated.servers, key)
+    assert master is not None
+    replica = replica_of(replicated.servers, master)
+    assert replica.process is not None
+    replica.process.send_signal(signal.SIGSTOP)
+    try:
+        with pytest.raises(ReplicaTimeout):
+            backend.retry(first, backend.now_ms() + 60_000, "ValueError: x")
+        with pytest.raises(ReplicaTimeout):
+            backend.poison(second, Failure("exception", "ValueError", "x"))
+    finally:
+        replica.process.send_signal(signal.SIGCONT)
+    assert backend.stats("default")[0].ready == 0, "both applied on the master"
+    assert [r.envelope.id for r in backend.poison_list("default")] == [second.id]
+    waiting.close()

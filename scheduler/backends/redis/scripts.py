@@ -17,7 +17,6 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Any
 
-import redis
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
@@ -146,21 +145,6 @@ def evalsha_round_trip(
     if isinstance(acknowledged, Exception):
         raise BackendError(f"Redis refused WAIT: {acknowledged}") from acknowledged
     return replies, None if wait is None else int(acknowledged)
-
-
-def call_script(client: redis.Redis, script: Script, keys: list[str], args: list[Any]) -> Any:
-    """One script call on one node through a pooled connection directly (``wire.py``:
-    about 80 us of a ``.delay()``'s 320 were redis-py's machinery around it on the
-    machine of ``docs/benchmarks.md``). A call the server answers ``NOSCRIPT``
-    (restarted, or a promoted replica), or whose connection failed, goes through
-    ``Script`` instead, which loads the script and retries; an error reply is raised as
-    ``Script`` raises it."""
-    replies = send_commands(client, [("EVALSHA", script.sha, len(keys), *keys, *args)])
-    if replies is not None and not isinstance(replies[0], NoScriptError):
-        if isinstance(replies[0], Exception):
-            raise replies[0]
-        return replies[0]
-    return script(keys=keys, args=args, client=client)
 
 
 def raise_errors(replies: list[Any]) -> list[Any]:

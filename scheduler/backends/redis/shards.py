@@ -24,7 +24,6 @@ from scheduler.backends.redis.options import unreachable
 from scheduler.backends.redis.replicas import WAITED, ReplicaWait
 from scheduler.backends.redis.scripts import (
     SHARD_KEYS,
-    call_script,
     evalsha_round_trip,
     load_scripts,
     raise_errors,
@@ -97,12 +96,9 @@ class RedisShards:
             raise BackendError(f"Redis error: {err}") from err
 
     def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run one script: through a pooled connection directly on one node
-        (``call_script``), through redis-py's ``Script`` on a cluster (which routes it by
-        its keys' slot)."""
-        if self._cluster:
-            return self._call(self._scripts[name], keys=keys, args=args)
-        return self._call(call_script, self._client, self._scripts[name], keys, args)
+        """Run one script call (``_run_scripts``: waited for replicas when it writes and
+        the URL asks)."""
+        return self._run_scripts([(name, keys, args)])[0]
 
     def _shard_keys(self, queue: str, shard: int) -> list[str]:
         tag = f"{{{self._prefix}:{queue}:{shard}}}"
@@ -142,8 +138,6 @@ class RedisShards:
         return stable_shard(key if key is not None else chain_root(message_id), count)
 
     def _run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
-        if self._waiter is not None and name in WAITED:
-            return self._run_scripts([(name, self._shard_keys(queue, shard), list(args))])[0]
         return self._script(name, self._shard_keys(queue, shard), list(args))
 
     def _run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
@@ -154,18 +148,19 @@ class RedisShards:
         )
 
     def _run_scripts(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
-        """Run (script, keys, args) calls: pipelined in one round trip on a single node,
-        one by one on a cluster (their keys may live in different slots).
-
-        The pipeline is ``evalsha_round_trip`` (``scripts.py``). With ``wait_replicas``,
-        calls that write what a caller is told is done wait for the replicas
-        (``replicas.py``)."""
+        """Run (script, keys, args) calls: in one round trip on a single node, sent on a
+        pooled connection directly (``evalsha_round_trip``, ``scripts.py``), one by one
+        through redis-py's ``Script`` on a cluster (their keys may live in different
+        slots). With ``wait_replicas``, calls that write what a caller is told is done
+        wait for the replicas (``replicas.py``)."""
         if not calls:
             return []
         if self._waiter is not None and any(name in WAITED for name, _, _ in calls):
             return self._call(self._waiter.run, calls)
-        if self._cluster or len(calls) == 1:
-            return [self._script(name, keys, args) for name, keys, args in calls]
+        if self._cluster:
+            return [
+                self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
+            ]
         replies, _ = self._call(evalsha_round_trip, self._client, self._scripts, calls)
         return raise_errors(replies)
 
