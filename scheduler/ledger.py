@@ -220,12 +220,33 @@ class RecordWriter:
         message_id: str,
     ) -> bytes:
         """The record of a run that ended with ``outcome`` (``run_record``'s fields)."""
-        common = origin == "scheduled" and started_ms is not None and attempts > 0
-        if common and message_id and not error:
-            fields = (scheduled_ms, started_ms, finished_ms, attempts, self._worker_field)
-            return _RUN % (_OUTCOMES[outcome], *fields, to_json(message_id))
-        fields2 = (scheduled_ms, origin, started_ms, finished_ms, attempts, self.worker, error)
-        return run_record(outcome, *fields2, message_id)
+        if (
+            origin == "scheduled"
+            and started_ms is not None
+            and attempts > 0
+            and message_id
+            and not error
+        ):
+            return _RUN % (
+                _OUTCOMES[outcome],
+                scheduled_ms,
+                started_ms,
+                finished_ms,
+                attempts,
+                self._worker_field,
+                to_json(message_id),
+            )
+        return run_record(
+            outcome,
+            scheduled_ms,
+            origin,
+            started_ms,
+            finished_ms,
+            attempts,
+            self.worker,
+            error,
+            message_id,
+        )
 
 
 #: ``run_record``'s form of a scheduled run with a start, a finish, attempts, a message id
