@@ -1,4 +1,5 @@
-"""Logged batches of bounded size, and binding parameters without writing null cells."""
+"""Logged batches of bounded size, binding parameters without writing null cells, and TTLs
+that keep a row at least as long as asked."""
 
 from __future__ import annotations
 
