@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -47,6 +48,21 @@ def replicated(request: pytest.FixtureRequest) -> Iterator[Replicated]:
         server.stop()
 
 
+@contextmanager
+def replica_stopped(replicated: Replicated, app: App) -> Iterator[None]:
+    """The replica of the master holding ``app``'s default queue paused (SIGSTOP)."""
+    key = app.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
+    master = master_of(replicated.servers, key)
+    assert master is not None
+    replica = replica_of(replicated.servers, master)
+    assert replica.process is not None
+    replica.process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        replica.process.send_signal(signal.SIGCONT)
+
+
 def _with(url: str, query: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}{query}"
 
@@ -81,19 +97,11 @@ def test_a_write_no_replica_acknowledges_is_one_clear_error(replicated: Replicat
         pass
 
     waited, unwaited = waiting.task(noop), plain.task(noop)
-    key = waiting.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
-    master = master_of(replicated.servers, key)
-    assert master is not None
-    replica = replica_of(replicated.servers, master)
-    assert replica.process is not None
-    replica.process.send_signal(signal.SIGSTOP)
-    try:
+    with replica_stopped(replicated, waiting):
         with pytest.raises(ReplicaTimeout, match=r"applied on Redis .* but 0 of 1 replica"):
             waited.delay()
         written = unwaited.delay()  # no wait: the master's word is enough
         assert plain.get(id=written) is not None
-    finally:
-        replica.process.send_signal(signal.SIGCONT)
     assert plain.backend.stats("default")[0].ready == 2, "the refused write is on the master"
     handle = waited.delay()  # the replica answers again
     assert waiting.get(id=handle) is not None
@@ -118,19 +126,11 @@ def test_a_retry_and_a_poison_no_replica_acknowledges_are_one_clear_error(
     noop.delay()
     backend = waiting.backend
     first, second = backend.claim("default", 2).claims  # claims are not waited for
-    key = backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
-    master = master_of(replicated.servers, key)
-    assert master is not None
-    replica = replica_of(replicated.servers, master)
-    assert replica.process is not None
-    replica.process.send_signal(signal.SIGSTOP)
-    try:
+    with replica_stopped(replicated, waiting):
         with pytest.raises(ReplicaTimeout):
             backend.retry(first, backend.now_ms() + 60_000, "ValueError: x")
         with pytest.raises(ReplicaTimeout):
             backend.poison(second, Failure("exception", "ValueError", "x"))
-    finally:
-        replica.process.send_signal(signal.SIGCONT)
     assert backend.stats("default")[0].ready == 0, "both applied on the master"
     assert [r.envelope.id for r in backend.poison_list("default")] == [second.id]
     waiting.close()
