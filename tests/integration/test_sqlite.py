@@ -152,6 +152,44 @@ def test_ledger_records_logged_one_row_each_by_an_older_version_are_read_and_fol
     backend.close()
 
 
+def test_ledger_records_folded_one_row_each_by_an_older_version_are_read_and_trimmed(
+    tmp_path: Path,
+) -> None:
+    """Before 2026-11-26 a fold wrote each record as a row of ``ledger``; a file upgraded
+    with some there reads them after the pages, numbers new pages after them, and trims
+    them with the pages."""
+    from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite import ledger_log
+
+    backend = SQLiteBackend(str(tmp_path / "a.db"))
+    db = backend._connection()
+    far = backend.now_ms() + 3_600_000
+    db.executemany(
+        "INSERT INTO ledger (queue, subject, seq, expires_ms, record) VALUES (?, ?, ?, ?, ?)",
+        [
+            ("q", "k:a", 1, far, b"old-1"),
+            ("q", "k:a", 2, far, b"old-2"),
+            ("q", "k:b", 7, far, b"b"),
+        ],
+    )
+    assert backend.read_ledgers([("q", "k:a"), ("q", "k:b")]) == [[b"old-2", b"old-1"], [b"b"]]
+    backend.append_ledger([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 3, 3_600_000)])
+    with backend._write() as db:
+        ledger_log.fold(db)
+        assert db.execute("SELECT last_seq FROM ledger_pages").fetchall() == [(4,)]
+        assert db.execute("SELECT seq FROM ledger WHERE subject = 'k:a'").fetchall() == [(2,)]
+    assert backend.read_ledger("q", "k:a", 10) == [b"new-2", b"new-1", b"old-2"]
+    assert backend.read_ledger("q", "k:b", 10) == [b"b"]
+    backend.close()
+
+
+def test_a_ledger_page_comes_back_as_packed() -> None:
+    from scheduler.backends.sqlite.ledger_pages import pack_page, unpack_page
+
+    records = [(3, 10, b""), (3, 11, b"\n\x00\xff"), (3, 12, b"{}" * 3000)]
+    assert unpack_page(pack_page(records)) == [(10, b""), (11, b"\n\x00\xff"), (12, b"{}" * 3000)]
+
+
 def test_packed_ledger_records_come_back_as_appended() -> None:
     from scheduler.backends import LedgerEntry
     from scheduler.backends.sqlite.ledger_log import pack, unpack
@@ -175,20 +213,20 @@ def test_a_fold_between_a_reads_two_queries_shows_no_record_twice(
     """A read takes the log, then the folded rows: another process's fold in between
     would move the log's records into the folded rows it reads next."""
     from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log
+    from scheduler.backends.sqlite import ledger_log, ledger_pages
 
     reader = SQLiteBackend(str(tmp_path / "a.db"))
     writer = SQLiteBackend(str(tmp_path / "a.db"))
     writer._chores_ms["fold ledger_log"] = writer.now_ms()  # no fold on this append
     writer.append_ledger([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
-    with_folded = ledger_log._with_folded
+    with_folded = ledger_pages.read
 
     def fold_first(*args: object) -> list[bytes]:
         with writer._write() as db:  # the other process folds now
             ledger_log.fold(db)
         return with_folded(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ledger_log, "_with_folded", fold_first)
+    monkeypatch.setattr(ledger_pages, "read", fold_first)
     assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]
     monkeypatch.undo()
     assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]  # now from the folded rows

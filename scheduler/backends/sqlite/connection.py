@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.backends.options import UrlOptions
 from scheduler.backends.records import LedgerEntry
-from scheduler.backends.sqlite import ledger_log
+from scheduler.backends.sqlite import ledger_log, ledger_pages
 from scheduler.backends.sqlite.fairness import migrate
 from scheduler.backends.sqlite.rows import LEASED, READY, SCHEDULED, initial_state
 from scheduler.clock import Clock, SystemClock
@@ -139,6 +139,7 @@ CREATE TABLE IF NOT EXISTS batch_members (
     PRIMARY KEY (batch, member)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
+-- a row per record: folded by tickwork before 2026-11-26 (now ledger_pages), still read
 CREATE TABLE IF NOT EXISTS ledger (
     queue      TEXT NOT NULL,
     subject    TEXT NOT NULL,
@@ -234,7 +235,9 @@ class SQLiteStore:
             parent = Path(path).parent
             if not parent.exists():
                 raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
-        self._connection().executescript(SCHEMA + ledger_log.LEDGER_LOG_SCHEMA)
+        self._connection().executescript(
+            SCHEMA + ledger_log.LEDGER_LOG_SCHEMA + ledger_pages.LEDGER_PAGES_SCHEMA
+        )
         migrate(self._connection())
 
     # -- connections ---------------------------------------------------------------------
@@ -331,6 +334,7 @@ class SQLiteStore:
         ledger_log.append(db, entries, now)
         if self._due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):
             ledger_log.fold(db)
+        self._prune(db, "ledger_pages", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
         self._prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 
     def _read(self) -> sqlite3.Connection:

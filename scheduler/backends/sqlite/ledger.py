@@ -1,8 +1,8 @@
-"""The SQLite backend's occurrence ledger: one row per record in ``ledger``, clustered by
-subject and numbered in write order (``seq``), each with the time it expires; a subject
-keeps its newest ``keep`` rows. Records are written in the same transaction as the ack,
-retry or poison they describe, to a log folded into ``ledger`` every few seconds
-(``ledger_log.py``); reads take both."""
+"""The SQLite backend's occurrence ledger: pages of records in ``ledger_pages``
+(``ledger_pages.py``), clustered by subject and numbered in write order, each record with
+the time it expires; a subject keeps its newest ``keep`` records. Records are written in
+the same transaction as the ack, retry or poison they describe, to a log folded into the
+pages every few seconds (``ledger_log.py``); reads take both."""
 
 from __future__ import annotations
 

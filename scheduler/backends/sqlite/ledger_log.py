@@ -1,7 +1,8 @@
 """The SQLite ledger's write path: the records of one write (an ack of many runs, a retry,
 a poison) are appended as **one** row of ``ledger_appends``, packed, in the transaction
-they describe, and folded into ``ledger`` (clustered by subject, numbered per subject,
-trimmed to ``keep``) at most once every 5 seconds, by the next write that appends.
+they describe, and folded into the ledger's pages (``ledger_pages.py``: clustered by
+subject, numbered per subject, trimmed to ``keep``) at most once every 5 seconds, by the
+next write that appends.
 Reads take the appends not yet folded (a scan of about 5 seconds of them) before the
 folded records.
 
@@ -29,6 +30,8 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.sqlite import ledger_pages
+from scheduler.backends.sqlite.ledger_pages import Logged
 
 LEDGER_LOG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger_appends (
@@ -97,35 +100,15 @@ def _logged(db: sqlite3.Connection) -> list[tuple[str, str, int, int, list[bytes
 
 
 def fold(db: sqlite3.Connection) -> None:
-    """Inside a write: move the log's records into ``ledger``, each subject's numbered
-    after its last, then trim each subject written to its newest ``keep`` (records the
-    trim would delete at once are not inserted)."""
-    by_subject: dict[tuple[str, str], list[tuple[int, int, bytes]]] = {}
+    """Inside a write: move the log's records into the ledger's pages, one page per
+    subject (``ledger_pages.write``), and empty the log."""
+    by_subject: dict[tuple[str, str], list[Logged]] = {}
     for queue, subject, keep, expires_ms, logged in _logged(db):
         found = by_subject.setdefault((queue, subject), [])
         found += [(keep, expires_ms, record) for record in logged]
     if not by_subject:
         return
-    inserts, trims = [], []
-    for names, records in by_subject.items():
-        (last,) = db.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?", names
-        ).fetchone()
-        newest, keep = last + len(records), records[-1][0]
-        first = max(last + 1, newest - keep + 1)
-        inserts += [
-            (*names, seq, expires_ms, record)
-            for seq, (_, expires_ms, record) in zip(
-                range(first, newest + 1), records[first - last - 1 :], strict=True
-            )
-        ]
-        if newest > keep:
-            trims.append((*names, newest - keep))
-    db.executemany(
-        "INSERT INTO ledger (queue, subject, seq, expires_ms, record) VALUES (?, ?, ?, ?, ?)",
-        inserts,
-    )
-    db.executemany("DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= ?", trims)
+    ledger_pages.write(db, by_subject)
     db.execute("DELETE FROM ledger_log")
     db.execute("DELETE FROM ledger_appends")
 
@@ -134,34 +117,11 @@ def read_many(
     db: sqlite3.Connection, subjects: Sequence[tuple[str, str]], now: int, limit: int
 ) -> list[list[bytes]]:
     """The newest ``limit`` live records of each ``(queue, subject)``, newest first: those
-    still in the log (one pass over it for all), then the folded ones; no more than the
-    newest record's ``keep`` (what the fold will trim to). Run it in one read
-    transaction."""
-    wanted: dict[tuple[str, str], list[tuple[bytes, int]]] = {s: [] for s in subjects}
+    still in the log (one pass over it for all), then the folded ones
+    (``ledger_pages.read``). Run it in one read transaction."""
+    wanted: dict[tuple[str, str], list[Logged]] = {s: [] for s in subjects}
     for queue, subject, keep, expires_ms, records in reversed(_logged(db)):
         rows = wanted.get((queue, subject))
-        if rows is not None and expires_ms > now:
-            rows += [(record, keep) for record in reversed(records)]
-    return [_with_folded(db, *s, now, limit, wanted[s]) for s in subjects]
-
-
-def _with_folded(
-    db: sqlite3.Connection,
-    queue: str,
-    subject: str,
-    now: int,
-    limit: int,
-    rows: Sequence[tuple[bytes, int]],
-) -> list[bytes]:
-    """A subject's log ``rows`` (record, keep; newest first), then its folded records."""
-    if rows:
-        limit = min(limit, rows[0][1])
-    pending = [bytes(row[0]) for row in rows[:limit]]
-    if len(pending) >= limit:
-        return pending
-    folded = db.execute(
-        "SELECT record FROM ledger WHERE queue = ? AND subject = ? AND expires_ms > ? "
-        "ORDER BY seq DESC LIMIT ?",
-        (queue, subject, now, limit - len(pending)),
-    )
-    return pending + [bytes(row[0]) for row in folded]
+        if rows is not None:
+            rows += [(keep, expires_ms, record) for record in reversed(records)]
+    return [ledger_pages.read(db, *s, wanted[s], now, limit) for s in subjects]
