@@ -7,11 +7,14 @@ attributes; a run that fails is marked as an error.
 Spans go to whatever tracer provider the application configured (in the worker process,
 and in each child of a process pool: the ``-A`` module is imported there). Without
 OpenTelemetry installed, or until the application sets a tracer provider, no span is
-made (under a microsecond per message).
+made (under a microsecond per message): a worker looks for a provider as it starts, and
+while none is set, again at most once a second.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -63,9 +66,33 @@ def handler_span(info: RunInfo) -> AbstractContextManager[Outcome]:
     return _span(info)
 
 
+#: until a tracer provider is set, whether one is is asked again at most this often (the
+#: question reads the environment: 1-2.5 us a run); once one is, it stays (OpenTelemetry
+#: sets its global provider once)
+RECHECK_S = 1.0
+_provider_set = False
+_checked_at = -math.inf
+
+
 def _configured() -> bool:
+    global _provider_set, _checked_at
+    if _provider_set:
+        return True
+    now = time.monotonic()
+    if now - _checked_at < RECHECK_S:
+        return False
+    _checked_at = now
     provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    _provider_set = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    return _provider_set
+
+
+def look_for_provider() -> None:
+    """Have the next run ask whether a tracer provider is set: a worker calls it as it
+    starts, so a provider its application set before is used from the first run (one set
+    later, within ``RECHECK_S``)."""
+    global _checked_at
+    _checked_at = -math.inf
 
 
 @contextmanager

@@ -44,7 +44,7 @@ from typing import Any
 from scheduler import App, BackendError, TickworkError
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.context import RunInfo
-from scheduler.tracing import TRACEPARENT
+from scheduler.tracing import TRACEPARENT, look_for_provider
 from workers.aborts import AbortWatcher
 from workers.activity import ActivityLog
 from workers.async_pool import AsyncPool, RoutingPool
@@ -177,6 +177,7 @@ class Worker:
     def start(self) -> None:
         """Install periodic schedules and start the threads."""
         self._time.measure()  # an unreachable backend fails the start
+        look_for_provider()  # a tracer provider the application set before it starts
         if isinstance(self._metrics, WorkerMetrics) and self.config.metrics_port is not None:
             self.metrics_port = self._metrics.start(
                 self.config.metrics_port, self.config.metrics_host
