@@ -8,9 +8,8 @@ import inspect
 import time
 import traceback
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from scheduler import Aborted, App, InvalidMessage, UnknownTask
 from scheduler.context import RunContext, enter, leave
@@ -27,8 +26,9 @@ class Verdict(StrEnum):
     ABORTED = "aborted"  # the run was aborted (app.abort, or the handler raised Aborted)
 
 
-@dataclass(frozen=True, slots=True)
-class HandlerResult:
+class HandlerResult(NamedTuple):
+    """How a run ended (a named tuple: one is made per run, in half a dataclass's time)."""
+
     verdict: Verdict
     error_type: str = ""
     error: str = ""
