@@ -21,10 +21,14 @@ from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occur
 from scheduler.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
 from scheduler.limits import fair_value, limit_keys
 from scheduler.message import (
+    UNIQUE_FOR,
+    UNIQUE_UNTIL,
     Callback,
     Membership,
     Message,
     encode_fields,
+    is_unique_window,
+    reencode,
 )
 from scheduler.planning import check_scalars, plan
 from scheduler.registry import TaskRegistry
@@ -345,10 +349,16 @@ class MessageBuilder:
         return self.following_run(message, now_ms, succeeded, value)[0]
 
     def following_run(
-        self, message: Message, now_ms: int, succeeded: bool = True, value: bytes | None = None
+        self,
+        message: Message,
+        now_ms: int,
+        succeeded: bool = True,
+        value: bytes | None = None,
+        body: bytes | None = None,
     ) -> tuple[Envelope | None, int]:
         """``next_occurrence``, and how many grid occurrences between ``message``'s and it
-        will never run (the misfire policy dropped them: the run ended late)."""
+        will never run (the misfire policy dropped them: the run ended late). One without
+        steps is written from ``body`` (``message`` as stored) when given: ``reencode``."""
         if message.then and succeeded:
             return self.next_step(message, now_ms, value), 0
         if message.trigger is None:
@@ -359,42 +369,32 @@ class MessageBuilder:
         fire = planner.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
         if fire is None:
             return None, 0
-        nxt = head_of(message).model_copy(
-            update={
-                "id": occurrence_id(message.chain, fire.occurrence),
-                "occurrence": fire.occurrence,
-                "scheduled_at": fire.at,
-                "enqueued_at": to_datetime(now_ms),
-                "last_run_at": message.scheduled_at,
-                "misfires": message.misfires + fire.misfires,
-                "last_success_at": message.scheduled_at if succeeded else message.last_success_at,
-            }
-        )
+        now, next_id = to_datetime(now_ms), occurrence_id(message.chain, fire.occurrence)
+        changes = {
+            "id": next_id,
+            "occurrence": fire.occurrence,
+            "scheduled_at": fire.at,
+            "enqueued_at": now,
+            "last_run_at": message.scheduled_at,
+            "misfires": message.misfires + fire.misfires,
+            "last_success_at": message.scheduled_at if succeeded else message.last_success_at,
+        }
+        head = head_of(message)
+        if body is not None and head is message and not message.then:
+            encoded = reencode(body, changes)
+        else:
+            head = head.model_copy(update=changes)
+            encoded = head.encode()
         envelope = self.envelope(
-            nxt.id,
-            nxt.queue,
-            nxt.key,
-            nxt.priority,
-            nxt.timeout_s,
-            nxt.encode(),
-            planner.due_after(fire, to_datetime(now_ms)),
+            next_id,
+            head.queue,
+            head.key,
+            head.priority,
+            head.timeout_s,
+            encoded,
+            planner.due_after(fire, now),
             message.trigger.jitter.total_seconds(),
-            fair=nxt.fair,
-            limit=nxt.limit,
+            fair=head.fair,
+            limit=head.limit,
         )
         return envelope, fire.misfires
-
-
-#: the header that marks a unique window: a message that holds its key, never runs, and is
-#: dropped when it comes due (the window's end, epoch ms)
-UNIQUE_UNTIL = "tickwork-unique-until"
-
-
-#: the header that gives a keyed one-off message its own unique window (ms), whatever its
-#: task's ``unique_for``: a backfilled run keeps its key that long after it succeeded
-UNIQUE_FOR = "tickwork-unique-for"
-
-
-def is_unique_window(message: Message) -> bool:
-    """Whether ``message`` only holds its key for a ``unique_for`` window."""
-    return UNIQUE_UNTIL in message.headers

@@ -240,6 +240,46 @@ def _stamp(value: datetime) -> datetime | int:
     return ms if ms >= _MS_FROM else value
 
 
+#: the header that marks a unique window: a message that holds its key, never runs, and is
+#: dropped when it comes due (the window's end, epoch ms)
+UNIQUE_UNTIL = "tickwork-unique-until"
+
+
+#: the header that gives a keyed one-off message its own unique window (ms), whatever its
+#: task's ``unique_for``: a backfilled run keeps its key that long after it succeeded
+UNIQUE_FOR = "tickwork-unique-for"
+
+
+def is_unique_window(message: Message) -> bool:
+    """Whether ``message`` only holds its key for a ``unique_for`` window."""
+    return UNIQUE_UNTIL in message.headers
+
+
+#: the fields ``reencode`` may change whose default is not None (left out at it)
+_NOT_NONE_DEFAULTS = {"occurrence": 0, "misfires": 0}
+
+
+def reencode(body: bytes, changes: Mapping[str, Any]) -> bytes:
+    """A stored message without steps (no ``then``, not a later step of a recurring
+    chain) with ``changes`` made (field -> value; None or an integer field's default
+    leaves the field out), without building a model: what ``Message.decode(body)``
+    copied with the changes would encode to, in ``encode_fields``' compact form (12 us
+    less than that copy and encode: a recurring chain's every next occurrence)."""
+    fields: dict[str, Any] = from_json(body)
+    fields.setdefault("chain", fields["id"])  # what a compact body leaves out
+    fields.setdefault("enqueued_at", fields["scheduled_at"])
+    for name, value in changes.items():
+        if value is None or _NOT_NONE_DEFAULTS.get(name) == value:
+            fields.pop(name, None)
+        else:
+            fields[name] = _stamp(value) if isinstance(value, datetime) else value
+    if fields["chain"] == fields["id"]:
+        del fields["chain"]
+    if fields["enqueued_at"] == fields["scheduled_at"]:
+        del fields["enqueued_at"]
+    return to_json(fields)
+
+
 #: a chain's steps longer than this (encoded) are stored compressed: a message carries
 #: every step after its own, so a long chain's first messages would be large (Cassandra
 #: stores at most 32 KB) and each ack would copy them

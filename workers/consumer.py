@@ -18,8 +18,7 @@ from collections.abc import Callable
 
 from scheduler import App, BackendError, DecodeError
 from scheduler.backends import Backend, Claim, Failure
-from scheduler.building import is_unique_window
-from scheduler.message import Message
+from scheduler.message import Message, is_unique_window
 from scheduler.overlap import is_ticker
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits

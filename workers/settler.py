@@ -4,15 +4,14 @@ Pools report ``(work, result)`` here (``finished``, from any thread). The thread
 them in batches of up to 1,000 and settles each by its verdict: a returned handler is
 acked, with its chain's next occurrence and its ledger record (a schedule's run, or one
 of a task with ``history=True``: ``workers/ledger.py``) in the same atomic step; a retry
-and a poison carry their record too; ``False`` leaves it for redelivery after its
-lease; an exception retries with backoff or poisons, as
-``scheduler.retry.decide`` says. An aborted run (``app.abort``, or a handler that raised
-``Aborted``) is never retried: it goes to the poison store with reason ``aborted``, with
-its chain's next occurrence unless the abort asked to end the chain. Every path gives
-the permit back and forgets the work. An occurrence of a schedule with
-``overlap="allow"`` never runs here: ``fire_ticker`` enqueues its run, then acks it.
-Backend writes are retried until they succeed or the worker is forced to stop: a result
-is never dropped because the backend blinked.
+and a poison carry their record too; ``False`` leaves it for redelivery after its lease;
+an exception retries with backoff or poisons, as ``scheduler.retry.decide`` says. An
+aborted run (``app.abort``, or a handler that raised ``Aborted``) is never retried: it
+goes to the poison store with reason ``aborted``, with its chain's next occurrence
+unless the abort asked to end the chain. Every path gives the permit back and forgets
+the work. An occurrence of a schedule with ``overlap="allow"`` never runs here:
+``fire_ticker`` enqueues its run, then acks it. Backend writes are retried until they
+succeed or the worker is forced to stop: no result is dropped for a backend's blink.
 """
 
 from __future__ import annotations
@@ -142,7 +141,7 @@ class Settler:
                 if result.value is not None and retention is not None:
                     record = succeeded_record(result.value, work.claim.attempt, now)
                     kept.append((work.claim.id, record, retention))
-                nxt, dropped = self._next(message, now, succeeded=True, value=result.value)
+                nxt, dropped = self._next(work, now, succeeded=True, value=result.value)
                 acks.append((work.claim, nxt))
                 entries.append(self._ledger.entry(work, RunOutcome.SUCCEEDED, now, None, dropped))
                 if (outcome := member_outcome(work, now, result.value)) is not None:
@@ -214,14 +213,15 @@ class Settler:
                 )
 
     def _next(
-        self, message: Message, now: int, succeeded: bool, value: bytes | None = None
+        self, work: Work, now: int, succeeded: bool, value: bytes | None = None
     ) -> tuple[Envelope | None, int]:
-        """The next occurrence (or step) of ``message``'s chain, and how many grid
-        occurrences before it the misfire policy dropped."""
+        """The next occurrence (or step) of ``work``'s chain (written from its stored
+        body), and how many grid occurrences before it the misfire policy dropped."""
+        build = self._app.builder.following_run
         try:
-            return self._app.builder.following_run(message, now, succeeded, value)
+            return build(work.message, now, succeeded, value, body=work.claim.body)
         except TickworkError as err:
-            log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
+            log.error("cannot schedule the next occurrence of %s: %s", work.message.id, err)
             return None, 0
 
     def _fail(self, work: Work, result: HandlerResult, now: int, run_s: float | None) -> None:
@@ -276,7 +276,7 @@ class Settler:
         self._keep_failure(work, "Aborted", why, now)
         if not self._settle_member(work, now, ("Aborted", why)):
             return False
-        nxt, dropped = self._next(message, now, succeeded=False) if continue_chain else (None, 0)
+        nxt, dropped = self._next(work, now, succeeded=False) if continue_chain else (None, 0)
         entry = self._ledger.entry(work, RunOutcome.ABORTED, now, why, dropped)
         ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt, entry)))
         self._counters.add("aborted" if ok else "stale")
@@ -304,7 +304,7 @@ class Settler:
         self._keep_failure(work, result.error_type, result.error, now)
         if not self._settle_member(work, now, (result.error_type, result.error)):
             return
-        nxt, dropped = self._next(message, now, succeeded=False)
+        nxt, dropped = self._next(work, now, succeeded=False)
         error = f"{result.error_type}: {result.error}"
         entry = self._ledger.entry(work, RunOutcome.POISONED, now, error, dropped)
         ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt, entry))
@@ -347,7 +347,7 @@ class Settler:
         now = self._now_ms()
         run = run_of(self._app.builder, message, claim.due_ms, now)
         enqueued = self._with_retries(lambda: self._backend.enqueue([run], OnConflict.IGNORE))
-        nxt, dropped = self._next(message, now, succeeded=False)
+        nxt, dropped = self._next(Work(claim, message, holds_permit=False), now, succeeded=False)
         if enqueued is not None:  # else a forced stop: the ticker is delivered again
             entry = self._ledger.not_run(message, dropped, now)
             self._with_retries(lambda: self._backend.ack([(claim, nxt)], [entry]))
