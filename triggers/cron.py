@@ -34,6 +34,7 @@ filtered to the exact day here.
 from __future__ import annotations
 
 import calendar
+import copy
 import re
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property, lru_cache
@@ -114,6 +115,18 @@ def rule_matches(rule: str, day: date) -> bool:
         weekday = date(day.year, day.month, last).weekday()  # 5 = Saturday, 6 = Sunday
         return day.day == last - max(0, weekday - 4)
     return day.day == last - int(rule[2:])
+
+
+@lru_cache(maxsize=1024)
+def _parsed_walls(expr: str, seconds_first: bool) -> croniter:
+    """croniter's parse of ``expr`` (0.35 ms of building one, each time: its expansion);
+    a search takes a copy, set to its own start (croniter copies what its steps change)."""
+    return croniter(
+        expr,
+        datetime(2000, 1, 1),
+        second_at_beginning=seconds_first,
+        max_years_between_matches=_SEARCH_YEARS,
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -292,12 +305,8 @@ class Cron(Trigger):
         smallest = min(o for o in offsets if o is not None)
         start_wall = t.replace(tzinfo=None) + smallest - timedelta(seconds=1)
         expr, seconds_first, _, rule = self._parsed
-        walls = croniter(
-            expr,
-            start_wall,
-            second_at_beginning=seconds_first,
-            max_years_between_matches=_SEARCH_YEARS,
-        )
+        walls = copy.copy(_parsed_walls(expr, seconds_first))
+        walls.set_current(start_wall, force=True)
         best: datetime | None = None
         while True:
             try:
