@@ -15,6 +15,9 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            with the ledger on: acks/s (``bench.ledger.throughput``)
   incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
                            worker with defaults: jobs/s (``bench.peers``' tickwork side)
+  decode-cron, next-cron,  one call of a worker's on a scheduled message, in a loop:
+  next-repeating           calls/s (``bench.schedule_costs``, this tree's file run
+                           against the other tree's code)
 
 git worktree add /tmp/base COMMIT
 python -m bench.ab --base /tmp/base --measure noop-redis [--pairs 6] [--out FILE.json]
@@ -33,6 +36,12 @@ from pathlib import Path
 from bench.common import machine
 
 HERE = Path(__file__).resolve().parent.parent
+
+_COSTS = (
+    "import sys; sys.path.append("
+    + repr(str(HERE / "bench"))
+    + "); import schedule_costs; print(schedule_costs.per_second('{measure}'))"
+)
 
 #: each measurement: Python code printing one figure as its last line ({url}: the backend)
 MEASURES = {
@@ -79,6 +88,8 @@ MEASURES = {
         "print(round(30000 / (time.perf_counter() - started)))",
     ),
 }
+for _measure in ("decode-cron", "next-cron", "next-repeating"):
+    MEASURES[_measure] = ("sqlite", _COSTS.replace("{measure}", _measure))
 
 
 def run_once(tree: Path, code: str) -> int:
