@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import from_json, to_json
 
@@ -76,6 +83,11 @@ class Callback(BaseModel):
     takes_result: bool = False
 
 
+#: stored triggers (their JSON) and what they validated to, at most _TRIGGERS_MOST of them
+_TRIGGERS: dict[bytes, Any] = {}
+_TRIGGERS_MOST = 4096
+
+
 class Message(BaseModel):
     """A task invocation with its trigger and its place in a recurring chain."""
 
@@ -108,6 +120,24 @@ class Message(BaseModel):
     start: ChainStart | None = None  # in a recurring chain's later step: how it starts
     member: Membership | None = None  # a member of a batch: its outcome is counted
     callback: Callback | None = None  # a batch's callback: parked until the batch settles
+
+    @field_validator("trigger", mode="wrap")
+    @classmethod
+    def _known_trigger(cls, value: Any, validate: ValidatorFunctionWrapHandler) -> Any:
+        """A stored trigger validated once per process (``_TRIGGERS``): a recurring
+        chain's every message carries the same one, and validating it took 10 us
+        (``Repeating``) to 22 us (``Cron``) against 1.5 us to key it. Triggers are
+        frozen, so messages share them."""
+        if not isinstance(value, dict):
+            return validate(value)
+        known = to_json(value)
+        found = _TRIGGERS.get(known)
+        if found is None:
+            found = validate(value)
+            if len(_TRIGGERS) >= _TRIGGERS_MOST:
+                _TRIGGERS.clear()
+            _TRIGGERS[known] = found
+        return found
 
     @model_validator(mode="before")
     @classmethod

@@ -7,6 +7,8 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from scheduler.clock import to_datetime
 from scheduler.message import Message, encode_fields
 
@@ -68,3 +70,30 @@ def test_times_round_trip_exactly_whatever_their_precision() -> None:
         message = Message.decode(encode_fields(**fields))
         assert (message.scheduled_at, message.enqueued_at) == (later, at), at
         assert message.chain == "other" and message.scheduled_at.tzinfo is not None
+
+
+def test_a_stored_trigger_is_validated_once_and_shared_and_a_bad_one_refused_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scheduler import message as message_module
+    from scheduler.errors import DecodeError
+
+    cache: dict[bytes, Any] = {}
+    monkeypatch.setattr(message_module, "_TRIGGERS", cache)
+    body = (
+        b'{"id":"m1","queue":"q","task":"t","scheduled_at":1800000000000,'
+        b'"trigger":{"kind":"cron","expr":"*/5 * * * *","tz":"Europe/Paris"}}'
+    )
+    first, second = Message.decode(body), Message.decode(body)
+    assert first.trigger is not None and first.trigger is second.trigger
+    assert first == Message.model_validate(first.model_dump())  # the same as validated anew
+    known = len(cache)
+    bad = body.replace(b'"Europe/Paris"', b'"Mars/Olympus"')
+    for _ in range(2):
+        with pytest.raises(DecodeError, match="unknown timezone"):
+            Message.decode(bad)
+    assert len(cache) == known, "a refusal is not remembered"
+    monkeypatch.setattr(message_module, "_TRIGGERS_MOST", 3)
+    for minute in range(10):  # bounded: forgotten in bulk when full
+        Message.decode(body.replace(b"*/5", b"%d" % minute))
+    assert 0 < len(cache) <= 3
