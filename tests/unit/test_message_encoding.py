@@ -97,3 +97,10 @@ def test_a_stored_trigger_is_validated_once_and_shared_and_a_bad_one_refused_eac
     for minute in range(10):  # bounded: forgotten in bulk when full
         Message.decode(body.replace(b"*/5", b"%d" % minute))
     assert 0 < len(cache) <= 3
+
+
+def test_a_body_that_only_mentions_then_z_in_its_arguments_decodes_as_it_is() -> None:
+    body = b'{"id":"m1","queue":"q","task":"t","args":["then_z"],"scheduled_at":1800000000000}'
+    message = Message.decode(body)
+    assert message.args == ["then_z"] and message.then == [] and message.chain == "m1"
+    assert message.enqueued_at == message.scheduled_at == to_datetime(1_800_000_000_000)
