@@ -129,7 +129,10 @@ class Message(BaseModel):
         frozen, so messages share them."""
         if not isinstance(value, dict):
             return validate(value)
-        known = to_json(value)
+        try:
+            known = to_json(value)
+        except ValueError:  # not JSON's (a dict built in Python holding any object)
+            return validate(value)
         found = _TRIGGERS.get(known)
         if found is None:
             found = validate(value)
@@ -283,8 +286,9 @@ def reencode(body: bytes, changes: Mapping[str, Any]) -> bytes:
     """A stored message without steps (no ``then``, not a later step of a recurring
     chain) with ``changes`` made (field -> value; None or an integer field's default
     leaves the field out), without building a model: what ``Message.decode(body)``
-    copied with the changes would encode to, in ``encode_fields``' compact form (12 us
-    less than that copy and encode: a recurring chain's every next occurrence)."""
+    copied with the changes would encode to, in ``encode_fields``' compact form (a
+    recurring chain's every next occurrence: 1.6 times the calls a second of that copy
+    and encode, ``bench.schedule_costs``)."""
     fields: dict[str, Any] = from_json(body)
     fields.setdefault("chain", fields["id"])  # what a compact body leaves out
     fields.setdefault("enqueued_at", fields["scheduled_at"])

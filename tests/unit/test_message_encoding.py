@@ -104,3 +104,14 @@ def test_a_body_that_only_mentions_then_z_in_its_arguments_decodes_as_it_is() ->
     message = Message.decode(body)
     assert message.args == ["then_z"] and message.then == [] and message.chain == "m1"
     assert message.enqueued_at == message.scheduled_at == to_datetime(1_800_000_000_000)
+
+
+def test_a_trigger_given_as_a_dict_holding_any_object_is_validated_as_before() -> None:
+    class Calendar:  # what the holidays package's calendars answer: not JSON's
+        country, subdivision = "FR", None
+
+    trigger = {"kind": "cron", "expr": "0 9 * * *", "exclude": {"holidays": Calendar()}}
+    fields = {"id": "m1", "queue": "q", "task": "t", "scheduled_at": 1_800_000_000_000}
+    message = Message.model_validate({**fields, "trigger": trigger})
+    assert message.trigger is not None and message.trigger.exclude is not None
+    assert message.trigger.exclude.holidays == "FR"

@@ -29,7 +29,7 @@ _KEPT_PER_THREAD = 4
 
 _threads = threading.local()
 _kept: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()  # pool -> kept
-_kept_lock = threading.Lock()
+_kept_lock = threading.RLock()  # re-entrant: a lease can be dropped (__del__) under it
 
 
 class _Lease:
@@ -43,11 +43,11 @@ class _Lease:
         self.pid = os.getpid()
 
     def __del__(self) -> None:
-        if self.pid != os.getpid():
-            return  # a forked child's pool resets itself instead
-        with _kept_lock:
-            _kept[self.pool] = _kept.get(self.pool, 1) - 1
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # at exit, what it uses may be gone
+            if self.pid != os.getpid():
+                return  # a forked child's pool resets itself instead
+            with _kept_lock:
+                _kept[self.pool] = _kept.get(self.pool, 1) - 1
             self.pool.release(self.connection)
 
 
