@@ -70,10 +70,6 @@ def _quartz_day_of_week(field: str) -> str:
     return ",".join(items)
 
 
-#: (expression, zone, dst_gap, dst_repeat) found to fire, at most _MATCHING_MOST of them
-_MATCHING: set[tuple[str, str, str | None, str | None]] = set()
-_MATCHING_MOST = 4096
-
 _LAST_DAY_OF_WEEK = re.compile(r"^([0-7])L$")
 _LAST_MINUS = re.compile(r"^L-(\d{1,2})$")
 
@@ -189,19 +185,9 @@ class Cron(Trigger):
 
     @model_validator(mode="after")
     def _has_a_match(self) -> Cron:
-        """Refuse an expression that never fires. Asked once per expression, zone and
-        DST policy in a process (``_MATCHING``): the search from 1970 took 2.2 ms, and
-        every decoded cron message is validated."""
-        known = (self.expr, self.tz, self.dst_gap, self.dst_repeat)
-        if known in _MATCHING:
-            return self
-        try:
-            self._next_instant(datetime(1970, 1, 1, tzinfo=UTC))
-        except (ValueError, KeyError) as err:  # croniter: no match in range
-            raise ValueError(f"cron expression {self.expr!r} never fires") from err
-        if len(_MATCHING) >= _MATCHING_MOST:
-            _MATCHING.clear()
-        _MATCHING.add(known)
+        """Refuse an expression that never fires (``_ever_fires``)."""
+        if not _ever_fires(self.expr, self.tz, self.dst_gap, self.dst_repeat):
+            raise ValueError(f"cron expression {self.expr!r} never fires")
         return self
 
     @cached_property
@@ -325,3 +311,15 @@ class Cron(Trigger):
                     best = instant
             if best is not None and wall - start_wall > timedelta(days=1) + _MAX_DST_SHIFT:
                 return best
+
+
+@lru_cache(maxsize=4096)
+def _ever_fires(expr: str, tz: str, dst_gap: str | None, dst_repeat: str | None) -> bool:
+    """Whether a cron with these fields fires at all after 1970: asked once per process
+    for each (the search took 2.2 ms, and every decoded cron message is validated)."""
+    probe = Cron.model_construct(expr=expr, tz=tz, dst_gap=dst_gap, dst_repeat=dst_repeat)
+    try:
+        probe._next_instant(datetime(1970, 1, 1, tzinfo=UTC))
+    except (ValueError, KeyError):  # croniter: no match in range
+        return False
+    return True

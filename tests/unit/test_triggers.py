@@ -577,21 +577,13 @@ def test_repeat_count_counts_grid_slots_by_default_and_runs_on_request() -> None
     assert runs.describe().endswith("6 runs however late")
 
 
-def test_whether_a_cron_expression_fires_is_searched_once_and_a_refusal_every_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_whether_a_cron_expression_fires_is_searched_once_per_process() -> None:
     from triggers import cron
 
-    searched = cron._MATCHING
-    searched.clear()
-    Cron("*/5 * * * *", tz="Europe/Paris")
-    paris = ("*/5 * * * *", "Europe/Paris", None, None)
-    assert searched == {paris}
-    for _ in range(2):
+    cron._ever_fires.cache_clear()
+    for _ in range(3):
+        Cron("*/5 * * * *", tz="Europe/Paris")
         with pytest.raises(ValueError, match="never fires"):
             Cron("0 0 30 2 *")
-    assert searched == {paris}, "a refusal is not remembered"
-    monkeypatch.setattr(cron, "_MATCHING_MOST", 10)
-    for minute in range(25):  # bounded: forgotten in bulk when full
-        Cron(f"{minute} 3 * * *")
-    assert 0 < len(searched) <= 10
+    info = cron._ever_fires.cache_info()
+    assert (info.misses, info.hits) == (2, 4), "one search each, then remembered"
