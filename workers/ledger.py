@@ -50,8 +50,12 @@ class RunLedger:
         """The ledger a run of ``message`` writes to, or None."""
         if self._retention is None:
             return None
-        task = self._app.registry.tasks.get(message.task)
-        return subject_of(message, task is not None and task.options.history)
+        subject = subject_of(message, keeps_history=False)  # a schedule's: no task lookup
+        if subject is None:
+            task = self._app.registry.tasks.get(message.task)
+            if task is not None and task.options.history:
+                return subject_of(message, keeps_history=True)
+        return subject
 
     def entry(
         self,
@@ -66,8 +70,9 @@ class RunLedger:
         keeps no history, or when it is a step of a recurring chain that succeeded but
         does not end its occurrence (the occurrence is recorded once, at its end)."""
         message = work.message
+        retention = self._retention
         subject = self.subject(message)
-        if subject is None or self._retention is None:
+        if subject is None or retention is None:
             return None
         trigger = message.trigger
         if outcome is RunOutcome.SUCCEEDED and message.then and trigger is not None:
@@ -82,11 +87,12 @@ class RunLedger:
             None if error is None else one_line(error),
             message.id,
         )
+        if trigger is None or not (dropped or trigger.exclude is not None):
+            return LedgerEntry(message.queue, subject, (record,), retention.keep, retention.ttl_ms)
+        started = to_datetime(work.started_ms) if work.started_ms else None
         records = [record]
-        if trigger is not None and (dropped or trigger.exclude is not None):
-            started = to_datetime(work.started_ms) if work.started_ms else None
-            records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
-        return self._retention.entry(message.queue, subject, records)
+        records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
+        return retention.entry(message.queue, subject, records)
 
     def not_run(self, message: Message, dropped: int, now_ms: int) -> LedgerEntry | None:
         """The entry of the occurrences a schedule's next one steps over when nothing of

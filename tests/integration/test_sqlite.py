@@ -186,8 +186,41 @@ def test_ledger_records_folded_one_row_each_by_an_older_version_are_read_and_tri
 def test_a_ledger_page_comes_back_as_packed() -> None:
     from scheduler.backends.sqlite.ledger_pages import pack_page, unpack_page
 
-    records = [(3, 10, b""), (3, 11, b"\n\x00\xff"), (3, 12, b"{}" * 3000)]
-    assert unpack_page(pack_page(records)) == [(10, b""), (11, b"\n\x00\xff"), (12, b"{}" * 3000)]
+    records = [(10, b""), (11, b"\n\x00\xff"), (12, b"{}" * 3000)]
+    page = pack_page(
+        [e for e, _ in records], [len(r) for _, r in records], b"".join(r for _, r in records)
+    )
+    assert unpack_page(page) == records
+
+
+def test_a_fold_keeps_the_newest_records_of_entries_of_several_records(tmp_path: Path) -> None:
+    """A fold cuts each logged entry's records as one chunk and trims a subject logged
+    past its keep before writing its page: the records kept are the newest, whole."""
+    from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite import ledger_log
+
+    backend = SQLiteBackend(str(tmp_path / "a.db"))
+    backend._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on these appends
+    hour = 3_600_000
+    backend.append_ledger(
+        [
+            LedgerEntry("q", "k:a", (b"a1", b"a22\n", b"a333"), 4, hour),
+            LedgerEntry("q", "k:b", (b"b1",), 4, hour),
+        ]
+    )
+    backend.append_ledger(
+        [
+            LedgerEntry("q", "k:b", (b"b22", b""), 4, hour),
+            LedgerEntry("q", "k:a", (b"a4444", b"a5"), 4, hour),
+        ]
+    )
+    with backend._write() as db:
+        ledger_log.fold(db)
+        pages = db.execute("SELECT subject, last_seq FROM ledger_pages ORDER BY subject")
+        assert pages.fetchall() == [("k:a", 5), ("k:b", 3)]
+    assert backend.read_ledger("q", "k:a", 10) == [b"a5", b"a4444", b"a333", b"a22\n"]
+    assert backend.read_ledger("q", "k:b", 10) == [b"", b"b22", b"b1"]
+    backend.close()
 
 
 def test_packed_ledger_records_come_back_as_appended() -> None:

@@ -31,7 +31,7 @@ from pydantic_core import from_json, to_json
 
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.sqlite import ledger_pages
-from scheduler.backends.sqlite.ledger_pages import Logged
+from scheduler.backends.sqlite.ledger_pages import Logged, NewRecords
 
 LEDGER_LOG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger_appends (
@@ -54,11 +54,13 @@ def pack(entries: Iterable[LedgerEntry], now: int) -> bytes:
     """The entries' records in their packed form (see the module's docstring)."""
     header: list[list[Any]] = []
     records: list[bytes] = []
-    for entry in entries:
-        if entry.records:
-            lengths = [len(record) for record in entry.records]
-            header.append([entry.queue, entry.subject, entry.keep, now + entry.ttl_ms, lengths])
-            records += entry.records
+    for queue, subject, logged, keep, ttl_ms in entries:
+        if len(logged) == 1:  # most: a run's record
+            header.append([queue, subject, keep, now + ttl_ms, [len(logged[0])]])
+            records.append(logged[0])
+        elif logged:
+            header.append([queue, subject, keep, now + ttl_ms, [len(r) for r in logged]])
+            records += logged
     if not header:
         return b""
     return to_json(header) + b"\n" + b"".join(records)
@@ -101,11 +103,34 @@ def _logged(db: sqlite3.Connection) -> list[tuple[str, str, int, int, list[bytes
 
 def fold(db: sqlite3.Connection) -> None:
     """Inside a write: move the log's records into the ledger's pages, one page per
-    subject (``ledger_pages.write``), and empty the log."""
-    by_subject: dict[tuple[str, str], list[Logged]] = {}
-    for queue, subject, keep, expires_ms, logged in _logged(db):
-        found = by_subject.setdefault((queue, subject), [])
-        found += [(keep, expires_ms, record) for record in logged]
+    subject (``ledger_pages.write``), and empty the log. (It walks each packed row's
+    header and cuts one chunk per entry: 4.5 -> 2.9 us a record against unpacking each.)"""
+    by_subject: dict[tuple[str, str], NewRecords] = {}
+    for queue, subject, keep, expires_ms, record in db.execute(
+        "SELECT queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid"
+    ):
+        by_subject.setdefault((queue, subject), NewRecords()).add(
+            keep, expires_ms, [len(record)], record
+        )
+    for (packed,) in db.execute("SELECT packed FROM ledger_appends ORDER BY rowid"):
+        at = packed.index(b"\n")
+        header = from_json(packed[:at])
+        at += 1
+        for queue, subject, keep, expires_ms, lengths in header:
+            found = by_subject.get((queue, subject))
+            if found is None:
+                found = by_subject[(queue, subject)] = NewRecords()
+            found.keep = keep
+            if len(lengths) == 1:  # most: a run's record (inlined: a fold's hot loop)
+                size = lengths[0]
+                found.expiries.append(expires_ms)
+                found.lengths.append(size)
+            else:
+                size = sum(lengths)
+                found.expiries += [expires_ms] * len(lengths)
+                found.lengths += lengths
+            found.chunks.append(packed[at : at + size])
+            at += size
     if not by_subject:
         return
     ledger_pages.write(db, by_subject)

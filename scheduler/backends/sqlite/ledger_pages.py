@@ -38,10 +38,30 @@ CREATE TABLE IF NOT EXISTS ledger_pages (
 Logged = tuple[int, int, bytes]
 
 
-def pack_page(records: Sequence[Logged]) -> bytes:
-    """``records`` (oldest first) in a page's packed form."""
-    header = [[expires for _, expires, _ in records], [len(record) for _, _, record in records]]
-    return to_json(header) + b"\n" + b"".join(record for _, _, record in records)
+class NewRecords:
+    """One subject's records logged since the last fold, oldest first, as a fold gathers
+    them: each one's expiry and length, and their bytes in chunks as they lay in the log
+    (an entry's records are back to back there: a chunk each, not a slice per record)."""
+
+    __slots__ = ("chunks", "expiries", "keep", "lengths")
+
+    def __init__(self) -> None:
+        self.keep = 1  # that of the newest record
+        self.expiries: list[int] = []
+        self.lengths: list[int] = []
+        self.chunks: list[bytes] = []
+
+    def add(self, keep: int, expires_ms: int, lengths: list[int], chunk: bytes) -> None:
+        """Records logged together: their lengths, and ``chunk`` holding them in order."""
+        self.keep = keep
+        self.expiries += [expires_ms] * len(lengths)
+        self.lengths += lengths
+        self.chunks.append(chunk)
+
+
+def pack_page(expiries: Sequence[int], lengths: Sequence[int], data: bytes) -> bytes:
+    """Records (oldest first; their ``data`` back to back) in a page's packed form."""
+    return to_json([expiries, lengths]) + b"\n" + data
 
 
 def unpack_page(packed: bytes) -> list[tuple[int, bytes]]:
@@ -56,21 +76,25 @@ def unpack_page(packed: bytes) -> list[tuple[int, bytes]]:
     return records
 
 
-def write(db: sqlite3.Connection, by_subject: Mapping[tuple[str, str], list[Logged]]) -> None:
+def write(db: sqlite3.Connection, by_subject: Mapping[tuple[str, str], NewRecords]) -> None:
     """Inside a write: add each ``(queue, subject)``'s records (oldest first) as one page
     numbered after its last, then trim it to its newest ``keep`` (that of its newest
     record); records the trim would delete at once are not written."""
     (old_rows,) = db.execute("SELECT EXISTS (SELECT 1 FROM ledger)").fetchone()
     pages, trims = [], []
-    for (queue, subject), records in by_subject.items():
-        if not records:
+    for (queue, subject), new in by_subject.items():
+        count = len(new.lengths)
+        if not count:
             continue
         last = _last_seq(db, queue, subject, old_rows)
-        keep = max(1, records[-1][0])
-        newest = last + len(records)
-        kept = records[max(0, len(records) - keep) :]
-        expires_ms = max(expires for _, expires, _ in kept)
-        pages.append((queue, subject, newest, keep, expires_ms, pack_page(kept)))
+        keep = max(1, new.keep)
+        newest = last + count
+        expiries, lengths, data = new.expiries, new.lengths, b"".join(new.chunks)
+        if count > keep:  # the oldest would be trimmed at once
+            expiries, lengths = expiries[count - keep :], lengths[count - keep :]
+            data = data[len(data) - sum(lengths) :]
+        page = pack_page(expiries, lengths, data)
+        pages.append((queue, subject, newest, keep, max(expiries), page))
         if newest > keep:
             trims.append((queue, subject, newest - keep))
     db.executemany(

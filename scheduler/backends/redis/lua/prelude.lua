@@ -21,27 +21,39 @@ local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B, F =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
     KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 
--- A ledger entry in ARGV at position ``at``: '0' for none, else "n|keep|ttl_ms|" followed
--- by its first record in the same argument and its other n - 1 records in the next ones
--- (oldest first). When ``apply``, they go to the head of the list ``key`` (newest first;
--- each stored as "written_ms|expires_ms|record") in one push, and the list expires
--- ``ttl_ms`` after this write. It is trimmed to ``keep`` once it holds an eighth more (a
--- trim per push cost as much again as the push). Returns the ARGV position after.
+-- A ledger entry in ARGV at position ``at``: '0' for none, else "n|keep|ttl_ms" followed
+-- by its n records in the next arguments (oldest first). When ``apply``, they go to the
+-- head of the list ``key`` (newest first; each stored as "written_ms|expires_ms|record")
+-- in one push, and the list expires ``ttl_ms`` after this write. It is trimmed to ``keep``
+-- once it holds an eighth more (a trim per push cost as much again as the push). A
+-- stamp is built once per script call and ttl (number-to-string conversions cost more
+-- than the push). Returns the ARGV position after the entry.
+local ledger_stamps = {}
 local function ledger(at, key, apply, now)
-    local n, keep, ttl, first = string.match(ARGV[at], '^(%d+)|(%d+)|(%d+)|()')
+    local n, keep, ttl = string.match(ARGV[at], '^(%d+)|(%d+)|(%d+)$')
     if not n then return at + 1 end
-    n, keep, ttl = tonumber(n), tonumber(keep), tonumber(ttl)
+    n = tonumber(n)
     if apply then
-        local stamp = now .. '|' .. (now + ttl) .. '|'
-        local records = {stamp .. string.sub(ARGV[at], first)}
-        for i = 2, n do records[i] = stamp .. ARGV[at + i - 1] end
-        local length = redis.call('LPUSH', key, unpack(records))
+        local stamp = ledger_stamps[ttl]
+        if not stamp then
+            stamp = now .. '|' .. (now + tonumber(ttl)) .. '|'
+            ledger_stamps[ttl] = stamp
+        end
+        local length
+        if n == 1 then
+            length = redis.call('LPUSH', key, stamp .. ARGV[at + 1])
+        else
+            local records = {}
+            for i = 1, n do records[i] = stamp .. ARGV[at + i] end
+            length = redis.call('LPUSH', key, unpack(records))
+        end
+        keep = tonumber(keep)
         if length > keep + math.max(1, math.floor(keep / 8)) then
             redis.call('LTRIM', key, 0, keep - 1)
         end
         redis.call('PEXPIRE', key, ttl)
     end
-    return at + n
+    return at + n + 1
 end
 
 local function now_ms()
