@@ -124,31 +124,77 @@ def test_a_file_made_before_fair_share_gains_it_in_place_and_keeps_its_messages(
         backend.close()
 
 
-def test_ledger_records_logged_one_row_each_by_an_older_version_are_read_and_folded(
-    tmp_path: Path,
-) -> None:
-    """Before 2026-11-25 each record was a row of ``ledger_log``; a file upgraded with
-    some still there (a few seconds of them) reads and folds them before newer ones."""
+def test_ledger_records_logged_by_older_versions_are_read_and_folded(tmp_path: Path) -> None:
+    """Before 2026-11-25 each record was a row of ``ledger_log``, before 2026-11-27 a
+    packed row of ``ledger_appends``; a file upgraded with some still there (a few
+    seconds of them) reads and folds them before newer ones."""
     from scheduler.backends import LedgerEntry
     from scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
     db = backend._connection()
-    far = backend.now_ms() + 3_600_000
+    now = backend.now_ms()
+    far = now + 3_600_000
     db.executemany(
         "INSERT INTO ledger_log (queue, subject, keep, expires_ms, record) VALUES (?, ?, 5, ?, ?)",
         [("q", "k:a", far, b"old-1"), ("q", "k:b", far, b"old-b"), ("q", "k:a", far, b"old-2")],
     )
-    backend._chores_ms["fold ledger_log"] = backend.now_ms()  # the next append does not fold
+    packed = ledger_log.pack([LedgerEntry("q", "k:a", (b"older-3",), 5, 3_600_000)], now)
+    db.execute("INSERT INTO ledger_appends (packed) VALUES (?)", (packed,))
+    backend._chores_ms["fold ledger_log"] = now  # the next append does not fold
     backend.append_ledger([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 5, 3_600_000)])
-    assert backend.read_ledger("q", "k:a", 10) == [b"new-2", b"new-1", b"old-2", b"old-1"]
+    expected = [b"new-2", b"new-1", b"older-3", b"old-2", b"old-1"]
+    assert backend.read_ledger("q", "k:a", 10) == expected
     assert backend.read_ledgers([("q", "k:b"), ("q", "k:c")]) == [[b"old-b"], []]
     with backend._write() as db:
         ledger_log.fold(db)
-        assert db.execute("SELECT COUNT(*) FROM ledger_log").fetchone() == (0,)
-        assert db.execute("SELECT COUNT(*) FROM ledger_appends").fetchone() == (0,)
+        for table in ("ledger_log", "ledger_appends", "ledger_writes"):
+            assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
+    assert backend.read_ledger("q", "k:a", 10) == expected
     backend.append_ledger([LedgerEntry("q", "k:a", (b"new-3", b"new-4"), 5, 3_600_000)])
-    assert backend.read_ledger("q", "k:a", 10) == [b"new-4", b"new-3", b"new-2", b"new-1", b"old-2"]
+    assert backend.read_ledger("q", "k:a", 10) == [b"new-4", b"new-3", *expected[:3]]
+    backend.close()
+
+
+def test_a_fold_gathered_before_another_fold_took_its_records_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A fold reads the log with no lock held: when another process folds those rows
+    before this one writes, writing them again would show each record twice."""
+    from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite import ledger_log
+
+    one = SQLiteBackend(str(tmp_path / "a.db"))
+    other = SQLiteBackend(str(tmp_path / "a.db"))
+    for backend in (one, other):
+        backend._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on appends
+    one.append_ledger([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
+    gathered = ledger_log.gather(one._connection())
+    assert gathered is not None
+    with other._write() as db:
+        ledger_log.fold(db)
+    other.append_ledger([LedgerEntry("q", "k:a", (b"r3",), 10, 3_600_000)])
+    with one._write() as db:
+        assert not ledger_log.fold_gathered(db, gathered)
+    assert one.read_ledger("q", "k:a") == [b"r3", b"r2", b"r1"]
+    with one._write() as db:
+        ledger_log.fold(db)
+    assert one.read_ledger("q", "k:a") == [b"r3", b"r2", b"r1"]
+    one.close()
+    other.close()
+
+
+def test_a_write_that_finds_the_fold_due_folds_after_it_ends(tmp_path: Path) -> None:
+    """The append that finds a fold due leaves it to the end of its write: the log is
+    read with no lock held and folded in a write of its own."""
+    from scheduler.backends import LedgerEntry
+
+    backend = SQLiteBackend(str(tmp_path / "a.db"))
+    backend.append_ledger([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
+    db = backend._connection()
+    assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (0,)
+    assert db.execute("SELECT COUNT(*) FROM ledger_pages").fetchone() == (1,)
+    assert backend.read_ledger("q", "k:a") == [b"r1"]
     backend.close()
 
 

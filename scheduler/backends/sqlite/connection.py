@@ -230,6 +230,7 @@ class SQLiteStore:
         self._writer = threading.Lock()
         _STORES.add(self)
         self._chores_ms: dict[str, int] = {}  # periodic chore -> when it last ran
+        self._fold_wanted = False  # the ledger's log is due to be folded
         self._closed = False
         if path != ":memory:":
             parent = Path(path).parent
@@ -302,6 +303,9 @@ class SQLiteStore:
             except sqlite3.Error as err:
                 db.execute("ROLLBACK")
                 raise BackendError(f"SQLite commit failed: {err}") from err
+        if self._fold_wanted:  # gathered with no lock held, then a write of its own
+            self._fold_wanted = False
+            ledger_log.fold_apart(self._connection(), self._write)
 
     def _prune(
         self,
@@ -333,7 +337,7 @@ class SQLiteStore:
         longer written go with an hourly sweep (reads skip them meanwhile)."""
         ledger_log.append(db, entries, now)
         if self._due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):
-            ledger_log.fold(db)
+            self._fold_wanted = True  # once this write ends (``_write``)
         self._prune(db, "ledger_pages", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
         self._prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 

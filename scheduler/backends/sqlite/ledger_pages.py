@@ -58,6 +58,13 @@ class NewRecords:
         self.lengths += lengths
         self.chunks.append(chunk)
 
+    def extend(self, newer: NewRecords) -> None:
+        """Add records logged after these."""
+        self.keep = newer.keep
+        self.expiries += newer.expiries
+        self.lengths += newer.lengths
+        self.chunks += newer.chunks
+
 
 def pack_page(expiries: Sequence[int], lengths: Sequence[int], data: bytes) -> bytes:
     """Records (oldest first; their ``data`` back to back) in a page's packed form."""
