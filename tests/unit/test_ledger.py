@@ -6,17 +6,25 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from itertools import product
 
+from scheduler import App
+from scheduler.backends.base import Claim
+from scheduler.clock import to_ms
 from scheduler.ledger import (
+    ORIGIN_HEADER,
+    SCHEDULE_HEADER,
     HistoryEntry,
     RecordWriter,
+    Retention,
     RunOutcome,
     one_line,
+    origin_of,
     run_record,
     subject_of,
 )
 from scheduler.message import Message
 from triggers import Cron, Exclusions, Misfire, Repeating
-from workers.ledger import dropped_records
+from workers.holdings import Work
+from workers.ledger import RunLedger, dropped_records
 
 T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # a Monday
 
@@ -109,3 +117,43 @@ def test_a_workers_record_writer_writes_run_records_byte_for_byte() -> None:
         expected = run_record(outcome, *fields, worker, error, message_id)
         got = RecordWriter(worker).run(outcome, *fields, error, message_id)
         assert got == expected, (worker, outcome, origin, error, message_id)
+
+
+def test_a_run_entry_holds_run_record_bytes_in_its_ledger_whichever_way_it_is_built() -> None:
+    """``RunLedger.entry`` takes a short way for a keyed schedule's plain runs: each way
+    gives ``run_record``'s bytes for the run, in the ledger ``subject_of`` names."""
+    app = App("sqlite:///unused.db")
+    ledger = RunLedger(app)
+    retention = Retention.of(app.settings)
+    assert retention is not None
+    every = Repeating(interval=timedelta(minutes=1))
+    manual = Message(
+        id="m.1",
+        queue="q",
+        task="t",
+        scheduled_at=T0,
+        enqueued_at=T0,
+        headers={SCHEDULE_HEADER: "nightly", ORIGIN_HEADER: "manual"},
+    )
+    messages = [message(every), message(every, headers={"x": "y"}), manual]
+    start = to_ms(T0) + 5
+    for msg, outcome, error, started, attempt in product(
+        messages, RunOutcome, [None, "E: x"], [0, start], [0, 1, 2]
+    ):
+        claim = Claim(msg.id, "q", msg.key, b"", "token", attempt, 0, 0, 0)
+        entry = ledger.entry(Work(claim, msg, started_ms=started), outcome, start + 9, error)
+        record = run_record(
+            outcome,
+            to_ms(T0),
+            origin_of(msg),
+            started or None,
+            start + 9,
+            attempt,
+            ledger._records.worker,
+            error,
+            msg.id,
+        )
+        subject = subject_of(msg, keeps_history=False)
+        assert subject is not None
+        expected = retention.entry("q", subject, [record])
+        assert entry == expected, (msg.id, msg.headers, outcome, error, started, attempt)
