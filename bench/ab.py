@@ -18,6 +18,9 @@ Measurements (a Redis server is started here; SQLite on scratch files):
   decode-cron, next-cron,  one call of a worker's on a scheduled message, in a loop:
   next-repeating           calls/s (``bench.schedule_costs``, this tree's file run
                            against the other tree's code)
+  ledger-entry,            the ledger's parts alone: entries built, records folded
+  ledger-fold-sqlite,      (SQLite), records appended a second of Redis's script time
+  ledger-append-redis      (``bench.ledger_parts``, this tree's file, the other's code)
 
 git worktree add /tmp/base COMMIT
 python -m bench.ab --base /tmp/base --measure noop-redis [--pairs 6] [--out FILE.json]
@@ -90,6 +93,13 @@ MEASURES = {
 }
 for _measure in ("decode-cron", "next-cron", "next-repeating"):
     MEASURES[_measure] = ("sqlite", _COSTS.replace("{measure}", _measure))
+_PARTS = (
+    "import sys; sys.path.append("
+    + repr(str(HERE / "bench"))
+    + "); import ledger_parts; print(ledger_parts.per_second('{measure}', {url!r}))"
+)
+for _measure in ("ledger-entry", "ledger-fold-sqlite", "ledger-append-redis"):
+    MEASURES[_measure] = ("redis", _PARTS.replace("{measure}", _measure))
 
 
 def run_once(tree: Path, code: str) -> int:

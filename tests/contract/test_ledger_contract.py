@@ -36,6 +36,20 @@ def test_records_read_newest_first_per_subject_and_queue(harness: BackendHarness
     assert b.read_ledger("q", "k:daily", limit=0) == []
 
 
+def test_one_append_of_many_entries_keeps_each_subjects_order(harness: BackendHarness) -> None:
+    """A write of entries to many subjects, a subject more than once among them (a
+    backend may group them per shard or per subject): each subject reads them in order."""
+    b = harness.backend
+    subjects = [f"k:s{i}" for i in range(40)]
+    b.append_ledger([entry(s, b"a-" + s.encode()) for s in subjects] + [entry("k:s3", b"b", b"c")])
+    b.append_ledger([entry("k:s3", b"d"), *(entry(s, b"e-" + s.encode()) for s in subjects)])
+    assert b.read_ledger("q", "k:s3") == [b"e-k:s3", b"d", b"c", b"b", b"a-k:s3"]
+    assert b.read_ledgers([("q", s) for s in subjects[:2]]) == [
+        [b"e-k:s0", b"a-k:s0"],
+        [b"e-k:s1", b"a-k:s1"],
+    ]
+
+
 def test_a_ledger_keeps_its_newest_records(harness: BackendHarness) -> None:
     b = harness.backend
     for i in range(8):

@@ -4,14 +4,16 @@ that wrote it (``S:h:{subject}``), newest record first, each stored as
 it to ``keep`` once it holds an eighth more (reads take the newest ``limit``).
 
 A run writes its entry inside the shard's ``ack``, ``retry`` or ``poison`` script (the same
-atomic step, no extra round trip). A keyed schedule lives in one shard, so its ledger is
-one list; a subject written from several shards (a schedule's manual runs, which live
-where their own ids put them) has one list per shard, and a read merges them by time."""
+atomic step, no extra round trip); entries written alone go in one script call per
+shard. A keyed schedule lives in one shard, so its ledger is one list; a subject
+written from several shards (a schedule's manual runs, which live where their own ids
+put them) has one list per shard, and a read merges them by time."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from typing import Any
 
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.redis.shards import RedisShards
@@ -22,14 +24,16 @@ class RedisLedger(RedisShards):
     """The ledger operations of the contract."""
 
     def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        calls = []
+        """One script call per shard written (its entries in order)."""
+        calls: dict[tuple[str, int], tuple[list[str], list[Any]]] = {}
         for entry in entries:
             if not entry.records:
                 continue
             shard = stable_shard(entry.subject, self.shard_count(entry.queue))
-            key = self._ledger_key(entry.queue, shard, entry.subject)
-            calls.append(("ledger_append", [key], self._ledger_args(entry)))
-        self._run_scripts(calls)
+            keys, args = calls.setdefault((entry.queue, shard), ([], []))
+            keys.append(self._ledger_key(entry.queue, shard, entry.subject))
+            args += self._ledger_args(entry)
+        self._run_scripts([("ledger_append", keys, args) for keys, args in calls.values()])
 
     def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
         return self.read_ledgers([(queue, subject)], limit)[0]
