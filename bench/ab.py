@@ -15,6 +15,8 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            with the ledger on: acks/s (``bench.ledger.throughput``)
   incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
                            worker with defaults: jobs/s (``bench.peers``' tickwork side)
+  incr-cli-redis           the same through ``tickwork worker --burst`` (its default
+                           ``info`` lines to /dev/null), the process timed whole
   decode-cron, next-cron,  one call of a worker's on a scheduled message, in a loop:
   next-repeating           calls/s (``bench.schedule_costs``, this tree's file run
                            against the other tree's code)
@@ -88,6 +90,15 @@ MEASURES = {
         "side.enqueue_many(30000);"
         "config = WorkerConfig(queues=(side.QUEUE,), burst=True, install_periodic=False);"
         "started = time.perf_counter(); Worker(side.app, config).run();"
+        "print(round(30000 / (time.perf_counter() - started)))",
+    ),
+    "incr-cli-redis": (
+        "redis",
+        "import os, subprocess, sys, time; os.environ['BENCH_REDIS_URL'] = {url!r};"
+        "import bench.peers.tickwork_app as side; side.enqueue_many(30000);"
+        "started = time.perf_counter(); subprocess.run([sys.executable, '-m', 'tickwork',"
+        "'worker', '-A', 'bench.peers.tickwork_app', '-Q', side.QUEUE, '--burst'],"
+        "stderr=subprocess.DEVNULL, check=True);"
         "print(round(30000 / (time.perf_counter() - started)))",
     ),
 }

@@ -37,6 +37,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    """``TEXT_FORMAT``, with each second's date and time formatted once (a worker at
+    ``info`` logs two lines a run, and ``strftime`` of the local time was a fifth of
+    formatting one)."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+        self._second: tuple[int, str] = (-1, "")  # the second last formatted, and its text
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        second, text = self._second
+        if int(record.created) != second:
+            second = int(record.created)
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, text)
+        return f"{text},{int(record.msecs):03d}"  # as logging.Formatter writes it
+
+
 class BufferedHandler(logging.StreamHandler[TextIO]):
     """Writes records to a buffered stream and flushes it every ``FLUSH_S``, and at once
     for a warning or worse (a worker logs two lines a run at ``info``: a flush, so a
@@ -79,7 +97,7 @@ def configure(level: str, log_format: str = "text") -> None:
         handler: logging.StreamHandler[TextIO] = BufferedHandler(stream)
     except (AttributeError, OSError, ValueError):  # stderr replaced by one with no file
         handler = logging.StreamHandler(sys.stderr)
-    formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     handler.setFormatter(formatter)
     logging.basicConfig(level=level.upper(), handlers=[handler])
     if isinstance(handler, BufferedHandler) and handler in root.handlers:
