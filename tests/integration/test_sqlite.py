@@ -311,3 +311,20 @@ def test_a_fold_between_a_reads_two_queries_shows_no_record_twice(
     assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]  # now from the folded rows
     reader.close()
     writer.close()
+
+
+def test_a_damaged_log_row_fails_the_fold_not_the_write_that_found_it_due(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fold runs after the write that found it due has committed: a row it cannot
+    read (written below tickwork) is logged as a warning, and that write still succeeds."""
+    from scheduler.backends import LedgerEntry
+
+    backend = SQLiteBackend(str(tmp_path / "a.db"))
+    backend._connection().execute("INSERT INTO ledger_writes (packed) VALUES (?)", (b"junk",))
+    with caplog.at_level("WARNING", logger="tickwork.sqlite"):
+        backend.append_ledger([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
+    assert "cannot fold the ledger's log" in caplog.text
+    rows = backend._connection().execute("SELECT COUNT(*) FROM ledger_writes").fetchone()
+    assert rows == (2,)  # both still logged, for the next fold
+    backend.close()

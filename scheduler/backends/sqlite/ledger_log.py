@@ -175,13 +175,14 @@ def fold_apart(
     db: sqlite3.Connection, write: Callable[[], AbstractContextManager[sqlite3.Connection]]
 ) -> None:
     """Fold the log with no write open: ``gather`` on ``db``, then ``fold_gathered`` in
-    ``write()``. On an error the records stay logged for the next fold."""
+    ``write()``. On an error the records stay logged for the next fold (the write that
+    found the fold due has committed: its caller is not told of it)."""
     try:
         gathered = gather(db)
         if gathered is not None:
             with write() as writing:
                 fold_gathered(writing, gathered)
-    except (sqlite3.Error, BackendError) as err:
+    except (sqlite3.Error, BackendError, ValueError) as err:  # ValueError: a damaged row
         log.warning("cannot fold the ledger's log (the next fold will): %s", err)
 
 
