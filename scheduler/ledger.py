@@ -220,9 +220,21 @@ class RecordWriter:
         message_id: str,
     ) -> bytes:
         """The record of a run that ended with ``outcome`` (``run_record``'s fields)."""
-        if origin == "scheduled" and started_ms is not None and message_id and not error:
-            return self.scheduled_run(
-                outcome, scheduled_ms, started_ms, finished_ms, attempts, message_id
+        if (
+            origin == "scheduled"
+            and started_ms is not None
+            and attempts > 0
+            and message_id
+            and not error
+        ):
+            return _RUN % (
+                _OUTCOMES[outcome],
+                scheduled_ms,
+                started_ms,
+                finished_ms,
+                attempts,
+                self._worker_field,
+                to_json(message_id),
             )
         return run_record(
             outcome,
@@ -234,39 +246,6 @@ class RecordWriter:
             self.worker,
             error,
             message_id,
-        )
-
-    def scheduled_run(
-        self,
-        outcome: RunOutcome,
-        scheduled_ms: int,
-        started_ms: int,
-        finished_ms: int,
-        attempts: int,
-        message_id: str,
-    ) -> bytes:
-        """The record of a schedule's occurrence that started and ended without an error
-        (``run`` with origin ``scheduled``), filled into a template."""
-        if attempts <= 0 or not message_id:
-            return run_record(
-                outcome,
-                scheduled_ms,
-                "scheduled",
-                started_ms,
-                finished_ms,
-                attempts,
-                self.worker,
-                None,
-                message_id,
-            )
-        return _RUN % (
-            _OUTCOMES[outcome],
-            scheduled_ms,
-            started_ms,
-            finished_ms,
-            attempts,
-            self._worker_field,
-            to_json(message_id),
         )
 
 

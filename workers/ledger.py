@@ -21,14 +21,12 @@ from scheduler import App
 from scheduler.backends import LedgerEntry
 from scheduler.clock import to_datetime, to_ms
 from scheduler.ledger import (
-    SCHEDULE_HEADER,
     HistoryEntry,
     RecordWriter,
     Retention,
     RunOutcome,
     one_line,
     origin_of,
-    schedule_subject,
     subject_of,
 )
 from scheduler.message import Message
@@ -73,31 +71,10 @@ class RunLedger:
         does not end its occurrence (the occurrence is recorded once, at its end)."""
         message = work.message
         retention = self._retention
-        trigger = message.trigger
-        if (  # most runs: a keyed schedule's occurrence that ran and ended, no error
-            retention is not None
-            and trigger is not None
-            and message.key is not None
-            and error is None
-            and not dropped
-            and work.started_ms
-            and trigger.exclude is None
-            and not message.then
-            and SCHEDULE_HEADER not in message.headers
-        ):
-            record = self._records.scheduled_run(
-                outcome,
-                to_ms(message.scheduled_at),
-                work.started_ms,
-                now_ms,
-                work.claim.attempt,
-                message.id,
-            )
-            key = schedule_subject(message.key)
-            return LedgerEntry(message.queue, key, (record,), retention.keep, retention.ttl_ms)
         subject = self.subject(message)
         if subject is None or retention is None:
             return None
+        trigger = message.trigger
         if outcome is RunOutcome.SUCCEEDED and message.then and trigger is not None:
             return None
         record = self._records.run(

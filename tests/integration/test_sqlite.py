@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -184,13 +185,26 @@ def test_a_fold_gathered_before_another_fold_took_its_records_writes_nothing(
     other.close()
 
 
-def test_a_write_that_finds_the_fold_due_folds_after_it_ends(tmp_path: Path) -> None:
+def test_a_write_that_finds_the_fold_due_folds_after_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The append that finds a fold due leaves it to the end of its write: the log is
-    read with no lock held and folded in a write of its own."""
+    read with this process's write lock free (claims and acks go on meanwhile), then
+    folded in a write of its own."""
     from scheduler.backends import LedgerEntry
+    from scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
+    lock_held_while_gathering: list[bool] = []
+    gather = ledger_log.gather
+
+    def watched(db: sqlite3.Connection) -> ledger_log.Gathered | None:
+        lock_held_while_gathering.append(backend._writer.locked())
+        return gather(db)
+
+    monkeypatch.setattr(ledger_log, "gather", watched)
     backend.append_ledger([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
+    assert lock_held_while_gathering == [False]
     db = backend._connection()
     assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM ledger_pages").fetchone() == (1,)

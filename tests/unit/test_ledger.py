@@ -119,9 +119,10 @@ def test_a_workers_record_writer_writes_run_records_byte_for_byte() -> None:
         assert got == expected, (worker, outcome, origin, error, message_id)
 
 
-def test_a_run_entry_holds_run_record_bytes_in_its_ledger_whichever_way_it_is_built() -> None:
-    """``RunLedger.entry`` takes a short way for a keyed schedule's plain runs: each way
-    gives ``run_record``'s bytes for the run, in the ledger ``subject_of`` names."""
+def test_a_run_entry_holds_run_record_bytes_in_the_ledger_subject_of_names() -> None:
+    """``RunLedger.entry`` (which skips the task lookup for a schedule's runs, and whose
+    record writer fills a template for the common run) gives ``run_record``'s bytes for
+    every run, in the ledger ``subject_of`` names."""
     app = App("sqlite:///unused.db")
     ledger = RunLedger(app)
     retention = Retention.of(app.settings)

@@ -70,11 +70,8 @@ def pack(entries: Iterable[LedgerEntry], now: int) -> bytes:
     header: list[list[Any]] = []
     records: list[bytes] = []
     for queue, subject, logged, keep, ttl_ms in entries:
-        if len(logged) == 1:  # most: a run's record
-            header.append([queue, subject, keep, now + ttl_ms, [len(logged[0])]])
-            records.append(logged[0])
-        elif logged:
-            header.append([queue, subject, keep, now + ttl_ms, [len(r) for r in logged]])
+        if logged:
+            header.append([queue, subject, keep, now + ttl_ms, list(map(len, logged))])
             records += logged
     if not header:
         return b""
@@ -216,16 +213,8 @@ def _gather_packed(by_subject: dict[tuple[str, str], NewRecords], packed: bytes)
         found = by_subject.get((queue, subject))
         if found is None:
             found = by_subject[(queue, subject)] = NewRecords()
-        found.keep = keep
-        if len(lengths) == 1:  # most: a run's record (inlined: a fold's hot loop)
-            size = lengths[0]
-            found.expiries.append(expires_ms)
-            found.lengths.append(size)
-        else:
-            size = sum(lengths)
-            found.expiries += [expires_ms] * len(lengths)
-            found.lengths += lengths
-        found.chunks.append(packed[at : at + size])
+        size = lengths[0] if len(lengths) == 1 else sum(lengths)
+        found.add(keep, expires_ms, lengths, packed[at : at + size])
         at += size
 
 

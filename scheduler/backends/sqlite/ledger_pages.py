@@ -54,7 +54,10 @@ class NewRecords:
     def add(self, keep: int, expires_ms: int, lengths: list[int], chunk: bytes) -> None:
         """Records logged together: their lengths, and ``chunk`` holding them in order."""
         self.keep = keep
-        self.expiries += [expires_ms] * len(lengths)
+        if len(lengths) == 1:  # most: a run's record
+            self.expiries.append(expires_ms)
+        else:
+            self.expiries += [expires_ms] * len(lengths)
         self.lengths += lengths
         self.chunks.append(chunk)
 
