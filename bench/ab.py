@@ -7,10 +7,15 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            defaults (8 threads): messages/s (``bench.limits.end_to_end``)
   limited-redis            the same with a concurrency limit of 10 per key (each ack
                            frees slots: the ack and slot scripts go in one round trip)
-  bulk-redis               100,000 messages by ``enqueue_many`` in batches of 5,000:
+  bulk-redis, bulk-sqlite  100,000 messages by ``enqueue_many`` in batches of 5,000:
                            messages/s (``bench.engine.bulk_enqueue``)
   delay-redis              5,000 ``.delay()`` calls one at a time (after 500 to warm up):
                            calls/s
+  adelay-redis             the same with ``await task.adelay()`` in an event loop
+  memory-redis             Redis's memory per pending message with a 100-byte payload,
+                           100,000 pending: bytes (lower is better)
+  lateness-redis,          2,000 messages due over 5 s, one worker: p99 of start minus
+  lateness-sqlite          due time, microseconds (lower is better)
   ledger-redis             the ledger's keyed recurring workload, 200 schedules, 5 s
                            with the ledger on: acks/s (``bench.ledger.throughput``)
   incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
@@ -82,6 +87,38 @@ MEASURES = {
         "import logging; logging.getLogger('tickwork').setLevel(logging.WARNING);"
         "from bench.ledger import throughput; rate, app = throughput({url!r}, 200, 5.0, 100);"
         "app.close(); print(round(rate))",
+    ),
+    "bulk-sqlite": (
+        "sqlite",
+        "from bench.engine import bulk_enqueue;"
+        "print(bulk_enqueue({url!r}, 100000, 5000)['per_second'])",
+    ),
+    "adelay-redis": (
+        "redis",
+        "import asyncio, time; from bench.engine import fresh_app\n"
+        "app, tasks = fresh_app({url!r})\n"
+        "async def calls():\n"
+        "    [await tasks.noop.adelay(i) for i in range(500)]; started = time.perf_counter()\n"
+        "    [await tasks.noop.adelay(i) for i in range(5000)]\n"
+        "    return round(5000 / (time.perf_counter() - started))\n"
+        "print(asyncio.run(calls()))",
+    ),
+    "memory-redis": (
+        "redis",
+        "from bench.engine import redis_memory;"
+        "print(round(redis_memory({url!r}, 100000)['bytes_per_message']))",
+    ),
+    "lateness-redis": (
+        "redis",
+        "import logging; logging.getLogger('tickwork').setLevel(logging.WARNING);"
+        "from bench.engine import lateness;"
+        "print(round(lateness({url!r}, 2000, 5.0, 1.0)['p99_ms'] * 1000))",
+    ),
+    "lateness-sqlite": (
+        "sqlite",
+        "import logging; logging.getLogger('tickwork').setLevel(logging.WARNING);"
+        "from bench.engine import lateness;"
+        "print(round(lateness({url!r}, 2000, 5.0, 1.0)['p99_ms'] * 1000))",
     ),
     "incr-redis": (
         "redis",

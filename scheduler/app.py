@@ -4,8 +4,8 @@ producer API (enqueue, read, cancel, list schedules) on top of them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler import control, results
@@ -18,22 +18,19 @@ from scheduler.backends import (
     StoredMessage,
     open_backend,
 )
-from scheduler.backends.outcomes import WRITES
-from scheduler.backpressure import write_bounded
 from scheduler.batch_control import BatchControl
-from scheduler.batches import Batch, Group
 from scheduler.building import MessageBuilder
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.control import AbortResult
-from scheduler.errors import BackendError, InvalidMessage, QueueFull, ScheduleNotFound
+from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.planning import upcoming
 from scheduler.presence import WorkerInfo, live_workers
+from scheduler.producing import Producing
 from scheduler.queues import QueueControl
 from scheduler.registry import Periodic, TaskRegistry
-from scheduler.reports import EnqueueReport, conflict_mode
 from scheduler.results import TaskInfo
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
@@ -46,7 +43,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class App(ScheduleSteering, QueueControl, BatchControl):
+class App(Producing, ScheduleSteering, QueueControl, BatchControl):
     """A tickwork application: its tasks, its settings, and (opened on first use) its backend.
 
     ``App()`` reads ``TICKWORK_BACKEND`` (else ``sqlite:///tickwork.db``). Nothing connects
@@ -205,85 +202,6 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         """The task registered as ``name``; raises ``UnknownTask``."""
         return self.registry.lookup(name)
 
-    # -- producing -----------------------------------------------------------------------
-
-    def build(
-        self, call: Call, now_ms: int | None = None, now: datetime | None = None
-    ) -> tuple[str, Envelope]:
-        """Validate ``call`` and build its first message: (id, envelope). Raises
-        ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
-        return self.builder.build(call, now_ms, now)
-
-    def enqueue(
-        self,
-        call: Call | Batch | Group,
-        on_conflict: str | OnConflict = OnConflict.ERROR,
-        *,
-        block: bool = True,
-        block_timeout: float | None = None,
-    ) -> str:
-        """Validate and store one invocation; returns its message id. While its queue is
-        full (``configure_queue``), wait up to ``block_timeout`` seconds (default: the
-        ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
-        ``block=False`` raise it at once. A batch or a group goes to ``enqueue_batch``
-        (its handle is returned)."""
-        if not isinstance(call, Call):
-            return self.enqueue_batch(call, block=block, block_timeout=block_timeout)
-        mode = conflict_mode(on_conflict)
-        message_id, envelope = self.build(call)
-        write_bounded(
-            self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
-        )
-        return message_id
-
-    def enqueue_many(
-        self,
-        calls: Iterable[Call],
-        on_conflict: str | OnConflict = OnConflict.ERROR,
-        batch_size: int = 1000,
-        *,
-        block: bool = True,
-        block_timeout: float | None = None,
-    ) -> EnqueueReport:
-        """Validate and store many invocations, ``batch_size`` per backend round trip.
-
-        Each batch is validated whole before any of it is written, so a bad call raises
-        ``InvalidMessage`` with nothing of its batch stored (earlier batches are). A batch
-        that does not fit its queue's bound waits for room as ``enqueue`` does; the
-        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote."""
-        mode = conflict_mode(on_conflict)
-        report = EnqueueReport()
-        batch: list[Envelope] = []
-        now_ms = self.backend_clock.now_ms()
-        now = to_datetime(now_ms)
-        timeout_s = self._block_s(block_timeout)
-        written: list[str] = []
-
-        def flush() -> None:
-            try:
-                outcomes, waited_s = write_bounded(
-                    self.backend, batch, mode, block=block, timeout_s=timeout_s - report.waited_s
-                )
-            except QueueFull as err:
-                err.add_written_before(written, report.waited_s)
-                raise
-            report.waited_s += waited_s
-            for envelope, outcome in zip(batch, outcomes, strict=True):
-                report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
-                if outcome in WRITES:
-                    written.append(envelope.id)
-            batch.clear()
-
-        for call in calls:
-            message_id, envelope = self.build(call, now_ms, now)
-            report.ids.append(message_id)
-            batch.append(envelope)
-            if len(batch) >= batch_size:
-                flush()
-        if batch:
-            flush()
-        return report
-
     # -- reading and cancelling ----------------------------------------------------------
 
     def get(
@@ -353,9 +271,6 @@ class App(ScheduleSteering, QueueControl, BatchControl):
         queues = [queue] if queue is not None else self.backend.queues()
         return read_activity(self.backend, queues, self.backend_clock.now_ms(), minutes)
 
-    def _block_s(self, block_timeout: float | None) -> float:
-        return self.settings.enqueue_block_s if block_timeout is None else block_timeout
-
     def _now_ms(self) -> int:
         return self.backend.now_ms()
 
@@ -377,10 +292,8 @@ class App(ScheduleSteering, QueueControl, BatchControl):
             outcomes.extend(self.backend.enqueue([envelope], mode))
         return outcomes
 
-    # -- the same from an event loop: the blocking backend call runs in a thread ----------
+    # -- the same from an event loop: the blocking call runs in a thread ---------------
 
-    aenqueue = in_thread(enqueue)
-    aenqueue_many = in_thread(enqueue_many)
     aget = in_thread(get)
     acancel = in_thread(ScheduleSteering.cancel)
     aabort = in_thread(abort)

@@ -11,6 +11,7 @@ written meanwhile by another attempt answers ``DUPLICATE``.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -37,9 +38,44 @@ def write_bounded(
     Raises ``QueueFull`` (listing what was written) when a queue is still full after
     ``timeout_s``, or at once with ``block=False``; nothing beyond what fit is written."""
     outcomes = backend.enqueue(envelopes, on_conflict, bounded=True)
-    refused = [i for i, outcome in enumerate(outcomes) if outcome is Outcome.FULL]
-    if not refused:
+    if Outcome.FULL not in outcomes:
         return outcomes, 0.0
+    return write_refused(
+        backend, envelopes, outcomes, on_conflict, block=block, timeout_s=timeout_s, sleep=sleep
+    )
+
+
+async def awrite_bounded(
+    backend: Backend,
+    envelopes: Sequence[Envelope],
+    on_conflict: OnConflict,
+    *,
+    block: bool = True,
+    timeout_s: float = math.inf,
+) -> tuple[list[Outcome], float]:
+    """``write_bounded`` from an event loop: the first write through ``Backend.aenqueue``
+    (on Redis, from the loop itself); waiting for room, if a queue is full, in a thread."""
+    outcomes = await backend.aenqueue(envelopes, on_conflict, bounded=True)
+    if Outcome.FULL not in outcomes:
+        return outcomes, 0.0
+    return await asyncio.to_thread(
+        write_refused, backend, envelopes, outcomes, on_conflict, block=block, timeout_s=timeout_s
+    )
+
+
+def write_refused(
+    backend: Backend,
+    envelopes: Sequence[Envelope],
+    outcomes: list[Outcome],
+    on_conflict: OnConflict,
+    *,
+    block: bool,
+    timeout_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[Outcome], float]:
+    """Re-send the messages a first bounded write answered ``FULL`` (in ``outcomes``,
+    completed in place) until all are written: (outcomes, seconds waited)."""
+    refused = [i for i, outcome in enumerate(outcomes) if outcome is Outcome.FULL]
     started = time.monotonic()
     deadline = started + timeout_s
     pause = FIRST_PAUSE_S

@@ -94,6 +94,14 @@ class CorrectedClock:
         """Measure again at the next reading (the reference changed)."""
         self._offset_ms = None
 
+    def due(self) -> bool:
+        """Whether the next ``now_ms`` reads the reference (a blocking call: code on an
+        event loop makes it in a thread)."""
+        if self._offset_ms is None:
+            return True
+        local = self._local.now_ms()
+        return local - self._measured_at >= self._refresh_ms or local < self._measured_at
+
     def now_ms(self) -> int:
         local = self._local.now_ms()
         if self._offset_ms is None:

@@ -19,12 +19,11 @@ outlived its lease from forking a recurring chain (Astyanax #218).
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, Self
+from typing import TYPE_CHECKING, Self
 
 from scheduler.backends.records import (
     AbortRequest,
@@ -35,93 +34,17 @@ from scheduler.backends.records import (
     Waiter,
 )
 from scheduler.backends.side_records import SideRecords
+from scheduler.backends.values import Claim as Claim
+from scheduler.backends.values import ClaimBatch as ClaimBatch
+from scheduler.backends.values import Envelope as Envelope
+from scheduler.backends.values import OnConflict as OnConflict
+from scheduler.backends.values import Outcome as Outcome
+from scheduler.backends.values import PoisonRecord as PoisonRecord
+from scheduler.backends.values import State as State
+from scheduler.backends.values import StoredMessage as StoredMessage
 
 if TYPE_CHECKING:
     from scheduler.clock import Clock
-
-
-class OnConflict(StrEnum):
-    """What enqueue does when the key is already scheduled in the queue."""
-
-    ERROR = "error"
-    IGNORE = "ignore"
-    REPLACE = "replace"
-
-
-class Outcome(StrEnum):
-    """What enqueue did with one message."""
-
-    ENQUEUED = "enqueued"
-    REPLACED = "replaced"
-    IGNORED = "ignored"  # the key was taken by another message, which is kept
-    DUPLICATE = "duplicate"  # the same id and body are already stored: an idempotent re-send
-    FULL = "full"  # not written: the queue holds its ``max_pending`` (``bounded`` enqueue)
-
-
-class State(StrEnum):
-    SCHEDULED = "scheduled"
-    READY = "ready"
-    RUNNING = "running"
-
-
-class Envelope(NamedTuple):
-    """A message as handed to a backend: scheduling fields plus the encoded body.
-    (A named tuple: immutable, and cheap to build a million of.)"""
-
-    id: str
-    queue: str
-    key: str | None
-    priority: int
-    due_ms: int
-    timeout_ms: int
-    body: bytes
-    fair: str | None = None  # the fair-share key: ready messages take turns by it
-    limit: str | None = None  # the concurrency limit key (a backend may take its slot in a claim)
-
-
-class Claim(NamedTuple):
-    """A leased message. ``token`` fences every later transition of this lease.
-    ``malformed`` says what is wrong with a stored record that is not a message (written
-    below the interface: a column of the wrong type, a missing value); the worker
-    poisons such a claim as undecodable, its body kept as stored."""
-
-    id: str
-    queue: str
-    key: str | None
-    body: bytes
-    token: str
-    attempt: int  # 1 on first delivery
-    due_ms: int
-    deadline_ms: int
-    timeout_ms: int
-    malformed: str | None = None
-    slot: str | None = None  # the concurrency limit whose slot the claim took for it
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimBatch:
-    """What one claim returned, and when the queue next has something due (if known)."""
-
-    claims: list[Claim]
-    next_due_ms: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """A message as read back without consuming it."""
-
-    envelope: Envelope
-    state: State
-    attempt: int
-    last_error: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PoisonRecord:
-    envelope: Envelope
-    failure: Failure
-    attempts: int
-    failed_at_ms: int
 
 
 class Backend(SideRecords, ABC):
@@ -159,6 +82,16 @@ class Backend(SideRecords, ABC):
         (see ``set_queue_bound``) is not written and answers ``FULL``; replacing one, or a
         duplicate, adds nothing and is never refused. The count and the writes are one
         atomic step where the backend can (the Cassandra backend documents its margin)."""
+
+    async def aenqueue(
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
+    ) -> list[Outcome]:
+        """``enqueue`` from an event loop, which keeps running meanwhile: in a thread
+        here; a backend that can write from the loop itself overrides it (Redis)."""
+        return await asyncio.to_thread(self.enqueue, envelopes, on_conflict, bounded)
 
     # -- reading and cancelling ----------------------------------------------------------
 

@@ -8,11 +8,13 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from scheduler import App, InvalidMessage, RetryPolicy
 from scheduler.context import RunContext, RunInfo
+from tests.support.backends import backend_url
 from tests.support.helpers import wait_for
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig
@@ -282,3 +284,14 @@ def test_the_async_producer_api_does_not_block_the_loop(sqlite_app: App) -> None
     ticks: list[int] = []
     asyncio.run(_produce(sqlite_app, ticks))
     assert sqlite_app.backend.stats("default")[0].ready == 20_001
+
+
+def test_the_async_producer_api_on_one_redis_node(tmp_path: Path) -> None:
+    """The same on Redis, whose writes go from the loop itself once a queue is known."""
+    app = App(backend_url("redis", tmp_path))
+    ticks: list[int] = []
+    asyncio.run(_produce(app, ticks))
+    assert app.backend.stats("default")[0].ready == 20_001
+    worker = burst(app, queues=("default",))
+    assert worker.stats.acked == 20_001
+    app.close()

@@ -39,11 +39,12 @@ from scheduler.backends.records import LedgerEntry, Waiter
 from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.batches import RedisBatches
 from scheduler.backends.redis.ledger import RedisLedger
-from scheduler.backends.redis.options import connect
+from scheduler.backends.redis.loop_wire import LoopWire
+from scheduler.backends.redis.options import connect, loop_pool_args
 from scheduler.backends.redis.rates import RedisRates
 from scheduler.backends.redis.registry import RedisRegistry
 from scheduler.backends.redis.results import RedisResults
-from scheduler.backends.redis.scripts import encode_record
+from scheduler.backends.redis.scripts import encode_record, raise_errors
 from scheduler.clock import Clock
 from scheduler.errors import KeyConflict
 from scheduler.ids import stable_shard
@@ -65,6 +66,7 @@ class RedisBackend(
         client, options, cluster, where = connect(url)
         return cls(
             client,
+            loop_wire=None if cluster else LoopWire(*loop_pool_args(url)),
             shards=options.shards,
             prefix=options.prefix,
             cluster=cluster,
@@ -82,12 +84,53 @@ class RedisBackend(
     ) -> list[Outcome]:
         if not envelopes:
             return []
+        groups = self._enqueue_groups(envelopes)
+        if on_conflict is OnConflict.ERROR and len(groups) > 1:
+            self._check_keys(envelopes)
+        calls = self._enqueue_calls(envelopes, groups, on_conflict, bounded)
+        return self._enqueue_outcomes(envelopes, groups, self._run_many("enqueue", calls))
+
+    async def aenqueue(
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
+    ) -> list[Outcome]:
+        """On one node, written from the running loop itself (``loop_wire.py``); in a
+        thread (as the base class does) on a cluster, with ``wait_replicas``, when a
+        queue's shard count is not yet known (reading it blocks), for a batch that must
+        check keys across shards first, or when the loop's connection failed."""
+        wire = self._loop_wire
+        if wire is not None and envelopes and all(e.queue in self._shard_counts for e in envelopes):
+            groups = self._enqueue_groups(envelopes)
+            if on_conflict is not OnConflict.ERROR or len(groups) == 1:
+                calls = [
+                    ("enqueue", self._shard_keys(queue, shard), args)
+                    for queue, shard, args in self._enqueue_calls(
+                        envelopes, groups, on_conflict, bounded
+                    )
+                ]
+                replies = await wire.scripts(self._scripts, calls)
+                if replies is not None:
+                    return self._enqueue_outcomes(envelopes, groups, raise_errors(replies))
+        return await super().aenqueue(envelopes, on_conflict, bounded)
+
+    def _enqueue_groups(self, envelopes: Sequence[Envelope]) -> dict[tuple[str, int], list[int]]:
+        """The indexes of ``envelopes`` by the (queue, shard) each is written in."""
         groups: dict[tuple[str, int], list[int]] = {}
         for index, e in enumerate(envelopes):
             shard = self._shard_for(e.queue, e.id, e.key)
             groups.setdefault((e.queue, shard), []).append(index)
-        if on_conflict is OnConflict.ERROR and len(groups) > 1:
-            self._check_keys(envelopes)
+        return groups
+
+    @staticmethod
+    def _enqueue_calls(
+        envelopes: Sequence[Envelope],
+        groups: dict[tuple[str, int], list[int]],
+        on_conflict: OnConflict,
+        bounded: bool,
+    ) -> list[tuple[str, int, list[Any]]]:
+        """One enqueue script call per (queue, shard)."""
         calls = []
         for (queue, shard), indexes in groups.items():
             args: list[Any] = [on_conflict.value, "1" if bounded else "0", len(indexes)]
@@ -95,10 +138,17 @@ class RedisBackend(
                 e = envelopes[i]
                 args += [e.id, e.key or "", e.priority, e.due_ms, encode_record(e)]
             calls.append((queue, shard, args))
-        replies = self._run_many("enqueue", calls)
+        return calls
+
+    @staticmethod
+    def _enqueue_outcomes(
+        envelopes: Sequence[Envelope], groups: dict[tuple[str, int], list[int]], replies: list[Any]
+    ) -> list[Outcome]:
+        """Each envelope's outcome from the scripts' replies; ``KeyConflict`` if a script
+        refused its batch (``ERROR``: a key is held by another message)."""
         outcomes: list[Outcome | None] = [None] * len(envelopes)
         conflicts: list[str] = []
-        for (_, indexes), reply in zip(groups.items(), replies, strict=True):
+        for indexes, reply in zip(groups.values(), replies, strict=True):
             if reply and reply[0] == b"CONFLICT":
                 conflicts += [k.decode() for k in reply[1:]]
                 continue

@@ -93,6 +93,14 @@ def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, s
         raise ConfigurationError(f"invalid Redis URL {url!r}: {err}") from err
 
 
+def loop_pool_args(url: str) -> tuple[str, dict[str, Any]]:
+    """The URL (its options taken out) and the keyword arguments ``connect`` makes a
+    single node's client with, but its retries: for ``loop_wire.LoopWire``."""
+    options = parse_options(RedisOptions, url, "Redis")
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), options.client_options()
+
+
 def unreachable(where: str, err: Exception) -> BackendUnavailable:
     """The error for a connection that failed, saying why where the driver's words do not
     (a cluster client wraps the first node's error in ``RedisClusterException``)."""

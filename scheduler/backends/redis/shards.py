@@ -21,6 +21,7 @@ from redis.commands.core import Script
 
 from scheduler.backends.base import Claim, Envelope, State, StoredMessage
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.redis.loop_wire import LoopWire
 from scheduler.backends.redis.options import unreachable
 from scheduler.backends.redis.replicas import WAITED, ReplicaWait
 from scheduler.backends.redis.scripts import (
@@ -54,7 +55,10 @@ class RedisShards:
         sweep: int = 1000,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        loop_wire: LoopWire | None = None,
     ) -> None:
+        """``loop_wire`` writes from an event loop on the loop itself (``loop_wire.py``;
+        without it they go through a thread)."""
         if shards < 1:
             raise ConfigurationError("shards must be at least 1")
         # redis-py's return types are unions of bytes/str/awaitables; this class reads
@@ -83,6 +87,7 @@ class RedisShards:
             if wait_replicas > 0
             else None
         )
+        self._loop_wire = None if cluster else loop_wire
         self._call(client.ping)
 
     # -- plumbing ------------------------------------------------------------------------

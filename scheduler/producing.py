@@ -1,0 +1,149 @@
+"""The producing part of ``App`` (a mixin): a call validated and built into its message
+(``scheduler.building``), then stored, one (``enqueue``), many (``enqueue_many``) or from
+an event loop (``aenqueue``, ``aenqueue_many``), within its queue's bound
+(``scheduler.backpressure``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from scheduler.backends import Envelope, OnConflict
+from scheduler.backends.outcomes import WRITES
+from scheduler.backpressure import awrite_bounded, write_bounded
+from scheduler.batches import Batch, Group
+from scheduler.clock import CorrectedClock, to_datetime
+from scheduler.errors import QueueFull
+from scheduler.in_thread import in_thread
+from scheduler.reports import EnqueueReport, conflict_mode
+from scheduler.tasks import Call
+
+if TYPE_CHECKING:
+    from scheduler.backends import Backend
+    from scheduler.batch_status import BatchHandle
+    from scheduler.building import MessageBuilder
+    from scheduler.settings import Settings
+
+
+class Producing:
+    """Building and storing messages (mixed into ``App``)."""
+
+    settings: Settings
+    builder: MessageBuilder
+    backend_clock: CorrectedClock
+
+    if TYPE_CHECKING:
+
+        @property
+        def backend(self) -> Backend: ...
+
+        def enqueue_batch(
+            self, spec: Batch | Group, *, block: bool = True, block_timeout: float | None = None
+        ) -> BatchHandle: ...
+
+    def build(
+        self, call: Call, now_ms: int | None = None, now: datetime | None = None
+    ) -> tuple[str, Envelope]:
+        """Validate ``call`` and build its first message: (id, envelope). Raises
+        ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
+        return self.builder.build(call, now_ms, now)
+
+    def enqueue(
+        self,
+        call: Call | Batch | Group,
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str:
+        """Validate and store one invocation; returns its message id. While its queue is
+        full (``configure_queue``), wait up to ``block_timeout`` seconds (default: the
+        ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
+        ``block=False`` raise it at once. A batch or a group goes to ``enqueue_batch``
+        (its handle is returned)."""
+        if not isinstance(call, Call):
+            return self.enqueue_batch(call, block=block, block_timeout=block_timeout)
+        mode = conflict_mode(on_conflict)
+        message_id, envelope = self.build(call)
+        write_bounded(
+            self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
+        )
+        return message_id
+
+    def enqueue_many(
+        self,
+        calls: Iterable[Call],
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        batch_size: int = 1000,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> EnqueueReport:
+        """Validate and store many invocations, ``batch_size`` per backend round trip.
+
+        Each batch is validated whole before any of it is written, so a bad call raises
+        ``InvalidMessage`` with nothing of its batch stored (earlier batches are). A batch
+        that does not fit its queue's bound waits for room as ``enqueue`` does; the
+        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote."""
+        mode = conflict_mode(on_conflict)
+        report = EnqueueReport()
+        batch: list[Envelope] = []
+        now_ms = self.backend_clock.now_ms()
+        now = to_datetime(now_ms)
+        timeout_s = self._block_s(block_timeout)
+        written: list[str] = []
+
+        def flush() -> None:
+            try:
+                outcomes, waited_s = write_bounded(
+                    self.backend, batch, mode, block=block, timeout_s=timeout_s - report.waited_s
+                )
+            except QueueFull as err:
+                err.add_written_before(written, report.waited_s)
+                raise
+            report.waited_s += waited_s
+            for envelope, outcome in zip(batch, outcomes, strict=True):
+                report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
+                if outcome in WRITES:
+                    written.append(envelope.id)
+            batch.clear()
+
+        for call in calls:
+            message_id, envelope = self.build(call, now_ms, now)
+            report.ids.append(message_id)
+            batch.append(envelope)
+            if len(batch) >= batch_size:
+                flush()
+        if batch:
+            flush()
+        return report
+
+    async def aenqueue(
+        self,
+        call: Call | Batch | Group,
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str:
+        """``enqueue`` without blocking the event loop: the message is built on the loop
+        and written through ``Backend.aenqueue`` (from the loop itself on Redis, in a
+        thread elsewhere); a batch, a group, or a clock due to be read again from the
+        backend go to a thread whole."""
+        if not isinstance(call, Call) or self.backend_clock.due():
+            return await asyncio.to_thread(
+                self.enqueue, call, on_conflict, block=block, block_timeout=block_timeout
+            )
+        mode = conflict_mode(on_conflict)
+        message_id, envelope = self.build(call)
+        await awrite_bounded(
+            self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
+        )
+        return message_id
+
+    aenqueue_many = in_thread(enqueue_many)
+
+    def _block_s(self, block_timeout: float | None) -> float:
+        return self.settings.enqueue_block_s if block_timeout is None else block_timeout
