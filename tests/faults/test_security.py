@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, BackendUnavailable
-from tests.support.helpers import run_one_task
+from tests.support.helpers import run_one_task, without_threads
 from tests.support.servers import RedisClusterServers, RedisServer, free_port, make_certificates
 
 pytestmark = pytest.mark.slow
@@ -39,6 +39,22 @@ def test_tls_and_an_acl_user_run_a_task_end_to_end(tls_redis: tuple[int, Path]) 
     app = App(f"rediss://tick:s3cret@127.0.0.1:{port}/0?ssl_ca_certs={ca}")
     run_one_task(app)
     assert app.backend.stats("default")[0].ready == 0
+    app.close()
+
+
+def test_tls_and_an_acl_user_enqueue_from_an_event_loop(tls_redis: tuple[int, Path]) -> None:
+    """The async producer's own connections (``loop_wire.py``) speak TLS as the user."""
+    port, ca = tls_redis
+    app = App(f"rediss://tick:s3cret@127.0.0.1:{port}/0?ssl_ca_certs={ca}")
+
+    @app.task
+    def noop(n: int) -> None: ...
+
+    app.backend.shard_count("default")  # type: ignore[attr-defined]
+    app.backend_clock.now_ms()  # both known: the call goes from the loop, no thread
+    message_id = without_threads(noop.adelay(1))
+    stored = app.backend.get(message_id)
+    assert stored is not None and stored.envelope.queue == "default"
     app.close()
 
 

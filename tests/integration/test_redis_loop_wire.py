@@ -8,9 +8,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import redis
 
@@ -18,13 +15,7 @@ from scheduler import open_backend
 from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.backends.redis.backend import RedisBackend
 from tests.support.backends import Servers
-
-
-class NoThreads(ThreadPoolExecutor):
-    """A loop's default executor that refuses work: proof that nothing went to a thread."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        raise AssertionError(f"{fn!r} was sent to a thread")
+from tests.support.helpers import without_threads
 
 
 def _backend() -> tuple[RedisBackend, str]:
@@ -37,14 +28,6 @@ def _backend() -> tuple[RedisBackend, str]:
 
 def _envelope(backend: RedisBackend, message_id: str, key: str | None = None) -> Envelope:
     return Envelope(message_id, "q", key, 0, backend.now_ms(), 5000, message_id.encode())
-
-
-def _without_threads(coroutine: Any) -> Any:
-    async def guarded() -> Any:
-        asyncio.get_running_loop().set_default_executor(NoThreads())
-        return await coroutine
-
-    return asyncio.run(guarded())
 
 
 def _client() -> redis.Redis:
@@ -66,16 +49,16 @@ def test_a_known_queue_is_written_from_the_loop_without_a_thread() -> None:
             )
         )
 
-    assert _without_threads(writes()) == [[Outcome.ENQUEUED]] * 50
+    assert without_threads(writes()) == [[Outcome.ENQUEUED]] * 50
     assert len(backend.claim("q", 100).claims) == 50
     backend.close()
 
 
 def test_scripts_flushed_from_the_server_are_loaded_again() -> None:
     backend, _ = _backend()
-    assert _without_threads(backend.aenqueue([_envelope(backend, "before")])) == [Outcome.ENQUEUED]
+    assert without_threads(backend.aenqueue([_envelope(backend, "before")])) == [Outcome.ENQUEUED]
     _client().script_flush()
-    assert _without_threads(backend.aenqueue([_envelope(backend, "after")])) == [Outcome.ENQUEUED]
+    assert without_threads(backend.aenqueue([_envelope(backend, "after")])) == [Outcome.ENQUEUED]
     assert {c.id for c in backend.claim("q", 10).claims} == {"before", "after"}
     backend.close()
 
@@ -114,7 +97,7 @@ def test_a_call_cancelled_mid_reply_leaves_its_reply_to_no_one() -> None:
         time.sleep(0.4)  # the pause ends; the cancelled call's reply is on its socket
         return await backend.aenqueue([_envelope(backend, "fresh")])
 
-    assert _without_threads(calls()) == [Outcome.ENQUEUED]
+    assert without_threads(calls()) == [Outcome.ENQUEUED]
     holder = backend.get_by_key("q", "K")  # the cancelled call ran or not: either holds
     assert holder is not None and holder.envelope.id in ("k1", "k2")
     assert {c.id for c in backend.claim("q", 10).claims} == {"warm", "fresh", holder.envelope.id}

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from scheduler import App
 from workers import Worker, WorkerConfig
+
+T = TypeVar("T")
 
 
 def completed(path: Path) -> Counter[int]:
@@ -116,3 +121,20 @@ def run_one_task(app: App) -> None:
     add.delay(2, 3)
     with running(app):
         wait_for(lambda: ran == [5])
+
+
+class NoThreads(ThreadPoolExecutor):
+    """A loop's default executor that refuses work: proof that nothing went to a thread."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{fn!r} was sent to a thread")
+
+
+def without_threads(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` on a fresh loop whose ``asyncio.to_thread`` fails."""
+
+    async def guarded() -> T:
+        asyncio.get_running_loop().set_default_executor(NoThreads())
+        return await coroutine
+
+    return asyncio.run(guarded())
