@@ -16,6 +16,8 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            100,000 pending: bytes (lower is better)
   lateness-redis,          2,000 messages due over 5 s, one worker: p99 of start minus
   lateness-sqlite          due time, microseconds (lower is better)
+  noop-cassandra           20,000 no-ops end to end with defaults on one local Cassandra
+                           node started here (warmed up first), a keyspace per run
   ledger-redis             the ledger's keyed recurring workload, 200 schedules, 5 s
                            with the ledger on: acks/s (``bench.ledger.throughput``)
   incr-redis               30,000 jobs of the peers' task (one ``INCR`` each), one
@@ -120,6 +122,13 @@ MEASURES = {
         "from bench.engine import lateness;"
         "print(round(lateness({url!r}, 2000, 5.0, 1.0)['p99_ms'] * 1000))",
     ),
+    "noop-cassandra": (
+        "cassandra",
+        "import logging, uuid; logging.getLogger('cassandra').setLevel(logging.ERROR);"
+        "from bench.engine import end_to_end;"
+        "url = {url!r}.replace('KEYSPACE', 'ab' + uuid.uuid4().hex[:8]);"
+        "print(end_to_end(url, 20000, 8, None, 100)['per_second'])",
+    ),
     "incr-redis": (
         "redis",
         "import os, time; os.environ['BENCH_REDIS_URL'] = {url!r};"
@@ -159,13 +168,13 @@ def run_once(tree: Path, code: str) -> int:
     return int(done.stdout.strip().splitlines()[-1])
 
 
-def pairs(base: Path, measure: str, count: int, redis_url: str) -> dict[str, object]:
+def pairs(base: Path, measure: str, count: int, urls: dict[str, str]) -> dict[str, object]:
     kind, template = MEASURES[measure]
     runs: dict[str, list[int]] = {"base": [], "this": []}
     with tempfile.TemporaryDirectory() as scratch:
         for index in range(count):
             for name, tree in (("base", base), ("this", HERE)):
-                url = redis_url if kind == "redis" else f"sqlite:///{scratch}/{name}{index}.db"
+                url = urls.get(kind, f"sqlite:///{scratch}/{name}{index}.db")
                 runs[name].append(run_once(tree, template.format(url=url)))
     ratios = [this / was for was, this in zip(runs["base"], runs["this"], strict=True)]
     return {
@@ -186,13 +195,30 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    from tests.support.cassandra_servers import CassandraNode
     from tests.support.servers import RedisServer
 
     server = RedisServer()
+    node = None
     try:
-        results = [pairs(args.base, m, args.pairs, server.url) for m in args.measure]
+        urls = {"redis": server.url}
+        if any(MEASURES[m][0] == "cassandra" for m in args.measure):
+            node = CassandraNode()
+            urls["cassandra"] = f"cassandra://{node.hosts}/KEYSPACE?consistency=ONE"
+            # a fresh node's first minutes run slower: 50,000 written, then a worker's round
+            warm = "from bench.engine import bulk_enqueue; print(bulk_enqueue({url!r}, 50000, 5000)"
+            run_once(
+                HERE,
+                (warm + "['per_second'])").format(
+                    url=urls["cassandra"].replace("KEYSPACE", "warm")
+                ),
+            )
+            run_once(HERE, MEASURES["noop-cassandra"][1].format(url=urls["cassandra"]))
+        results = [pairs(args.base, m, args.pairs, urls) for m in args.measure]
     finally:
         server.stop()
+        if node is not None:
+            node.stop()
     report = {"machine": machine(), "pairs": args.pairs, "results": results}
     print(json.dumps(report, indent=2))
     if args.out:

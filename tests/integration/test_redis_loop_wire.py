@@ -9,9 +9,10 @@ import asyncio
 import time
 import uuid
 
+import pytest
 import redis
 
-from scheduler import open_backend
+from scheduler import ReplicaTimeout, open_backend
 from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.backends.redis.backend import RedisBackend
 from tests.support.backends import Servers
@@ -122,4 +123,20 @@ def test_a_loops_connections_are_closed_when_it_shuts_down() -> None:
             time.sleep(0.05)
         assert _connections(name) == 1, "the loop's connections closed with it"
     assert len(backend.claim("q", 20).claims) == 10
+    backend.close()
+
+
+def test_a_write_that_waits_for_replicas_is_not_sent_from_the_loop() -> None:
+    """``wait_replicas`` needs ``WAIT`` after the write: the loop's call takes the blocking
+    path, so a server without replicas fails it as it fails ``enqueue``."""
+    backend = open_backend(
+        f"{Servers.redis_url()}?prefix=loop-{uuid.uuid4().hex[:8]}&wait_replicas=1"
+        "&wait_timeout_ms=50"
+    )
+    assert isinstance(backend, RedisBackend)
+    backend.shard_count("q")
+    with pytest.raises(ReplicaTimeout):
+        backend.enqueue([_envelope(backend, "blocking")])
+    with pytest.raises(ReplicaTimeout):
+        asyncio.run(backend.aenqueue([_envelope(backend, "from-the-loop")]))
     backend.close()

@@ -6,13 +6,15 @@ round trip (a script call 313 us through ``asyncio.to_thread``, 118 us blocking,
 on a redis-py asyncio connection of the loop's own, kept between calls).
 
 An asyncio connection belongs to the loop that opened it, so each loop gets its own pool,
-made on first use by the backend's ``make_pool`` (the URL's options, TLS and credentials
+made on first use with the blocking client's URL and options (TLS and credentials
 included). A call takes an idle connection of its loop (or a new one from the pool, which
 bounds how many are open), packs the commands with hiredis, sends them in one write and
 reads the replies; the connection goes back to the idle list. One that failed, timed out
 or was cancelled with a reply unread is disconnected and given back to the pool, never
 reused. A loop's connections are closed when it shuts down its async generators
-(``asyncio.run`` does, as do servers such as uvicorn), or by ``close``.
+(``asyncio.run`` does, as do servers such as uvicorn). A loop that cannot be weakly
+referenced (an event loop implementation without ``__weakref__``) is not served here:
+its calls go through a thread as before.
 """
 
 from __future__ import annotations
@@ -66,9 +68,12 @@ class LoopWire:
             weakref.WeakKeyDictionary()
         )
 
-    async def _side(self) -> _LoopSide:
+    async def _side(self) -> _LoopSide | None:
         loop = asyncio.get_running_loop()
-        side = self._sides.get(loop)
+        try:
+            side = self._sides.get(loop)
+        except TypeError:  # not weakly referenceable: never kept here, so never closed late
+            return None
         if side is None:
             pool = redis.asyncio.ConnectionPool.from_url(self._url, **self._options)
             side = self._sides[loop] = _LoopSide(pool)
@@ -107,8 +112,11 @@ class LoopWire:
     async def send(self, commands: Sequence[tuple[Any, ...]]) -> list[Any] | None:
         """The replies to ``commands`` sent in one round trip, an error reply in its place
         as the exception redis-py makes of it (``NoScriptError``...); None when the
-        connection failed or timed out (which commands ran is then unknown)."""
+        connection failed or timed out (which commands ran is then unknown), or this
+        loop is not served here (none ran)."""
         side = await self._side()
+        if side is None:
+            return None
         try:
             connection = side.idle.pop() if side.idle else await side.pool.get_connection()
         except (redis.ConnectionError, redis.TimeoutError, OSError):
@@ -139,9 +147,3 @@ class LoopWire:
             await connection.disconnect(nowait=True)
         finally:
             await side.pool.release(connection)
-
-    async def close(self) -> None:
-        """Close the running loop's connections (other loops close theirs at shutdown)."""
-        side = self._sides.pop(asyncio.get_running_loop(), None)
-        if side is not None:
-            await side.close()

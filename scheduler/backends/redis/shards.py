@@ -87,7 +87,8 @@ class RedisShards:
             if wait_replicas > 0
             else None
         )
-        self._loop_wire = None if cluster else loop_wire
+        # a write that must wait for replicas goes through the blocking path, which waits
+        self._loop_wire = None if cluster or self._waiter is not None else loop_wire
         self._call(client.ping)
 
     # -- plumbing ------------------------------------------------------------------------
