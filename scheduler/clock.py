@@ -97,16 +97,18 @@ class CorrectedClock:
     def due(self) -> bool:
         """Whether the next ``now_ms`` reads the reference (a blocking call: code on an
         event loop makes it in a thread)."""
-        if self._offset_ms is None:
-            return True
-        local = self._local.now_ms()
+        return self._offset_ms is None or self._stale(self._local.now_ms())
+
+    def _stale(self, local: int) -> bool:
+        """Whether the offset is a period old at local time ``local`` (or the local clock
+        went back since it was measured)."""
         return local - self._measured_at >= self._refresh_ms or local < self._measured_at
 
     def now_ms(self) -> int:
         local = self._local.now_ms()
         if self._offset_ms is None:
             return local + self.measure()
-        if local - self._measured_at >= self._refresh_ms or local < self._measured_at:
+        if self._stale(local):
             self._measured_at = local  # one attempt a period, whether it works or not
             try:
                 return local + self.measure()

@@ -19,9 +19,9 @@ from tests.support.backends import Servers
 from tests.support.helpers import without_threads
 
 
-def _backend() -> tuple[RedisBackend, str]:
+def _backend(options: str = "") -> tuple[RedisBackend, str]:
     name = f"loop-{uuid.uuid4().hex[:8]}"
-    backend = open_backend(f"{Servers.redis_url()}?prefix={name}")
+    backend = open_backend(f"{Servers.redis_url()}?prefix={name}{options}")
     assert isinstance(backend, RedisBackend)
     backend.shard_count("q")  # known: the loop's own path from the first call
     return backend, name
@@ -79,9 +79,11 @@ def test_a_killed_connection_falls_back_and_loses_nothing() -> None:
 
 def test_a_call_cancelled_mid_reply_leaves_its_reply_to_no_one() -> None:
     """A replacement cancelled while the server is paused would answer REPLACED once the
-    pause ends; the next call must read its own ENQUEUED, never that stale reply (redis-py
-    closes a connection whose read was cancelled; the wire drops it too)."""
-    backend, _ = _backend()
+    pause ends; the next call must read its own ENQUEUED, never that stale reply. redis-py
+    closes a connection whose read was cancelled; the wire gives it back to its pool, here
+    a pool of one, so the next call has a connection of the loop (none, and it would go
+    to a thread, which this test forbids)."""
+    backend, _ = _backend("&max_connections=1")
     backend.enqueue([_envelope(backend, "k1", key="K")])
     admin = _client()
 

@@ -40,7 +40,7 @@ from scheduler.backends.redis.admin import RedisAdmin
 from scheduler.backends.redis.batches import RedisBatches
 from scheduler.backends.redis.ledger import RedisLedger
 from scheduler.backends.redis.loop_wire import LoopWire
-from scheduler.backends.redis.options import connect, loop_pool_args
+from scheduler.backends.redis.options import connect, without_query
 from scheduler.backends.redis.rates import RedisRates
 from scheduler.backends.redis.registry import RedisRegistry
 from scheduler.backends.redis.results import RedisResults
@@ -66,7 +66,7 @@ class RedisBackend(
         client, options, cluster, where = connect(url)
         return cls(
             client,
-            loop_wire=None if cluster else LoopWire(*loop_pool_args(url)),
+            loop_wire=None if cluster else LoopWire(without_query(url), options.client_options()),
             shards=options.shards,
             prefix=options.prefix,
             cluster=cluster,

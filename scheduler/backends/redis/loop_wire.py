@@ -135,8 +135,8 @@ class LoopWire:
         except (redis.ConnectionError, redis.TimeoutError, OSError):  # TimeoutError too
             await self._drop(side, connection)
             return None
-        except BaseException:  # cancelled mid-reply: what is left unread must not be read
-            await self._drop(side, connection)  # by the next caller as its own reply
+        except BaseException:  # cancelled mid-reply: never read by the next caller as its
+            await self._drop(side, connection)  # own reply, and its pool slot given back
             raise
         side.idle.append(connection)
         return replies

@@ -82,7 +82,7 @@ def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, s
                 startup_nodes=nodes, username=parts.username, password=parts.password, **common
             )
             return client, options, True, parts.netloc.rsplit("@", 1)[-1]
-        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        clean = without_query(url)
         address = f"{parts.hostname}:{parts.port or 6379}"
         _refused_at_once(clean, common, address)
         client = redis.Redis.from_url(clean, **common)
@@ -93,12 +93,10 @@ def connect(url: str) -> tuple[redis.Redis | RedisCluster, RedisOptions, bool, s
         raise ConfigurationError(f"invalid Redis URL {url!r}: {err}") from err
 
 
-def loop_pool_args(url: str) -> tuple[str, dict[str, Any]]:
-    """The URL (its options taken out) and the keyword arguments ``connect`` makes a
-    single node's client with, but its retries: for ``loop_wire.LoopWire``."""
-    options = parse_options(RedisOptions, url, "Redis")
+def without_query(url: str) -> str:
+    """``url`` with its options (the query) taken out: what redis-py is given."""
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), options.client_options()
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def unreachable(where: str, err: Exception) -> BackendUnavailable:
