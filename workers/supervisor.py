@@ -24,13 +24,17 @@ Shutdown, in this order (SIGTERM or SIGINT to the supervisor):
 The exit status is 0 when every child's last exit was 0, else 1.
 
 A child asks the kernel for SIGTERM when the supervisor dies (Linux ``PR_SET_PDEATHSIG``),
-so killing the supervisor with SIGKILL does not leave orphaned workers claiming work.
+so killing the supervisor with SIGKILL does not leave orphaned workers claiming work. A
+supervisor that dies between the child's fork and that request sends nothing: the child
+then sees it has another parent and exits before it runs anything.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -139,7 +143,7 @@ class Supervisor:
         child.process = subprocess.Popen(
             self.command(child.index),
             env=None if self.env is None else dict(self.env),
-            preexec_fn=_die_with_parent,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
             # a group of its own: Ctrl-C in a terminal signals the foreground group, and a
             # child that saw it as well as the supervisor's SIGTERM would stop at once
             process_group=0,
@@ -170,7 +174,10 @@ def _describe(status: int) -> str:
 _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 
 
-def _die_with_parent() -> None:
-    """In the child, before it executes: SIGTERM when the supervisor dies (Linux)."""
+def _die_with_parent(supervisor_pid: int) -> None:
+    """In the child, before it executes: SIGTERM when the supervisor dies (Linux); exit
+    now if it already has (the child was re-parented before it could ask)."""
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != supervisor_pid:
+            os._exit(1)

@@ -4,6 +4,7 @@ processes, restarts one that is killed, stops them all on SIGTERM, exits when ev
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from scheduler import App
 from tests.support import supervised_tasks
 from tests.support.helpers import wait_for
 from tickwork.cli.worker import child_command, worker
+from workers.supervisor import _die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,6 +123,17 @@ def test_a_killed_supervisor_takes_its_workers_with_it(
         supervisor.kill()
         supervisor.wait(10)
         wait_for(lambda: not any(_alive(pid) for pid in workers), 30)
+
+
+def test_a_child_whose_supervisor_died_before_it_asked_exits_at_once() -> None:
+    """The kernel sends nothing to a child re-parented before it asked for the death
+    signal (the supervisor died right after the fork): the child checks and exits."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    orphan = subprocess.Popen(sleeper, preexec_fn=functools.partial(_die_with_parent, -1))
+    assert orphan.wait(10) == 1
+    own = [sys.executable, "-c", "pass"]
+    child = subprocess.Popen(own, preexec_fn=functools.partial(_die_with_parent, os.getpid()))
+    assert child.wait(30) == 0
 
 
 def test_an_app_that_cannot_load_fails_before_any_process_starts(
