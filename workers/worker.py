@@ -25,7 +25,9 @@ Shutdown, in this order (SIGTERM/SIGINT, ``--duration``, ``--burst`` or ``stop()
 4. the settler commits every result; heartbeats stop; the pool and backend are closed.
 A second signal skips step 3: running handlers are abandoned and their leases expire; so
 does the end of the grace period (the stop is then ``forced``, and the CLI exits with 1
-without waiting for the abandoned handlers' threads).
+without waiting for the abandoned handlers' threads). A thread of the worker that raises
+(a bug, not a backend error: those are retried where they happen) is logged and stops the
+worker in the same order; ``failed`` names it and the CLI exits with 1.
 
 Time: every component reads the worker's ``now_ms``, the injected ``Clock`` (tests drive
 time with a ``ManualClock``) corrected to the backend's clock: its offset is measured
@@ -85,6 +87,9 @@ class Worker:
         self._force = threading.Event()
         self._settled = threading.Event()
         self._grace_deadline_ms: int | None = None
+        #: the first of the worker's threads that raised; the worker then stops (the CLI
+        #: exits with 1): without its consumer, settler or timer it would only look alive
+        self.failed: str | None = None
         self._counters = Counters()
         self._has_async = app.registry.has_async
         async_slots = self.config.async_concurrency if self._has_async else 0
@@ -207,7 +212,9 @@ class Worker:
         if (activity := self._activity) is not None:
             roles.append(("activity", lambda: activity.run(until=self._settled)))
         for name, target in roles:
-            thread = threading.Thread(target=target, name=f"tickwork-{name}", daemon=True)
+            thread = threading.Thread(
+                target=self._guarded(name, target), name=f"tickwork-{name}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
         log.info(
@@ -216,6 +223,19 @@ class Worker:
             self.config.concurrency,
             self.config.pool,
         )
+
+    def _guarded(self, role: str, target: Callable[[], None]) -> Callable[[], None]:
+        """``target``, stopping the worker (gracefully) if it raises."""
+
+        def run() -> None:
+            try:
+                target()
+            except Exception:
+                log.exception("the worker's %s thread failed: stopping the worker", role)
+                self.failed = self.failed or role
+                self.stop()
+
+        return run
 
     def stop(self, force: bool = False) -> None:
         """Ask the worker to shut down (gracefully; at once with ``force``). Returns at once."""

@@ -159,6 +159,8 @@ def worker(
     app.close()
     if runner.forced:
         os._exit(1)  # running handlers were abandoned: do not wait for their threads
+    if runner.failed is not None:
+        sys.exit(1)  # one of its threads failed (logged): a supervisor starts it again
 
 
 def child_command(command: click.Command, params: Mapping[str, Any], index: int) -> list[str]:
