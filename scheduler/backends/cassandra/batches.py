@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import ttl_seconds
+from scheduler.backends.cassandra.rows import applied
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from scheduler.backends.records import BatchRecord, MemberOutcome
 from scheduler.errors import BackendError
@@ -78,7 +79,7 @@ class CassandraBatches(CassandraShardLock):
                 batch.add(
                     self._prepare(cql.COUNT_FIRST_MEMBERS), (ttl_s, total, total_failed, batch_id)
                 )
-            if self._run(batch).was_applied:
+            if applied(self._run(batch)):
                 final = (total, total_failed)
                 return [answers[o.member] if new.get(o.member) is o else final for o in outcomes]
             time.sleep(random.uniform(0.001, 0.01))  # another writer won: read again

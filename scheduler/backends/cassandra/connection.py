@@ -31,6 +31,7 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement
 from pydantic import Field, field_validator
 
 from scheduler.backends.cassandra.batching import unset_nulls
+from scheduler.backends.cassandra.rows import cached_named_tuple_factory
 from scheduler.backends.cassandra.schema import TABLES, create_schema
 from scheduler.backends.options import UrlOptions, parse_options
 from scheduler.errors import (
@@ -90,6 +91,7 @@ def connect(url: str) -> tuple[Session, Cluster, str, CassandraOptions]:
         consistency_level=ConsistencyLevel.name_to_value[options.consistency],
         serial_consistency_level=ConsistencyLevel.SERIAL,
         request_timeout=20,
+        row_factory=cached_named_tuple_factory,
     )
     cluster = Cluster(
         hosts,

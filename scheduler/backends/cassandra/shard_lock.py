@@ -10,6 +10,7 @@ from cassandra import ConsistencyLevel, ReadTimeout, WriteTimeout
 
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.layout import END_ID, FENCE_STEP, CassandraLayout, Position
+from scheduler.backends.cassandra.rows import applied
 from scheduler.errors import (
     BackendError,
 )
@@ -122,7 +123,7 @@ class CassandraShardLock(CassandraLayout):
             statement = self._prepare(cql.TAKE_LOCK)
             params = (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence)
         try:
-            taken = bool(self._run(statement, params).was_applied)
+            taken = applied(self._run(statement, params))
         except BackendError as err:
             if not isinstance(err.__cause__, WriteTimeout):
                 raise
