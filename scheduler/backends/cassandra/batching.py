@@ -1,12 +1,14 @@
-"""Logged batches of bounded size, binding parameters without writing null cells, and TTLs
-that keep a row at least as long as asked."""
+"""Logged batches of bounded size and TTLs that keep a row at least as long as asked (adding
+a statement to a batch: ``binding.py``)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
+from cassandra.query import BatchStatement, BatchType
+
+from scheduler.backends.cassandra.binding import add_to_batch as add_to_batch
+from scheduler.backends.cassandra.binding import unset_nulls as unset_nulls
 
 _BATCH_BYTES = 8_000  # messages per logged batch up to about this size (Cassandra fails
 # batches over 50 KiB by default and warns over 5 KiB: raise that warning for this workload)
@@ -46,14 +48,3 @@ def ttl_seconds(ttl_ms: float) -> int:
     the current whole second, so a row written 0.9 s into a second with ``TTL 1`` lives 0.1 s;
     one second more covers that."""
     return max(0, math.ceil(ttl_ms / 1000)) + 1
-
-
-def add_to_batch(batch: BatchStatement, statement: PreparedStatement, params: Any) -> None:
-    batch.add(statement, unset_nulls(params))
-
-
-def unset_nulls(params: Any) -> Any:
-    """None in a bound INSERT writes a tombstone cell; leave the column unset instead."""
-    if isinstance(params, tuple | list):
-        return tuple(UNSET_VALUE if value is None else value for value in params)
-    return params
