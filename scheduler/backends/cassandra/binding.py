@@ -18,27 +18,42 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
-from weakref import WeakKeyDictionary
+from typing import Any, NamedTuple
 
 from cassandra.query import UNSET_VALUE, BatchStatement, PreparedStatement
 
 _Serializer = Callable[[Any, int], bytes]
 
-#: per prepared statement: its columns' serializers and the indexes of its routing key
-_PLANS: WeakKeyDictionary[PreparedStatement, tuple[tuple[_Serializer, ...], frozenset[int]]]
-_PLANS = WeakKeyDictionary()
+
+class _Plan(NamedTuple):
+    """What adding a prepared statement directly needs, looked up once."""
+
+    serializers: tuple[_Serializer, ...]
+    routing: tuple[int, ...]  # the indexes of the partition key's values
+    version: int  # the protocol version it was prepared with
+    direct: bool  # nothing the driver's add would do differently (see the module's text)
+
+
+#: by prepared statement id (a digest of the query and its keyspace)
+_PLANS: dict[bytes, _Plan] = {}
 
 #: the driver's batches keep (is_prepared, query_id, values) in this list (as 3.30 does)
 _DIRECT = isinstance(getattr(BatchStatement(), "_statements_and_parameters", None), list)
 
 
-def _plan(statement: PreparedStatement) -> tuple[tuple[_Serializer, ...], frozenset[int]]:
-    plan = _PLANS.get(statement)
+def _plan(statement: PreparedStatement) -> _Plan:
+    plan = _PLANS.get(statement.query_id)
     if plan is None:
-        serializers = tuple(column.type.serialize for column in statement.column_metadata)
-        plan = (serializers, frozenset(statement.routing_key_indexes or ()))
-        _PLANS[statement] = plan
+        plan = _Plan(
+            tuple(column.type.serialize for column in statement.column_metadata),
+            tuple(statement.routing_key_indexes or ()),
+            statement.protocol_version,
+            _DIRECT
+            and statement.column_encryption_policy is None
+            and not statement.custom_payload
+            and statement.protocol_version >= 4,
+        )
+        _PLANS[statement.query_id] = plan
     return plan
 
 
@@ -52,25 +67,24 @@ def unset_nulls(params: Any) -> Any:
 def add_to_batch(batch: BatchStatement, statement: PreparedStatement, params: Any) -> None:
     """Add ``statement`` with ``params`` to ``batch``, as ``batch.add`` would; a None
     leaves its column unset (no tombstone)."""
+    plan = _plan(statement)
     if (
-        not _DIRECT
+        not plan.direct
         or batch.routing_key is None  # the driver's add takes the routing key from it
-        or statement.column_encryption_policy is not None
-        or statement.custom_payload
-        or statement.protocol_version < 4
-        or not isinstance(params, tuple | list)
+        or not isinstance(params, (tuple, list))
+        or len(params) != len(plan.serializers)
     ):
         batch.add(statement, unset_nulls(params))
         return
-    serializers, routing = _plan(statement)
-    if len(params) != len(serializers) or any(params[index] is None for index in routing):
-        batch.add(statement, unset_nulls(params))  # the driver's error for these
-        return
-    version = statement.protocol_version
+    for index in plan.routing:
+        if params[index] is None:
+            batch.add(statement, unset_nulls(params))  # the driver's error for it
+            return
+    version = plan.version
     try:
         bound = [
             UNSET_VALUE if value is None or value is UNSET_VALUE else serialize(value, version)
-            for value, serialize in zip(params, serializers, strict=True)
+            for value, serialize in zip(params, plan.serializers, strict=False)  # same length
         ]
     except (TypeError, ValueError, struct.error, AttributeError):
         batch.add(statement, unset_nulls(params))  # the driver's error, naming the column
