@@ -16,7 +16,8 @@ Threads of a worker process, one module each::
     activity.py: what it did per queue, appended to the activity log (the charts)
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
-the permits and counters. This module wires them together and runs them.
+the permits and counters; ``lifecycle.py`` the signals and a failed thread's stop. This
+module wires them together and runs them.
 
 Shutdown, in this order (SIGTERM/SIGINT, ``--duration``, ``--burst`` or ``stop()``):
 1. the consumer stops claiming;
@@ -37,11 +38,9 @@ before the timer builds its wheel, and again once a minute (``CorrectedClock``).
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from scheduler import App, BackendError, TickworkError
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
@@ -57,6 +56,7 @@ from workers.fanin import callback_args
 from workers.flow import Counters, Pace, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work, log_fields
+from workers.lifecycle import guarded, stop_signals
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics, WorkerMetrics
 from workers.pool import HandlerPool, PoolSpec
@@ -213,7 +213,9 @@ class Worker:
             roles.append(("activity", lambda: activity.run(until=self._settled)))
         for name, target in roles:
             thread = threading.Thread(
-                target=self._guarded(name, target), name=f"tickwork-{name}", daemon=True
+                target=guarded(name, target, self._thread_failed),
+                name=f"tickwork-{name}",
+                daemon=True,
             )
             thread.start()
             self._threads.append(thread)
@@ -224,18 +226,9 @@ class Worker:
             self.config.pool,
         )
 
-    def _guarded(self, role: str, target: Callable[[], None]) -> Callable[[], None]:
-        """``target``, stopping the worker (gracefully) if it raises."""
-
-        def run() -> None:
-            try:
-                target()
-            except Exception:
-                log.exception("the worker's %s thread failed: stopping the worker", role)
-                self.failed = self.failed or role
-                self.stop()
-
-        return run
+    def _thread_failed(self, role: str) -> None:
+        self.failed = self.failed or role
+        self.stop()
 
     def stop(self, force: bool = False) -> None:
         """Ask the worker to shut down (gracefully; at once with ``force``). Returns at once."""
@@ -270,8 +263,7 @@ class Worker:
 
     def run(self, duration_s: float | None = None) -> WorkerStats:
         """Run until a signal, ``stop()``, ``duration_s`` elapsing, or (``burst``) idleness."""
-        handlers = self._install_signals()
-        try:
+        with stop_signals(self.stop, self._stopping.is_set):
             self.start()
             deadline = None if duration_s is None else time.monotonic() + duration_s
             while not self._stopping.wait(0.2):
@@ -279,31 +271,9 @@ class Worker:
                     log.info("duration of %.1f s reached: shutting down", duration_s)
                     self.stop()
             self.join()
-        finally:
-            for signum, previous in handlers.items():
-                signal.signal(signum, previous)
         stats = self.stats
         log.info("worker stopped: %s", stats.as_dict())
         return stats
-
-    # -- signals -------------------------------------------------------------------------
-
-    def _install_signals(self) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        previous: dict[int, Any] = {}
-
-        def on_signal(signum: int, _frame: object) -> None:
-            if self._stopping.is_set():
-                log.warning("second signal: stopping at once")
-                self.stop(force=True)
-            else:
-                log.info("signal %d: shutting down gracefully (again to force)", signum)
-                self.stop()
-
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, on_signal)
-        return previous
 
     # -- wiring --------------------------------------------------------------------------
 
