@@ -67,26 +67,29 @@ def unset_nulls(params: Any) -> Any:
 def add_to_batch(batch: BatchStatement, statement: PreparedStatement, params: Any) -> None:
     """Add ``statement`` with ``params`` to ``batch``, as ``batch.add`` would; a None
     leaves its column unset (no tombstone)."""
+    bound = _serialized(batch, statement, params)
+    if bound is None:  # the driver's add: the routing key, its errors, what is unusual
+        batch.add(statement, unset_nulls(params))
+    else:
+        batch._statements_and_parameters.append((True, statement.query_id, bound))
+
+
+def _serialized(batch: BatchStatement, statement: PreparedStatement, params: Any) -> Any:
+    """``params`` serialized for the direct path, or None where the driver's add must run."""
     plan = _plan(statement)
     if (
         not plan.direct
         or batch.routing_key is None  # the driver's add takes the routing key from it
         or not isinstance(params, (tuple, list))
         or len(params) != len(plan.serializers)
+        or any(params[index] is None for index in plan.routing)  # the driver refuses it
     ):
-        batch.add(statement, unset_nulls(params))
-        return
-    for index in plan.routing:
-        if params[index] is None:
-            batch.add(statement, unset_nulls(params))  # the driver's error for it
-            return
+        return None
     version = plan.version
     try:
-        bound = [
+        return [
             UNSET_VALUE if value is None or value is UNSET_VALUE else serialize(value, version)
             for value, serialize in zip(params, plan.serializers, strict=False)  # same length
         ]
     except (TypeError, ValueError, struct.error, AttributeError):
-        batch.add(statement, unset_nulls(params))  # the driver's error, naming the column
-        return
-    batch._statements_and_parameters.append((True, statement.query_id, bound))
+        return None  # the driver's error, naming the column
