@@ -41,7 +41,7 @@ def one_run(url: str, bounded: bool, single: int, bulk: int, prefill: int) -> di
     report = app.enqueue_many(calls, batch_size=1000)
     bulk_s = time.perf_counter() - started
     assert report.enqueued == bulk and report.waited_s == 0
-    app.backend.purge("bench")
+    app.backend.queues.purge("bench")
     app.configure_queue("bench", max_pending=None)
     app.close()
     return {"delay_per_second": round(single / single_s), "bulk_per_second": round(bulk / bulk_s)}

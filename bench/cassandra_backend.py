@@ -31,22 +31,22 @@ def _run(backend: Backend, messages: int, batch: int, keyed: bool, queue: str) -
     ]
     started = time.perf_counter()
     for start in range(0, len(envelopes), 1000):
-        backend.enqueue(envelopes[start : start + 1000])
+        backend.messages.enqueue(envelopes[start : start + 1000])
     enqueued = time.perf_counter() - started
     started = time.perf_counter()  # the same messages again: all duplicates
     for start in range(0, len(envelopes), 1000):
-        backend.enqueue(envelopes[start : start + 1000], OnConflict.IGNORE)
+        backend.messages.enqueue(envelopes[start : start + 1000], OnConflict.IGNORE)
     again = time.perf_counter() - started
     claiming = acking = 0.0
     drained = 0
     while True:
         started = time.perf_counter()
-        claims = backend.claim(queue, batch).claims
+        claims = backend.leases.claim(queue, batch).claims
         claiming += time.perf_counter() - started
         if not claims:
             break
         started = time.perf_counter()
-        backend.ack([(c, None) for c in claims])
+        backend.leases.ack([(c, None) for c in claims])
         acking += time.perf_counter() - started
         drained += len(claims)
     return {
@@ -64,15 +64,15 @@ def _run(backend: Backend, messages: int, batch: int, keyed: bool, queue: str) -
 def _lease_calls(backend: Backend, messages: int) -> dict[str, Any]:
     """Extend, then release, the leases of one claim of ``messages``."""
     now = backend.now_ms()
-    backend.enqueue(
+    backend.messages.enqueue(
         [Envelope(f"l{i}", "leases", None, 0, now, 60_000, b"x") for i in range(messages)]
     )
-    claims = backend.claim("leases", messages).claims
+    claims = backend.leases.claim("leases", messages).claims
     started = time.perf_counter()
-    backend.extend(claims, 60_000)
+    backend.leases.extend(claims, 60_000)
     extended = time.perf_counter() - started
     started = time.perf_counter()
-    released = backend.release(claims)
+    released = backend.leases.release(claims)
     releasing = time.perf_counter() - started
     return {
         "leases": len(claims),

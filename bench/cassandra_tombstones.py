@@ -42,10 +42,10 @@ def _connect(url: str) -> CassandraBackend:
 
 
 def _tombstone_metric(backend: CassandraBackend) -> dict[str, dict[str, float]]:
-    rows = backend._session.execute(
+    rows = backend.store.session.execute(
         "SELECT table_name, count, max, p99th, p50th FROM system_views.tombstones_per_read "
         "WHERE keyspace_name = %s",
-        (backend._ks,),
+        (backend.store.ks,),
     )
     return {
         r.table_name: {"reads": r.count, "max": r.max, "p99": r.p99th, "p50": r.p50th}
@@ -60,7 +60,7 @@ def _produce(url: str, total: int, done: threading.Event, errors: list[str]) -> 
         for start in range(0, total, 1000):
             now = backend.now_ms()
             ids = range(start, min(total, start + 1000))
-            backend.enqueue(
+            backend.messages.enqueue(
                 [Envelope(f"t{i}", QUEUE, None, 0, now, 60_000, b"x" * 100) for i in ids]
             )
     except Exception as err:  # reported in the result, not swallowed
@@ -84,11 +84,11 @@ def _consume(
             with lock:
                 if len(seen) >= total or errors:
                     return
-            claims = backend.claim(QUEUE, 500).claims
+            claims = backend.leases.claim(QUEUE, 500).claims
             if not claims:
                 time.sleep(0.05)
                 continue
-            backend.ack([(c, None) for c in claims])
+            backend.leases.ack([(c, None) for c in claims])
             with lock:
                 counter[0] += len(claims)
                 seen.update(c.id for c in claims)
@@ -150,13 +150,15 @@ def _current_bucket_claims(url: str, pending: int, samples: int) -> dict[str, An
     now = backend.now_ms()
     for start in range(0, pending, 1000):
         ids = range(start, min(pending, start + 1000))
-        backend.enqueue([Envelope(f"f{i}", QUEUE, None, 0, now, 60_000, b"x" * 100) for i in ids])
+        backend.messages.enqueue(
+            [Envelope(f"f{i}", QUEUE, None, 0, now, 60_000, b"x" * 100) for i in ids]
+        )
     timings = []
     for _ in range(samples):
         started = time.perf_counter()
-        claims = backend.claim(QUEUE, 100).claims
+        claims = backend.leases.claim(QUEUE, 100).claims
         timings.append(time.perf_counter() - started)
-        backend.ack([(c, None) for c in claims])
+        backend.leases.ack([(c, None) for c in claims])
     after = _tombstone_metric(backend)
     backend.close()
     return {"pending": pending, "claim_batch": 100, **summary_ms(timings), "metric_after": after}

@@ -36,10 +36,10 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, Any]:
 
     app, tasks = fresh_app(url)
     backend: Any = app.backend
-    client = backend._client
+    client = backend.store.client
     pool = client.connection_pool
-    script = backend._scripts["enqueue"]
-    keys = backend._shard_keys("bench", 0)
+    script = backend.store.scripts["enqueue"]
+    keys = backend.store.shard_keys("bench", 0)
 
     def script_args(i: int) -> list[Any]:
         _, envelope = app.build(Call(tasks.noop.name, (i,), {}))
@@ -54,12 +54,12 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, Any]:
             pool.release(connection)
 
     def no_round_trip(i: int) -> object:
-        real = backend._run_many
-        backend._run_many = lambda name, batch: [[b"enqueued"] for _ in batch]
+        real = backend.store.run_many
+        backend.store.run_many = lambda name, batch: [[b"enqueued"] for _ in batch]
         try:
             return tasks.noop.delay(i)
         finally:
-            backend._run_many = real
+            backend.store.run_many = real
 
     steps: dict[str, Callable[[int], object]] = {
         "delay": lambda i: tasks.noop.delay(i),
@@ -80,7 +80,7 @@ def measure(url: str, calls: int, rounds: int) -> dict[str, Any]:
     for _ in range(rounds):
         for name, step in steps.items():
             figures[name].append(round(_per_call_us(calls, step), 1))
-            backend.purge("bench")
+            backend.queues.purge("bench")
     evalsha = server.info("commandstats").get("cmdstat_evalsha", {})
     app.close()
     return {

@@ -25,7 +25,7 @@ def fresh_app(url: str, module: str = "bench.tasks") -> tuple[App, Any]:
     tasks = importlib.reload(importlib.import_module(module))
     tasks.app.use_backend(url)
     for queue in ("bench", "timed"):
-        tasks.app.backend.purge(queue)
+        tasks.app.backend.queues.purge(queue)
     return tasks.app, tasks
 
 
@@ -36,7 +36,7 @@ def bulk_enqueue(url: str, count: int, batch: int) -> dict[str, Any]:
     report = app.enqueue_many(calls, batch_size=batch)
     elapsed = time.perf_counter() - started
     assert report.enqueued == count
-    app.backend.purge("bench")
+    app.backend.queues.purge("bench")
     app.close()
     return {
         "messages": count,
@@ -121,11 +121,11 @@ def claim_latency(url: str, pending: int, samples: int = 200) -> dict[str, Any]:
     timings = []
     for _ in range(samples):
         started = time.perf_counter()
-        claims = backend.claim("bench", 100).claims
+        claims = backend.leases.claim("bench", 100).claims
         timings.append(time.perf_counter() - started)
-        backend.ack([(c, None) for c in claims])
-        backend.enqueue([app.build(tasks.noop.call(0))[1] for _ in claims])
-    backend.purge("bench")
+        backend.leases.ack([(c, None) for c in claims])
+        backend.messages.enqueue([app.build(tasks.noop.call(0))[1] for _ in claims])
+    backend.queues.purge("bench")
     app.close()
     return {"pending": pending, "claim_batch": 100, **summary_ms(timings)}
 
@@ -135,14 +135,14 @@ def redis_memory(url: str, count: int) -> dict[str, Any]:
     import redis
 
     app, tasks = fresh_app(url)
-    app.backend.purge("memory")
+    app.backend.queues.purge("memory")
     client = redis.Redis.from_url(url.split("?")[0])
     before = int(client.info("memory")["used_memory"])
     data = "x" * 100
     app.enqueue_many((tasks.payload.call(data) for _ in range(count)), batch_size=5000)
     after = int(client.info("memory")["used_memory"])
     _, sample = app.build(tasks.payload.call(data))
-    app.backend.purge("memory")
+    app.backend.queues.purge("memory")
     client.close()
     app.close()
     return {

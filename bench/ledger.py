@@ -36,7 +36,7 @@ _WARM_UP_S = 1.0
 
 
 def _acked(app: App) -> int:
-    (stats,) = app.backend.stats("bench")
+    (stats,) = app.backend.queues.stats("bench")
     return stats.counters.get("acked", 0)
 
 
@@ -83,7 +83,7 @@ def counted_run(url: str, schedules: int, seconds: float, keep: int) -> tuple[Co
     server_after, cpu_after = _server_cpu_s(url), time.process_time()
     worker.stop()
     worker.join(60)
-    app.backend.purge("bench")
+    app.backend.queues.purge("bench")
     acks = max(1, after - before)
     server = None
     if server_before is not None and server_after is not None:

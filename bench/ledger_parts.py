@@ -118,11 +118,11 @@ def append_per_server_second(url: str) -> float:
     app = App(url)
     client = redis.Redis.from_url(url)
     for index in range(0, 25_000, 50):  # fill the lists past their keep
-        app.backend.append_ledger(_entries(index, 50))
+        app.backend.ledger.append(_entries(index, 50))
     client.config_resetstat()
     count = 20_000
     for index in range(0, count, 50):
-        app.backend.append_ledger(_entries(index, 50))
+        app.backend.ledger.append(_entries(index, 50))
     stats = client.info("commandstats")
     usec = sum(v["usec"] for k, v in stats.items() if k.startswith("cmdstat_evalsha"))
     client.close()

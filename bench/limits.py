@@ -62,19 +62,19 @@ def claim_latency(url: str, pending: int, samples: int = 100) -> dict[str, Any]:
     timings = []
     for _ in range(samples):
         started = time.perf_counter()
-        claims = backend.claim("bench", 100, slots={tasks.limited.name: 10}).claims
+        claims = backend.leases.claim("bench", 100, slots={tasks.limited.name: 10}).claims
         requests = [  # the slots the claim did not take (all but on Redis): asked for apart
             SlotRequest(f"{tasks.limited.name}:{c.id}", 10, c.id, c.queue, c.key, c.timeout_ms)
             for c in claims
             if c.slot is None
         ]
-        assert all(answer is None for answer in backend.acquire_slots(requests))
+        assert all(answer is None for answer in backend.limits.acquire(requests))
         timings.append(time.perf_counter() - started)
-        backend.ack([(c, None) for c in claims])
+        backend.leases.ack([(c, None) for c in claims])
         held = [(c.slot, c.id) for c in claims if c.slot is not None]
-        backend.release_slots(held + [(r.limit, r.message_id) for r in requests])
-        backend.enqueue([app.build(tasks.limited.call(0, "k0"))[1] for _ in claims])
-    backend.purge("bench")
+        backend.limits.release(held + [(r.limit, r.message_id) for r in requests])
+        backend.messages.enqueue([app.build(tasks.limited.call(0, "k0"))[1] for _ in claims])
+    backend.queues.purge("bench")
     app.close()
     return {"pending": pending, "claim_batch": 100, **summary_ms(timings)}
 

@@ -28,14 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _acked(app: Any) -> int:
-    (stats,) = app.backend.stats("procs")
+    (stats,) = app.backend.queues.stats("procs")
     return int(stats.counters.get("acked", 0))
 
 
 def rate(url: str, task: str, count: int, processes: int) -> float:
     """Messages per second of ``count`` runs of ``task`` by a ``--processes`` worker."""
     app, tasks = fresh_app(url, "bench.process_tasks")
-    app.backend.purge("procs")
+    app.backend.queues.purge("procs")
     app.enqueue_many([getattr(tasks, task).call(i) for i in range(count)])
     base = _acked(app)
     command = [sys.executable, "-m", "tickwork", "worker", "-A", "bench.process_tasks"]
@@ -51,7 +51,7 @@ def rate(url: str, task: str, count: int, processes: int) -> float:
         time.sleep(0.005)
     last = time.perf_counter()
     worker.wait(120)
-    app.backend.purge("procs")
+    app.backend.queues.purge("procs")
     app.close()
     assert first is not None
     return round((count - first[1]) / (last - first[0]))

@@ -31,7 +31,7 @@ def delays(url: str, count: int) -> float:
     for n in range(count):
         tasks.noop.delay(n)
     elapsed = time.perf_counter() - started
-    app.backend.purge("bench")
+    app.backend.queues.purge("bench")
     app.close()
     return count / elapsed
 

@@ -53,7 +53,7 @@ def _stored(kind: str) -> tuple[App, bytes]:
         paris = Cron(expr="*/5 * * * *", tz="Europe/Paris")
         trigger = every if kind == "repeating" else paris
         message_id = report.schedule(args=("acme", 1), trigger=trigger, key=f"r-{kind}")
-    stored = app.backend.get(message_id)
+    stored = app.backend.messages.get(message_id)
     assert stored is not None
     return app, stored.envelope.body
 

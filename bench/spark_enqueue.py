@@ -76,7 +76,7 @@ def run_backend(
 
     def purge() -> None:
         app = App(url)
-        app.backend.purge("billing")
+        app.backend.queues.purge("billing")
         app.close()
 
     df = frame(spark, rows)

@@ -46,7 +46,7 @@ def main() -> None:
         time.sleep(0.05)
     worker.stop()
     worker.join(10)
-    for record in app.backend.poison_list():
+    for record in app.backend.poison.list():
         print(f"recorded: {record.envelope.id} {record.failure.reason}: {record.failure.message}")
     print(
         "attempts:", worker.stats.aborted + worker.stats.retried, "(aborted runs are not retried)"

@@ -45,7 +45,7 @@ def main() -> None:
         except QueueFull as err:
             print(err)
             break
-    (stats,) = app.backend.stats("imports")
+    (stats,) = app.backend.queues.stats("imports")
     print(f"imports holds {stats.pending} of at most {stats.max_pending}")
     app.close()
 

@@ -160,7 +160,7 @@ def read_activity(backend: Backend, queues: list[str], now_ms: int, minutes: int
     """Each queue's activity log, added up per minute over the last ``minutes`` minutes
     (the current minute last), in one backend call."""
     first = (now_ms // MINUTE_MS - minutes + 1) * MINUTE_MS
-    logs = backend.read_ledgers([(queue, ACTIVITY_SUBJECT) for queue in queues], ACTIVITY_KEEP)
+    logs = backend.ledger.read_many([(queue, ACTIVITY_SUBJECT) for queue in queues], ACTIVITY_KEEP)
     total = [Minute(first + i * MINUTE_MS) for i in range(minutes)]
     per_queue: dict[str, list[Minute]] = {}
     for queue, records in zip(queues, logs, strict=True):

@@ -215,9 +215,9 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
         if (id is None) == (key is None):
             raise InvalidMessage("give exactly one of id= and key=")
         if key is not None:
-            return self.backend.get_by_key(queue or self.settings.default_queue, key)
+            return self.backend.messages.get_by_key(queue or self.settings.default_queue, key)
         assert id is not None
-        return self.backend.get(id, queue)
+        return self.backend.messages.get(id, queue)
 
     def abort(
         self,
@@ -268,7 +268,7 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
     def activity(self, minutes: int = 60, queue: str | None = None) -> Activity:
         """What the workers did per minute over the last ``minutes`` (counts, lateness
         and run time), in ``queue`` or in every queue, from the activity log they write."""
-        queues = [queue] if queue is not None else self.backend.queues()
+        queues = [queue] if queue is not None else self.backend.queues.names()
         return read_activity(self.backend, queues, self.backend_clock.now_ms(), minutes)
 
     def _now_ms(self) -> int:
@@ -289,7 +289,7 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
                 continue
             mode = OnConflict.IGNORE if current is None else OnConflict.REPLACE
             _, envelope = self.build(Call(p.task, key=p.key, trigger=p.trigger, queue=p.queue))
-            outcomes.extend(self.backend.enqueue([envelope], mode))
+            outcomes.extend(self.backend.messages.enqueue([envelope], mode))
         return outcomes
 
     # -- the same from an event loop: the blocking call runs in a thread ---------------

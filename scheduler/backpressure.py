@@ -37,7 +37,7 @@ def write_bounded(
 
     Raises ``QueueFull`` (listing what was written) when a queue is still full after
     ``timeout_s``, or at once with ``block=False``; nothing beyond what fit is written."""
-    outcomes = backend.enqueue(envelopes, on_conflict, bounded=True)
+    outcomes = backend.messages.enqueue(envelopes, on_conflict, bounded=True)
     if Outcome.FULL not in outcomes:
         return outcomes, 0.0
     return write_refused(
@@ -55,7 +55,7 @@ async def awrite_bounded(
 ) -> tuple[list[Outcome], float]:
     """``write_bounded`` from an event loop: the first write through ``Backend.aenqueue``
     (on Redis, from the loop itself); waiting for room, if a queue is full, in a thread."""
-    outcomes = await backend.aenqueue(envelopes, on_conflict, bounded=True)
+    outcomes = await backend.messages.aenqueue(envelopes, on_conflict, bounded=True)
     if Outcome.FULL not in outcomes:
         return outcomes, 0.0
     return await asyncio.to_thread(
@@ -85,7 +85,7 @@ def write_refused(
             raise full_error(backend, envelopes, outcomes, time.monotonic() - started)
         sleep(min(pause, left))
         pause = min(pause * 2, LONGEST_PAUSE_S)
-        again = backend.enqueue([envelopes[i] for i in refused], on_conflict, bounded=True)
+        again = backend.messages.enqueue([envelopes[i] for i in refused], on_conflict, bounded=True)
         for i, outcome in zip(refused, again, strict=True):
             outcomes[i] = outcome
         refused = [i for i in refused if outcomes[i] is Outcome.FULL]
@@ -99,4 +99,4 @@ def full_error(
     refused = [e for e, o in zip(envelopes, outcomes, strict=True) if o is Outcome.FULL]
     written = [e.id for e, o in zip(envelopes, outcomes, strict=True) if o in WRITES]
     queue = refused[0].queue
-    return QueueFull(queue, backend.queue_bounds().get(queue), written, len(refused), waited_s)
+    return QueueFull(queue, backend.queues.bounds().get(queue), written, len(refused), waited_s)

@@ -48,9 +48,9 @@ class BatchControl:
         retention = timedelta(seconds=self.settings.batch_retention_s)
         built = build_batch(self.builder, spec, self.backend_clock.now_ms(), retention)
         backend = self.backend
-        backend.open_batch(built.id, built.description.encode(), built.expires_ms)
+        backend.batches.open(built.id, built.description.encode(), built.expires_ms)
         if built.callbacks:
-            backend.enqueue(built.callbacks, OnConflict.ERROR)
+            backend.messages.enqueue(built.callbacks, OnConflict.ERROR)
         timeout_s, waited_s = self._block_s(block_timeout), 0.0
         try:
             for start in range(0, len(built.members), _CHUNK):
@@ -66,7 +66,7 @@ class BatchControl:
 
     def _drop_callbacks(self, built: BuiltBatch) -> None:
         for envelope in built.callbacks:
-            self.backend.delete(envelope.id, envelope.queue)
+            self.backend.messages.delete(envelope.id, envelope.queue)
 
     def batch(self, batch_id: str, members: bool = False) -> BatchStatus:
         """Where batch ``batch_id`` stands: counts, callbacks, and (``members``) each
@@ -80,12 +80,14 @@ class BatchControl:
         backend = self.backend
         description, record = read_description(backend, batch_id, outcomes=True)
         for place in description.callbacks.values():
-            backend.delete(place.id, place.queue)
+            backend.messages.delete(place.id, place.queue)
         cancelled = 0
         for index in range(description.size):
             if index not in record.outcomes:
                 mid = member_id(batch_id, index)
-                cancelled += any(backend.delete(mid, queue) for queue in description.queues)
+                cancelled += any(
+                    backend.messages.delete(mid, queue) for queue in description.queues
+                )
         return cancelled
 
     def workflow(
@@ -107,7 +109,7 @@ class BatchControl:
             return keyed
         if workflow_id is None:
             raise WorkflowNotFound("give a batch or chain id, or a key")
-        if backend.read_batch(workflow_id, outcomes=False) is not None:
+        if backend.batches.read(workflow_id, outcomes=False) is not None:
             return batch_view(backend, workflow_id)
         found = chain_view(backend, workflow_id, max_steps)
         if found is None:

@@ -94,7 +94,7 @@ def read_description(
     backend: Backend, batch_id: str, outcomes: bool = False
 ) -> tuple[BatchDescription, BatchRecord]:
     """The batch's description and stored record; ``BatchNotFound``."""
-    record = backend.read_batch(batch_id, outcomes=outcomes)
+    record = backend.batches.read(batch_id, outcomes=outcomes)
     if record is None:
         raise BatchNotFound(f"no batch {batch_id} is stored (a wrong id, or it expired)")
     if record.description is None:

@@ -63,10 +63,10 @@ def abort(
         return AbortResult.NOT_FOUND
     envelope = stored.envelope
     if stored.state is not State.RUNNING:
-        deleted = backend.delete(envelope.id, envelope.queue)
+        deleted = backend.messages.delete(envelope.id, envelope.queue)
         return AbortResult.CANCELLED if deleted else AbortResult.NOT_FOUND
     expires_ms = now_ms + 2 * envelope.timeout_ms + ABORT_MARGIN_MS
-    backend.request_abort(
+    backend.aborts.request(
         AbortRequest(envelope.id, envelope.queue, continue_chain, now_ms, expires_ms)
     )
     return AbortResult.REQUESTED
@@ -128,7 +128,7 @@ class Resumed:
 
 def find_schedule(backend: Backend, queue: str, key: str) -> tuple[StoredMessage, Message]:
     """The stored message of the recurring schedule ``key`` and its decoded body."""
-    stored = backend.get_by_key(queue, key)
+    stored = backend.messages.get_by_key(queue, key)
     if stored is None:
         raise ScheduleNotFound(f"no schedule holds the key {key!r} in queue {queue!r}")
     message = Message.decode(stored.envelope.body)
@@ -165,7 +165,7 @@ def pause_schedule(
                 )
             message = Message.decode(following.body)
         paused = message.model_copy(update={"paused_at": to_datetime(now_ms)})
-        if not backend.delete_by_key(queue, key):
+        if not backend.messages.delete_by_key(queue, key):
             continue  # it moved on meanwhile: read it again
         _store(backend, builder.restored(paused, PAUSED_DUE))
         return True
@@ -179,7 +179,7 @@ def _store(backend: Backend, envelope: Envelope) -> None:
         try:
             # REPLACE, not ERROR: the chain is cancelled, so whatever holds the key now is
             # a stale view of it, and failing here would lose the schedule
-            backend.enqueue([envelope], OnConflict.REPLACE)
+            backend.messages.enqueue([envelope], OnConflict.REPLACE)
             return
         except BackendError:
             if attempt == 2:
@@ -220,8 +220,8 @@ def resume_schedule(
             envelopes.append(run._replace(due_ms=now_ms + i * step_ms))
     fire = trigger.after_pause(pending, now, misfire)
     if fire is None:
-        backend.delete_by_key(queue, key)
-        backend.enqueue(envelopes, OnConflict.REPLACE)
+        backend.messages.delete_by_key(queue, key)
+        backend.messages.enqueue(envelopes, OnConflict.REPLACE)
         return Resumed(None, 0, len(caught))
     skipped = 0 if misfire is Misfire.COALESCE else fire.misfires - len(caught)
     due = trigger.missed(pending, now, min(len(caught) + skipped, _SKIPPED_WALK))[len(caught) :]
@@ -235,7 +235,7 @@ def resume_schedule(
         }
     )
     envelopes.append(builder.restored(resumed, fire.at))
-    backend.enqueue(envelopes, OnConflict.REPLACE)
+    backend.messages.enqueue(envelopes, OnConflict.REPLACE)
     first = due[0].at if due and skipped else None
     last = due[-1].at if len(due) == skipped > 1 else None
     return Resumed(fire.at, skipped, len(caught), first, last)
@@ -248,7 +248,7 @@ def trigger_now(
     (the schedule is not moved; paused or not); returns the run's message id."""
     _, message = find_schedule(backend, queue, key)
     run = builder.one_off(message, to_datetime(now_ms), now_ms, "manual")
-    backend.enqueue([run])
+    backend.messages.enqueue([run])
     return run.id
 
 
@@ -297,7 +297,7 @@ def backfill(
         chain = identity_chain_id(queue, f"backfill\x00{run_key}")
         run = builder.one_off(message, fire.at, now_ms, "backfill", chain, run_key, remember)
         envelopes.append(run._replace(due_ms=now_ms + i * step_ms))
-    outcomes = backend.enqueue(envelopes, OnConflict.IGNORE)
+    outcomes = backend.messages.enqueue(envelopes, OnConflict.IGNORE)
     enqueued = sum(outcome is Outcome.ENQUEUED for outcome in outcomes)
     return Backfill([fire.at for fire in fires], enqueued, len(fires) - enqueued)
 
@@ -305,7 +305,7 @@ def backfill(
 def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
     """Keyed recurring messages (of ``queue``, or all) with next run, last run, misfires."""
     result = []
-    for stored in backend.keyed(queue):
+    for stored in backend.messages.keyed(queue):
         message = Message.decode(stored.envelope.body)
         if message.trigger is None or message.key is None:
             continue

@@ -329,7 +329,7 @@ def read_histories(
 ) -> list[list[HistoryEntry]]:
     """``read_history`` of each ``(queue, subject)``, in one backend call."""
     decoded = []
-    for records in backend.read_ledgers(subjects, limit):
+    for records in backend.ledger.read_many(subjects, limit):
         found = (HistoryEntry.decode(r) for r in records)
         decoded.append([entry for entry in found if entry is not None])
     return decoded

@@ -104,7 +104,7 @@ def limit_usage(
     concurrency_keys = [
         key for limit in limits if limit.kind == "concurrency" for key in wanted[limit]
     ]
-    slots = backend.limit_usage(concurrency_keys) if concurrency_keys else {}
+    slots = backend.limits.usage(concurrency_keys) if concurrency_keys else {}
     result = []
     for limit in limits:
         keys = wanted[limit]
@@ -112,6 +112,6 @@ def limit_usage(
             usage = {key: slots.get(key, (0, 0)) for key in keys}
         else:
             period_ms = int((limit.period_s or 0) * 1000)
-            usage = backend.rate_usage(keys, period_ms) if keys else {}
+            usage = backend.rates.usage(keys, period_ms) if keys else {}
         result.append(LimitUsage(limit, [KeyUsage(key, *usage.get(key, (0, 0))) for key in keys]))
     return result

@@ -55,23 +55,23 @@ class PoisonFilter:
 
 def select(backend: Backend, chosen: PoisonFilter, limit: int = MAX_SELECTED) -> list[PoisonRecord]:
     """The poisoned messages ``chosen`` matches, oldest failure first, at most ``limit``."""
-    records = backend.poison_list(chosen.queue or None, limit=limit)
+    records = backend.poison.list(chosen.queue or None, limit=limit)
     return [record for record in records if chosen.matches(record)]
 
 
 def replay(backend: Backend, chosen: PoisonFilter) -> int:
     """Replay what ``chosen`` matches (see ``Backend.poison_replay``); returns how many."""
     if chosen.empty:
-        return backend.poison_replay(None)
+        return backend.poison.replay(None)
     if chosen == PoisonFilter(queue=chosen.queue):
-        return backend.poison_replay(None, chosen.queue)
+        return backend.poison.replay(None, chosen.queue)
     ids = [record.envelope.id for record in select(backend, chosen)]
-    return backend.poison_replay(ids, chosen.queue) if ids else 0
+    return backend.poison.replay(ids, chosen.queue) if ids else 0
 
 
 def purge(backend: Backend, chosen: PoisonFilter) -> int:
     """Delete what ``chosen`` matches; returns how many."""
     if chosen == PoisonFilter(queue=chosen.queue):
-        return backend.poison_purge(chosen.queue)
+        return backend.poison.purge(chosen.queue)
     ids = [record.envelope.id for record in select(backend, chosen)]
-    return backend.poison_purge(chosen.queue, ids) if ids else 0
+    return backend.poison.purge(chosen.queue, ids) if ids else 0

@@ -45,7 +45,7 @@ def live_workers(backend: Backend) -> list[WorkerInfo]:
     """The workers in the registry, oldest first, each marked alive or gone."""
     now = to_datetime(backend.now_ms())
     found = []
-    for body in backend.worker_records().values():
+    for body in backend.registry.records().values():
         info = WorkerInfo.model_validate_json(body)
         late = (now - info.last_seen).total_seconds() > GONE_AFTER * info.interval_s
         found.append(info.model_copy(update={"alive": not late}))

@@ -26,15 +26,15 @@ class QueueControl:
         """Stop every worker claiming from ``queue`` (default: the default queue) within
         its poll interval; enqueueing goes on and due messages wait. False if it was
         already paused."""
-        return self.backend.pause_queue(queue or self.settings.default_queue)
+        return self.backend.queues.pause(queue or self.settings.default_queue)
 
     def resume(self, queue: str | None = None) -> bool:
         """Let workers claim from ``queue`` again. False if it was not paused."""
-        return self.backend.resume_queue(queue or self.settings.default_queue)
+        return self.backend.queues.resume(queue or self.settings.default_queue)
 
     def paused(self) -> list[str]:
         """The paused queues, sorted."""
-        return self.backend.paused_queues()
+        return self.backend.queues.paused()
 
     def configure_queue(self, queue: str, *, max_pending: int | None) -> None:
         """Bound ``queue`` to ``max_pending`` messages waiting or leased (poisoned ones do
@@ -45,8 +45,8 @@ class QueueControl:
             raise ConfigurationError(
                 f"max_pending must be a whole number >= 1, not {max_pending!r}"
             )
-        self.backend.set_queue_bound(queue, max_pending)
+        self.backend.queues.set_bound(queue, max_pending)
 
     def queue_bounds(self) -> dict[str, int]:
         """``max_pending`` of every bounded queue."""
-        return self.backend.queue_bounds()
+        return self.backend.queues.bounds()

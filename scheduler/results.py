@@ -152,7 +152,7 @@ _STATUS_OF_STATE = {
 
 
 def _record(backend: Backend, message_id: str) -> ResultRecord | None:
-    body = backend.get_results([message_id]).get(message_id)
+    body = backend.results.get([message_id]).get(message_id)
     return ResultRecord.decode(body) if body is not None else None
 
 
@@ -161,7 +161,7 @@ def read(backend: Backend, message_id: str) -> TaskInfo:
     one, else where its stored message stands (with its progress, if it reported some)."""
     record = _record(backend, message_id)
     if record is None or record.status == "running":
-        stored = backend.get(message_id)
+        stored = backend.messages.get(message_id)
         if stored is not None:
             return _info(message_id, _STATUS_OF_STATE[stored.state], record)
         record = _record(backend, message_id)  # it may have finished between the reads
@@ -290,4 +290,4 @@ def report_progress(app: ProgressSink, info: RunInfo, fraction: float, note: str
             "register it with @app.task(keep_result=True)"
         )
     record = running_record(fraction, note, info.attempt, int(time.time() * 1000))
-    app.backend.put_results([(info.message_id, record, retention)])
+    app.backend.results.put([(info.message_id, record, retention)])

@@ -59,11 +59,11 @@ class ScheduleSteering:
             raise InvalidMessage("give exactly one of id= and key=")
         if key is None:
             assert id is not None
-            return self.backend.delete(id, queue)
+            return self.backend.messages.delete(id, queue)
         queue = queue or self.settings.default_queue
         keeps = self.settings.history_keep > 0
-        stored = self.backend.get_by_key(queue, key) if keeps else None
-        cancelled = self.backend.delete_by_key(queue, key)
+        stored = self.backend.messages.get_by_key(queue, key) if keeps else None
+        cancelled = self.backend.messages.delete_by_key(queue, key)
         if cancelled and stored is not None:
             message = Message.decode(stored.envelope.body)
             if message.trigger is not None:
@@ -100,7 +100,7 @@ class ScheduleSteering:
         retention = Retention.of(self.settings)
         if retention is not None:
             entry = retention.entry(queue, schedule_subject(key), [record.encode()])
-            self.backend.append_ledger([entry])
+            self.backend.ledger.append([entry])
 
     def pause_schedule(self, key: str, *, queue: str | None = None) -> bool:
         """Pause the recurring schedule ``key``: nothing of it runs until it is resumed

@@ -68,7 +68,7 @@ def batch_view(backend: Backend, batch_id: str) -> WorkflowView:
         for m in status.members
     ]
     for when, callback_id in status.callbacks.items():
-        stored = backend.get(callback_id)
+        stored = backend.messages.get(callback_id)
         if stored is not None:
             parked = stored.envelope.due_ms >= to_ms(PAUSED_DUE)
             state = "waiting for the batch" if parked else str(stored.state)
@@ -96,7 +96,7 @@ def keyed_view(backend: Backend, queue: str, key: str) -> WorkflowView | None:
     """The chain holding ``key`` in ``queue`` (its live step, those before it and those
     after it), or None if nothing holds the key. For a recurring chain, the current
     occurrence."""
-    stored = backend.get_by_key(queue, key)
+    stored = backend.messages.get_by_key(queue, key)
     if stored is None:
         return None
     message = Message.decode(stored.envelope.body)
@@ -156,8 +156,8 @@ def chain_view(backend: Backend, first_id: str, max_steps: int = 1000) -> Workfl
     steps: list[StepView] = []
     for index in range(max_steps):
         sid = step_id(first_id, index)
-        stored = backend.get(sid)
-        poisoned = backend.poison_get(sid) if stored is None else None
+        stored = backend.messages.get(sid)
+        poisoned = backend.poison.get(sid) if stored is None else None
         if stored is None and poisoned is None:
             info = read(backend, sid)
             done = info.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)

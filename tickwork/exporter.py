@@ -35,7 +35,7 @@ class BackendCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("tickwork_backend_up", "1 if the last scrape read the backend")
         try:
-            stats = self._app.backend.stats()
+            stats = self._app.backend.queues.stats()
             schedules = self._app.schedules()
         except BackendError as err:
             log.warning("scrape failed: %s", err)

@@ -48,7 +48,7 @@ class AbortWatcher:
             self._delivered.clear()
             return
         try:
-            requests = self._backend.abort_requests()
+            requests = self._backend.aborts.pending()
         except BackendError as err:
             log.warning("cannot read abort requests (trying again): %s", err)
             return

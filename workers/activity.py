@@ -84,7 +84,7 @@ class ActivityLog:
             self._since_ms = now
             return
         try:
-            self._backend.append_ledger(entries)
+            self._backend.ledger.append(entries)
         except BackendError as err:
             log.warning("cannot write this worker's activity (kept for the next try): %s", err)
             return

@@ -138,7 +138,7 @@ class Consumer:
             return
         self._paused_read_at = now
         try:
-            paused = set(self._backend.paused_queues())
+            paused = set(self._backend.queues.paused())
         except BackendError as err:
             log.warning("cannot read paused queues (keeping the last answer): %s", err)
             return
@@ -174,7 +174,7 @@ class Consumer:
                     break
                 lookahead = self._config.lookahead_ms if self._timer.has_room() else 0
                 asked = time.perf_counter()
-                batch = self._backend.claim(queue, wanted - claimed, lookahead, self._slots)
+                batch = self._backend.leases.claim(queue, wanted - claimed, lookahead, self._slots)
                 self._metrics.claim_took(queue, time.perf_counter() - asked)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
@@ -247,6 +247,6 @@ class Consumer:
         pending, self._empty_polls = self._empty_polls, 0
         if pending:
             try:
-                self._backend.add_counters(self._config.queues[0], {"empty_polls": pending})
+                self._backend.queues.add_counters(self._config.queues[0], {"empty_polls": pending})
             except BackendError:
                 self._empty_polls += pending

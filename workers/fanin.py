@@ -66,7 +66,7 @@ class FanIn:
         (a forced stop): the caller must then leave those messages to be redelivered."""
         if not outcomes:
             return True
-        counts = self._with_retries(lambda: self._backend.settle_members([o for _, o in outcomes]))
+        counts = self._with_retries(lambda: self._backend.batches.settle([o for _, o in outcomes]))
         if counts is None:
             return False
         completed: dict[str, int] = {}
@@ -77,7 +77,7 @@ class FanIn:
         return all(self._fire(batch, failed) for batch, failed in completed.items())
 
     def _fire(self, batch_id: str, failed: int) -> bool:
-        found = self._with_retries(lambda: (self._backend.read_batch(batch_id, outcomes=False),))
+        found = self._with_retries(lambda: (self._backend.batches.read(batch_id, outcomes=False),))
         if found is None:
             return False
         record = found[0]
@@ -92,10 +92,10 @@ class FanIn:
             (wake if applies else drop).append(place)
         if wake:
             waiters = [Waiter("", p.queue, None, p.id) for p in wake]
-            if self._with_retries(lambda: self._backend.wake(waiters)) is None:
+            if self._with_retries(lambda: self._backend.limits.wake(waiters)) is None:
                 return False
             self._nudge()
-        delete = self._backend.delete
+        delete = self._backend.messages.delete
         for place in drop:
             if self._with_retries(partial(delete, place.id, place.queue)) is None:
                 return False

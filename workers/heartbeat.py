@@ -47,7 +47,7 @@ class Heartbeat:
             by_timeout.setdefault(work.claim.timeout_ms, []).append(work)
         for timeout_ms, works in by_timeout.items():
             try:
-                held = self._backend.extend([w.claim for w in works], timeout_ms)
+                held = self._backend.leases.extend([w.claim for w in works], timeout_ms)
             except BackendError as err:
                 log.warning("lease heartbeat failed: %s", err)
                 continue
@@ -56,7 +56,7 @@ class Heartbeat:
             slots = [(work.slot, work.claim.id) for work in kept if work.slot is not None]
             if slots:
                 try:
-                    self._backend.extend_slots(slots, timeout_ms)
+                    self._backend.limits.extend(slots, timeout_ms)
                 except BackendError as err:
                     log.warning("concurrency slot heartbeat failed: %s", err)
             lost = [work for work, ok in zip(works, held, strict=True) if not ok]

@@ -72,7 +72,7 @@ class LimitGate:
         if not requests:
             return list(works)
         try:
-            answers = self._backend.acquire_slots([request for _, request in requests])
+            answers = self._backend.limits.acquire([request for _, request in requests])
         except BackendError as err:
             log.warning("cannot take concurrency slots (looking again soon): %s", err)
             answers = [self._now_ms() + _RETRY_MS] * len(requests)
@@ -92,9 +92,9 @@ class LimitGate:
             "%s id=%s waits for a slot of %s", work.message.task, work.claim.id, request.limit
         )
         try:
-            if not self._backend.release([work.claim], due_ms=max(retry_at, self._now_ms())):
+            if not self._backend.leases.release([work.claim], due_ms=max(retry_at, self._now_ms())):
                 return  # the lease was lost meanwhile: whoever holds it now decides
-            if self._backend.wait_for_slot(request):  # a slot came free meanwhile
+            if self._backend.limits.wait(request):  # a slot came free meanwhile
                 self.wake([Waiter(request.limit, request.queue, request.key, request.message_id)])
         except BackendError as err:
             log.warning(
@@ -123,7 +123,7 @@ class LimitGate:
         if not held:
             return
         try:
-            waiters = self._backend.release_slots(held)
+            waiters = self._backend.limits.release(held)
         except BackendError as err:
             log.warning(
                 "cannot give back %d concurrency slot(s) (their leases will end): %s",
@@ -148,7 +148,7 @@ class LimitGate:
     def _wake(self, waiters: list[Waiter]) -> None:
         pops = 0
         while waiters:
-            woken = self._backend.wake(waiters)
+            woken = self._backend.limits.wake(waiters)
             if any(woken):
                 self._woke()
             missed = [w for w, ok in zip(waiters, woken, strict=True) if not ok]
@@ -157,7 +157,7 @@ class LimitGate:
                 if pops >= _MAX_POPS:
                     return
                 pops += 1
-                waiters += self._backend.pop_waiters(waiter.limit, 1)
+                waiters += self._backend.limits.pop_waiters(waiter.limit, 1)
 
 
 def claim_capacities(app: App) -> dict[str, int]:

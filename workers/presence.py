@@ -82,13 +82,13 @@ class Presence:
                 self._write(ttl_ms)
         finally:
             try:
-                self._backend.delete_worker(self.worker_id)
+                self._backend.registry.delete(self.worker_id)
             except BackendError as err:
                 log.warning("cannot leave the worker registry (the record expires): %s", err)
 
     def _write(self, ttl_ms: int) -> None:
         try:
-            self._backend.put_worker(self.worker_id, self.record(), ttl_ms)
+            self._backend.registry.put(self.worker_id, self.record(), ttl_ms)
         except BackendError as err:
             log.warning("cannot write this worker's registry record: %s", err)
 

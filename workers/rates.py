@@ -64,7 +64,7 @@ class RateGate:
         if not requests:
             return list(works)
         try:
-            answers = self._backend.reserve_starts([request for _, request in requests])
+            answers = self._backend.rates.reserve([request for _, request in requests])
         except BackendError as err:
             log.warning("cannot reserve rate-limited starts (looking again soon): %s", err)
             answers = [self._now_ms() + _RETRY_MS] * len(requests)
@@ -88,7 +88,7 @@ class RateGate:
             request.limit,
         )
         try:
-            self._backend.release([work.claim], due_ms=max(start_at, self._now_ms()))
+            self._backend.leases.release([work.claim], due_ms=max(start_at, self._now_ms()))
         except BackendError as err:
             log.warning(
                 "%s id=%s could not be sent back to wait for its start (due again when its "

@@ -168,7 +168,7 @@ class Settler:
         # the slots of this batch's runs go back with the acks (one round trip where the
         # backend can); forget() then finds none left to give back
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
-            self._with_retries(lambda: self._backend.put_results(kept))
+            self._with_retries(lambda: self._backend.results.put(kept))
         if members and not self._fanin.settle(members):  # forced stop: leave them to
             unsettled = {work.claim.id for work, _ in members}  # be redelivered
             kept_acks = [i for i, ack in enumerate(acks) if ack[0].id not in unsettled]
@@ -182,7 +182,7 @@ class Settler:
             self._clear_aborts(aborts)
         for queue, count in aborted.items():  # one counter write per queue and batch
             try:
-                self._backend.add_counters(queue, {"aborted": count})
+                self._backend.queues.add_counters(queue, {"aborted": count})
             except BackendError as err:
                 log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
         self.forget(done)
@@ -193,7 +193,9 @@ class Settler:
         slots: list[tuple[str, str]],
         entries: Sequence[LedgerEntry | None],
     ) -> None:
-        settled = self._with_retries(lambda: self._backend.ack_releasing(acks, slots, entries))
+        settled = self._with_retries(
+            lambda: self._backend.leases.ack_releasing(acks, slots, entries)
+        )
         if settled is None:
             return
         results, waiters = settled
@@ -252,7 +254,7 @@ class Settler:
         error = f"{result.error_type}: {result.error}"
         due_ms = now + int(decision.delay_s * 1000)
         entry = self._ledger.entry(work, RunOutcome.RETRIED, now, error)
-        ok = self._with_retries(lambda: self._backend.retry(claim, due_ms, error, entry))
+        ok = self._with_retries(lambda: self._backend.leases.retry(claim, due_ms, error, entry))
         self._counters.add("retried" if ok else "stale")
 
     def _abort(self, work: Work, result: HandlerResult, now: int) -> bool:
@@ -278,13 +280,15 @@ class Settler:
             return False
         nxt, dropped = self._next(work, now, succeeded=False) if continue_chain else (None, 0)
         entry = self._ledger.entry(work, RunOutcome.ABORTED, now, why, dropped)
-        ok = bool(self._with_retries(lambda: self._backend.poison(claim, failure, nxt, entry)))
+        ok = bool(
+            self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
+        )
         self._counters.add("aborted" if ok else "stale")
         return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:
         try:
-            self._backend.clear_aborts(message_ids)
+            self._backend.aborts.clear(message_ids)
         except BackendError as err:
             log.warning("cannot drop settled abort requests (they lapse on their own): %s", err)
 
@@ -307,7 +311,7 @@ class Settler:
         nxt, dropped = self._next(work, now, succeeded=False)
         error = f"{result.error_type}: {result.error}"
         entry = self._ledger.entry(work, RunOutcome.POISONED, now, error, dropped)
-        ok = self._with_retries(lambda: self._backend.poison(claim, failure, nxt, entry))
+        ok = self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         self._counters.add("poisoned" if ok else "stale")
 
     def _keep_failure(self, work: Work, error_type: str, error: str, now: int) -> None:
@@ -316,7 +320,7 @@ class Settler:
         if retention is not None:
             record = failed_record(error_type, error, work.claim.attempt, now)
             item = (work.claim.id, record, retention)
-            self._with_retries(lambda: self._backend.put_results([item]))
+            self._with_retries(lambda: self._backend.results.put([item]))
 
     def _settle_member(self, work: Work, now: int, error: tuple[str, str]) -> bool:
         """Count a batch member that failed for good (before it is poisoned); False if
@@ -334,7 +338,7 @@ class Settler:
                 self._permits.give(1)
                 return
         try:
-            done = self._backend.poison(claim, failure)
+            done = self._backend.leases.poison(claim, failure)
         except BackendError as err:
             log.warning("poison of %s failed (its lease will expire): %s", claim.id, err)
             done = False
@@ -346,18 +350,20 @@ class Settler:
         then ack it with its next occurrence (``scheduler.overlap``)."""
         now = self._now_ms()
         run = run_of(self._app.builder, message, claim.due_ms, now)
-        enqueued = self._with_retries(lambda: self._backend.enqueue([run], OnConflict.IGNORE))
+        enqueued = self._with_retries(
+            lambda: self._backend.messages.enqueue([run], OnConflict.IGNORE)
+        )
         nxt, dropped = self._next(Work(claim, message, holds_permit=False), now, succeeded=False)
         if enqueued is not None:  # else a forced stop: the ticker is delivered again
             entry = self._ledger.not_run(message, dropped, now)
-            self._with_retries(lambda: self._backend.ack([(claim, nxt)], [entry]))
+            self._with_retries(lambda: self._backend.leases.ack([(claim, nxt)], [entry]))
             self._nudge()  # the run is due now, or soon: the consumer need not wait a poll
         self._permits.give(1)
 
     def close_window(self, claim: Claim) -> None:
         """Drop a ``unique_for`` window that came due (its key is free again)."""
         try:
-            self._backend.ack([(claim, None)])
+            self._backend.leases.ack([(claim, None)])
         except BackendError as err:
             log.warning(
                 "closing the unique window %s failed (it comes due again): %s", claim.id, err
@@ -369,7 +375,7 @@ class Settler:
         if not works:
             return
         try:
-            released = self._backend.release([w.claim for w in works])
+            released = self._backend.leases.release([w.claim for w in works])
         except BackendError as err:
             log.warning("release failed (leases will expire instead): %s", err)
             released = 0

@@ -97,9 +97,9 @@ def open_spark_batch(spec: SparkBatch, mapping: RowMapping, size: int) -> Opened
         description = BatchDescription(
             size=size, created_ms=now_ms, queues=[queue], callbacks=places
         )
-        app.backend.open_batch(batch_id, description.encode(), expires_ms)
+        app.backend.batches.open(batch_id, description.encode(), expires_ms)
         if callbacks:
-            app.backend.enqueue(callbacks, OnConflict.ERROR)
+            app.backend.messages.enqueue(callbacks, OnConflict.ERROR)
     return OpenedBatch(batch_id, expires_ms, callbacks)
 
 
@@ -107,4 +107,4 @@ def drop_callbacks(backend: str, opened: OpenedBatch) -> None:
     """The job failed: delete the batch's callbacks, so it never calls back."""
     with open_backend(backend) as store:
         for envelope in opened.callbacks:
-            store.delete(envelope.id, envelope.queue)
+            store.messages.delete(envelope.id, envelope.queue)

@@ -18,9 +18,9 @@ def _batch() -> str:
 def test_each_member_counts_once_and_keeps_its_first_outcome(harness: BackendHarness) -> None:
     b = harness.backend
     batch, expires = _batch(), b.now_ms() + 60_000
-    assert b.read_batch(batch) is None
-    b.open_batch(batch, b'{"size":3}', expires)
-    opened = b.read_batch(batch)
+    assert b.batches.read(batch) is None
+    b.batches.open(batch, b'{"size":3}', expires)
+    opened = b.batches.read(batch)
     assert opened is not None
     assert (opened.description, opened.settled, opened.failed, opened.outcomes) == (
         b'{"size":3}',
@@ -29,33 +29,33 @@ def test_each_member_counts_once_and_keeps_its_first_outcome(harness: BackendHar
         {},
     )
     ok = MemberOutcome(batch, 0, False, b'{"value":1}', expires)
-    assert b.settle_members([ok]) == [(1, 0)]
+    assert b.batches.settle([ok]) == [(1, 0)]
     again = MemberOutcome(batch, 0, True, b'{"error":"later"}', expires)
-    assert b.settle_members([again]) == [(1, 0)], "a redelivered member adds nothing"
+    assert b.batches.settle([again]) == [(1, 0)], "a redelivered member adds nothing"
     bad = MemberOutcome(batch, 2, True, b'{"error":"boom"}', expires)
     last = MemberOutcome(batch, 1, False, b'{"value":2}', expires)
-    assert b.settle_members([bad, last]) == [(2, 1), (3, 1)]
-    stored = b.read_batch(batch)
+    assert b.batches.settle([bad, last]) == [(2, 1), (3, 1)]
+    stored = b.batches.read(batch)
     assert stored is not None
     assert (stored.settled, stored.failed) == (3, 1)
     assert stored.outcomes == {0: b'{"value":1}', 1: b'{"value":2}', 2: b'{"error":"boom"}'}
-    counts = b.read_batch(batch, outcomes=False)
+    counts = b.batches.read(batch, outcomes=False)
     assert counts is not None and (counts.settled, counts.failed, counts.outcomes) == (3, 1, {})
-    assert b.settle_members([]) == []
+    assert b.batches.settle([]) == []
 
 
 def test_members_of_several_batches_settle_in_one_call(harness: BackendHarness) -> None:
     b = harness.backend
     one, two, expires = _batch(), _batch(), b.now_ms() + 60_000
-    b.open_batch(one, b"1", expires)
-    b.open_batch(two, b"2", expires)
+    b.batches.open(one, b"1", expires)
+    b.batches.open(two, b"2", expires)
     calls = [
         MemberOutcome(one, 0, False, b"a", expires),
         MemberOutcome(two, 0, True, b"b", expires),
         MemberOutcome(one, 1, False, b"c", expires),
         MemberOutcome(one, 1, False, b"c", expires),  # the same member twice in one call
     ]
-    assert b.settle_members(calls) == [(1, 0), (1, 1), (2, 0), (2, 0)]
+    assert b.batches.settle(calls) == [(1, 0), (1, 1), (2, 0), (2, 0)]
 
 
 def test_concurrent_settles_count_every_member_exactly_once(harness: BackendHarness) -> None:
@@ -63,13 +63,13 @@ def test_concurrent_settles_count_every_member_exactly_once(harness: BackendHarn
     so exactly one writer sees the batch complete first."""
     b = harness.backend
     batch, expires, size = _batch(), b.now_ms() + 60_000, 40
-    b.open_batch(batch, b"{}", expires)
+    b.batches.open(batch, b"{}", expires)
     answers: list[int] = []
     lock = threading.Lock()
 
     def settle(members: range) -> None:
         for member in members:
-            ((settled, _),) = b.settle_members(
+            ((settled, _),) = b.batches.settle(
                 [MemberOutcome(batch, member, member % 5 == 0, b"x", expires)]
             )
             with lock:
@@ -81,7 +81,7 @@ def test_concurrent_settles_count_every_member_exactly_once(harness: BackendHarn
     for thread in threads:
         thread.join()
     assert sorted(answers) == list(range(1, size + 1))
-    stored = b.read_batch(batch)
+    stored = b.batches.read(batch)
     assert stored is not None and (stored.settled, stored.failed) == (size, 8)
     assert sorted(stored.outcomes) == list(range(size))
 
@@ -89,10 +89,10 @@ def test_concurrent_settles_count_every_member_exactly_once(harness: BackendHarn
 def test_a_batch_is_gone_after_it_expires(harness: BackendHarness) -> None:
     b = harness.backend
     short, long = _batch(), _batch()
-    b.open_batch(short, b"s", b.now_ms() + 1000)
-    b.open_batch(long, b"l", b.now_ms() + 60_000)
-    b.settle_members([MemberOutcome(short, 0, False, b"x", b.now_ms() + 1000)])
+    b.batches.open(short, b"s", b.now_ms() + 1000)
+    b.batches.open(long, b"l", b.now_ms() + 60_000)
+    b.batches.settle([MemberOutcome(short, 0, False, b"x", b.now_ms() + 1000)])
     harness.advance(2100)  # sleeps on a server (Cassandra's TTL counts in seconds)
-    assert b.read_batch(short) is None
-    found = b.read_batch(long)
+    assert b.batches.read(short) is None
+    found = b.batches.read(long)
     assert found is not None and found.description == b"l"

@@ -40,89 +40,100 @@ def _envelopes(queue: str, count: int, now: int, key_prefix: str | None = None) 
 def _fill_with_keyed(b: Backend, queue: str) -> list[Envelope]:
     """Offer 60 keyed messages to ``queue`` (bounded at ``BOUND``); the ones it stored."""
     keyed = _envelopes(queue, 60, b.now_ms(), key_prefix="k")
-    outcomes = b.enqueue(keyed, OnConflict.IGNORE, bounded=True)
+    outcomes = b.messages.enqueue(keyed, OnConflict.IGNORE, bounded=True)
     return [e for e, o in zip(keyed, outcomes, strict=True) if o is Outcome.ENQUEUED]
 
 
 def _pending(harness: BackendHarness, queue: str) -> int:
-    (stats,) = harness.backend.stats(queue)
+    (stats,) = harness.backend.queues.stats(queue)
     return stats.pending
 
 
 def test_a_bounded_enqueue_writes_what_fits_and_refuses_the_rest(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
-    b.set_queue_bound(queue, BOUND)
-    assert b.queue_bounds()[queue] == BOUND
-    (stats,) = b.stats(queue)
+    b.queues.set_bound(queue, BOUND)
+    assert b.queues.bounds()[queue] == BOUND
+    (stats,) = b.queues.stats(queue)
     assert stats.max_pending == BOUND
-    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    outcomes = b.messages.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
     assert outcomes.count(Outcome.ENQUEUED) == BOUND
     assert outcomes.count(Outcome.FULL) == 60 - BOUND
     assert _pending(harness, queue) == BOUND, "nothing refused was written"
-    assert b.enqueue(_envelopes(queue, 30, b.now_ms()), bounded=True) == [Outcome.FULL] * 30
-    unbounded = b.enqueue(_envelopes(queue, 2, b.now_ms()))
+    assert (
+        b.messages.enqueue(_envelopes(queue, 30, b.now_ms()), bounded=True) == [Outcome.FULL] * 30
+    )
+    unbounded = b.messages.enqueue(_envelopes(queue, 2, b.now_ms()))
     assert unbounded == [Outcome.ENQUEUED] * 2, "an enqueue that is not bounded passes"
     assert _pending(harness, queue) == BOUND + 2
 
 
 def test_a_full_queue_still_takes_duplicates_and_replacements(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
-    b.set_queue_bound(queue, BOUND)
+    b.queues.set_bound(queue, BOUND)
     stored = _fill_with_keyed(b, queue)
     assert len(stored) == BOUND and _pending(harness, queue) == BOUND
-    again = b.enqueue(stored, bounded=True)
+    again = b.messages.enqueue(stored, bounded=True)
     assert again == [Outcome.DUPLICATE] * BOUND, "a re-send of a stored message is not refused"
     replacement = stored[0]._replace(id=f"{queue}-new", body=b'{"n": "new"}')
-    assert b.enqueue([replacement], OnConflict.REPLACE, bounded=True) == [Outcome.REPLACED]
-    assert b.get_by_key(queue, stored[0].key or "") is not None
+    assert b.messages.enqueue([replacement], OnConflict.REPLACE, bounded=True) == [Outcome.REPLACED]
+    assert b.messages.get_by_key(queue, stored[0].key or "") is not None
     assert _pending(harness, queue) == BOUND
 
 
 def test_settling_makes_room_and_never_refuses(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
-    b.set_queue_bound(queue, BOUND)
-    b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
-    claims = b.claim(queue, BOUND).claims
+    b.queues.set_bound(queue, BOUND)
+    b.messages.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    claims = b.leases.claim(queue, BOUND).claims
     assert len(claims) == BOUND, "leased messages still count"
-    assert b.enqueue(_envelopes(queue, 30, b.now_ms()), bounded=True) == [Outcome.FULL] * 30
+    assert (
+        b.messages.enqueue(_envelopes(queue, 30, b.now_ms()), bounded=True) == [Outcome.FULL] * 30
+    )
     first, second, third, fourth, *_ = claims
-    assert b.retry(first, b.now_ms(), "boom"), "a retry is never refused"
-    assert b.release([second]) == 1, "a release is never refused"
+    assert b.leases.retry(first, b.now_ms(), "boom"), "a retry is never refused"
+    assert b.leases.release([second]) == 1, "a release is never refused"
     nxt = Envelope(f"{fourth.id}.1", queue, None, 0, b.now_ms() + 60_000, 30_000, b"{}")
-    assert b.ack([(fourth, nxt)]) == [True], "the next occurrence of a chain is never refused"
+    assert b.leases.ack([(fourth, nxt)]) == [True], (
+        "the next occurrence of a chain is never refused"
+    )
     assert _pending(harness, queue) == BOUND
-    assert b.poison(third, Failure("exception", "ValueError", "no")), "poison leaves the bound"
+    assert b.leases.poison(third, Failure("exception", "ValueError", "no")), (
+        "poison leaves the bound"
+    )
     assert _pending(harness, queue) == BOUND - 1
-    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    outcomes = b.messages.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
     assert outcomes.count(Outcome.ENQUEUED) == 1, "a poisoned message frees its place"
-    assert b.poison_replay([third.id]) == 1, "a replay is never refused"
+    assert b.poison.replay([third.id]) == 1, "a replay is never refused"
     assert _pending(harness, queue) == BOUND + 1
 
 
 def test_cancelling_and_purging_make_room(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
-    b.set_queue_bound(queue, BOUND)
+    b.queues.set_bound(queue, BOUND)
     stored = _fill_with_keyed(b, queue)
-    assert b.delete(stored[0].id, queue) and b.delete(stored[1].id)
-    assert b.delete_by_key(queue, stored[2].key or "")
-    outcomes = b.enqueue(_envelopes(queue, 90, b.now_ms()), bounded=True)
+    assert b.messages.delete(stored[0].id, queue) and b.messages.delete(stored[1].id)
+    assert b.messages.delete_by_key(queue, stored[2].key or "")
+    outcomes = b.messages.enqueue(_envelopes(queue, 90, b.now_ms()), bounded=True)
     assert outcomes.count(Outcome.ENQUEUED) == 3, "each cancelled message freed its place"
-    b.purge(queue)
-    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    b.queues.purge(queue)
+    outcomes = b.messages.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
     assert outcomes.count(Outcome.ENQUEUED) == BOUND, "a purged queue is empty"
 
 
 def test_removing_a_bound_lets_everything_in(harness: BackendHarness) -> None:
     b, queue = harness.backend, _queue()
-    b.set_queue_bound(queue, BOUND)
-    b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
-    b.set_queue_bound(queue, None)
-    assert queue not in b.queue_bounds()
-    (stats,) = b.stats(queue)
+    b.queues.set_bound(queue, BOUND)
+    b.messages.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    b.queues.set_bound(queue, None)
+    assert queue not in b.queues.bounds()
+    (stats,) = b.queues.stats(queue)
     assert stats.max_pending is None
-    assert b.enqueue(_envelopes(queue, 10, b.now_ms()), bounded=True) == [Outcome.ENQUEUED] * 10
-    b.set_queue_bound(queue, BOUND * 4)
-    outcomes = b.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
+    assert (
+        b.messages.enqueue(_envelopes(queue, 10, b.now_ms()), bounded=True)
+        == [Outcome.ENQUEUED] * 10
+    )
+    b.queues.set_bound(queue, BOUND * 4)
+    outcomes = b.messages.enqueue(_envelopes(queue, 60, b.now_ms()), bounded=True)
     expected = BOUND * 4 - BOUND - 10  # a new bound counts what the queue already holds
     if harness.name in ("redis-cluster", "cassandra"):
         # each shard has its share: one that got more than its share of the 10 unbounded
@@ -134,4 +145,4 @@ def test_removing_a_bound_lets_everything_in(harness: BackendHarness) -> None:
 
 def test_a_bound_below_one_is_refused(harness: BackendHarness) -> None:
     with pytest.raises(ConfigurationError):
-        harness.backend.set_queue_bound(_queue(), 0)
+        harness.backend.queues.set_bound(_queue(), 0)

@@ -11,26 +11,30 @@ import pytest
 
 from scheduler import InvalidMessage
 from scheduler.backends import Envelope, State
+from scheduler.backends.base import Capability
 from tests.support.backends import BackendHarness
 
 
 @pytest.fixture
 def queue(harness: BackendHarness) -> str:
-    if harness.name == "cassandra":
-        pytest.skip("fair share is not offered on Cassandra (the test below)")
+    if Capability.FAIR_SHARE not in harness.backend.capabilities:
+        pytest.skip("fair share is not offered here (the test below)")
     return f"fair-{uuid.uuid4().hex[:8]}"
 
 
-def test_cassandra_refuses_a_fair_message_with_one_clear_error_and_writes_nothing(
+def test_a_backend_without_fair_share_refuses_a_fair_message_and_writes_nothing(
     harness: BackendHarness,
 ) -> None:
-    if harness.name != "cassandra":
-        pytest.skip("the others offer fair share")
+    """Cassandra declares it does not offer fair share; the others do."""
+    offered = Capability.FAIR_SHARE in harness.backend.capabilities
+    assert offered == (harness.name != "cassandra")
+    if offered:
+        return
     now = harness.now_ms()
     plain = _envelope("q", "plain", None, now)
     with pytest.raises(InvalidMessage, match="fair share is not offered on Cassandra"):
-        harness.backend.enqueue([plain, _envelope("q", "fair", "a", now)])
-    assert harness.backend.get("plain", "q") is None, "nothing of the call was written"
+        harness.backend.messages.enqueue([plain, _envelope("q", "fair", "a", now)])
+    assert harness.backend.messages.get("plain", "q") is None, "nothing of the call was written"
 
 
 def sharded(harness: BackendHarness) -> bool:
@@ -48,11 +52,11 @@ def _claim_all(h: BackendHarness, queue: str, batch: int) -> list[str]:
     """Every message of ``queue``, claimed ``batch`` at a time and acked, in claim order."""
     order: list[str] = []
     while True:
-        claims = h.backend.claim(queue, batch).claims
+        claims = h.backend.leases.claim(queue, batch).claims
         if not claims:
             return order
         order += [c.id for c in claims]
-        assert h.backend.ack([(c, None) for c in claims]) == [True] * len(claims)
+        assert h.backend.leases.ack([(c, None) for c in claims]) == [True] * len(claims)
 
 
 def test_a_key_that_floods_the_queue_takes_turns_with_the_others(
@@ -60,9 +64,9 @@ def test_a_key_that_floods_the_queue_takes_turns_with_the_others(
 ) -> None:
     now = harness.now_ms()
     flood = [_envelope(queue, f"a{i:03}", "a", now - 1000 + i) for i in range(60)]
-    harness.backend.enqueue(flood)
+    harness.backend.messages.enqueue(flood)
     later = [_envelope(queue, f"{k}{i}", k, now - 50 + i) for k in "bc" for i in range(3)]
-    harness.backend.enqueue(later)
+    harness.backend.messages.enqueue(later)
     order = _claim_all(harness, queue, 4)
     assert sorted(order) == sorted(e.id for e in flood + later), "each message once"
     newcomers = [m for m in order if m[0] != "a"]
@@ -79,15 +83,17 @@ def test_a_newcomer_goes_next_even_when_the_flood_was_claimed_in_part(
     harness: BackendHarness, queue: str
 ) -> None:
     now = harness.now_ms()
-    harness.backend.enqueue([_envelope(queue, f"a{i:03}", "a", now - 500 + i) for i in range(50)])
-    first = [c.id for c in harness.backend.claim(queue, 10).claims]
+    harness.backend.messages.enqueue(
+        [_envelope(queue, f"a{i:03}", "a", now - 500 + i) for i in range(50)]
+    )
+    first = [c.id for c in harness.backend.leases.claim(queue, 10).claims]
     assert sorted(first) == first == [f"a{i:03}" for i in range(10)] or sharded(harness)
-    harness.backend.enqueue([_envelope(queue, "b0", "b", harness.now_ms())])
+    harness.backend.messages.enqueue([_envelope(queue, "b0", "b", harness.now_ms())])
     if sharded(harness):  # turns are taken within each of its three shards
-        after = [c.id for _ in range(3) for c in harness.backend.claim(queue, 3).claims]
+        after = [c.id for _ in range(3) for c in harness.backend.leases.claim(queue, 3).claims]
         assert "b0" in after, after
     else:
-        after = [c.id for c in harness.backend.claim(queue, 3).claims]
+        after = [c.id for c in harness.backend.leases.claim(queue, 3).claims]
         assert "b0" in after[:2], after
 
 
@@ -95,9 +101,13 @@ def test_priority_comes_before_turns_and_unkeyed_messages_keep_due_order(
     harness: BackendHarness, queue: str
 ) -> None:
     now = harness.now_ms()
-    harness.backend.enqueue([_envelope(queue, f"a{i}", "a", now - 100 + i) for i in range(5)])
-    harness.backend.enqueue([_envelope(queue, "urgent", "b", now, priority=5)])
-    harness.backend.enqueue([_envelope(queue, f"plain{i}", None, now - 2000 + i) for i in range(2)])
+    harness.backend.messages.enqueue(
+        [_envelope(queue, f"a{i}", "a", now - 100 + i) for i in range(5)]
+    )
+    harness.backend.messages.enqueue([_envelope(queue, "urgent", "b", now, priority=5)])
+    harness.backend.messages.enqueue(
+        [_envelope(queue, f"plain{i}", None, now - 2000 + i) for i in range(2)]
+    )
     order = _claim_all(harness, queue, 2)
     if not sharded(harness):  # (a claim takes a shard's best; shards are taken in turn)
         assert order[0] == "urgent"
@@ -109,15 +119,17 @@ def test_a_fair_message_is_stored_read_scheduled_and_retried_as_any_other(
     harness: BackendHarness, queue: str
 ) -> None:
     b, now = harness.backend, harness.now_ms()
-    b.enqueue([_envelope(queue, "later", "a", now + 60_000), _envelope(queue, "now", "a", now)])
-    stored = b.get("later", queue)
+    b.messages.enqueue(
+        [_envelope(queue, "later", "a", now + 60_000), _envelope(queue, "now", "a", now)]
+    )
+    stored = b.messages.get("later", queue)
     assert stored is not None and stored.state is State.SCHEDULED
     assert stored.envelope.due_ms == now + 60_000
-    assert b.stats(queue)[0].scheduled == 1 and b.stats(queue)[0].ready == 1
-    [claim] = b.claim(queue, 10).claims
+    assert b.queues.stats(queue)[0].scheduled == 1 and b.queues.stats(queue)[0].ready == 1
+    [claim] = b.leases.claim(queue, 10).claims
     assert claim.id == "now" and claim.attempt == 1
-    assert b.retry(claim, harness.now_ms(), "boom")
-    [again] = b.claim(queue, 10).claims
+    assert b.leases.retry(claim, harness.now_ms(), "boom")
+    [again] = b.leases.claim(queue, 10).claims
     assert again.id == "now" and again.attempt == 2
-    assert b.ack([(again, None)]) == [True]
-    assert b.claim(queue, 10).claims == []
+    assert b.leases.ack([(again, None)]) == [True]
+    assert b.leases.claim(queue, 10).claims == []

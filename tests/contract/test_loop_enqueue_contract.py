@@ -31,39 +31,41 @@ def env(h: BackendHarness, message_id: str, key: str | None = None, queue: str =
 def test_aenqueue_answers_as_enqueue_does(harness: BackendHarness) -> None:
     b = harness.backend
     first, keyed = env(harness, "a"), env(harness, "k1", key="K")
-    assert run(b.aenqueue([first])) == [Outcome.ENQUEUED]
-    assert run(b.aenqueue([keyed, env(harness, "b")])) == [Outcome.ENQUEUED] * 2
-    assert run(b.aenqueue([first])) == [Outcome.DUPLICATE]
-    assert run(b.aenqueue([keyed], OnConflict.ERROR)) == [Outcome.DUPLICATE]
-    assert run(b.aenqueue([env(harness, "k2", key="K")], OnConflict.IGNORE)) == [Outcome.IGNORED]
-    replaced = run(b.aenqueue([env(harness, "k3", key="K")], OnConflict.REPLACE))
+    assert run(b.messages.aenqueue([first])) == [Outcome.ENQUEUED]
+    assert run(b.messages.aenqueue([keyed, env(harness, "b")])) == [Outcome.ENQUEUED] * 2
+    assert run(b.messages.aenqueue([first])) == [Outcome.DUPLICATE]
+    assert run(b.messages.aenqueue([keyed], OnConflict.ERROR)) == [Outcome.DUPLICATE]
+    assert run(b.messages.aenqueue([env(harness, "k2", key="K")], OnConflict.IGNORE)) == [
+        Outcome.IGNORED
+    ]
+    replaced = run(b.messages.aenqueue([env(harness, "k3", key="K")], OnConflict.REPLACE))
     assert replaced == [Outcome.REPLACED]
-    holder = b.get_by_key("q", "K")
+    holder = b.messages.get_by_key("q", "K")
     assert holder is not None and holder.envelope.id == "k3"
     assert holder.envelope.body == b"body-k3"
-    assert {c.id for c in b.claim("q", 10).claims} == {"a", "b", "k3"}
+    assert {c.id for c in b.leases.claim("q", 10).claims} == {"a", "b", "k3"}
 
 
 def test_aenqueue_with_a_conflict_writes_nothing(harness: BackendHarness) -> None:
     b = harness.backend
-    run(b.aenqueue([env(harness, "first", key="K")]))
+    run(b.messages.aenqueue([env(harness, "first", key="K")]))
     with pytest.raises(KeyConflict):
-        run(b.aenqueue([env(harness, "fresh"), env(harness, "second", key="K")]))
-    assert b.get("fresh") is None, "a batch with a conflict must write nothing"
+        run(b.messages.aenqueue([env(harness, "fresh"), env(harness, "second", key="K")]))
+    assert b.messages.get("fresh") is None, "a batch with a conflict must write nothing"
     with pytest.raises(KeyConflict):
-        run(b.aenqueue([env(harness, "third", key="K")]))
-    holder = b.get_by_key("q", "K")
+        run(b.messages.aenqueue([env(harness, "third", key="K")]))
+    holder = b.messages.get_by_key("q", "K")
     assert holder is not None and holder.envelope.id == "first"
 
 
 def test_a_bounded_aenqueue_refuses_what_does_not_fit(harness: BackendHarness) -> None:
     b, queue = harness.backend, f"bq-{uuid.uuid4().hex[:8]}"
-    b.set_queue_bound(queue, 6)  # a cluster's shards take equal shares: offer many more
+    b.queues.set_bound(queue, 6)  # a cluster's shards take equal shares: offer many more
     offered = [env(harness, f"{queue}-{i}", queue=queue) for i in range(60)]
-    outcomes = run(b.aenqueue(offered, bounded=True))
+    outcomes = run(b.messages.aenqueue(offered, bounded=True))
     assert outcomes.count(Outcome.ENQUEUED) == 6 and outcomes.count(Outcome.FULL) == 54
     more = [env(harness, f"{queue}-more-{i}", queue=queue) for i in range(30)]
-    assert run(b.aenqueue(more, bounded=True)) == [Outcome.FULL] * 30
-    assert all(b.get(e.id) is None for e in more), "nothing refused was written"
+    assert run(b.messages.aenqueue(more, bounded=True)) == [Outcome.FULL] * 30
+    assert all(b.messages.get(e.id) is None for e in more), "nothing refused was written"
     stored = [e for e, o in zip(offered, outcomes, strict=True) if o is Outcome.ENQUEUED]
-    assert run(b.aenqueue(stored, bounded=True)) == [Outcome.DUPLICATE] * 6
+    assert run(b.messages.aenqueue(stored, bounded=True)) == [Outcome.DUPLICATE] * 6

@@ -22,7 +22,7 @@ def test_starts_up_to_the_rate_run_now_and_the_next_ones_get_spaced_reservations
 ) -> None:
     b, limit = harness.backend, _limit()
     before = b.now_ms()
-    answers = b.reserve_starts([_request(limit, f"m{i}") for i in range(5)])
+    answers = b.rates.reserve([_request(limit, f"m{i}") for i in range(5)])
     after = b.now_ms()
     assert answers[:2] == [None, None], "two starts a minute: the first two start now"
     third, fourth, fifth = answers[2:]
@@ -30,41 +30,41 @@ def test_starts_up_to_the_rate_run_now_and_the_next_ones_get_spaced_reservations
     assert before + 60_000 <= third <= after + 60_000, "a period after the first start"
     assert before + 60_000 <= fourth <= after + 60_000, "a period after the second start"
     assert fifth - third >= 60_000, "a period after the third reservation"
-    assert b.rate_usage([limit], 60_000) == {limit: (2, 3)}
+    assert b.rates.usage([limit], 60_000) == {limit: (2, 3)}
     other = _limit()
-    assert b.reserve_starts([_request(other, "m3")]) == [None], "limits do not share starts"
+    assert b.rates.reserve([_request(other, "m3")]) == [None], "limits do not share starts"
 
 
 def test_a_reservation_is_kept_for_its_member_and_honoured_when_it_comes_due(
     harness: BackendHarness,
 ) -> None:
     b, limit = harness.backend, _limit()
-    assert b.reserve_starts([_request(limit, "a", count=1, period_ms=400)]) == [None]
-    (reserved,) = b.reserve_starts([_request(limit, "b", count=1, period_ms=400)])
+    assert b.rates.reserve([_request(limit, "a", count=1, period_ms=400)]) == [None]
+    (reserved,) = b.rates.reserve([_request(limit, "b", count=1, period_ms=400)])
     assert reserved is not None
-    assert b.reserve_starts([_request(limit, "b", count=1, period_ms=400)]) == [reserved], (
+    assert b.rates.reserve([_request(limit, "b", count=1, period_ms=400)]) == [reserved], (
         "asking again before its time gives the same reservation, not a new one"
     )
-    assert b.reserve_starts([_request(limit, "a", count=1, period_ms=400)]) == [None], (
+    assert b.rates.reserve([_request(limit, "a", count=1, period_ms=400)]) == [None], (
         "a member that started may ask again (a redelivery) and starts"
     )
-    (later,) = b.reserve_starts([_request(limit, "c", count=1, period_ms=400)])
+    (later,) = b.rates.reserve([_request(limit, "c", count=1, period_ms=400)])
     assert later is not None and later >= reserved + 400
     harness.advance(reserved - b.now_ms() + 50)  # sleeps on a server, moves the clock on SQLite
-    assert b.reserve_starts([_request(limit, "b", count=1, period_ms=400)]) == [None]
-    assert b.reserve_starts([_request(limit, "c", count=1, period_ms=400)]) == [later], (
+    assert b.rates.reserve([_request(limit, "b", count=1, period_ms=400)]) == [None]
+    assert b.rates.reserve([_request(limit, "c", count=1, period_ms=400)]) == [later], (
         "c still waits for its own time"
     )
 
 
 def test_starts_older_than_the_period_no_longer_count(harness: BackendHarness) -> None:
     b, limit = harness.backend, _limit()
-    assert b.reserve_starts([_request(limit, "a", count=1, period_ms=300)]) == [None]
-    assert b.reserve_starts([_request(limit, "b", count=1, period_ms=300)])[0] is not None
+    assert b.rates.reserve([_request(limit, "a", count=1, period_ms=300)]) == [None]
+    assert b.rates.reserve([_request(limit, "b", count=1, period_ms=300)])[0] is not None
     harness.advance(700)
-    assert b.rate_usage([limit], 300) == {limit: (0, 0)}, "b's reservation is in the past too"
-    assert b.reserve_starts([_request(limit, "c", count=1, period_ms=300)]) == [None]
-    assert b.rate_usage([limit], 300) == {limit: (1, 0)}
+    assert b.rates.usage([limit], 300) == {limit: (0, 0)}, "b's reservation is in the past too"
+    assert b.rates.reserve([_request(limit, "c", count=1, period_ms=300)]) == [None]
+    assert b.rates.usage([limit], 300) == {limit: (1, 0)}
 
 
 def test_a_batch_over_several_limits_keeps_each_order(harness: BackendHarness) -> None:
@@ -76,22 +76,22 @@ def test_a_batch_over_several_limits_keeps_each_order(harness: BackendHarness) -
         _request(second, "s2", count=1),
         _request(first, "f3", count=1),
     ]
-    f1, s1, f2, s2, f3 = b.reserve_starts(requests)
+    f1, s1, f2, s2, f3 = b.rates.reserve(requests)
     assert f1 is None and s1 is None
     assert f2 is not None and s2 is not None and f3 is not None
     assert f3 - f2 >= 60_000, "each reservation of a limit a period after the one before"
-    assert b.rate_usage([first, second], 60_000) == {first: (1, 2), second: (1, 1)}
-    assert b.reserve_starts([]) == []
+    assert b.rates.usage([first, second], 60_000) == {first: (1, 2), second: (1, 1)}
+    assert b.rates.reserve([]) == []
 
 
 def test_a_reservation_stands_when_the_rate_is_not_reached_by_the_count_asked(
     harness: BackendHarness,
 ) -> None:
     b, limit = harness.backend, _limit()
-    assert b.reserve_starts([_request(limit, "a", count=1)]) == [None]
-    (reserved,) = b.reserve_starts([_request(limit, "b", count=1)])
+    assert b.rates.reserve([_request(limit, "a", count=1)]) == [None]
+    (reserved,) = b.rates.reserve([_request(limit, "b", count=1)])
     assert reserved is not None
     # a worker registered with a higher rate asks for b's start: b keeps its time
-    assert b.reserve_starts([_request(limit, "b", count=5)]) == [reserved]
-    assert b.reserve_starts([_request(limit, "c", count=5)]) == [None]
-    assert b.rate_usage([limit], 60_000) == {limit: (2, 1)}
+    assert b.rates.reserve([_request(limit, "b", count=5)]) == [reserved]
+    assert b.rates.reserve([_request(limit, "c", count=5)]) == [None]
+    assert b.rates.usage([limit], 60_000) == {limit: (2, 1)}

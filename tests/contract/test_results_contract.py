@@ -15,20 +15,20 @@ def _id() -> str:
 def test_results_are_kept_by_id_and_replaced_by_a_later_put(harness: BackendHarness) -> None:
     b = harness.backend
     one, two, never = _id(), _id(), _id()
-    b.put_results([(one, b'{"status":"running"}', 60_000), (two, b"\x00binary\xff", 60_000)])
-    assert b.get_results([one, two, never]) == {
+    b.results.put([(one, b'{"status":"running"}', 60_000), (two, b"\x00binary\xff", 60_000)])
+    assert b.results.get([one, two, never]) == {
         one: b'{"status":"running"}',
         two: b"\x00binary\xff",
     }
-    b.put_results([(one, b'{"status":"succeeded"}', 60_000)])
-    assert b.get_results([one]) == {one: b'{"status":"succeeded"}'}
-    assert b.get_results([]) == {}
-    b.put_results([])
+    b.results.put([(one, b'{"status":"succeeded"}', 60_000)])
+    assert b.results.get([one]) == {one: b'{"status":"succeeded"}'}
+    assert b.results.get([]) == {}
+    b.results.put([])
 
 
 def test_a_result_is_gone_after_its_retention(harness: BackendHarness) -> None:
     b = harness.backend
     short, long = _id(), _id()
-    b.put_results([(short, b"x", 1000), (long, b"y", 60_000)])
+    b.results.put([(short, b"x", 1000), (long, b"y", 60_000)])
     harness.advance(2100)  # sleeps on a server (Cassandra's TTL counts in seconds)
-    assert b.get_results([short, long]) == {long: b"y"}
+    assert b.results.get([short, long]) == {long: b"y"}

@@ -75,7 +75,7 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
 
 
 def _idle(app: App) -> bool:
-    stats = app.backend.stats()
+    stats = app.backend.queues.stats()
     return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
 
 

@@ -117,7 +117,7 @@ def test_a_skewed_producer_stamps_on_the_backends_clock(skew_ms: int, tmp_path: 
     def later() -> None: ...
 
     handle = later.schedule(delay=timedelta(seconds=5))
-    stored = app.backend.get(str(handle))
+    stored = app.backend.messages.get(str(handle))
     assert stored is not None
     assert abs(stored.envelope.due_ms - (app.backend.now_ms() + 5000)) < 500
     assert abs(app.backend_clock.offset_ms + skew_ms) < 500

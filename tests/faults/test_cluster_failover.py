@@ -60,7 +60,7 @@ def test_a_master_failover_keeps_the_queue_running(
     rejoined_at = 0.0
     producer = Producer(job, pause_s=0.01, backoff_s=0.1)
 
-    key = app.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
+    key = app.backend.store.shard_keys("default", 0)[0]  # type: ignore[attr-defined]
     master = master_of(cluster.nodes, key)
     assert master is not None
     workers = [start_record_worker(env, tmp_path / f"w{n}.log", MODULE) for n in range(2)]

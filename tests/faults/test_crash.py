@@ -28,13 +28,13 @@ def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, st
         def mid_batch(target: int = target) -> bool:
             return (
                 sum(completed(done).values()) >= target
-                and app.backend.stats("default")[0].in_flight > 0
+                and app.backend.queues.stats("default")[0].in_flight > 0
             )
 
         assert wait_until(mid_batch, 60), "the worker stalled"
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
-        in_flight = app.backend.stats("default")[0].in_flight
+        in_flight = app.backend.queues.stats("default")[0].in_flight
         if in_flight > 0:
             break
     assert in_flight > 0, "no kill landed while the worker held leases"
@@ -43,7 +43,7 @@ def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, st
     second = start_record_worker(env, tmp_path / "second.log")
     try:
         assert wait_until(lambda: len(completed(done)) == N, 120), "messages were lost"
-        assert wait_until(lambda: app.backend.stats("default")[0].in_flight == 0, 30)
+        assert wait_until(lambda: app.backend.queues.stats("default")[0].in_flight == 0, 30)
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0
@@ -51,6 +51,6 @@ def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, st
     assert set(runs) == set(range(N))
     duplicates = sum(runs.values()) - N
     assert duplicates <= in_flight, "only messages in flight at the kill may run twice"
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert (stats.ready, stats.scheduled, stats.in_flight, stats.poison) == (0, 0, 0, 0)
     app.close()

@@ -88,7 +88,7 @@ def test_garbage_is_poisoned_with_its_reason_and_good_messages_run(
             )
             envelopes.append(template.model_copy(update=update).envelope(app.clock.now_ms()))
         goods.append(f"{run}-{index}")  # a good message after each bad one
-    app.backend.enqueue(envelopes)
+    app.backend.messages.enqueue(envelopes)
     for n in goods:
         good.delay(n)
     with running(app) as worker:
@@ -96,7 +96,7 @@ def test_garbage_is_poisoned_with_its_reason_and_good_messages_run(
         assert not worker.stopping  # it kept running through the garbage
     reasons = {
         r.envelope.id: r.failure.reason
-        for r in app.backend.poison_list(limit=1000)
+        for r in app.backend.poison.list(limit=1000)
         if r.envelope.id.startswith(f"bad-{run}-")
     }
     assert reasons == expected
@@ -125,7 +125,7 @@ def _ran(run: str) -> list[str]:
 
 
 def _poisoned(app: App, run: str) -> int:
-    return sum(r.envelope.id.startswith(f"bad-{run}-") for r in app.backend.poison_list(limit=1000))
+    return sum(r.envelope.id.startswith(f"bad-{run}-") for r in app.backend.poison.list(limit=1000))
 
 
 @pytest.mark.parametrize("record", [b"garbage", b"", b"1|2|x|0|", b"0|60000|0|99|short"])
@@ -145,15 +145,15 @@ def test_a_malformed_record_in_redis_is_poisoned_and_loses_nothing_around_it(
         good.delay(n)
     backend = app.backend
     assert isinstance(backend, RedisBackend)
-    messages, ready = backend._shard_keys("default", 0)[:3:2]
-    backend._client.hset(messages, f"bad-{run}-0", record)
-    backend._client.zadd(ready, {f"bad-{run}-0": 0})
+    messages, ready = backend.store.shard_keys("default", 0)[:3:2]
+    backend.store.client.hset(messages, f"bad-{run}-0", record)
+    backend.store.client.zadd(ready, {f"bad-{run}-0": 0})
     for n in goods[10:]:
         good.delay(n)
     with running(app) as worker:
         wait_for(lambda: _ran(run) == sorted(goods) and _poisoned(app, run) == 1, 30)
         assert not worker.stopping
-    (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == f"bad-{run}-0"]
+    (poisoned,) = [r for r in app.backend.poison.list() if r.envelope.id == f"bad-{run}-0"]
     assert poisoned.failure.reason == "undecodable"
     app.close()
 
@@ -191,7 +191,7 @@ def test_a_malformed_row_in_sqlite_is_poisoned_and_loses_nothing_around_it(
         assert not worker.stopping
     assert _ran(run) == sorted(goods + [f"{run}-bad"] * runs)  # each ran once
     if not runs:
-        (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == bad]
+        (poisoned,) = [r for r in app.backend.poison.list() if r.envelope.id == bad]
         assert poisoned.failure.reason == "undecodable"
         assert poisoned.failure.message.startswith(f"malformed row: {column} holds ")
     app.close()
@@ -210,7 +210,7 @@ def _between_goods(good: Any, run: str) -> tuple[list[str], str]:
 
 
 def _poisoned_id(app: App, message_id: str) -> bool:
-    return any(r.envelope.id == message_id for r in app.backend.poison_list(limit=1000))
+    return any(r.envelope.id == message_id for r in app.backend.poison.list(limit=1000))
 
 
 @pytest.mark.parametrize(
@@ -237,7 +237,10 @@ def test_a_malformed_row_in_cassandra_is_poisoned_and_loses_nothing_around_it(
     _, good = _tasks(app)
     run = uuid.uuid4().hex[:8]
     goods, bad = _between_goods(good, run)
-    session, keyspace = backend._session, backend._ks  # below the interface (None is null)
+    session, keyspace = (
+        backend.store.session,
+        backend.store.ks,
+    )  # below the interface (None is null)
     (where,) = session.execute(
         f"SELECT bucket, shard, ready_ms FROM {keyspace}.message_index "
         "WHERE queue = %s AND id = %s",
@@ -252,7 +255,7 @@ def test_a_malformed_row_in_cassandra_is_poisoned_and_loses_nothing_around_it(
         wait_for(lambda: len(_ran(run)) == 20 and _poisoned_id(app, bad), 60)
         assert not worker.stopping
     assert _ran(run) == sorted(goods)  # each ran once, and the bad one did not
-    (poisoned,) = [r for r in app.backend.poison_list() if r.envelope.id == bad]
+    (poisoned,) = [r for r in app.backend.poison.list() if r.envelope.id == bad]
     assert poisoned.failure.reason == "undecodable"
     assert poisoned.failure.message == f"malformed row: {says}"
     app.close()

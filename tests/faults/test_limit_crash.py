@@ -41,7 +41,7 @@ def test_a_dead_workers_slot_comes_back_when_its_lease_ends(
         )
 
         def holding_with_waiters() -> bool:
-            held, waiting = observer.backend.limit_usage([LIMIT])[LIMIT]
+            held, waiting = observer.backend.limits.usage([LIMIT])[LIMIT]
             return held == 1 and waiting == N - 1
 
         assert wait_until(holding_with_waiters, 60), "the victim never held the slot"
@@ -64,8 +64,8 @@ def test_a_dead_workers_slot_comes_back_when_its_lease_ends(
         for line in lines[1:]:  # after the victim's start: one run at a time
             running += 1 if line.startswith("start") else -1
             assert running <= 1, "two runs of one tenant overlapped"
-        assert observer.backend.limit_usage([LIMIT])[LIMIT] == (0, 0)
-        stats = observer.backend.stats("default")[0]
+        assert observer.backend.limits.usage([LIMIT])[LIMIT] == (0, 0)
+        stats = observer.backend.queues.stats("default")[0]
         assert (stats.ready, stats.scheduled, stats.in_flight, stats.poison) == (0, 0, 0, 0)
     finally:
         observer.close()

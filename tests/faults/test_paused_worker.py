@@ -47,7 +47,7 @@ def test_a_paused_workers_acks_are_refused_and_its_chain_does_not_fork(
         assert wait_until(lambda: len(_lines(runs)) >= 3, 60), "the chain never ran"
         for _ in range(40):  # pause it while it holds the chain's lease
             paused.send_signal(signal.SIGSTOP)
-            if app.backend.stats("default")[0].in_flight > 0 and _writable(url):
+            if app.backend.queues.stats("default")[0].in_flight > 0 and _writable(url):
                 break
             paused.send_signal(signal.SIGCONT)
             time.sleep(0.05)
@@ -61,7 +61,9 @@ def test_a_paused_workers_acks_are_refused_and_its_chain_does_not_fork(
         assert wait_until(lambda: len(_lines(runs)) >= resumed + 10, 60), "the chain stopped"
     finally:
         stop_workers([w for w in (paused, other) if w is not None])
-    assert [m.envelope.key for m in app.backend.keyed("default")] == ["stall"], "it goes on"
+    assert [m.envelope.key for m in app.backend.messages.keyed("default")] == ["stall"], (
+        "it goes on"
+    )
     # a fork would run the chain's occurrences (ids chain.N) twice from then on
     per_occurrence = Counter(_occurrence(line.split()[1]) for line in _lines(runs))
     last = sorted(per_occurrence)[-10:]

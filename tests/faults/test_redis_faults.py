@@ -39,8 +39,8 @@ def test_kill_9_the_server_mid_run_loses_nothing(tmp_path: Path, clean_env: dict
         )
         assert worker.poll() is None, "the worker must survive the outage"
         backend = open_backend(url)
-        assert wait_until(lambda: backend.stats("default")[0].in_flight == 0, 30)
-        stats = backend.stats("default")[0]
+        assert wait_until(lambda: backend.queues.stats("default")[0].in_flight == 0, 30)
+        stats = backend.queues.stats("default")[0]
         assert (stats.ready, stats.scheduled, stats.poison) == (0, 0, 0)
         backend.close()
     finally:
@@ -114,11 +114,11 @@ def test_pipelined_scripts_survive_a_server_that_lost_them() -> None:
         backend = open_backend(server.url)
         now = backend.now_ms()
         first = [Envelope(f"a{i}", f"q{i}", None, 0, now, 5000, b"x") for i in range(3)]
-        assert backend.enqueue(first) == [Outcome.ENQUEUED] * 3  # loads the scripts
+        assert backend.messages.enqueue(first) == [Outcome.ENQUEUED] * 3  # loads the scripts
         redis.Redis.from_url(server.url).script_flush()
         again = [Envelope(f"b{i}", f"q{i}", None, 0, now, 5000, b"x") for i in range(3)]
-        assert backend.enqueue(again) == [Outcome.ENQUEUED] * 3, "each written once"
-        claims = [c for i in range(3) for c in backend.claim(f"q{i}", 10).claims]
+        assert backend.messages.enqueue(again) == [Outcome.ENQUEUED] * 3, "each written once"
+        claims = [c for i in range(3) for c in backend.leases.claim(f"q{i}", 10).claims]
         assert sorted(c.id for c in claims) == ["a0", "a1", "a2", "b0", "b1", "b2"]
         backend.close()
     finally:
@@ -138,19 +138,25 @@ def test_a_single_script_call_survives_lost_scripts_and_killed_connections() -> 
         backend = open_backend(server.url)
         admin = redis.Redis.from_url(server.url)
         now = backend.now_ms()
-        assert backend.enqueue([Envelope("a", "q", None, 0, now, 5000, b"x")]) == [Outcome.ENQUEUED]
+        assert backend.messages.enqueue([Envelope("a", "q", None, 0, now, 5000, b"x")]) == [
+            Outcome.ENQUEUED
+        ]
         admin.script_flush()
-        assert backend.enqueue([Envelope("b", "q", None, 0, now, 5000, b"x")]) == [Outcome.ENQUEUED]
+        assert backend.messages.enqueue([Envelope("b", "q", None, 0, now, 5000, b"x")]) == [
+            Outcome.ENQUEUED
+        ]
         admin.client_kill_filter(_type="normal", skipme=True)
-        assert backend.enqueue([Envelope("c", "q", None, 0, now, 5000, b"x")]) == [Outcome.ENQUEUED]
-        claims = backend.claim("q", 10).claims
+        assert backend.messages.enqueue([Envelope("c", "q", None, 0, now, 5000, b"x")]) == [
+            Outcome.ENQUEUED
+        ]
+        claims = backend.leases.claim("q", 10).claims
         assert sorted(c.id for c in claims) == ["a", "b", "c"], "each written once"
-        assert backend.ack([(c, None) for c in claims]) == [True] * 3
-        (stats,) = backend.stats("q")
+        assert backend.leases.ack([(c, None) for c in claims]) == [True] * 3
+        (stats,) = backend.queues.stats("q")
         assert stats.counters["enqueued"] == 3 and stats.counters["acked"] == 3
         admin.set("{tw:q:0}:m", "not a hash")  # the script's HSETNX now fails
         with pytest.raises(BackendError, match="WRONGTYPE"):
-            backend.enqueue([Envelope("d", "q", None, 0, now, 5000, b"x")])
+            backend.messages.enqueue([Envelope("d", "q", None, 0, now, 5000, b"x")])
         backend.close()
     finally:
         server.stop()
@@ -177,15 +183,15 @@ def test_script_calls_that_time_out_go_again_on_a_new_connection() -> None:
         for i in range(40):
             by_shard[stable_shard(f"m{i}", 2)].append(i)
         (a0, a1, *_), (b0, *_) = by_shard[0], by_shard[1]
-        assert backend.enqueue([message(i) for i in range(40) if i not in (a0, a1, b0)])
+        assert backend.messages.enqueue([message(i) for i in range(40) if i not in (a0, a1, b0)])
         for batch in ([a0], [a1, b0]):  # one script call, then a pipelined round of two
             connections = admin.info("stats")["total_connections_received"]
             admin.client_pause(700, all=False)
-            outcomes = backend.enqueue([message(i) for i in batch])
+            outcomes = backend.messages.enqueue([message(i) for i in batch])
             assert set(outcomes) <= {Outcome.ENQUEUED, Outcome.DUPLICATE}
             reconnected = admin.info("stats")["total_connections_received"] - connections
             assert reconnected >= 1, "the timed-out connection was closed and another made"
-        claimed = [c.id for c in backend.claim("q", 100).claims]
+        claimed = [c.id for c in backend.leases.claim("q", 100).claims]
         assert sorted(claimed) == sorted(f"m{i}" for i in range(40)), "each stored once"
         backend.close()
     finally:

@@ -51,7 +51,7 @@ def replicated(request: pytest.FixtureRequest) -> Iterator[Replicated]:
 @contextmanager
 def replica_stopped(replicated: Replicated, app: App) -> Iterator[None]:
     """The replica of the master holding ``app``'s default queue paused (SIGSTOP)."""
-    key = app.backend._shard_keys("default", 0)[0]  # type: ignore[attr-defined]
+    key = app.backend.store.shard_keys("default", 0)[0]  # type: ignore[attr-defined]
     master = master_of(replicated.servers, key)
     assert master is not None
     replica = replica_of(replicated.servers, master)
@@ -84,7 +84,7 @@ def test_writes_that_wait_for_a_replica_run_a_workload_end_to_end(
     with running(app):
         wait_for(lambda: len(done) == 41)
     assert sorted(done) == list(range(41))
-    assert app.backend.stats("default")[0].ready == 0
+    assert app.backend.queues.stats("default")[0].ready == 0
     assert handle.cancel() is False  # acked, so gone
     app.close()
 
@@ -102,7 +102,7 @@ def test_a_write_no_replica_acknowledges_is_one_clear_error(replicated: Replicat
             waited.delay()
         written = unwaited.delay()  # no wait: the master's word is enough
         assert plain.get(id=written) is not None
-    assert plain.backend.stats("default")[0].ready == 2, "the refused write is on the master"
+    assert plain.backend.queues.stats("default")[0].ready == 2, "the refused write is on the master"
     handle = waited.delay()  # the replica answers again
     assert waiting.get(id=handle) is not None
     waiting.close()
@@ -125,12 +125,12 @@ def test_a_retry_and_a_poison_no_replica_acknowledges_are_one_clear_error(
     noop.delay()
     noop.delay()
     backend = waiting.backend
-    first, second = backend.claim("default", 2).claims  # claims are not waited for
+    first, second = backend.leases.claim("default", 2).claims  # claims are not waited for
     with replica_stopped(replicated, waiting):
         with pytest.raises(ReplicaTimeout):
-            backend.retry(first, backend.now_ms() + 60_000, "ValueError: x")
+            backend.leases.retry(first, backend.now_ms() + 60_000, "ValueError: x")
         with pytest.raises(ReplicaTimeout):
-            backend.poison(second, Failure("exception", "ValueError", "x"))
-    assert backend.stats("default")[0].ready == 0, "both applied on the master"
-    assert [r.envelope.id for r in backend.poison_list("default")] == [second.id]
+            backend.leases.poison(second, Failure("exception", "ValueError", "x"))
+    assert backend.queues.stats("default")[0].ready == 0, "both applied on the master"
+    assert [r.envelope.id for r in backend.poison.list("default")] == [second.id]
     waiting.close()

@@ -38,7 +38,7 @@ def test_tls_and_an_acl_user_run_a_task_end_to_end(tls_redis: tuple[int, Path]) 
     port, ca = tls_redis
     app = App(f"rediss://tick:s3cret@127.0.0.1:{port}/0?ssl_ca_certs={ca}")
     run_one_task(app)
-    assert app.backend.stats("default")[0].ready == 0
+    assert app.backend.queues.stats("default")[0].ready == 0
     app.close()
 
 
@@ -50,10 +50,10 @@ def test_tls_and_an_acl_user_enqueue_from_an_event_loop(tls_redis: tuple[int, Pa
     @app.task
     def noop(n: int) -> None: ...
 
-    app.backend.shard_count("default")  # type: ignore[attr-defined]
+    app.backend.store.shard_count("default")  # type: ignore[attr-defined]
     app.backend_clock.now_ms()  # both known: the call goes from the loop, no thread
     message_id = without_threads(noop.adelay(1))
-    stored = app.backend.get(message_id)
+    stored = app.backend.messages.get(message_id)
     assert stored is not None and stored.envelope.queue == "default"
     app.close()
 
@@ -93,7 +93,7 @@ def test_a_tls_cluster_with_an_acl_user_runs_a_task_end_to_end(
 ) -> None:
     app = App(f"{tls_cluster.url}&wait_replicas=0&shards=4")
     run_one_task(app)
-    assert app.backend.stats("default")[0].ready == 0
+    assert app.backend.queues.stats("default")[0].ready == 0
     app.close()
 
 

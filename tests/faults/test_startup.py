@@ -37,7 +37,7 @@ def test_ten_workers_starting_together_install_each_schedule_once(
         stop_workers(workers)
     app = App(url)
     try:
-        assert sorted(m.envelope.key or "" for m in app.backend.keyed("default")) == [
+        assert sorted(m.envelope.key or "" for m in app.backend.messages.keyed("default")) == [
             "each-second",
             "often",
         ]

@@ -42,11 +42,11 @@ def test_a_sync_handler_sees_the_abort_and_is_not_retried(app: App) -> None:
         assert stopped.wait(20), "the handler never saw the abort"
         wait_for(lambda: worker.stats.aborted == 1)
     assert worker.stats.retried == 0 and runs == [1], "an aborted run is never retried"
-    (record,) = app.backend.poison_list()
+    (record,) = app.backend.poison.list()
     assert record.envelope.id == message_id and record.failure.reason == "aborted"
     assert app.get(id=message_id) is None
-    assert app.backend.abort_requests() == [], "the settled run's request is dropped"
-    assert app.backend.stats("default")[0].counters.get("aborted") == 1
+    assert app.backend.aborts.pending() == [], "the settled run's request is dropped"
+    assert app.backend.queues.stats("default")[0].counters.get("aborted") == 1
 
 
 def test_a_pending_message_is_cancelled_and_never_runs(sqlite_app: App) -> None:
@@ -107,8 +107,8 @@ def test_a_handler_that_finishes_anyway_is_acked(sqlite_app: App) -> None:
         wait_for(lambda: worker._holdings.all()[0].abort is not None)
         release.set()
         wait_for(lambda: worker.stats.acked == 1)
-    assert worker.stats.aborted == 0 and sqlite_app.backend.poison_list() == []
-    assert sqlite_app.backend.abort_requests() == []
+    assert worker.stats.aborted == 0 and sqlite_app.backend.poison.list() == []
+    assert sqlite_app.backend.aborts.pending() == []
 
 
 def test_raising_aborted_ends_the_run_without_retry(sqlite_app: App) -> None:
@@ -123,7 +123,7 @@ def test_raising_aborted_ends_the_run_without_retry(sqlite_app: App) -> None:
     with running(sqlite_app, burst=True) as worker:
         wait_for(lambda: worker.stats.aborted == 1)
     assert runs == [1]
-    (record,) = sqlite_app.backend.poison_list()
+    (record,) = sqlite_app.backend.poison.list()
     assert record.failure.reason == "aborted" and "nothing to do" in record.failure.message
 
 
@@ -148,7 +148,7 @@ def test_an_async_handler_is_cancelled(backend: str, tmp_path: Path) -> None:
         assert app.abort(id=message_id) is AbortResult.REQUESTED
         wait_for(lambda: worker.stats.aborted == 1)
     assert cancelled == [True]
-    assert [r.failure.reason for r in app.backend.poison_list()] == ["aborted"]
+    assert [r.failure.reason for r in app.backend.poison.list()] == ["aborted"]
     app.close()
 
 
@@ -216,7 +216,7 @@ def test_a_process_pool_handler_is_interrupted(process_tasks, tmp_path: Path) ->
         worker.stop()
         assert worker.join(30)
     assert not Path(marker + ".finished").exists()
-    (record,) = app.backend.poison_list()
+    (record,) = app.backend.poison.list()
     assert record.failure.reason == "aborted"
 
 
@@ -245,4 +245,4 @@ def test_a_stubborn_process_handler_is_killed_and_the_pool_recovers(  # type: ig
     assert worker.stats.retried == 1
     runs = Path(bystander + ".runs").read_text().split()
     assert len(runs) == 2, "the bystander ran again after the pool broke"
-    assert [r.envelope.id for r in app.backend.poison_list()] == [message_id]
+    assert [r.envelope.id for r in app.backend.poison.list()] == [message_id]

@@ -33,7 +33,7 @@ def test_workers_log_what_they_did_and_the_overview_draws_it(pair_app: App) -> N
     work.schedule((99,), delay=timedelta(milliseconds=300))  # due later: starts on time
     both = {"activity_interval_s": 0.2, "queues": ["default", "slow"]}
     with running(app, **both), running(app, **both):
-        wait_for(lambda: len(app.backend.poison_list()) == 4)
+        wait_for(lambda: len(app.backend.poison.list()) == 4)
         wait_for(lambda: sum(m.counts["succeeded"] for m in app.activity(5).total) == 31, 10)
     activity = app.activity(5)
 
@@ -49,7 +49,7 @@ def test_workers_log_what_they_did_and_the_overview_draws_it(pair_app: App) -> N
     assert sum(sum(m.lateness) for m in activity.total) == 35
     assert all(m.lateness_quantile(0.5) is not None for m in activity.total if m.finished)
     # the log stays after the workers stopped; an unreadable record is skipped
-    app.backend.append_ledger([LedgerEntry("default", ACTIVITY_SUBJECT, (b"garbage",), 99, 60_000)])
+    app.backend.ledger.append([LedgerEntry("default", ACTIVITY_SUBJECT, (b"garbage",), 99, 60_000)])
     again = app.activity(5, "default")
     assert sum(m.counts["succeeded"] for m in again.total) == 31
 
@@ -69,6 +69,6 @@ def test_a_worker_with_the_log_off_writes_nothing(sqlite_app: App) -> None:
 
     work.delay()
     with running(app, activity_interval_s=0):
-        wait_for(lambda: app.backend.stats("default")[0].counters.get("acked") == 1)
-    assert app.backend.read_ledger("default", ACTIVITY_SUBJECT) == []
+        wait_for(lambda: app.backend.queues.stats("default")[0].counters.get("acked") == 1)
+    assert app.backend.ledger.read("default", ACTIVITY_SUBJECT) == []
     assert all(m.finished == 0 for m in app.activity(5).total)

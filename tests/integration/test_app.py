@@ -63,7 +63,7 @@ def test_bad_arguments_fail_at_once_and_write_nothing(app: App) -> None:
         task.delay(1, 2, 3)
     with pytest.raises(InvalidMessage, match="signature"):
         task.delay(1, colour="red")
-    assert app.backend.stats() == []
+    assert app.backend.queues.stats() == []
 
 
 def test_arguments_are_coerced_and_rebuilt_with_their_types(app: App) -> None:
@@ -159,7 +159,7 @@ def test_enqueue_many_validates_each_batch_before_writing(app: App) -> None:
     calls = [task.call(1), task.call("bad")]
     with pytest.raises(InvalidMessage):
         app.enqueue_many(calls)
-    assert app.backend.stats() == []
+    assert app.backend.queues.stats() == []
 
 
 def test_task_classes(sqlite_url: str) -> None:
@@ -207,7 +207,9 @@ def test_periodic_is_installed_once_by_many_workers(sqlite_url: str) -> None:
     assert flat.count(Outcome.ENQUEUED) == 1, flat
     schedules = apps[0].schedules()
     assert len(schedules) == 1 and schedules[0].key == "periodic:beat"
-    assert apps[0].backend.stats()[0].scheduled + apps[0].backend.stats()[0].ready == 1
+    assert (
+        apps[0].backend.queues.stats()[0].scheduled + apps[0].backend.queues.stats()[0].ready == 1
+    )
 
 
 def test_periodic_with_a_changed_trigger_is_replaced(sqlite_url: str) -> None:

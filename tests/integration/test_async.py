@@ -43,7 +43,7 @@ def test_an_async_task_runs_on_the_loop_and_is_acked(app: App) -> None:
     assert sorted(n for n, _ in seen) == [0, 1, 2, 3, 4], "every coroutine was awaited"
     assert {name for _, name in seen} == {"tickwork-event-loop"}
     assert worker.stats.acked == 5
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert stats.ready + stats.scheduled + stats.in_flight == 0
 
 
@@ -64,7 +64,7 @@ def test_async_failures_retry_then_poison_like_sync_ones(app: App) -> None:
         worker.stop()
         assert worker.join(30)
     assert len(attempts) == 2 and worker.stats.retried == 1
-    (record,) = app.backend.poison_list()
+    (record,) = app.backend.poison.list()
     assert record.failure.error_type == "ConnectionError"
     assert "upstream down" in record.failure.message
 
@@ -141,7 +141,7 @@ def test_the_timeout_cancels_the_coroutine_and_fails_the_attempt(sqlite_app: App
     slow.delay()
     worker = burst(sqlite_app)
     assert cancelled.is_set() and worker.stats.poisoned == 1
-    (record,) = sqlite_app.backend.poison_list()
+    (record,) = sqlite_app.backend.poison.list()
     assert record.failure.error_type == "TimeoutError"
     assert "timeout of 0.2 s" in record.failure.message
 
@@ -201,7 +201,7 @@ def test_a_forced_stop_cancels_running_coroutines_and_acks_nothing(sqlite_app: A
     assert worker.join(20)
     assert cancelled.is_set()
     assert worker.stats.acked == 0
-    assert sqlite_app.backend.stats("default")[0].in_flight == 1, "left to its lease"
+    assert sqlite_app.backend.queues.stats("default")[0].in_flight == 1, "left to its lease"
 
 
 def test_a_graceful_stop_waits_for_running_coroutines(sqlite_app: App) -> None:
@@ -283,7 +283,7 @@ async def _produce(app: App, ticks: list[int]) -> None:
 def test_the_async_producer_api_does_not_block_the_loop(sqlite_app: App) -> None:
     ticks: list[int] = []
     asyncio.run(_produce(sqlite_app, ticks))
-    assert sqlite_app.backend.stats("default")[0].ready == 20_001
+    assert sqlite_app.backend.queues.stats("default")[0].ready == 20_001
 
 
 def test_the_async_producer_api_on_one_redis_node(tmp_path: Path) -> None:
@@ -291,7 +291,7 @@ def test_the_async_producer_api_on_one_redis_node(tmp_path: Path) -> None:
     app = App(backend_url("redis", tmp_path))
     ticks: list[int] = []
     asyncio.run(_produce(app, ticks))
-    assert app.backend.stats("default")[0].ready == 20_001
+    assert app.backend.queues.stats("default")[0].ready == 20_001
     worker = burst(app, queues=("default",))
     assert worker.stats.acked == 20_001
     app.close()

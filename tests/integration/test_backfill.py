@@ -64,7 +64,7 @@ def test_a_range_too_large_or_malformed_is_one_error_and_enqueues_nothing(
         sqlite_app.backfill("tick", datetime(2026, 1, 1), now)
     with pytest.raises(ScheduleNotFound):
         sqlite_app.backfill("nothing", now - timedelta(hours=1), now)
-    assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was enqueued"
+    assert sqlite_app.backend.queues.stats("default")[0].ready == 0, "nothing was enqueued"
     spaced = sqlite_app.backfill(
         "tick", now - timedelta(minutes=3), now, spacing=timedelta(seconds=10)
     )

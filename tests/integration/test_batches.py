@@ -109,7 +109,7 @@ def test_a_member_that_fails_for_good_fires_on_failure_with_why(app: App) -> Non
     (failed,) = outcome["failures"]
     assert failed["index"] == 1 and failed["id"] == member_id(handle, 1)
     assert failed["error_type"] == "ValueError"
-    assert len(app.backend.poison_list()) == 1, "the failed member is in the poison queue"
+    assert len(app.backend.poison.list()) == 1, "the failed member is in the poison queue"
     status = app.batch(handle, members=True)
     assert status.members[1].attempt == 2
 
@@ -132,7 +132,7 @@ def test_a_redelivered_member_is_counted_once(sqlite_app: App) -> None:
     # as if a worker counted member 0 and crashed before its ack
     expires = app.backend.now_ms() + 60_000
     record = succeeded_record(b"1", 1, app.backend.now_ms())
-    app.backend.settle_members([MemberOutcome(handle, 0, False, record, expires)])
+    app.backend.batches.settle([MemberOutcome(handle, 0, False, record, expires)])
     with running(app):
         wait_for(lambda: runs == ["callback"])
     status = app.batch(handle)
@@ -165,7 +165,7 @@ def test_cancelling_a_batch_cancels_pending_members_and_every_callback(app: App)
     assert app.cancel_batch(handle) == 4
     assert app.get(id=member_id(handle, 0)) is None
     assert app.get(id=app.batch(handle).callbacks["complete"]) is None
-    assert app.backend.stats()[0].ready + app.backend.stats()[0].scheduled == 0
+    assert app.backend.queues.stats()[0].ready + app.backend.queues.stats()[0].scheduled == 0
 
 
 def test_bad_batches_are_one_clear_error_and_store_nothing(sqlite_app: App) -> None:
@@ -190,7 +190,9 @@ def test_bad_batches_are_one_clear_error_and_store_nothing(sqlite_app: App) -> N
     for make, error in cases:
         with pytest.raises(InvalidMessage, match=error):
             app.enqueue(make())
-    assert app.backend.stats() == [] or all(s.ready + s.scheduled == 0 for s in app.backend.stats())
+    assert app.backend.queues.stats() == [] or all(
+        s.ready + s.scheduled == 0 for s in app.backend.queues.stats()
+    )
 
 
 def test_workflow_show_prints_a_batch_and_a_chain(sqlite_app: App, sqlite_url: str) -> None:

@@ -20,7 +20,7 @@ from triggers import Repeating
 
 
 def _pending(app: App, queue: str) -> int:
-    (stats,) = app.backend.stats(queue)
+    (stats,) = app.backend.queues.stats(queue)
     return stats.pending
 
 

@@ -45,7 +45,9 @@ def test_a_dead_lock_holder_blocks_its_shard_only_until_the_lock_ttl() -> None:
     address = url(lock_ttl_ms=3_000)
     backend = open_backend(address)
     now = backend.now_ms()
-    backend.enqueue([Envelope(f"m{i}", "q", None, 0, now, 60_000, b"x") for i in range(50)])
+    backend.messages.enqueue(
+        [Envelope(f"m{i}", "q", None, 0, now, 60_000, b"x") for i in range(50)]
+    )
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -63,16 +65,18 @@ def test_a_dead_lock_holder_blocks_its_shard_only_until_the_lock_ttl() -> None:
         holder.send_signal(signal.SIGKILL)  # dies holding the lock
         holder.wait(10)
         locked_at = time.monotonic()
-        assert backend.claim("q", 100).claims == [], "the shard is locked by the dead consumer"
+        assert backend.leases.claim("q", 100).claims == [], (
+            "the shard is locked by the dead consumer"
+        )
         claims: list[Claim] = []
         while not claims and time.monotonic() - locked_at < 30:
             time.sleep(0.25)
-            claims = backend.claim("q", 100).claims
+            claims = backend.leases.claim("q", 100).claims
         waited = time.monotonic() - locked_at
         assert len(claims) == 50, "after the lock TTL another consumer takes the whole shard"
         assert waited >= 1.0
-        assert backend.ack([(c, None) for c in claims]) == [True] * 50
-        stats = backend.stats("q")[0]
+        assert backend.leases.ack([(c, None) for c in claims]) == [True] * 50
+        stats = backend.queues.stats("q")[0]
         assert (stats.ready, stats.scheduled, stats.in_flight) == (0, 0, 0)
     finally:
         if holder.poll() is None:
@@ -91,7 +95,7 @@ def test_create_schema_command_is_idempotent() -> None:
         assert result.exit_code == 0, result.output
         assert "schema ready" in result.output
     backend = open_backend(address + "&create_schema=false")
-    assert backend.stats() == []
+    assert backend.queues.stats() == []
     backend.close()
 
 
@@ -125,10 +129,10 @@ def backend() -> Iterator[CassandraBackend]:
 
 def _tombstones_per_read(backend: CassandraBackend, table: str) -> float:
     """The most tombstone cells one read of ``table`` scanned (the node's own metric)."""
-    row = backend._session.execute(
+    row = backend.store.session.execute(
         "SELECT max FROM system_views.tombstones_per_read "
         "WHERE keyspace_name = %s AND table_name = %s",
-        (backend._ks, table),
+        (backend.store.ks, table),
     ).one()
     return float(row.max)
 
@@ -145,17 +149,17 @@ def test_draining_a_backlog_does_not_reread_consumed_messages() -> None:
         messages = [
             Envelope(f"m{i}", "q", None, 0, now - 3000 + i, 60_000, b"x" * 50) for i in range(3000)
         ]
-        first.enqueue(messages)
+        first.messages.enqueue(messages)
         drained = 0
         for turn in range(100):  # two consumers take turns: the read position is shared
             backend = (first, second)[turn % 2]
-            claims = backend.claim("q", 100).claims
+            claims = backend.leases.claim("q", 100).claims
             drained += len(claims)
-            assert backend.ack([(c, None) for c in claims]) == [True] * len(claims)
+            assert backend.leases.ack([(c, None) for c in claims]) == [True] * len(claims)
             if drained == len(messages):
                 break
         assert drained == len(messages)
-        assert first.claim("q", 100).claims == []
+        assert first.leases.claim("q", 100).claims == []
         # 3,000 consumed rows: a read starting before them would scan them all. The
         # sweep's trailing window (rows written behind the read position) re-reads the
         # last slice consumed: with 3,000 rows in ~100 ms that slice has crossed
@@ -171,20 +175,20 @@ def test_a_row_written_behind_the_read_position_is_still_delivered(
     backend: CassandraBackend,
 ) -> None:
     now = backend.now_ms()
-    backend.enqueue([Envelope("first", "q", None, 0, now, 60_000, b"x")])
-    assert [c.id for c in backend.claim("q", 10).claims] == ["first"]
+    backend.messages.enqueue([Envelope("first", "q", None, 0, now, 60_000, b"x")])
+    assert [c.id for c in backend.leases.claim("q", 10).claims] == ["first"]
     time.sleep(0.5)
-    assert backend.claim("q", 10).claims == []  # the read position is now past `now`
+    assert backend.leases.claim("q", 10).claims == []  # the read position is now past `now`
     # a write that took seconds to land: its row is older than the read position
-    backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
-    backend.enqueue([Envelope("late", "q", None, 0, now + 1, 60_000, b"x")])
-    stored = backend.get("late", "q")
+    backend.store.ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
+    backend.messages.enqueue([Envelope("late", "q", None, 0, now + 1, 60_000, b"x")])
+    stored = backend.messages.get("late", "q")
     assert stored is not None and stored.envelope.due_ms == now + 1
-    assert backend.claim("q", 10).claims == [], "the row is behind the read position"
+    assert backend.leases.claim("q", 10).claims == [], "the row is behind the read position"
     found: list[str] = []
     deadline = time.monotonic() + 30
     while not found and time.monotonic() < deadline:
-        found = [c.id for c in backend.claim("q", 10).claims]
+        found = [c.id for c in backend.leases.claim("q", 10).claims]
         time.sleep(0.2)
     assert found == ["late"], "the sweep picks up rows that landed behind the position"
 
@@ -192,42 +196,44 @@ def test_a_row_written_behind_the_read_position_is_still_delivered(
 def test_a_long_waiting_oldest_message_is_not_starved_by_higher_priorities(
     backend: CassandraBackend,
 ) -> None:
-    backend._ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
+    backend.store.ready_ms = lambda due_ms: due_ms  # type: ignore[method-assign]
     now = backend.now_ms()
-    backend.enqueue(
+    backend.messages.enqueue(
         [Envelope("old-low", "q", None, 0, now - 20_000, 60_000, b"x")]
         + [Envelope(f"high{i}", "q", None, 9, now - 1_000, 60_000, b"x") for i in range(5)]
     )
-    ids = [c.id for c in backend.claim("q", 3).claims]
+    ids = [c.id for c in backend.leases.claim("q", 3).claims]
     assert ids[:2] == ["high0", "high1"] and ids[2] == "old-low"
     # fresher low-priority messages still wait for higher ones
-    backend.enqueue([Envelope("new-low", "q", None, 0, now - 500, 60_000, b"x")])
-    assert [c.id for c in backend.claim("q", 3).claims] == ["high2", "high3", "high4"]
+    backend.messages.enqueue([Envelope("new-low", "q", None, 0, now - 500, 60_000, b"x")])
+    assert [c.id for c in backend.leases.claim("q", 3).claims] == ["high2", "high3", "high4"]
 
 
 def test_a_message_written_after_the_lock_was_taken_is_claimed_once(
     backend: CassandraBackend,
 ) -> None:
-    backend.meta("q")
-    state = backend._lock("q", 0)
+    backend.store.meta("q")
+    state = backend.store.lock("q", 0)
     assert state is not None
     time.sleep(0.01)  # the producer stamps its write after the fence
-    backend.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
-    claims, after = backend._claim_shard("q", 0, state, 10, 0)
-    backend._unlock("q", 0, after)
+    backend.messages.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+    claims, after = backend.leases._claiming._claim_shard("q", 0, state, 10, 0)
+    backend.store.unlock("q", 0, after)
     assert [c.id for _, c in claims] == ["m"]
-    assert backend.claim("q", 10).claims == [], "the claim's delete must win"
+    assert backend.leases.claim("q", 10).claims == [], "the claim's delete must win"
 
 
 def test_expiry_after_a_pause_reads_acked_deadlines_in_slices(backend: CassandraBackend) -> None:
     now = backend.now_ms()
-    backend.enqueue([Envelope(f"m{i}", "q", None, 0, now, 2_000, b"x") for i in range(2000)])
+    backend.messages.enqueue(
+        [Envelope(f"m{i}", "q", None, 0, now, 2_000, b"x") for i in range(2000)]
+    )
     acked = 0
-    while claims := backend.claim("q", 50).claims:
-        acked += sum(backend.ack([(c, None) for c in claims]))
+    while claims := backend.leases.claim("q", 50).claims:
+        acked += sum(backend.leases.ack([(c, None) for c in claims]))
     assert acked == 2000
     time.sleep(2.5)  # no claims while the acked leases' deadlines pass
-    assert backend.claim("q", 50).claims == []
+    assert backend.leases.claim("q", 50).claims == []
     # the 2,000 deadlines lie, as tombstones, in the range the next expiry read covers;
     # one read over all of them would scan 6,000 cells
     assert _tombstones_per_read(backend, "lease_deadlines") < 1000
@@ -238,22 +244,24 @@ def test_a_message_too_large_for_a_batch_is_one_clear_error(backend: CassandraBa
     small = Envelope("small", "q", None, 0, now, 60_000, b"x")
     large = Envelope("large", "q", None, 0, now, 60_000, b"x" * (MAX_BODY_BYTES + 1))
     with pytest.raises(InvalidMessage, match="'large' is larger than"):
-        backend.enqueue([small, large])
-    assert backend.get("small", "q") is None, "nothing of the call was written"
+        backend.messages.enqueue([small, large])
+    assert backend.messages.get("small", "q") is None, "nothing of the call was written"
     fit = [Envelope(f"fit{i}", "q", None, 0, now, 60_000, b"x" * MAX_BODY_BYTES) for i in range(3)]
-    assert backend.enqueue([small, *fit]) == [Outcome.ENQUEUED] * 4  # batches stay < 50 KiB
-    claims = backend.claim("q", 10).claims
+    assert (
+        backend.messages.enqueue([small, *fit]) == [Outcome.ENQUEUED] * 4
+    )  # batches stay < 50 KiB
+    claims = backend.leases.claim("q", 10).claims
     assert sorted(c.id for c in claims) == ["fit0", "fit1", "fit2", "small"]
-    assert backend.ack([(c, None) for c in claims]) == [True] * 4
+    assert backend.leases.ack([(c, None) for c in claims]) == [True] * 4
 
 
 def test_a_lock_taken_by_a_timed_out_transaction_is_used_not_left_blocking(
     backend: CassandraBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
-    assert [c.id for c in backend.claim("q", 10).claims] == ["m"]  # the lock row exists
-    backend.enqueue([Envelope("n", "q", None, 0, backend.now_ms(), 60_000, b"x")])
-    run = backend._run
+    backend.messages.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+    assert [c.id for c in backend.leases.claim("q", 10).claims] == ["m"]  # the lock row exists
+    backend.messages.enqueue([Envelope("n", "q", None, 0, backend.now_ms(), 60_000, b"x")])
+    run = backend.store.run
 
     def applied_but_timed_out(statement: Any, params: Any = None, **kwargs: Any) -> Any:
         result = run(statement, params, **kwargs)
@@ -269,8 +277,8 @@ def test_a_lock_taken_by_a_timed_out_transaction_is_used_not_left_blocking(
             )
         return result
 
-    monkeypatch.setattr(backend, "_run", applied_but_timed_out)
-    assert [c.id for c in backend.claim("q", 10).claims] == ["n"]
+    monkeypatch.setattr(backend.store, "run", applied_but_timed_out)
+    assert [c.id for c in backend.leases.claim("q", 10).claims] == ["n"]
 
 
 @pytest.mark.parametrize("lag_ms", [0, 1_000])
@@ -283,35 +291,37 @@ def test_a_cancel_or_replace_racing_an_ack_wins(action: str, lag_ms: int) -> Non
     address = url()
     backend = open_backend(address)
     other = open_backend(address)
-    other._offset_ms -= lag_ms  # type: ignore[attr-defined]
+    other.store.offset_ms -= lag_ms  # type: ignore[attr-defined]
     try:
         now = backend.now_ms()
-        backend.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
-        (claim,) = backend.claim("q", 10).claims
-        read_leases = backend._held_many  # type: ignore[attr-defined]
+        backend.messages.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
+        (claim,) = backend.leases.claim("q", 10).claims
+        read_leases = backend.store.held_many  # type: ignore[attr-defined]
         replacement = Envelope("r.0", "q", "K", 0, now + 3_600_000, 60_000, b"y")
 
         def leases_then_race(claims: Any) -> Any:
             found = read_leases(claims)
             if action == "cancel":  # lands between the ack's read and its write
-                assert other.delete_by_key("q", "K")
+                assert other.messages.delete_by_key("q", "K")
             else:
-                assert other.enqueue([replacement], OnConflict.REPLACE) == [Outcome.REPLACED]
+                assert other.messages.enqueue([replacement], OnConflict.REPLACE) == [
+                    Outcome.REPLACED
+                ]
             return found
 
-        backend._held_many = leases_then_race  # type: ignore[attr-defined]
+        backend.store.held_many = leases_then_race  # type: ignore[attr-defined]
         nxt = Envelope("c.1", "q", "K", 0, now, 60_000, b"x")
-        assert backend.ack([(claim, nxt)]) == [True]
-        backend._held_many = read_leases  # type: ignore[attr-defined]
-        holder = backend.get_by_key("q", "K")
+        assert backend.leases.ack([(claim, nxt)]) == [True]
+        backend.store.held_many = read_leases  # type: ignore[attr-defined]
+        holder = backend.messages.get_by_key("q", "K")
         if action == "cancel":
             assert holder is None, "the ack's next occurrence outlived the cancel"
         else:
             assert holder is not None and holder.envelope.id == "r.0", holder
         deadline = time.monotonic() + 30  # the occurrence left behind is dropped unrun
-        while backend.get("c.1", "q") is not None:
+        while backend.messages.get("c.1", "q") is not None:
             assert time.monotonic() < deadline, "the occurrence left behind stayed"
-            assert [c.id for c in backend.claim("q", 10).claims] == []
+            assert [c.id for c in backend.leases.claim("q", 10).claims] == []
             time.sleep(0.1)
     finally:
         other.close()
@@ -322,21 +332,22 @@ def test_a_schedule_listing_follows_a_chain_acked_between_its_reads() -> None:
     """``keyed`` reads the key index, then each message: an ack moving the chain on in
     between (injected) must not make the schedule vanish from the listing."""
     backend = open_backend(url())
+    assert isinstance(backend, CassandraBackend)
     try:
         now = backend.now_ms()
-        backend.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
-        (claim,) = backend.claim("q", 10).claims
-        read = backend.get
+        backend.messages.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
+        (claim,) = backend.leases.claim("q", 10).claims
+        read = backend.store.get
         nxt = Envelope("c.1", "q", "K", 0, now + 60_000, 60_000, b"x")
 
         def ack_then_get(message_id: str, queue: str | None = None) -> Any:
             if message_id == "c.0":
-                assert backend.ack([(claim, nxt)]) == [True]
+                assert backend.leases.ack([(claim, nxt)]) == [True]
             return read(message_id, queue)
 
-        backend.get = ack_then_get  # type: ignore[method-assign]
-        listed = backend.keyed("q")
-        backend.get = read  # type: ignore[method-assign]
+        backend.store.get = ack_then_get  # type: ignore[method-assign]
+        listed = backend.messages.keyed("q")
+        backend.store.get = read  # type: ignore[method-assign]
         assert [m.envelope.id for m in listed] == ["c.1"]
     finally:
         backend.close()
@@ -349,8 +360,8 @@ def test_a_failed_concurrent_read_is_a_backend_error() -> None:
     backend = open_backend(url())
     assert isinstance(backend, CassandraBackend)
     now = backend.now_ms()
-    backend.enqueue([Envelope("m1", "q", None, 0, now, 60_000, b"x")])
-    backend._session.execute(f"DROP TABLE {backend._ks}.message_index")
+    backend.messages.enqueue([Envelope("m1", "q", None, 0, now, 60_000, b"x")])
+    backend.store.session.execute(f"DROP TABLE {backend.store.ks}.message_index")
     with pytest.raises(BackendError, match="Cassandra error"):
-        backend.enqueue([Envelope("m2", "q", None, 0, now, 60_000, b"x")])
+        backend.messages.enqueue([Envelope("m2", "q", None, 0, now, 60_000, b"x")])
     backend.close()

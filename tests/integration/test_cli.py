@@ -84,7 +84,7 @@ def test_workers_lists_the_registry(run, sqlite_url: str) -> None:  # type: igno
         "last_seen": "2026-11-23T00:00:01Z",
         "interval_s": 5.0,
     }
-    app.backend.put_worker("w1", json.dumps(record).encode(), 60_000)
+    app.backend.registry.put("w1", json.dumps(record).encode(), 60_000)
     app.close()
     (row,) = json.loads(run("workers", "--json")[1])
     assert row["id"] == "w1" and row["alive"] is False, "not seen for days: gone"
@@ -99,12 +99,12 @@ def test_abort_a_running_and_a_pending_message(run, sqlite_url: str) -> None:  #
         args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
         assert run(*args, "--args", '["ada"]', "--key", key)[0] == 0
     app = App(sqlite_url)
-    claims = app.backend.claim("default", 1).claims  # as a worker would: now it runs
+    claims = app.backend.leases.claim("default", 1).claims  # as a worker would: now it runs
     running_key = claims[0].key
     pending_key = "pending" if running_key == "running" else "running"
     code, out, _ = run("abort", "--key", running_key, "--end-chain")
     assert code == 0 and "abort requested" in out
-    (request,) = app.backend.abort_requests()
+    (request,) = app.backend.aborts.pending()
     assert request.message_id == claims[0].id and not request.continue_chain
     code, out, _ = run("abort", "--key", pending_key)
     assert code == 0 and "cancelled" in out

@@ -35,7 +35,7 @@ def seeded(app: App) -> Iterator[tuple[App, str]]:
     app.enqueue(Call(broken.name))
     handle = app.enqueue_batch(batch(group([part.call(1), part.call(2)])))
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 1 and app.batch(handle).complete)
+        wait_for(lambda: len(app.backend.poison.list()) == 1 and app.batch(handle).complete)
     yield app, handle
 
 
@@ -58,7 +58,7 @@ def test_every_page_renders_with_data_and_actions_change_the_backend(
     with running(app):
         wait_for(lambda: len(app.workers()) == 1)
         assert "alive" in client.get("/workers").text
-    (poisoned,) = app.backend.poison_list()
+    (poisoned,) = app.backend.poison.list()
     shown = client.get("/message", params={"key": "every-hour"})
     assert "every-hour" in shown.text and "every 1h" in shown.text
     token = _csrf(home.text)
@@ -66,11 +66,11 @@ def test_every_page_renders_with_data_and_actions_change_the_backend(
     moved = client.post(
         "/queues/default/pause", data={"csrf": token, "next": "/"}, follow_redirects=False
     )
-    assert moved.status_code == 303 and app.backend.paused_queues() == ["default"]
+    assert moved.status_code == 303 and app.backend.queues.paused() == ["default"]
     page = client.get(moved.headers["location"])
     assert "paused default" in page.text and "resume" in page.text
     client.post("/queues/default/resume", data={"csrf": token, "next": "/"})
-    assert app.backend.paused_queues() == []
+    assert app.backend.queues.paused() == []
 
     client.post("/schedules/default/every-hour/pause", data={"csrf": token, "next": "/schedules"})
     paused = app.get(key="every-hour")
@@ -85,7 +85,7 @@ def test_every_page_renders_with_data_and_actions_change_the_backend(
     assert "runs now as" in ran.text
 
     client.post(f"/poison/{poisoned.envelope.id}/replay", data={"csrf": token, "next": "/poison"})
-    assert app.backend.poison_list() == [] and app.get(id=poisoned.envelope.id) is not None
+    assert app.backend.poison.list() == [] and app.get(id=poisoned.envelope.id) is not None
     client.post(f"/messages/{poisoned.envelope.id}/cancel", data={"csrf": token, "next": "/"})
     assert app.get(id=poisoned.envelope.id) is None
 
@@ -100,18 +100,18 @@ def test_a_whole_poisoned_queue_is_replayed_or_purged(sqlite_app: App) -> None:
     for n in range(3):
         flaky.delay(n)
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 3)
+        wait_for(lambda: len(app.backend.poison.list()) == 3)
     client = TestClient(create_dashboard(app))
     page = client.get("/poison")
     assert "replay all" in page.text and "purge all" in page.text
     token = _csrf(page.text)
     done = client.post("/poison-queue/default/replay", data={"csrf": token, "next": "/poison"})
-    assert "replayed 3 of default" in done.text and app.backend.poison_list() == []
+    assert "replayed 3 of default" in done.text and app.backend.poison.list() == []
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 3)
+        wait_for(lambda: len(app.backend.poison.list()) == 3)
     done = client.post("/poison-queue/default/purge", data={"csrf": token, "next": "/poison"})
-    assert "purged 3 of default" in done.text and app.backend.poison_list() == []
-    assert app.backend.stats("default")[0].ready == 0
+    assert "purged 3 of default" in done.text and app.backend.poison.list() == []
+    assert app.backend.queues.stats("default")[0].ready == 0
 
 
 def test_poisoned_messages_are_picked_by_hand_or_by_a_filter(sqlite_app: App) -> None:
@@ -127,7 +127,7 @@ def test_poisoned_messages_are_picked_by_hand_or_by_a_filter(sqlite_app: App) ->
 
     handles = [flaky.delay(n) for n in range(4)] + [broken.delay(n) for n in range(3)]
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 7)
+        wait_for(lambda: len(app.backend.poison.list()) == 7)
     ids = [h.id for h in handles]
     client = TestClient(create_dashboard(app))
     # the filter narrows the page: by task, by a piece of the error
@@ -144,24 +144,24 @@ def test_poisoned_messages_are_picked_by_hand_or_by_a_filter(sqlite_app: App) ->
         "/poison-selection/purge", data={"csrf": token, "next": "/poison", "id": ids[2:4]}
     )
     assert "purged 2 of 2 ticked" in done.text
-    left = {r.envelope.id for r in app.backend.poison_list()}
+    left = {r.envelope.id for r in app.backend.poison.list()}
     assert left == set(ids[4:]) and app.get(id=ids[0]) is not None and app.get(id=ids[2]) is None
     # everything a filter matches; an empty filter is refused rather than taken as "all"
     refused = client.post(
         "/poison-selection/purge", data={"csrf": token, "next": "/poison", "matching": "1"}
     )
-    assert refused.status_code == 400 and len(app.backend.poison_list()) == 3
+    assert refused.status_code == 400 and len(app.backend.poison.list()) == 3
     matching = {"csrf": token, "next": "/poison", "matching": "1", "text": "missing 1"}
     done = client.post("/poison-selection/purge", data=matching)
     assert "purged 1 matching the filter" in done.text
     matching.update(text="", task=broken.name)
     done = client.post("/poison-selection/replay", data=matching)
-    assert "replayed 2 matching the filter" in done.text and app.backend.poison_list() == []
+    assert "replayed 2 matching the filter" in done.text and app.backend.poison.list() == []
     # one message purged from its own row
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 4)
+        wait_for(lambda: len(app.backend.poison.list()) == 4)
     done = client.post(f"/poison/{ids[0]}/purge", data={"csrf": token, "next": "/poison"})
-    assert f"purged {ids[0]}" in done.text and len(app.backend.poison_list()) == 3
+    assert f"purged {ids[0]}" in done.text and len(app.backend.poison.list()) == 3
 
 
 def test_a_backfill_from_the_page_reads_times_in_the_schedules_zone(sqlite_app: App) -> None:
@@ -229,7 +229,7 @@ def test_actions_need_the_csrf_token_of_the_page(sqlite_app: App) -> None:
     assert refused.status_code == 403 and "CSRF" in refused.text
     forged = client.post("/queues/default/pause", data={"csrf": "guess", "next": "/"})
     assert forged.status_code == 403
-    assert sqlite_app.backend.paused_queues() == []
+    assert sqlite_app.backend.queues.paused() == []
 
 
 def test_a_token_guards_every_page_and_read_only_serves_no_action(sqlite_app: App) -> None:
@@ -240,15 +240,15 @@ def test_a_token_guards_every_page_and_read_only_serves_no_action(sqlite_app: Ap
     page = guarded.get("/", headers={"Authorization": f"Basic {basic}"})
     assert page.status_code == 200
     headers = {"Authorization": "Bearer s3cret"}
-    sqlite_app.backend.pause_queue("default")  # a queue to show, with a button
+    sqlite_app.backend.queues.pause("default")  # a queue to show, with a button
     token = _csrf(guarded.get("/", headers=headers).text)
     ok = guarded.post("/queues/default/resume", data={"csrf": token, "next": "/"}, headers=headers)
-    assert ok.status_code == 200 and sqlite_app.backend.paused_queues() == []
+    assert ok.status_code == 200 and sqlite_app.backend.queues.paused() == []
 
     viewer = TestClient(create_dashboard(sqlite_app, Access(read_only=True)))
     assert "<button" not in viewer.get("/").text
     assert viewer.post("/queues/default/pause", data={"csrf": "x"}).status_code == 403
-    assert sqlite_app.backend.paused_queues() == []
+    assert sqlite_app.backend.queues.paused() == []
 
 
 def test_actions_without_a_token_are_served_on_loopback_only() -> None:

@@ -50,10 +50,10 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
     for account in (42, 43, 44, 45):
         app.enqueue(Call(sync_crm.name, (account,)))
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 4)
+        wait_for(lambda: len(app.backend.poison.list()) == 4)
     # the order of failures is the claims' (random over Cassandra's shards): pick by account
-    (poisoned,) = [r for r in app.backend.poison_list() if r.failure.message.endswith(" 42")]
-    others = [r for r in app.backend.poison_list() if r != poisoned]
+    (poisoned,) = [r for r in app.backend.poison.list() if r.failure.message.endswith(" 42")]
+    others = [r for r in app.backend.poison.list() if r != poisoned]
     with served(create_dashboard(app)) as base, browser() as driver:
         driver.get(base + "/")
         assert "tickwork · Queues" in driver.title
@@ -65,10 +65,10 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         _shot(driver, "queues")
         _click(driver, "/queues/default/pause")
         wait_for(lambda: "paused default" in driver.page_source, 10)
-        assert app.backend.paused_queues() == ["default"]
+        assert app.backend.queues.paused() == ["default"]
         _click(driver, "/queues/default/resume")
         wait_for(lambda: "resumed default" in driver.page_source, 10)
-        assert app.backend.paused_queues() == []
+        assert app.backend.queues.paused() == []
 
         driver.get(base + "/schedules")
         assert "daily-report" in driver.page_source
@@ -95,7 +95,7 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         _shot(driver, "poison")
         _click(driver, f"/poison/{poisoned.envelope.id}/replay")
         wait_for(lambda: f"replayed {poisoned.envelope.id}" in driver.page_source, 10)
-        assert {r.envelope.id for r in app.backend.poison_list()} == {o.envelope.id for o in others}
+        assert {r.envelope.id for r in app.backend.poison.list()} == {o.envelope.id for o in others}
         # a filter typed into the form, then everything it matches purged
         driver.find_element(By.NAME, "text").send_keys("account 43")
         driver.find_element(By.CSS_SELECTOR, "#poison-filter button").click()
@@ -108,7 +108,7 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
             box.click()
         _click(driver, "/poison-selection/replay")
         wait_for(lambda: "replayed 2 of 2 ticked" in driver.page_source, 10)
-        assert app.backend.poison_list() == []
+        assert app.backend.poison.list() == []
 
         for page in ("/workers", "/limits", "/message?key=daily-report", "/workflow"):
             driver.get(base + page)

@@ -39,7 +39,7 @@ def test_limits_show_what_runs_hold_and_what_waits(pair_app: App) -> None:
     try:
         client = TestClient(create_dashboard(dashboard))
         with running(app, registry_interval_s=0.1, concurrency=4):
-            wait_for(lambda: app.backend.limit_usage(["crm:acme"])["crm:acme"] == (2, 1))
+            wait_for(lambda: app.backend.limits.usage(["crm:acme"])["crm:acme"] == (2, 1))
             wait_for(lambda: [w.holding for w in app.workers()] == [{"crm:acme": 2}])
             page = client.get("/limits").text
             acme = _row(page, "crm:acme")

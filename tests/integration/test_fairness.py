@@ -57,7 +57,7 @@ def test_fair_keys_that_cannot_work_are_refused(sqlite_url: str) -> None:
     assert stored is not None and stored.message.fair == "ACME"
     with pytest.raises(InvalidMessage, match=r"fair_key of task .* must give a string or a number"):
         by_name.delay(None)
-    assert app.backend.stats()[0].ready == 1, "the refused call wrote nothing"
+    assert app.backend.queues.stats()[0].ready == 1, "the refused call wrote nothing"
     app.close()
 
 

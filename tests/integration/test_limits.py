@@ -54,7 +54,7 @@ def test_at_most_n_run_at_once_per_key_across_two_workers(app: App) -> None:
     assert sorted(gauge.done) == sorted((c, n) for n in range(8) for c in ("acme", "globex"))
     assert set(attempts) == {1}, "waiting for a slot is not an attempt"
     assert waited > 0, "work over the limit went back to wait"
-    usage = app.backend.limit_usage(["tests.integration.test_limits.sync_customer:acme"])
+    usage = app.backend.limits.usage(["tests.integration.test_limits.sync_customer:acme"])
     assert usage == {"tests.integration.test_limits.sync_customer:acme": (0, 0)}
 
 
@@ -87,11 +87,11 @@ def test_a_claimed_slot_of_a_message_that_cannot_run_is_given_back(app: App) -> 
     garbage = Envelope("garbage", "slots", None, 0, now, 60_000, b"not a message", limit=limit)
     unknown = app.build(report.call("acme"))[1]
     unknown = unknown._replace(body=unknown.body.replace(report.name.encode(), b"nobody.here"))
-    app.backend.enqueue([garbage, unknown])
+    app.backend.messages.enqueue([garbage, unknown])
     with running(app, queues=("slots",)):
-        wait_for(lambda: len(app.backend.poison_list("slots")) == 2, timeout_s=30)
+        wait_for(lambda: len(app.backend.poison.list("slots")) == 2, timeout_s=30)
         # the slots go back after the claim round that poisoned their messages
-        wait_for(lambda: app.backend.limit_usage([limit]) == {limit: (0, 0)}, timeout_s=10)
+        wait_for(lambda: app.backend.limits.usage([limit]) == {limit: (0, 0)}, timeout_s=10)
 
 
 def test_a_limited_message_stored_without_its_limit_key_outside_the_body_is_limited(
@@ -106,7 +106,7 @@ def test_a_limited_message_stored_without_its_limit_key_outside_the_body_is_limi
         gauge.run(customer, n, 0.05)
 
     envelopes = [app.build(legacy.call("acme", n))[1]._replace(limit=None) for n in range(4)]
-    app.backend.enqueue(envelopes)
+    app.backend.messages.enqueue(envelopes)
     with running(app, queues=("old",), concurrency=4):
         wait_for(lambda: len(gauge.done) == 4, timeout_s=30)
     assert gauge.most == {"acme": 1}
@@ -163,7 +163,7 @@ def test_bad_limit_keys_are_one_clear_error_and_store_nothing(sqlite_app: App) -
         nothing.delay("acme")
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ConcurrencyLimit(name="crm", capacity=0)
-    assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
+    assert sqlite_app.backend.queues.stats("default")[0].ready == 0, "nothing was stored"
 
 
 def test_a_worker_names_only_unambiguous_limits_for_its_claims(sqlite_app: App) -> None:

@@ -17,7 +17,7 @@ _START = 1_800_000_000_000
 
 
 def _stored(app: App, message_id: str) -> tuple[Message, bytes]:
-    stored = app.backend.get(message_id)
+    stored = app.backend.messages.get(message_id)
     assert stored is not None
     return Message.decode(stored.envelope.body), stored.envelope.body
 

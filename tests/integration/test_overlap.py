@@ -47,7 +47,7 @@ def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
         # runs enqueued before the cancel still run (on a slow backend, several may wait)
         waiting = [
             m
-            for m in app.backend.keyed()
+            for m in app.backend.messages.keyed()
             if (m.envelope.key or "").startswith("slow/run/") and m.state is not State.RUNNING
         ]
         cancelled_at = time.monotonic()
@@ -78,13 +78,13 @@ def test_a_ticker_delivered_twice_enqueues_its_run_once(pair_app: App) -> None:
     now = app.backend.now_ms()
     run = run_of(app.builder, ticker, now, now)
     assert run.key == f"t/run/{to_ms(ticker.scheduled_at)}"
-    assert app.backend.enqueue([run], OnConflict.IGNORE) == [Outcome.ENQUEUED]
-    assert app.backend.enqueue([run], OnConflict.IGNORE) != [Outcome.ENQUEUED]
+    assert app.backend.messages.enqueue([run], OnConflict.IGNORE) == [Outcome.ENQUEUED]
+    assert app.backend.messages.enqueue([run], OnConflict.IGNORE) != [Outcome.ENQUEUED]
     app.cancel(key="t")
     with running(app):
         wait_for(lambda: len(ran) == 1)
     again = run_of(app.builder, ticker, now, app.backend.now_ms())
-    assert app.backend.enqueue([again], OnConflict.IGNORE) == [Outcome.IGNORED], (
+    assert app.backend.messages.enqueue([again], OnConflict.IGNORE) == [Outcome.IGNORED], (
         "after it ran, its key is kept: a late redelivery enqueues nothing"
     )
 

@@ -33,7 +33,7 @@ def test_a_worker_is_listed_while_it_runs_and_removed_when_it_stops(app: App) ->
         last_seen=now - timedelta(minutes=1),
         interval_s=5.0,
     )
-    app.backend.put_worker("ghost", ghost.model_dump_json().encode(), 60_000)
+    app.backend.registry.put("ghost", ghost.model_dump_json().encode(), 60_000)
     hold.delay()
     with running(app, queues=("default", "reports"), registry_interval_s=0.1) as worker:
         wait_for(lambda: any(w.held == 1 for w in app.workers() if w.pid == os.getpid()))

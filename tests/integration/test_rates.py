@@ -49,7 +49,7 @@ def test_at_most_n_starts_per_period_per_key_across_two_workers(app: App) -> Non
     assert set(attempts) == {1}, "waiting for a start is not an attempt"
     assert deferred >= 8, "work over the rate went back to wait for its start"
     name = "tests.integration.test_rates.call_api:acme"
-    started, ahead = app.backend.rate_usage([name], 2000)[name]
+    started, ahead = app.backend.rates.usage([name], 2000)[name]
     assert ahead == 0 and started <= 3
 
 
@@ -96,7 +96,7 @@ def test_bad_rates_are_one_clear_error_and_store_nothing(sqlite_app: App) -> Non
     )
     with pytest.raises(InvalidMessage, match="customer: Field required"):
         spaced.delay()  # type: ignore[call-arg]
-    assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
+    assert sqlite_app.backend.queues.stats("default")[0].ready == 0, "nothing was stored"
 
 
 def test_a_burst_worker_waits_for_the_starts_it_sent_work_back_to_wait_for(

@@ -23,7 +23,7 @@ def _backend(options: str = "") -> tuple[RedisBackend, str]:
     name = f"loop-{uuid.uuid4().hex[:8]}"
     backend = open_backend(f"{Servers.redis_url()}?prefix={name}{options}")
     assert isinstance(backend, RedisBackend)
-    backend.shard_count("q")  # known: the loop's own path from the first call
+    backend.store.shard_count("q")  # known: the loop's own path from the first call
     return backend, name
 
 
@@ -46,21 +46,25 @@ def test_a_known_queue_is_written_from_the_loop_without_a_thread() -> None:
     async def writes() -> list[list[Outcome]]:
         return list(
             await asyncio.gather(
-                *(backend.aenqueue([_envelope(backend, f"m{i}")]) for i in range(50))
+                *(backend.messages.aenqueue([_envelope(backend, f"m{i}")]) for i in range(50))
             )
         )
 
     assert without_threads(writes()) == [[Outcome.ENQUEUED]] * 50
-    assert len(backend.claim("q", 100).claims) == 50
+    assert len(backend.leases.claim("q", 100).claims) == 50
     backend.close()
 
 
 def test_scripts_flushed_from_the_server_are_loaded_again() -> None:
     backend, _ = _backend()
-    assert without_threads(backend.aenqueue([_envelope(backend, "before")])) == [Outcome.ENQUEUED]
+    assert without_threads(backend.messages.aenqueue([_envelope(backend, "before")])) == [
+        Outcome.ENQUEUED
+    ]
     _client().script_flush()
-    assert without_threads(backend.aenqueue([_envelope(backend, "after")])) == [Outcome.ENQUEUED]
-    assert {c.id for c in backend.claim("q", 10).claims} == {"before", "after"}
+    assert without_threads(backend.messages.aenqueue([_envelope(backend, "after")])) == [
+        Outcome.ENQUEUED
+    ]
+    assert {c.id for c in backend.leases.claim("q", 10).claims} == {"before", "after"}
     backend.close()
 
 
@@ -68,12 +72,12 @@ def test_a_killed_connection_falls_back_and_loses_nothing() -> None:
     backend, _ = _backend()
 
     async def writes() -> list[list[Outcome]]:
-        first = await backend.aenqueue([_envelope(backend, "a")])
+        first = await backend.messages.aenqueue([_envelope(backend, "a")])
         _client().client_kill_filter(_type="normal", skipme=False)
-        return [first, await backend.aenqueue([_envelope(backend, "b")])]
+        return [first, await backend.messages.aenqueue([_envelope(backend, "b")])]
 
     assert asyncio.run(writes()) == [[Outcome.ENQUEUED], [Outcome.ENQUEUED]]
-    assert {c.id for c in backend.claim("q", 10).claims} == {"a", "b"}
+    assert {c.id for c in backend.leases.claim("q", 10).claims} == {"a", "b"}
     backend.close()
 
 
@@ -84,13 +88,17 @@ def test_a_call_cancelled_mid_reply_leaves_its_reply_to_no_one() -> None:
     a pool of one, so the next call has a connection of the loop (none, and it would go
     to a thread, which this test forbids)."""
     backend, _ = _backend("&max_connections=1")
-    backend.enqueue([_envelope(backend, "k1", key="K")])
+    backend.messages.enqueue([_envelope(backend, "k1", key="K")])
     admin = _client()
 
     async def calls() -> list[Outcome]:
-        await backend.aenqueue([_envelope(backend, "warm")])  # the loop's connection is open
+        await backend.messages.aenqueue(
+            [_envelope(backend, "warm")]
+        )  # the loop's connection is open
         admin.client_pause(300, all=False)  # writes wait; the script call is a write
-        replacing = backend.aenqueue([_envelope(backend, "k2", key="K")], OnConflict.REPLACE)
+        replacing = backend.messages.aenqueue(
+            [_envelope(backend, "k2", key="K")], OnConflict.REPLACE
+        )
         try:
             await asyncio.wait_for(replacing, 0.05)
         except TimeoutError:
@@ -98,12 +106,16 @@ def test_a_call_cancelled_mid_reply_leaves_its_reply_to_no_one() -> None:
         else:
             raise AssertionError("the paused server answered")
         time.sleep(0.4)  # the pause ends; the cancelled call's reply is on its socket
-        return await backend.aenqueue([_envelope(backend, "fresh")])
+        return await backend.messages.aenqueue([_envelope(backend, "fresh")])
 
     assert without_threads(calls()) == [Outcome.ENQUEUED]
-    holder = backend.get_by_key("q", "K")  # the cancelled call ran or not: either holds
+    holder = backend.messages.get_by_key("q", "K")  # the cancelled call ran or not: either holds
     assert holder is not None and holder.envelope.id in ("k1", "k2")
-    assert {c.id for c in backend.claim("q", 10).claims} == {"warm", "fresh", holder.envelope.id}
+    assert {c.id for c in backend.leases.claim("q", 10).claims} == {
+        "warm",
+        "fresh",
+        holder.envelope.id,
+    }
     backend.close()
 
 
@@ -111,11 +123,11 @@ def test_a_loops_connections_are_closed_when_it_shuts_down() -> None:
     name = f"loop-{uuid.uuid4().hex[:8]}"
     backend = open_backend(f"{Servers.redis_url()}?prefix={name}&client_name={name}")
     assert isinstance(backend, RedisBackend)
-    backend.shard_count("q")
+    backend.store.shard_count("q")
 
     async def writes(round_: int) -> int:
         envelopes = [_envelope(backend, f"r{round_}-{i}") for i in range(5)]
-        await asyncio.gather(*(backend.aenqueue([e]) for e in envelopes))
+        await asyncio.gather(*(backend.messages.aenqueue([e]) for e in envelopes))
         return _connections(name)
 
     for round_ in range(2):  # a second loop gets connections of its own
@@ -124,7 +136,7 @@ def test_a_loops_connections_are_closed_when_it_shuts_down() -> None:
         while _connections(name) > 1 and time.monotonic() < deadline:  # the blocking one
             time.sleep(0.05)
         assert _connections(name) == 1, "the loop's connections closed with it"
-    assert len(backend.claim("q", 20).claims) == 10
+    assert len(backend.leases.claim("q", 20).claims) == 10
     backend.close()
 
 
@@ -136,9 +148,9 @@ def test_a_write_that_waits_for_replicas_is_not_sent_from_the_loop() -> None:
         "&wait_timeout_ms=50"
     )
     assert isinstance(backend, RedisBackend)
-    backend.shard_count("q")
+    backend.store.shard_count("q")
     with pytest.raises(ReplicaTimeout):
-        backend.enqueue([_envelope(backend, "blocking")])
+        backend.messages.enqueue([_envelope(backend, "blocking")])
     with pytest.raises(ReplicaTimeout):
-        asyncio.run(backend.aenqueue([_envelope(backend, "from-the-loop")]))
+        asyncio.run(backend.messages.aenqueue([_envelope(backend, "from-the-loop")]))
     backend.close()

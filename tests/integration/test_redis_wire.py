@@ -25,7 +25,7 @@ def _envelope(message_id: str, now: int) -> Envelope:
 
 
 def _in_use(backend: RedisBackend) -> int:
-    pool: Any = backend._client.connection_pool
+    pool: Any = backend.store.client.connection_pool
     return len(pool._in_use_connections)  # redis-py's own count of checked-out connections
 
 
@@ -37,7 +37,7 @@ def test_a_thread_keeps_its_connection_and_gives_it_back_when_it_ends() -> None:
 
     def calls() -> None:
         for i in range(5):
-            backend.enqueue([_envelope(f"t{i}", now)])
+            backend.messages.enqueue([_envelope(f"t{i}", now)])
         ready.set()
         finish.wait(10)
 
@@ -48,7 +48,7 @@ def test_a_thread_keeps_its_connection_and_gives_it_back_when_it_ends() -> None:
     finish.set()
     thread.join(10)
     assert _in_use(backend) == 0, "given back when the thread ended"
-    assert sorted(c.id for c in backend.claim("q", 10).claims) == [f"t{i}" for i in range(5)]
+    assert sorted(c.id for c in backend.leases.claim("q", 10).claims) == [f"t{i}" for i in range(5)]
     backend.close()
 
 
@@ -60,7 +60,7 @@ def test_at_most_half_a_pools_connections_are_kept_by_threads() -> None:
 
     def calls(n: int) -> None:
         for i in range(3):
-            backend.enqueue([_envelope(f"b{n}-{i}", now)])
+            backend.messages.enqueue([_envelope(f"b{n}-{i}", now)])
         ready[n].set()
         finish.wait(10)
 
@@ -73,7 +73,7 @@ def test_at_most_half_a_pools_connections_are_kept_by_threads() -> None:
     for thread in threads:
         thread.join(10)
     assert _in_use(backend) == 0
-    assert len(backend.claim("q", 20).claims) == 12
+    assert len(backend.leases.claim("q", 20).claims) == 12
     backend.close()
 
 
@@ -82,19 +82,21 @@ def test_a_forked_child_makes_its_own_connection() -> None:
     outcomes): on one shared socket their replies would cross."""
     backend = _backend()
     now = backend.now_ms()
-    backend.enqueue([Envelope(f"c{i}", "kids", None, 0, now, 60_000, b"c") for i in range(200)])
+    backend.messages.enqueue(
+        [Envelope(f"c{i}", "kids", None, 0, now, 60_000, b"c") for i in range(200)]
+    )
     child = os.fork()
     if child == 0:  # pragma: no cover - runs in the child
         try:
-            claimed = [c.id for _ in range(200) for c in backend.claim("kids", 1).claims]
+            claimed = [c.id for _ in range(200) for c in backend.leases.claim("kids", 1).claims]
             os._exit(0 if sorted(claimed) == sorted(f"c{i}" for i in range(200)) else 3)
         except BaseException:
             os._exit(1)
     for i in range(200):  # the parent goes on on its own connection meanwhile
-        backend.enqueue([_envelope(f"p{i}", now)])
+        backend.messages.enqueue([_envelope(f"p{i}", now)])
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the child's claims came back whole"
-    assert sorted(c.id for c in backend.claim("q", 300).claims) == sorted(
+    assert sorted(c.id for c in backend.leases.claim("q", 300).claims) == sorted(
         f"p{i}" for i in range(200)
     )
     backend.close()

@@ -104,11 +104,11 @@ def test_resume_with_catch_up_enqueues_each_missed_run_once(app: App) -> None:
         first_skipped=T0 + timedelta(hours=3),
         last_skipped=T0 + timedelta(hours=4),
     )
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert stats.ready + stats.scheduled == 4  # three one-off runs and the schedule
     chain = keyed_chain_id("default", "report")
     stored = [
-        app.backend.get(identity_chain_id("default", f"catch-up\x00{chain}\x00{n}"))
+        app.backend.messages.get(identity_chain_id("default", f"catch-up\x00{chain}\x00{n}"))
         for n in range(3)
     ]
     runs = [(Message.decode(m.envelope.body), m.envelope.due_ms) for m in stored if m is not None]
@@ -242,7 +242,7 @@ def test_last_success_is_kept_across_failures_and_checked(app: App) -> None:
     worker = Worker(app, WorkerConfig(poll_interval_s=0.05))
     worker.start()
     try:
-        wait_for(lambda: len(app.backend.poison_list()) >= 2 and worker.stats.acked >= 3)
+        wait_for(lambda: len(app.backend.poison.list()) >= 2 and worker.stats.acked >= 3)
     finally:
         worker.stop()
         assert worker.join(30)
@@ -250,7 +250,7 @@ def test_last_success_is_kept_across_failures_and_checked(app: App) -> None:
     flaky = infos["flaky"]
     assert flaky.last_success is not None and flaky.last_run is not None
     assert flaky.last_success < flaky.last_run, "the failed runs after it did not replace it"
-    failed_at = sorted(r.failed_at_ms for r in app.backend.poison_list())
+    failed_at = sorted(r.failed_at_ms for r in app.backend.poison.list())
     assert to_ms(flaky.last_success) < failed_at[0]
     good = infos["good"]
     assert good.last_success is not None and good.last_success == good.last_run

@@ -68,7 +68,7 @@ def invoices(spark, count: int, partitions: int = 4):  # type: ignore[no-untyped
 def stored(url: str, queue: str = "billing") -> int:
     app = App(url)
     try:
-        stats = app.backend.stats(queue)
+        stats = app.backend.queues.stats(queue)
         return stats[0].ready + stats[0].scheduled if stats else 0
     finally:
         app.close()
@@ -86,7 +86,7 @@ def enqueue_invoices(df, url: str, **options):  # type: ignore[no-untyped-def]
 
 def purge(url: str) -> None:
     app = App(url)
-    app.backend.purge("billing")
+    app.backend.queues.purge("billing")
     app.close()
 
 
@@ -304,7 +304,7 @@ def test_a_job_five_times_the_bound_waits_for_a_worker(spark, pair_url: str) -> 
 
     def sample() -> None:  # the fill, as often as it can be read
         while not done.is_set():
-            found = app.backend.stats("drained")
+            found = app.backend.queues.stats("drained")
             most[0] = max(most[0], found[0].pending if found else 0)
             done.wait(0.01)
 
@@ -358,7 +358,7 @@ def test_rows_enqueued_as_a_batch_call_back_once(spark, url: str) -> None:  # ty
     bad = spark.createDataFrame([("7",), ("x",)], "n string")
     with pytest.raises(Exception, match="valid integer"):
         enqueue_dataframe(bad, url, task, args=["n"], batch=callbacks)
-    assert all(s.scheduled == 0 for s in app.backend.stats("tally")), "callbacks dropped"
+    assert all(s.scheduled == 0 for s in app.backend.queues.stats("tally")), "callbacks dropped"
     with pytest.raises(InvalidMessage, match="cannot have a key"):
         enqueue_dataframe(df, url, task, args=["n"], key="n", batch=callbacks)
     app.close()

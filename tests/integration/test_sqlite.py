@@ -16,8 +16,8 @@ from scheduler.errors import ConfigurationError
 def test_url_options_are_typed(tmp_path: Path) -> None:
     backend = open_backend(f"sqlite:///{tmp_path}/a.db?synchronous=NORMAL&busy_timeout_ms=50")
     assert isinstance(backend, SQLiteBackend)
-    assert backend._synchronous == "NORMAL"
-    assert backend._busy_timeout_ms == 50
+    assert backend.store._synchronous == "NORMAL"
+    assert backend.store._busy_timeout_ms == 50
     backend.close()
 
 
@@ -47,7 +47,7 @@ def _create_at_once(path: Path, openers: int) -> list[BaseException]:
         barrier.wait()
         try:
             backend = SQLiteBackend(str(path))
-            backend.stats()
+            backend.queues.stats()
             backend.close()
         except BaseException as err:
             errors.append(err)
@@ -82,10 +82,10 @@ def test_rate_starts_that_left_every_window_are_deleted(tmp_path: Path) -> None:
     assert isinstance(backend, SQLiteBackend)
     # a key that never reaches its rate: its starts must not pile up for ever
     for n in range(50):
-        assert backend.reserve_starts([RateRequest("k", 1000, 500, f"m{n}")]) == [None]
+        assert backend.rates.reserve([RateRequest("k", 1000, 500, f"m{n}")]) == [None]
     clock.advance(2000)
-    assert backend.reserve_starts([RateRequest("other", 1000, 500, "x")]) == [None]
-    (rows,) = backend._read().execute("SELECT COUNT(*) FROM rate_starts").fetchone()
+    assert backend.rates.reserve([RateRequest("other", 1000, 500, "x")]) == [None]
+    (rows,) = backend.store.read().execute("SELECT COUNT(*) FROM rate_starts").fetchone()
     assert rows == 1, "only the start still in its window is kept"
     backend.close()
 
@@ -116,10 +116,10 @@ def test_a_file_made_before_fair_share_gains_it_in_place_and_keeps_its_messages(
     backend = open_backend(f"sqlite:///{path}")
     try:
         now = backend.now_ms()
-        backend.enqueue([Envelope("new", "q", None, 0, now, 5000, b"{}", "acme")])
-        claims = backend.claim("q", 10).claims
+        backend.messages.enqueue([Envelope("new", "q", None, 0, now, 5000, b"{}", "acme")])
+        claims = backend.leases.claim("q", 10).claims
         assert [c.id for c in claims] == ["old", "new"]
-        stored = backend.get("new", "q")
+        stored = backend.messages.get("new", "q")
         assert stored is not None and stored.envelope.fair == "acme"
     finally:
         backend.close()
@@ -133,7 +133,7 @@ def test_ledger_records_logged_by_older_versions_are_read_and_folded(tmp_path: P
     from scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
-    db = backend._connection()
+    db = backend.store.connection()
     now = backend.now_ms()
     far = now + 3_600_000
     db.executemany(
@@ -142,18 +142,18 @@ def test_ledger_records_logged_by_older_versions_are_read_and_folded(tmp_path: P
     )
     packed = ledger_log.pack([LedgerEntry("q", "k:a", (b"older-3",), 5, 3_600_000)], now)
     db.execute("INSERT INTO ledger_appends (packed) VALUES (?)", (packed,))
-    backend._chores_ms["fold ledger_log"] = now  # the next append does not fold
-    backend.append_ledger([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 5, 3_600_000)])
+    backend.store._chores_ms["fold ledger_log"] = now  # the next append does not fold
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 5, 3_600_000)])
     expected = [b"new-2", b"new-1", b"older-3", b"old-2", b"old-1"]
-    assert backend.read_ledger("q", "k:a", 10) == expected
-    assert backend.read_ledgers([("q", "k:b"), ("q", "k:c")]) == [[b"old-b"], []]
-    with backend._write() as db:
+    assert backend.ledger.read("q", "k:a", 10) == expected
+    assert backend.ledger.read_many([("q", "k:b"), ("q", "k:c")]) == [[b"old-b"], []]
+    with backend.store.write() as db:
         ledger_log.fold(db)
         for table in ("ledger_log", "ledger_appends", "ledger_writes"):
             assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
-    assert backend.read_ledger("q", "k:a", 10) == expected
-    backend.append_ledger([LedgerEntry("q", "k:a", (b"new-3", b"new-4"), 5, 3_600_000)])
-    assert backend.read_ledger("q", "k:a", 10) == [b"new-4", b"new-3", *expected[:3]]
+    assert backend.ledger.read("q", "k:a", 10) == expected
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"new-3", b"new-4"), 5, 3_600_000)])
+    assert backend.ledger.read("q", "k:a", 10) == [b"new-4", b"new-3", *expected[:3]]
     backend.close()
 
 
@@ -168,19 +168,19 @@ def test_a_fold_gathered_before_another_fold_took_its_records_writes_nothing(
     one = SQLiteBackend(str(tmp_path / "a.db"))
     other = SQLiteBackend(str(tmp_path / "a.db"))
     for backend in (one, other):
-        backend._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on appends
-    one.append_ledger([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
-    gathered = ledger_log.gather(one._connection())
+        backend.store._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on appends
+    one.ledger.append([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
+    gathered = ledger_log.gather(one.store.connection())
     assert gathered is not None
-    with other._write() as db:
+    with other.store.write() as db:
         ledger_log.fold(db)
-    other.append_ledger([LedgerEntry("q", "k:a", (b"r3",), 10, 3_600_000)])
-    with one._write() as db:
+    other.ledger.append([LedgerEntry("q", "k:a", (b"r3",), 10, 3_600_000)])
+    with one.store.write() as db:
         assert not ledger_log.fold_gathered(db, gathered)
-    assert one.read_ledger("q", "k:a") == [b"r3", b"r2", b"r1"]
-    with one._write() as db:
+    assert one.ledger.read("q", "k:a") == [b"r3", b"r2", b"r1"]
+    with one.store.write() as db:
         ledger_log.fold(db)
-    assert one.read_ledger("q", "k:a") == [b"r3", b"r2", b"r1"]
+    assert one.ledger.read("q", "k:a") == [b"r3", b"r2", b"r1"]
     one.close()
     other.close()
 
@@ -199,16 +199,16 @@ def test_a_write_that_finds_the_fold_due_folds_after_it_ends(
     gather = ledger_log.gather
 
     def watched(db: sqlite3.Connection) -> ledger_log.Gathered | None:
-        lock_held_while_gathering.append(backend._writer.locked())
+        lock_held_while_gathering.append(backend.store._writer.locked())
         return gather(db)
 
     monkeypatch.setattr(ledger_log, "gather", watched)
-    backend.append_ledger([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
     assert lock_held_while_gathering == [False]
-    db = backend._connection()
+    db = backend.store.connection()
     assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM ledger_pages").fetchone() == (1,)
-    assert backend.read_ledger("q", "k:a") == [b"r1"]
+    assert backend.ledger.read("q", "k:a") == [b"r1"]
     backend.close()
 
 
@@ -222,7 +222,7 @@ def test_ledger_records_folded_one_row_each_by_an_older_version_are_read_and_tri
     from scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
-    db = backend._connection()
+    db = backend.store.connection()
     far = backend.now_ms() + 3_600_000
     db.executemany(
         "INSERT INTO ledger (queue, subject, seq, expires_ms, record) VALUES (?, ?, ?, ?, ?)",
@@ -232,14 +232,14 @@ def test_ledger_records_folded_one_row_each_by_an_older_version_are_read_and_tri
             ("q", "k:b", 7, far, b"b"),
         ],
     )
-    assert backend.read_ledgers([("q", "k:a"), ("q", "k:b")]) == [[b"old-2", b"old-1"], [b"b"]]
-    backend.append_ledger([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 3, 3_600_000)])
-    with backend._write() as db:
+    assert backend.ledger.read_many([("q", "k:a"), ("q", "k:b")]) == [[b"old-2", b"old-1"], [b"b"]]
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 3, 3_600_000)])
+    with backend.store.write() as db:
         ledger_log.fold(db)
         assert db.execute("SELECT last_seq FROM ledger_pages").fetchall() == [(4,)]
         assert db.execute("SELECT seq FROM ledger WHERE subject = 'k:a'").fetchall() == [(2,)]
-    assert backend.read_ledger("q", "k:a", 10) == [b"new-2", b"new-1", b"old-2"]
-    assert backend.read_ledger("q", "k:b", 10) == [b"b"]
+    assert backend.ledger.read("q", "k:a", 10) == [b"new-2", b"new-1", b"old-2"]
+    assert backend.ledger.read("q", "k:b", 10) == [b"b"]
     backend.close()
 
 
@@ -260,26 +260,26 @@ def test_a_fold_keeps_the_newest_records_of_entries_of_several_records(tmp_path:
     from scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
-    backend._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on these appends
+    backend.store._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on these appends
     hour = 3_600_000
-    backend.append_ledger(
+    backend.ledger.append(
         [
             LedgerEntry("q", "k:a", (b"a1", b"a22\n", b"a333"), 4, hour),
             LedgerEntry("q", "k:b", (b"b1",), 4, hour),
         ]
     )
-    backend.append_ledger(
+    backend.ledger.append(
         [
             LedgerEntry("q", "k:b", (b"b22", b""), 4, hour),
             LedgerEntry("q", "k:a", (b"a4444", b"a5"), 4, hour),
         ]
     )
-    with backend._write() as db:
+    with backend.store.write() as db:
         ledger_log.fold(db)
         pages = db.execute("SELECT subject, last_seq FROM ledger_pages ORDER BY subject")
         assert pages.fetchall() == [("k:a", 5), ("k:b", 3)]
-    assert backend.read_ledger("q", "k:a", 10) == [b"a5", b"a4444", b"a333", b"a22\n"]
-    assert backend.read_ledger("q", "k:b", 10) == [b"", b"b22", b"b1"]
+    assert backend.ledger.read("q", "k:a", 10) == [b"a5", b"a4444", b"a333", b"a22\n"]
+    assert backend.ledger.read("q", "k:b", 10) == [b"", b"b22", b"b1"]
     backend.close()
 
 
@@ -310,19 +310,19 @@ def test_a_fold_between_a_reads_two_queries_shows_no_record_twice(
 
     reader = SQLiteBackend(str(tmp_path / "a.db"))
     writer = SQLiteBackend(str(tmp_path / "a.db"))
-    writer._chores_ms["fold ledger_log"] = writer.now_ms()  # no fold on this append
-    writer.append_ledger([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
+    writer.store._chores_ms["fold ledger_log"] = writer.now_ms()  # no fold on this append
+    writer.ledger.append([LedgerEntry("q", "k:a", (b"r1", b"r2"), 10, 3_600_000)])
     with_folded = ledger_pages.read
 
     def fold_first(*args: object) -> list[bytes]:
-        with writer._write() as db:  # the other process folds now
+        with writer.store.write() as db:  # the other process folds now
             ledger_log.fold(db)
         return with_folded(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ledger_pages, "read", fold_first)
-    assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]
+    assert reader.ledger.read("q", "k:a") == [b"r2", b"r1"]
     monkeypatch.undo()
-    assert reader.read_ledger("q", "k:a") == [b"r2", b"r1"]  # now from the folded rows
+    assert reader.ledger.read("q", "k:a") == [b"r2", b"r1"]  # now from the folded rows
     reader.close()
     writer.close()
 
@@ -335,10 +335,10 @@ def test_a_damaged_log_row_fails_the_fold_not_the_write_that_found_it_due(
     from scheduler.backends import LedgerEntry
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
-    backend._connection().execute("INSERT INTO ledger_writes (packed) VALUES (?)", (b"junk",))
+    backend.store.connection().execute("INSERT INTO ledger_writes (packed) VALUES (?)", (b"junk",))
     with caplog.at_level("WARNING", logger="tickwork.sqlite"):
-        backend.append_ledger([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
+        backend.ledger.append([LedgerEntry("q", "k:a", (b"r1",), 10, 3_600_000)])
     assert "cannot fold the ledger's log" in caplog.text
-    rows = backend._connection().execute("SELECT COUNT(*) FROM ledger_writes").fetchone()
+    rows = backend.store.connection().execute("SELECT COUNT(*) FROM ledger_writes").fetchone()
     assert rows == (2,)  # both still logged, for the next fold
     backend.close()

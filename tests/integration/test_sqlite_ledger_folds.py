@@ -22,7 +22,7 @@ def _write(path: str, writer: int) -> None:
     backend = SQLiteBackend(path)
     try:
         for index in range(WRITES):
-            backend.append_ledger(
+            backend.ledger.append(
                 [
                     LedgerEntry(
                         "q",
@@ -52,11 +52,11 @@ def test_records_folded_by_several_processes_at_once_read_once_each_in_order(
         assert process.exitcode == 0
     backend = SQLiteBackend(path)
     try:
-        with backend._write() as db:
+        with backend.store.write() as db:
             ledger_log.fold(db)  # whatever the last folds left in the log
             assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (0,)
         for subject in SUBJECTS:
-            records = backend.read_ledger("q", subject, KEEP)
+            records = backend.ledger.read("q", subject, KEEP)
             assert len(records) == len(set(records)) == WRITERS * WRITES, subject
             for writer in range(WRITERS):
                 mine = [r for r in records if r.startswith(b"%d:" % writer)]

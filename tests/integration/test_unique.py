@@ -61,7 +61,7 @@ def test_no_window_after_a_failure_or_without_a_key(app: App) -> None:
         worker.stop()
         assert worker.join(30)
     assert app.get(key="bad") is None, "a failed run leaves its key free"
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert stats.scheduled + stats.ready == 0
 
 

@@ -44,7 +44,7 @@ def test_handler_that_returns_is_acked(app: App) -> None:
     with running(app) as worker:
         wait_for(lambda: worker.stats.acked == 50)
     assert sorted(c[0] for c in runs.calls) == list(range(50))  # type: ignore[type-var]
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert (stats.ready, stats.in_flight) == (0, 0)
 
 
@@ -61,7 +61,7 @@ def test_false_means_redelivered_after_the_lease(app: App) -> None:
         wait_for(lambda: worker.stats.acked == 1)
     assert len(runs) == 2
     # the backend made it due again because its lease ran out, not as a retry
-    counters = app.backend.stats("default")[0].counters
+    counters = app.backend.queues.stats("default")[0].counters
     assert counters.get("redelivered") == 1 and not counters.get("retried")
 
 
@@ -84,7 +84,7 @@ def test_exception_retries_with_backoff_then_poisons(app: App) -> None:
     assert len(runs) == 3 and worker.stats.retried == 2
     gaps = [b[0] - a[0] for a, b in zip(runs.calls, runs.calls[1:], strict=False)]  # type: ignore[operator]
     assert gaps[0] >= 0.18 and gaps[1] >= 0.38, f"backoff must grow, not hot-loop: {gaps}"
-    (record,) = app.backend.poison_list("default")
+    (record,) = app.backend.poison.list("default")
     assert record.envelope.id == message_id and record.attempts == 3
     assert record.failure.error_type == "ValueError" and "boom" in record.failure.message
     assert "Traceback" in record.failure.traceback
@@ -140,7 +140,7 @@ def test_cancel_while_running_does_not_resurrect_the_chain(app: App) -> None:
         wait_for(lambda: worker.stats.stale == 1)
         time.sleep(0.3)
     assert app.get(key="chain") is None
-    assert app.backend.stats("default")[0].scheduled == 0
+    assert app.backend.queues.stats("default")[0].scheduled == 0
 
 
 def test_outliving_the_lease_does_not_fork_the_chain(app: App) -> None:
@@ -167,7 +167,7 @@ def test_outliving_the_lease_does_not_fork_the_chain(app: App) -> None:
     finally:
         worker.stop()
         worker.join(10)
-    chain = [m for m in app.backend.keyed("default")]
+    chain = [m for m in app.backend.messages.keyed("default")]
     assert len(chain) == 1 and chain[0].envelope.id.endswith(".1")
 
 
@@ -206,15 +206,15 @@ def test_unknown_task_and_undecodable_body_go_to_poison(app: App) -> None:
     @app.task
     def known() -> None: ...
 
-    app.backend.enqueue(
+    app.backend.messages.enqueue(
         [Envelope("garbage", "default", None, 0, app.clock.now_ms(), 1000, b"\xff{")]
     )
     message = Message.decode(app.get(id=known.delay()).message.encode())  # type: ignore[union-attr]
     foreign = message.model_copy(update={"id": "foreign", "task": "not.registered"})
-    app.backend.enqueue([foreign.envelope(app.clock.now_ms())])
+    app.backend.messages.enqueue([foreign.envelope(app.clock.now_ms())])
     with running(app) as worker:
         wait_for(lambda: worker.stats.poisoned == 2 and worker.stats.acked == 1)
-    reasons = {r.envelope.id: r.failure.reason for r in app.backend.poison_list()}
+    reasons = {r.envelope.id: r.failure.reason for r in app.backend.poison.list()}
     assert reasons == {"garbage": "undecodable", "foreign": "unknown_task"}
 
 
@@ -233,7 +233,7 @@ def test_graceful_shutdown_releases_unstarted_claims_at_once(app: App) -> None:
     assert started.wait(10)
     worker.stop()
     assert worker.join(10)
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert worker.stats.acked == 1 and worker.stats.released == 9
     assert (stats.ready, stats.in_flight) == (9, 0), "released claims are due again at once"
 
@@ -288,7 +288,7 @@ def test_process_pool(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     stats = Worker(module.app, config).run()
     assert stats.acked == 13 and stats.poisoned == 1
     assert cubed.result(timeout=5) == 27, "kept from the pool process (its progress too)"
-    (record,) = module.app.backend.poison_list()
+    (record,) = module.app.backend.poison.list()
     assert record.failure.error_type == "ZeroDivisionError"
     module.app.close()
 
@@ -318,7 +318,7 @@ def test_grace_runs_on_the_worker_clock_and_ends_in_a_forced_stop(sqlite_url: st
         clock.advance(201)
         assert worker.join(15), "past the grace the handler is abandoned"
         assert worker.forced
-        stored = app.backend.stats("default")[0]
+        stored = app.backend.queues.stats("default")[0]
         assert stored.in_flight == 1, "its lease is left to expire, never acked"
     finally:
         release.set()
@@ -344,7 +344,7 @@ def test_a_paused_queue_is_not_claimed_until_resumed(app: App) -> None:
         wait_for(lambda: len(runs) == 1)  # the other queue is not paused
         time.sleep(1.0)  # several poll intervals, and past the due time of the second
         assert runs.calls == [("other",)]
-        assert app.backend.stats("default")[0].ready == 2
+        assert app.backend.queues.stats("default")[0].ready == 2
         assert app.resume() and app.paused() == []
         wait_for(lambda: worker.stats.acked == 3)
     assert sorted(map(str, runs.calls)) == ["('other',)", "(1,)", "(2,)"]
@@ -379,7 +379,7 @@ def test_burst_exits_when_every_queue_is_paused(app: App) -> None:
     app.pause()
     worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
     stats = worker.run()
-    assert stats.acked == 0 and app.backend.stats("default")[0].ready == 1
+    assert stats.acked == 0 and app.backend.queues.stats("default")[0].ready == 1
 
 
 def test_a_message_stored_in_the_old_encoding_runs_with_its_arguments(app: App) -> None:
@@ -396,7 +396,7 @@ def test_a_message_stored_in_the_old_encoding_runs_with_its_arguments(app: App) 
     old_body = message.encode()  # the model's own form: what every enqueue wrote before
     assert b'"chain":' in old_body and b'"enqueued_at":"' in old_body
     assert b'"chain":' not in compact.body, "today's enqueue writes the compact form"
-    app.backend.enqueue([compact._replace(body=old_body)])
+    app.backend.messages.enqueue([compact._replace(body=old_body)])
     with running(app):
         wait_for(lambda: seen == [("acme", 3)], timeout_s=30)
-    wait_for(lambda: app.backend.stats("default")[0].ready == 0, timeout_s=10)
+    wait_for(lambda: app.backend.queues.stats("default")[0].ready == 0, timeout_s=10)

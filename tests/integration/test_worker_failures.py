@@ -26,7 +26,7 @@ def test_a_failed_consumer_thread_stops_the_worker(
     def broken_claim(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("a bug in the claim path")
 
-    monkeypatch.setattr(app.backend, "claim", broken_claim)
+    monkeypatch.setattr(app.backend.leases, "claim", broken_claim)
     worker = Worker(app, WorkerConfig(poll_interval_s=0.05, grace_s=5.0))
     runner = threading.Thread(target=worker.run)
     runner.start()
@@ -41,5 +41,5 @@ def test_a_failed_consumer_thread_stops_the_worker(
     again = Worker(app, WorkerConfig(poll_interval_s=0.05, burst=True))
     again.run()
     assert ran == [1] and again.failed is None and again.stats.acked == 1
-    stats = app.backend.stats("default")[0]
+    stats = app.backend.queues.stats("default")[0]
     assert (stats.ready, stats.in_flight) == (0, 0)

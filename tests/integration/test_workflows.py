@@ -83,12 +83,12 @@ def test_a_failed_step_stops_the_chain_and_replaying_it_resumes(sqlite_app: App)
 
     first = app.enqueue(chain(extract.si(), transform.s(), load.s()))
     with running(app):
-        wait_for(lambda: len(app.backend.poison_list()) == 1)
+        wait_for(lambda: len(app.backend.poison.list()) == 1)
     assert ran == ["extract"], "the chain stopped at the failed step"
-    (record,) = app.backend.poison_list()
+    (record,) = app.backend.poison.list()
     assert record.envelope.id == step_id(first, 1)
     broken["on"] = False
-    assert app.backend.poison_replay([record.envelope.id]) == 1
+    assert app.backend.poison.replay([record.envelope.id]) == 1
     with running(app):
         wait_for(lambda: app.result(step_id(first, 2)).status is RunStatus.SUCCEEDED)
     assert ran == ["extract", "transform", "load"]
@@ -108,8 +108,8 @@ def test_a_result_that_does_not_fit_the_next_step_poisons_it_with_a_clear_error(
 
     first = sqlite_app.enqueue(chain(word.si(), square.s()))
     with running(sqlite_app):
-        wait_for(lambda: len(sqlite_app.backend.poison_list()) == 1)
-    (record,) = sqlite_app.backend.poison_list()
+        wait_for(lambda: len(sqlite_app.backend.poison.list()) == 1)
+    (record,) = sqlite_app.backend.poison.list()
     assert record.envelope.id == step_id(first, 1)
     assert "invalid arguments for task" in record.failure.message
     assert "n: Input should be a valid integer" in record.failure.message
@@ -136,7 +136,7 @@ def test_bad_chains_are_one_clear_error_and_store_nothing(sqlite_app: App) -> No
         sqlite_app.enqueue(chain(one.si(1), two.s(2).options(queue="elsewhere")))
     with pytest.raises(InvalidMessage, match="invalid arguments for task"):
         sqlite_app.enqueue(chain(one.si(1), two.si("x", 2)))  # type: ignore[arg-type]
-    assert sqlite_app.backend.stats("default")[0].ready == 0, "nothing was stored"
+    assert sqlite_app.backend.queues.stats("default")[0].ready == 0, "nothing was stored"
 
 
 def test_a_keyed_chain_is_read_and_cancelled_by_its_key(app: App) -> None:
@@ -217,7 +217,7 @@ def test_a_recurring_chain_runs_whole_occurrences_that_never_overlap(app: App) -
         "second",
         "third",
     ]
-    (poisoned,) = app.backend.poison_list()
+    (poisoned,) = app.backend.poison.list()
     assert Message.decode(poisoned.envelope.body).task == second.name
 
 
@@ -285,7 +285,7 @@ def test_a_step_retried_after_a_failure_passes_its_result_on(app: App) -> None:
     app.enqueue(chain(start.si(), flaky.s(), finish.s()))
     with running(app):
         wait_for(lambda: seen == [21])
-    assert attempts["flaky"] == 3 and app.backend.poison_list() == []
+    assert attempts["flaky"] == 3 and app.backend.poison.list() == []
 
 
 def test_workflow_show_by_key_shows_a_recurring_chain_occurrence(

@@ -30,5 +30,5 @@ def test_sqlite_takes_rows_in_large_writes_unless_told(tmp_path: Path) -> None:
         expected = (3000, 0) if batch_size is None else (0, 3000)
         assert (result.enqueued, result.skipped) == expected
     with App(url) as app:
-        (stats,) = app.backend.stats("billing")
+        (stats,) = app.backend.queues.stats("billing")
         assert stats.pending == 3000

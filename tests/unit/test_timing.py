@@ -297,15 +297,15 @@ def backend(tmp_path: Path) -> Backend:
 
 
 def test_the_heartbeat_extends_only_leases_past_half_their_length(backend: Backend) -> None:
-    clock = backend._clock  # type: ignore[attr-defined]
+    clock = backend.store._clock  # type: ignore[attr-defined]
     assert isinstance(clock, ManualClock)
-    backend.enqueue(
+    backend.messages.enqueue(
         [
             Envelope(f"m{i}", "q", None, 0, START, timeout, b"{}")
             for i, timeout in ((1, 1000), (2, 60_000))
         ]
     )
-    claims = {c.id: c for c in backend.claim("q", 10).claims}
+    claims = {c.id: c for c in backend.leases.claim("q", 10).claims}
     holdings = Holdings()
     works = {i: Work(c, _work(i, START).message) for i, c in claims.items()}
     for work in works.values():
@@ -319,15 +319,15 @@ def test_the_heartbeat_extends_only_leases_past_half_their_length(backend: Backe
     assert holdings.deadline(works["m1"]) == START + 600 + 1000
     assert holdings.deadline(works["m2"]) == START + 60_000
     clock.advance(900)  # the old deadline has passed; the extended one has not
-    assert backend.requeue_expired("q") == 0
-    assert backend.ack([(works["m1"].claim, None)]) == [True]
+    assert backend.leases.requeue_expired("q") == 0
+    assert backend.leases.ack([(works["m1"].claim, None)]) == [True]
 
 
 def test_the_heartbeat_forgets_nothing_when_a_lease_was_lost(backend: Backend) -> None:
-    clock = backend._clock  # type: ignore[attr-defined]
-    backend.enqueue([Envelope("m", "q", None, 0, START, 1000, b"{}")])
-    (claim,) = backend.claim("q", 10).claims
-    assert backend.delete("m", "q")
+    clock = backend.store._clock  # type: ignore[attr-defined]
+    backend.messages.enqueue([Envelope("m", "q", None, 0, START, 1000, b"{}")])
+    (claim,) = backend.leases.claim("q", 10).claims
+    assert backend.messages.delete("m", "q")
     holdings = Holdings()
     work = Work(claim, _work("m", START).message)
     holdings.add(work)

@@ -61,7 +61,7 @@ def poison_dict(record: Any) -> dict[str, Any]:
 @clean_errors
 def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> None:
     """List poisoned messages, oldest first."""
-    records = [poison_dict(r) for r in state.app().backend.poison_list(queue, limit)]
+    records = [poison_dict(r) for r in state.app().backend.poison.list(queue, limit)]
     if as_json:
         emit_json(records)
         return
@@ -85,7 +85,7 @@ def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> N
 @clean_errors
 def poison_show(state: State, message_id: str) -> None:
     """Show one poisoned message with its error and traceback."""
-    record = state.app().backend.poison_get(message_id)
+    record = state.app().backend.poison.get(message_id)
     if record is None:
         fail(f"no poisoned message with id {message_id!r}", EXIT_NOT_FOUND)
     emit_json(poison_dict(record))
@@ -130,7 +130,7 @@ def poison_replay(
     if replay_all:
         moved = poisoned.replay(backend, poisoned.PoisonFilter(queue, reason, task, text))
     else:
-        moved = backend.poison_replay(list(message_ids), queue)
+        moved = backend.poison.replay(list(message_ids), queue)
         if moved == 0:
             fail(f"no replayable poisoned message among {', '.join(message_ids)}", EXIT_NOT_FOUND)
     click.echo(f"replayed {moved}")
@@ -154,7 +154,7 @@ def poison_purge(
     of them without options)."""
     backend = state.app().backend
     if message_ids:
-        click.echo(f"purged {backend.poison_purge(queue, list(message_ids))}")
+        click.echo(f"purged {backend.poison.purge(queue, list(message_ids))}")
         return
     chosen = poisoned.PoisonFilter(queue, reason, task, text)
     click.echo(f"purged {poisoned.purge(backend, chosen)}")

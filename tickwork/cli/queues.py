@@ -31,7 +31,7 @@ def queues() -> None:
 @clean_errors
 def list_queues(state: State, as_json: bool) -> None:
     """Every known queue, whether it is paused, what it holds and its bound."""
-    rows = state.app().backend.stats()
+    rows = state.app().backend.queues.stats()
     if as_json:
         emit_json(
             [

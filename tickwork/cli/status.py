@@ -27,7 +27,7 @@ from tickwork.cli.common import (
 def stats(state: State, as_json: bool) -> None:
     """Per queue: ready, scheduled, in flight, poison, fill of its bound, next due time
     and counters."""
-    rows = state.app().backend.stats()
+    rows = state.app().backend.queues.stats()
     if as_json:
         emit_json(
             [

@@ -46,7 +46,7 @@ class _PoisonViews:
         limit = SHOWN if chosen.empty else poisoned.MAX_SELECTED  # what an action would take
         records = poisoned.select(self.app.backend, chosen, limit)
         rows = [(r, to_datetime(r.failed_at_ms), poisoned.task_of(r)) for r in records[:SHOWN]]
-        queues = [s for s in self.app.backend.stats() if s.poison]
+        queues = [s for s in self.app.backend.queues.stats() if s.poison]
         return {
             "title": "Poison queue",
             "records": rows,
@@ -60,10 +60,10 @@ class _PoisonViews:
     def one_action(self, path: dict[str, str], form: Form) -> str:
         message_id, verb = path["id"], path["verb"]
         if verb == "replay":
-            count = self.app.backend.poison_replay([message_id])
+            count = self.app.backend.poison.replay([message_id])
             return f"replayed {message_id}" if count else f"{message_id} was not replayed"
         if verb == "purge":
-            count = self.app.backend.poison_purge(ids=[message_id])
+            count = self.app.backend.poison.purge(ids=[message_id])
             return f"purged {message_id}" if count else f"{message_id} was not poisoned"
         raise Refused(404, f"no poison action {verb!r}")
 
@@ -71,9 +71,9 @@ class _PoisonViews:
         """Everything poisoned in one queue: replay it all, or purge it all."""
         queue, verb = path["queue"], path["verb"]
         if verb == "replay":
-            return f"replayed {self.app.backend.poison_replay(None, queue)} of {queue}"
+            return f"replayed {self.app.backend.poison.replay(None, queue)} of {queue}"
         if verb == "purge":
-            return f"purged {self.app.backend.poison_purge(queue)} of {queue}"
+            return f"purged {self.app.backend.poison.purge(queue)} of {queue}"
         raise Refused(404, f"no poison queue action {verb!r}")
 
     def selection_action(self, path: dict[str, str], form: Form) -> str:
@@ -92,5 +92,5 @@ class _PoisonViews:
         ids = form.getlist("id")
         if not ids:
             return "nothing was ticked"
-        count = backend.poison_replay(ids) if verb == "replay" else backend.poison_purge(ids=ids)
+        count = backend.poison.replay(ids) if verb == "replay" else backend.poison.purge(ids=ids)
         return f"{done} {count} of {len(ids)} ticked"

@@ -30,11 +30,13 @@ Times: due times compare against the coordinator's clock (the offset is measured
 connect). Cassandra orders writes by timestamp, so producer and worker clocks must be in
 sync (NTP), as for any Cassandra application.
 
-Modules, each layer a class the next one extends: ``connection.py`` (URL options,
-session, plumbing) -> ``layout.py`` (partitions, rows, key index, leases, write-timestamp
-order) -> ``shard_lock.py`` (lock, fences, read positions) -> ``claiming.py`` (claim,
-expiry) -> ``settling.py`` (ack, retry, release, extend, poison) -> ``admin.py`` (poison
-queue, stats, purge) -> ``backend.py`` (enqueue, read, cancel; the public class).
+Modules: the shared store is ``connection.py`` (URL options, session, plumbing) ->
+``layout.py`` (partitions, rows, key index, leases, write-timestamp order) ->
+``shard_lock.py`` (lock, fences, read positions); each role is a class over that store:
+``messages.py`` (enqueue, read, cancel), ``leases.py`` (ack, retry, release, extend,
+poison; claims and expiry in ``claiming.py``), ``admin.py`` (poison queue, stats, pause,
+purge, aborts; bounds in ``bounds.py``), ``limits.py``, ``rates.py``, ``results.py``,
+``registry.py``, ``batches.py``, ``ledger.py``; ``backend.py`` composes them.
 ``batching.py`` bounds logged batches, ``schema.py`` holds the tables, ``cql.py`` every
 statement.
 """

@@ -21,22 +21,26 @@ from scheduler.backends.cassandra.batching import ttl_seconds
 from scheduler.backends.cassandra.rows import applied
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from scheduler.backends.records import BatchRecord, MemberOutcome
+from scheduler.backends.roles import Batches
 from scheduler.errors import BackendError
 
 _CAS_ATTEMPTS = 200
 
 
-class CassandraBatches(CassandraShardLock):
+class CassandraBatches(Batches):
     """Descriptions, counts and member outcomes of batches."""
 
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
+
     def _ttl_s(self, expires_ms: int) -> int:
-        return ttl_seconds(expires_ms - self.now_ms())
+        return ttl_seconds(expires_ms - self._store.now_ms())
 
-    def open_batch(self, batch_id: str, description: bytes, expires_ms: int) -> None:
+    def open(self, batch_id: str, description: bytes, expires_ms: int) -> None:
         params = (batch_id, description, self._ttl_s(expires_ms))
-        self._run(self._prepare(cql.OPEN_BATCH), params)
+        self._store.run(self._store.prepare(cql.OPEN_BATCH), params)
 
-    def settle_members(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
+    def settle(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
         groups: dict[str, list[int]] = {}
         for index, o in enumerate(outcomes):
             groups.setdefault(o.batch, []).append(index)
@@ -52,8 +56,10 @@ class CassandraBatches(CassandraShardLock):
         ttl_s = self._ttl_s(max(o.expires_ms for o in outcomes))
         members = sorted({o.member for o in outcomes})
         for _ in range(_CAS_ATTEMPTS):
-            row = self._run(self._prepare(cql.SELECT_BATCH_COUNTS), (batch_id,)).one()
-            settled_before = self._run(self._prepare(cql.SELECT_BATCH_SETTLED), (batch_id, members))
+            row = self._store.run(self._store.prepare(cql.SELECT_BATCH_COUNTS), (batch_id,)).one()
+            settled_before = self._store.run(
+                self._store.prepare(cql.SELECT_BATCH_SETTLED), (batch_id, members)
+            )
             seen = {int(r.member) for r in settled_before}
             opened = row is not None and row.settled is not None
             settled, failed = (int(row.settled), int(row.failed)) if opened else (0, 0)
@@ -65,28 +71,29 @@ class CassandraBatches(CassandraShardLock):
                 return [(settled, failed)] * len(outcomes)
             answers: dict[int, tuple[int, int]] = {}
             total, total_failed = settled, failed
-            batch = self._batch()
+            batch = self._store.batch()
             for member, o in new.items():
                 total += 1
                 total_failed += int(o.failed)
                 answers[member] = (total, total_failed)
                 params = (ttl_s, o.outcome, o.failed, batch_id, member)
-                batch.add(self._prepare(cql.SETTLE_MEMBER), params)
+                batch.add(self._store.prepare(cql.SETTLE_MEMBER), params)
             if opened:
                 count = (ttl_s, total, total_failed, batch_id, settled, failed)
-                batch.add(self._prepare(cql.COUNT_MEMBERS), count)
+                batch.add(self._store.prepare(cql.COUNT_MEMBERS), count)
             else:
                 batch.add(
-                    self._prepare(cql.COUNT_FIRST_MEMBERS), (ttl_s, total, total_failed, batch_id)
+                    self._store.prepare(cql.COUNT_FIRST_MEMBERS),
+                    (ttl_s, total, total_failed, batch_id),
                 )
-            if applied(self._run(batch)):
+            if applied(self._store.run(batch)):
                 final = (total, total_failed)
                 return [answers[o.member] if new.get(o.member) is o else final for o in outcomes]
             time.sleep(random.uniform(0.001, 0.01))  # another writer won: read again
         raise BackendError(f"the batch {batch_id!r} is too contended: try again")
 
-    def read_batch(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
-        rows = list(self._run(self._prepare(cql.SELECT_BATCH), (batch_id,)))
+    def read(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
+        rows = list(self._store.run(self._store.prepare(cql.SELECT_BATCH), (batch_id,)))
         if not rows:
             return None
         head = rows[0]

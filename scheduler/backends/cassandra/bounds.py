@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from scheduler.backends.base import Envelope
 from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.admin import CassandraAdmin
-from scheduler.backends.cassandra.shard_lock import stored_state
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock, stored_state
 from scheduler.errors import ConfigurationError
 
 _BOUNDS_FRESH_S = 1.0
@@ -32,50 +30,51 @@ _COUNT_FRESH_S = 1.0
 SHARE = 0.1  # of the room a count left, what a process writes before it counts again
 
 
-class CassandraBounds(CassandraAdmin):
-    """Bounds of queues, counted before a bounded enqueue writes."""
+class CassandraBounds:
+    """Bounds of queues, counted before a bounded enqueue writes (a collaborator of the
+    messages and queues roles)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
         self._bounds_cache: tuple[float, dict[str, int]] | None = None
         #: per queue: when it was last counted, that count, what this process wrote since
         self._counts: dict[str, tuple[float, int, int]] = {}
 
-    def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
+    def set_bound(self, queue: str, max_pending: int | None) -> None:
         if max_pending is not None and max_pending < 1:
             raise ConfigurationError(f"max_pending must be at least 1, not {max_pending}")
-        self._run(self._prepare(cql.REGISTER_QUEUE), (queue,))
+        self._store.run(self._store.prepare(cql.REGISTER_QUEUE), (queue,))
         if max_pending is None:
-            self._run(self._prepare(cql.DELETE_BOUND), (queue,))
+            self._store.run(self._store.prepare(cql.DELETE_BOUND), (queue,))
         else:
-            self._run(self._prepare(cql.SET_BOUND), (queue, max_pending))
+            self._store.run(self._store.prepare(cql.SET_BOUND), (queue, max_pending))
         self._bounds_cache = None
 
-    def queue_bounds(self) -> dict[str, int]:
-        rows = self._run(self._prepare(cql.SELECT_BOUNDS))
+    def bounds(self) -> dict[str, int]:
+        rows = self._store.run(self._store.prepare(cql.SELECT_BOUNDS))
         bounds = {str(row.queue): int(row.max_pending) for row in rows}
         self._bounds_cache = (time.monotonic(), bounds)
         return bounds
 
     def pending_count(self, queue: str) -> int:
         """Messages of ``queue`` waiting or leased now (what its bound compares with)."""
-        meta = self.meta(queue)
+        meta = self._store.meta(queue)
         buckets = list(range(meta.buckets))
         total = 0
         for shard in range(meta.shards):
-            stored = stored_state(self._lock_row(queue, shard))
+            stored = stored_state(self._store.lock_row(queue, shard))
             params = (queue, buckets, shard, *stored.swept)
-            row = self._run(self._prepare(cql.COUNT_PENDING_AFTER), params).one()
-            total += int(row.count) + len(self._live_leases(queue, shard, stored))
+            row = self._store.run(self._store.prepare(cql.COUNT_PENDING_AFTER), params).one()
+            total += int(row.count) + len(self._store.live_leases(queue, shard, stored))
         return total
 
-    def _room(self, envelopes: Sequence[Envelope]) -> dict[str, int]:
+    def room(self, envelopes: Sequence[Envelope]) -> dict[str, int]:
         """How many more messages each bounded queue among ``envelopes`` takes now."""
         cached = self._bounds_cache
         if cached is not None and time.monotonic() - cached[0] < _BOUNDS_FRESH_S:
             bounds = cached[1]
         else:
-            bounds = self.queue_bounds()
+            bounds = self.bounds()
         wanted: dict[str, int] = {}
         for e in envelopes:
             if e.queue in bounds:
@@ -94,7 +93,7 @@ class CassandraBounds(CassandraAdmin):
             room[queue] = bounds[queue] - known[1] - known[2]
         return room
 
-    def _wrote(self, added: dict[str, int]) -> None:
+    def wrote(self, added: dict[str, int]) -> None:
         """Add what a bounded enqueue wrote to the counts it started from."""
         for queue, count in added.items():
             known = self._counts.get(queue)

@@ -54,14 +54,17 @@ def _claim_delete_ts(fence: int, row: Any) -> int:
     return max(fence + CLAIM_DELETE, int(row.written or 0) + 1)
 
 
-class CassandraClaiming(CassandraShardLock):
-    """Claiming due messages and expiring leases."""
+class CassandraClaiming:
+    """Claiming due messages and expiring leases (``CassandraLeases``' collaborator)."""
+
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
 
     def _shards_from(self, queue: str) -> list[int]:
-        count = self.meta(queue).shards
-        with self._guard:
-            start = self._cursor.get(queue, secrets.randbelow(count))
-            self._cursor[queue] = (start + 1) % count
+        count = self._store.meta(queue).shards
+        with self._store.guard:
+            start = self._store.cursor.get(queue, secrets.randbelow(count))
+            self._store.cursor[queue] = (start + 1) % count
         return [(start + i) % count for i in range(count)]
 
     def claim(
@@ -77,7 +80,7 @@ class CassandraClaiming(CassandraShardLock):
         for shard in self._shards_from(queue):
             if len(found) >= limit:
                 break
-            state = self._lock(queue, shard)
+            state = self._store.lock(queue, shard)
             if state is None:
                 busy = True  # another consumer holds it: skip, as Astyanax does
                 continue
@@ -90,14 +93,14 @@ class CassandraClaiming(CassandraShardLock):
                 )
                 found += claims
             finally:
-                self._unlock(queue, shard, after)
+                self._store.unlock(queue, shard, after)
         if found:
-            self._count(queue, "claimed", len(found))
+            self._store.count(queue, "claimed", len(found))
             found.sort(key=lambda pair: (-pair[0], pair[1].due_ms))  # merge the shards' batches
             return ClaimBatch([claim for _, claim in found], None)
         next_due = self._next_due(queue, held)
         if busy:  # another consumer is claiming there: look again soon
-            soon = self.now_ms() + _BUSY_RETRY_MS
+            soon = self._store.now_ms() + _BUSY_RETRY_MS
             next_due = soon if next_due is None else min(next_due, soon)
         return ClaimBatch([], next_due)
 
@@ -107,7 +110,7 @@ class CassandraClaiming(CassandraShardLock):
         """Claim up to ``limit`` due messages of a locked shard: the rows after the read
         position plus any row the sweep finds behind it; returns the claims and the
         shard's advanced positions."""
-        now = self.now_ms()
+        now = self._store.now_ms()
         window = limit * 4
         # a late row was written at most SWEEP_LAG_MS after its ready time, so the sweep
         # looks at ready times between 2x and 1x that lag ago that the read position passed
@@ -116,10 +119,10 @@ class CassandraClaiming(CassandraShardLock):
         late: list[Any] = []
         late_seen = sweep_from
         if sweep_from < sweep_to:
-            late, late_seen = self._read_between(
+            late, late_seen = self._store.read_between(
                 queue, shard, sweep_from, sweep_to, window, sliced=True
             )
-        rows, seen = self._read_between(
+        rows, seen = self._store.read_between(
             queue, shard, state.read, (now + lookahead_ms, END_ID), window
         )
         candidates = sorted(late + rows, key=lambda r: (-(r.priority or 0), r.ready_ms, r.id))
@@ -135,13 +138,13 @@ class CassandraClaiming(CassandraShardLock):
             # place, so the read position moves on instead of re-reading what was consumed
             candidates[-1] = oldest
         orphans = self._orphans(queue, candidates)
-        leased_at = self.now_ms()  # after the reads: leases count from about when they start
+        leased_at = self._store.now_ms()  # after the reads: leases count from about when they start
         claims: list[tuple[int, Claim]] = []
         batches = Batches()
         for row in candidates:
             if row.id in orphans:  # cancelled, replaced or written twice meanwhile
                 place = (queue, row.bucket, shard, row.ready_ms, row.id)
-                delete = self._prepare(cql.DELETE_PENDING)
+                delete = self._store.prepare(cql.DELETE_PENDING)
                 add_to_batch(batches.current, delete, (_claim_delete_ts(state.fence, row), *place))
             else:
                 claim = self._lease_writes(
@@ -149,7 +152,7 @@ class CassandraClaiming(CassandraShardLock):
                 )
                 claims.append((row.priority or 0, claim))
             batches.added(len(row.body or b""))
-        self._execute_many(batches.all())
+        self._store.execute_many(batches.all())
         consumed = {row.id for row in candidates}
         read = advanced_position(state.read, rows, consumed, seen, (now - READ_MARGIN_MS, END_ID))
         swept = advanced_position(sweep_from, late, consumed, late_seen, sweep_to)
@@ -162,10 +165,10 @@ class CassandraClaiming(CassandraShardLock):
         (for rows stored as ready later than due, which a concurrent identical re-send can
         write twice) the index points elsewhere."""
         keys = [r.key for r in rows if r.key is not None]
-        holders = self._key_holders(queue, keys) if keys else {}
+        holders = self._store.key_holders(queue, keys) if keys else {}
         orphans = {r.id for r in rows if r.key is not None and holders.get(r.key) != r.id}
         moved = [r for r in rows if r.ready_ms != r.due_ms and r.id not in orphans]
-        where = self._indexed(queue, [r.id for r in moved])
+        where = self._store.indexed(queue, [r.id for r in moved])
         for row in moved:
             found = where.get(row.id)
             if found is None or found.leased or found.ready_ms != row.ready_ms:
@@ -191,12 +194,12 @@ class CassandraClaiming(CassandraShardLock):
         token = str(fence)
         add_to_batch(
             batch,
-            self._prepare(cql.DELETE_PENDING),
+            self._store.prepare(cql.DELETE_PENDING),
             (_claim_delete_ts(fence, row), queue, row.bucket, shard, row.ready_ms, row.id),
         )
         add_to_batch(
             batch,
-            self._prepare(cql.INSERT_LEASE),
+            self._store.prepare(cql.INSERT_LEASE),
             (
                 queue,
                 shard,
@@ -215,13 +218,20 @@ class CassandraClaiming(CassandraShardLock):
         )
         add_to_batch(
             batch,
-            self._prepare(cql.INSERT_INDEX_LEASED),
+            self._store.prepare(cql.INSERT_INDEX_LEASED),
             (queue, row.id, row.bucket, shard, row.ready_ms, fence + CLAIM_WRITE),
         )
         add_to_batch(
             batch,
-            self._prepare(cql.INSERT_DEADLINE),
-            (queue, shard, self._bucket(queue, deadline), deadline, row.id, fence + CLAIM_WRITE),
+            self._store.prepare(cql.INSERT_DEADLINE),
+            (
+                queue,
+                shard,
+                self._store.bucket(queue, deadline),
+                deadline,
+                row.id,
+                fence + CLAIM_WRITE,
+            ),
         )
         return Claim(
             row.id,
@@ -240,42 +250,46 @@ class CassandraClaiming(CassandraShardLock):
         """Under the shard lock: leases past their deadline become due again. Reads the
         deadlines after the shard's expiry position, then the leases they point to; a
         deadline whose lease is gone or was extended is stale and is deleted."""
-        now = self.now_ms()
+        now = self._store.now_ms()
         after = state.expired_ms
         if now <= after:  # the last holder's clock was ahead of ours
             return 0, state
         # one read per slice of time: after a pause, the deadlines of every lease acked
         # meanwhile lie in between, as tombstones, and one read must not scan them all
         slices = time_slices(after + 1, now)
-        args = [(queue, shard, self._bucket(queue, lo), lo - 1, hi) for lo, hi in slices]
-        results = self._concurrently(self._prepare(cql.SELECT_DEADLINES_IN_BUCKET), args)
+        args = [(queue, shard, self._store.bucket(queue, lo), lo - 1, hi) for lo, hi in slices]
+        results = self._store.concurrently(
+            self._store.prepare(cql.SELECT_DEADLINES_IN_BUCKET), args
+        )
         deadlines = [row for result in results for row in result]
         # deadlines are written far ahead of now (a lease lasts the task's timeout), so
         # none can land at or before now after this read
         moved = replace(state, expired_ms=slices[-1][1])
         if not deadlines:
             return 0, moved
-        leases = self._leases_by_id(queue, shard, list({r.id for r in deadlines}))
+        leases = self._store.leases_by_id(queue, shard, list({r.id for r in deadlines}))
         batches = []
         expired = 0
         fence = state.fence
         for row in deadlines:
-            batch = self._batch()
+            batch = self._store.batch()
             add_to_batch(
                 batch,
-                self._prepare(cql.DELETE_DEADLINE),
+                self._store.prepare(cql.DELETE_DEADLINE),
                 (
                     fence,
                     queue,
                     shard,
-                    self._bucket(queue, row.deadline_ms),
+                    self._store.bucket(queue, row.deadline_ms),
                     row.deadline_ms,
                     row.id,
                 ),
             )
             lease = leases.get(row.id)
             if lease is not None and lease.deadline_ms <= now:
-                add_to_batch(batch, self._prepare(cql.DELETE_LEASE), (fence, queue, shard, row.id))
+                add_to_batch(
+                    batch, self._store.prepare(cql.DELETE_LEASE), (fence, queue, shard, row.id)
+                )
                 envelope = Envelope(
                     row.id,
                     queue,
@@ -285,36 +299,36 @@ class CassandraClaiming(CassandraShardLock):
                     lease.timeout_ms,
                     lease.body,
                 )
-                self._insert(
+                self._store.insert(
                     batch, envelope, fence + EXPIRE_INSERT, lease.attempt, lease.last_error
                 )
                 expired += 1
                 leases.pop(row.id)
             batches.append(batch)
-        self._execute_many(batches)
+        self._store.execute_many(batches)
         if expired:
-            self._count(queue, "redelivered", expired)
+            self._store.count(queue, "redelivered", expired)
         return expired, moved
 
     def _next_due(self, queue: str, shards: list[int]) -> int | None:
         """The earliest ready time after the read positions of ``shards`` (just claimed
         from, so their positions are fresh). Lease deadlines are not included: an expired
         lease is found by the next claim (workers poll at least every ``poll_interval_s``)."""
-        buckets = list(range(self.meta(queue).buckets))
+        buckets = list(range(self._store.meta(queue).buckets))
         candidates = []
         for shard in shards:
-            with self._guard:
-                after = self._positions.get((queue, shard), ORIGIN)
-            rows = self._run(
-                self._prepare(cql.SELECT_FIRST_PENDING_AFTER), (queue, buckets, shard, *after)
+            with self._store.guard:
+                after = self._store.positions.get((queue, shard), ORIGIN)
+            rows = self._store.run(
+                self._store.prepare(cql.SELECT_FIRST_PENDING_AFTER), (queue, buckets, shard, *after)
             )
             candidates += [r.ready_ms for r in rows]
         return min(candidates) if candidates else None
 
     def requeue_expired(self, queue: str) -> int:
         count = 0
-        for shard in range(self.meta(queue).shards):
-            state = self._lock(queue, shard)
+        for shard in range(self._store.meta(queue).shards):
+            state = self._store.lock(queue, shard)
             if state is None:
                 continue
             after = state
@@ -322,5 +336,5 @@ class CassandraClaiming(CassandraShardLock):
                 expired, after = self._expire(queue, shard, state)
                 count += expired
             finally:
-                self._unlock(queue, shard, after)
+                self._store.unlock(queue, shard, after)
         return count

@@ -57,7 +57,7 @@ class CassandraOptions(UrlOptions):
 
     @field_validator("consistency")
     @classmethod
-    def _known_level(cls, value: str) -> str:
+    def known_level(cls, value: str) -> str:
         if value.upper() not in ConsistencyLevel.name_to_value:
             known = ", ".join(sorted(ConsistencyLevel.name_to_value))
             raise ValueError(f"{value!r} is not a consistency level ({known})")
@@ -131,57 +131,57 @@ class CassandraConnection:
     the coordinator's clock, concurrent and batched execution."""
 
     def __init__(self, session: Session, cluster: Cluster, keyspace: str) -> None:
-        self._session = session
-        self._cluster = cluster
-        self._ks = keyspace
-        self._guard = threading.Lock()
-        self._prepared: dict[str, PreparedStatement] = {}
-        self._offset_ms = 0
-        self._offset_ms = self._measure_offset()
-        self._last_stamp_us = 0
+        self.session = session
+        self.cluster = cluster
+        self.ks = keyspace
+        self.guard = threading.Lock()
+        self.prepared: dict[str, PreparedStatement] = {}
+        self.offset_ms = 0
+        self.offset_ms = self.measure_offset()
+        self.last_stamp_us = 0
 
-    def _run(self, statement: Any, params: Any = None, **kwargs: Any) -> Any:
+    def run(self, statement: Any, params: Any = None, **kwargs: Any) -> Any:
         try:
-            return self._session.execute(statement, unset_nulls(params), **kwargs)
+            return self.session.execute(statement, unset_nulls(params), **kwargs)
         except NoHostAvailable as err:
             raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
         except Exception as err:  # the driver's errors share no useful root
             raise BackendError(f"Cassandra error: {err}") from err
 
-    def _prepare(self, cql: str) -> PreparedStatement:
-        statement = self._prepared.get(cql)
+    def prepare(self, cql: str) -> PreparedStatement:
+        statement = self.prepared.get(cql)
         if statement is None:
-            statement = self._session.prepare(_TABLE.sub(rf"\1 {self._ks}.\2", cql))
-            self._prepared[cql] = statement
+            statement = self.session.prepare(_TABLE.sub(rf"\1 {self.ks}.\2", cql))
+            self.prepared[cql] = statement
         return statement
 
-    def _measure_offset(self) -> int:
-        row = self._run("SELECT toUnixTimestamp(now()) AS t FROM system.local").one()
+    def measure_offset(self) -> int:
+        row = self.run("SELECT toUnixTimestamp(now()) AS t FROM system.local").one()
         return int(row.t) - int(time.time() * 1000)
 
     def now_ms(self) -> int:
-        return int(time.time() * 1000) + self._offset_ms
+        return int(time.time() * 1000) + self.offset_ms
 
-    def _now_us(self) -> int:
-        return time.time_ns() // 1000 + self._offset_ms * 1000
+    def now_us(self) -> int:
+        return time.time_ns() // 1000 + self.offset_ms * 1000
 
-    def _stamp_us(self) -> int:
+    def stamp_us(self) -> int:
         """The coordinator's time in microseconds, strictly increasing in this process:
         what orders two ledger records of one subject written in the same millisecond."""
-        with self._guard:
-            self._last_stamp_us = max(self._now_us(), self._last_stamp_us + 1)
-            return self._last_stamp_us
+        with self.guard:
+            self.last_stamp_us = max(self.now_us(), self.last_stamp_us + 1)
+            return self.last_stamp_us
 
     def close(self) -> None:
-        self._cluster.shutdown()
+        self.cluster.shutdown()
 
-    def _concurrently(self, statement: PreparedStatement, args: list[Any]) -> list[Any]:
+    def concurrently(self, statement: PreparedStatement, args: list[Any]) -> list[Any]:
         """Run ``statement`` once per parameter tuple, concurrently; the results in order."""
         if not args:
             return []
         try:
             results = execute_concurrent_with_args(
-                self._session, statement, [unset_nulls(a) for a in args], concurrency=64
+                self.session, statement, [unset_nulls(a) for a in args], concurrency=64
             )
         except NoHostAvailable as err:
             raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
@@ -194,12 +194,12 @@ class CassandraConnection:
             found.append(result)
         return found
 
-    def _execute_many(self, statements: list[Any]) -> None:
+    def execute_many(self, statements: list[Any]) -> None:
         if not statements:
             return
         try:
             execute_concurrent(
-                self._session,
+                self.session,
                 [(s, None) for s in statements],
                 concurrency=32,
                 raise_on_first_error=True,
@@ -210,5 +210,5 @@ class CassandraConnection:
             raise BackendError(f"Cassandra error: {err}") from err
 
     @staticmethod
-    def _batch() -> BatchStatement:
+    def batch() -> BatchStatement:
         return BatchStatement(batch_type=BatchType.LOGGED)

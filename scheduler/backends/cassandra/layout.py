@@ -81,56 +81,56 @@ class CassandraLayout(CassandraConnection):
         lock_ttl_ms: int = 10_000,
     ) -> None:
         super().__init__(session, cluster, keyspace)
-        self._defaults = QueueMeta(shards, buckets, bucket_ms)
-        self._metas: dict[str, QueueMeta] = {}
-        self._lock_ttl_ms = lock_ttl_ms
-        self._owner = secrets.token_hex(8)  # names this process in the shard locks it holds
-        self._positions: dict[tuple[str, int], Position] = {}  # last read position seen
-        self._cursor: dict[str, int] = {}  # the shard each queue's next claim starts at
+        self.defaults = QueueMeta(shards, buckets, bucket_ms)
+        self.metas: dict[str, QueueMeta] = {}
+        self.lock_ttl_ms = lock_ttl_ms
+        self.owner = secrets.token_hex(8)  # names this process in the shard locks it holds
+        self.positions: dict[tuple[str, int], Position] = {}  # last read position seen
+        self.cursor: dict[str, int] = {}  # the shard each queue's next claim starts at
 
     def meta(self, queue: str) -> QueueMeta:
         """The queue's shards and buckets, fixed at first use (an LWT insert, read back)."""
-        found = self._metas.get(queue)
+        found = self.metas.get(queue)
         if found is not None:
             return found
-        d = self._defaults
-        self._run(
-            self._prepare(cql.INSERT_META),
+        d = self.defaults
+        self.run(
+            self.prepare(cql.INSERT_META),
             (queue, d.shards, d.buckets, d.bucket_ms),
         )
-        row = self._run(
-            self._prepare(cql.SELECT_META),
+        row = self.run(
+            self.prepare(cql.SELECT_META),
             (queue,),
         ).one()
-        self._run(self._prepare(cql.REGISTER_QUEUE), (queue,))
+        self.run(self.prepare(cql.REGISTER_QUEUE), (queue,))
         found = QueueMeta(row.shards, row.buckets, row.bucket_ms)
-        self._metas[queue] = found
+        self.metas[queue] = found
         return found
 
-    def _shard(self, queue: str, message_id: str, key: str | None) -> int:
+    def shard(self, queue: str, message_id: str, key: str | None) -> int:
         return stable_shard(key if key is not None else _root(message_id), self.meta(queue).shards)
 
-    def _key_shard(self, queue: str, key: str) -> int:
+    def key_shard(self, queue: str, key: str) -> int:
         return stable_shard(key, self.meta(queue).shards)
 
-    def _bucket(self, queue: str, due_ms: int) -> int:
+    def bucket(self, queue: str, due_ms: int) -> int:
         m = self.meta(queue)
         return (due_ms // m.bucket_ms) % m.buckets
 
-    def _count(self, queue: str, name: str, delta: int) -> None:
+    def count(self, queue: str, name: str, delta: int) -> None:
         if delta:
-            self._run(
-                self._prepare(cql.ADD_COUNTER),
+            self.run(
+                self.prepare(cql.ADD_COUNTER),
                 (delta, queue, name),
             )
 
-    def _ready_ms(self, due_ms: int) -> int:
+    def ready_ms(self, due_ms: int) -> int:
         """Where a message due at ``due_ms`` is stored: its due time, or now if it is
         written late, so that it never lands behind a consumer's read position."""
         now = self.now_ms()
         return due_ms if due_ms >= now - _CLAMP_MS else now
 
-    def _insert(
+    def insert(
         self,
         batch: BatchStatement,
         e: Envelope,
@@ -139,12 +139,12 @@ class CassandraLayout(CassandraConnection):
         error: str | None = None,
     ) -> None:
         """Add the writes that store ``e`` as pending (queue row, index, key)."""
-        ready = self._ready_ms(e.due_ms)
-        shard = self._shard(e.queue, e.id, e.key)
-        bucket = self._bucket(e.queue, ready)
+        ready = self.ready_ms(e.due_ms)
+        shard = self.shard(e.queue, e.id, e.key)
+        bucket = self.bucket(e.queue, ready)
         add_to_batch(
             batch,
-            self._prepare(cql.INSERT_PENDING),
+            self.prepare(cql.INSERT_PENDING),
             (
                 e.queue,
                 bucket,
@@ -162,68 +162,68 @@ class CassandraLayout(CassandraConnection):
             ),
         )
         add_to_batch(
-            batch, self._prepare(cql.INSERT_INDEX), (e.queue, e.id, bucket, shard, ready, ts)
+            batch, self.prepare(cql.INSERT_INDEX), (e.queue, e.id, bucket, shard, ready, ts)
         )
         if e.key is not None:
             add_to_batch(
                 batch,
-                self._prepare(cql.INSERT_KEY),
-                (e.queue, self._key_shard(e.queue, e.key), e.key, e.id, ts),
+                self.prepare(cql.INSERT_KEY),
+                (e.queue, self.key_shard(e.queue, e.key), e.key, e.id, ts),
             )
 
-    def _remove(self, batch: BatchStatement, queue: str, message_id: str, ts: int) -> int | None:
+    def remove(self, batch: BatchStatement, queue: str, message_id: str, ts: int) -> int | None:
         """Add the deletes that remove a message wherever it is; the timestamp they carry,
         or None if it is not stored. They are stamped above whatever a racing writer of the
         message can still write: an ack of its lease writes at ``fence + ACK_INSERT``, which
         may be ahead of this client's clock; a pending row keeps its write time."""
-        where = self._run(self._prepare(cql.SELECT_INDEX), (queue, message_id)).one()
+        where = self.run(self.prepare(cql.SELECT_INDEX), (queue, message_id)).one()
         if where is None:
             return None
         key = None
         if where.leased:
-            lease = self._lease(queue, where.shard, message_id)
+            lease = self.lease(queue, where.shard, message_id)
             if lease is not None:
                 key = lease.key
                 ts = max(ts, int(lease.lease_token) + ACK_INSERT + 1)
             add_to_batch(
-                batch, self._prepare(cql.DELETE_LEASE), (ts, queue, where.shard, message_id)
+                batch, self.prepare(cql.DELETE_LEASE), (ts, queue, where.shard, message_id)
             )
         else:
             place = (queue, where.bucket, where.shard, where.ready_ms, message_id)
-            row = self._run(self._prepare(cql.SELECT_PENDING), place).one()
+            row = self.run(self.prepare(cql.SELECT_PENDING), place).one()
             if row is not None:
                 key = row.key
                 ts = max(ts, int(row.written) + 1)
-            add_to_batch(batch, self._prepare(cql.DELETE_PENDING), (ts, *place))
-        add_to_batch(batch, self._prepare(cql.DELETE_INDEX), (ts, queue, message_id))
-        if key is not None and self._key_holder(queue, key) == message_id:
+            add_to_batch(batch, self.prepare(cql.DELETE_PENDING), (ts, *place))
+        add_to_batch(batch, self.prepare(cql.DELETE_INDEX), (ts, queue, message_id))
+        if key is not None and self.key_holder(queue, key) == message_id:
             add_to_batch(
                 batch,
-                self._prepare(cql.DELETE_KEY),
-                (ts, queue, self._key_shard(queue, key), key),
+                self.prepare(cql.DELETE_KEY),
+                (ts, queue, self.key_shard(queue, key), key),
             )
         return ts
 
-    def _key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
+    def key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
         """key -> id for those of ``keys`` that are held: one ``IN`` read per shard and 100."""
         by_shard: dict[int, list[str]] = {}
         for key in set(keys):
-            by_shard.setdefault(self._key_shard(queue, key), []).append(key)
+            by_shard.setdefault(self.key_shard(queue, key), []).append(key)
         args = [
             (queue, shard, names[i : i + 100])
             for shard, names in by_shard.items()
             for i in range(0, len(names), 100)
         ]
-        results = self._concurrently(self._prepare(cql.SELECT_KEYS), args)
+        results = self.concurrently(self.prepare(cql.SELECT_KEYS), args)
         return {str(row.key): str(row.id) for result in results for row in result}
 
-    def _key_holder(self, queue: str, key: str) -> str | None:
-        return self._key_holders(queue, [key]).get(key)
+    def key_holder(self, queue: str, key: str) -> str | None:
+        return self.key_holders(queue, [key]).get(key)
 
-    def _lease(self, queue: str, shard: int, message_id: str) -> Any:
-        return self._run(self._prepare(cql.SELECT_LEASE), (queue, shard, message_id)).one()
+    def lease(self, queue: str, shard: int, message_id: str) -> Any:
+        return self.run(self.prepare(cql.SELECT_LEASE), (queue, shard, message_id)).one()
 
-    def _holders(self, envelopes: Sequence[Envelope]) -> dict[tuple[str, str], tuple[str, bytes]]:
+    def holders(self, envelopes: Sequence[Envelope]) -> dict[tuple[str, str], tuple[str, bytes]]:
         """(queue, key) -> (id, body) of the messages holding the keys of ``envelopes``."""
         by_queue: dict[str, set[str]] = {}
         for e in envelopes:
@@ -231,77 +231,75 @@ class CassandraLayout(CassandraConnection):
                 by_queue.setdefault(e.queue, set()).add(e.key)
         holders: dict[tuple[str, str], tuple[str, bytes]] = {}
         for queue, keys in by_queue.items():
-            held = self._key_holders(queue, keys)
-            bodies = self._bodies(queue, list(set(held.values())))
+            held = self.key_holders(queue, keys)
+            bodies = self.bodies(queue, list(set(held.values())))
             for key, holder in held.items():
                 if holder in bodies:
                     holders[(queue, key)] = (holder, bodies[holder])
         return holders
 
-    def _bodies(self, queue: str, ids: list[str]) -> dict[str, bytes]:
+    def bodies(self, queue: str, ids: list[str]) -> dict[str, bytes]:
         """id -> body of those of ``ids`` that are stored: one index read per 100 ids, then
         concurrent reads of the pending rows and one lease read per shard."""
-        where = self._indexed(queue, ids)
+        where = self.indexed(queue, ids)
         pending = [w for w in where.values() if not w.leased]
         places = [(queue, w.bucket, w.shard, w.ready_ms, str(w.id)) for w in pending]
-        rows = self._concurrently(self._prepare(cql.SELECT_PENDING), places)
+        rows = self.concurrently(self.prepare(cql.SELECT_PENDING), places)
         bodies = {str(row.id): row.body for result in rows for row in result}
         by_shard: dict[int, list[str]] = {}
         for w in where.values():
             if w.leased:
                 by_shard.setdefault(w.shard, []).append(str(w.id))
         for shard, leased in by_shard.items():
-            for message_id, lease in self._leases_by_id(queue, shard, leased).items():
+            for message_id, lease in self.leases_by_id(queue, shard, leased).items():
                 bodies[message_id] = lease.body
         return bodies
 
-    def _present(self, envelopes: Sequence[Envelope]) -> set[str]:
+    def present(self, envelopes: Sequence[Envelope]) -> set[str]:
         by_queue: dict[str, list[str]] = {}
         for e in envelopes:
             by_queue.setdefault(e.queue, []).append(e.id)
         return {
-            message_id
-            for queue, ids in by_queue.items()
-            for message_id in self._indexed(queue, ids)
+            message_id for queue, ids in by_queue.items() for message_id in self.indexed(queue, ids)
         }
 
-    def _indexed(self, queue: str, ids: list[str]) -> dict[str, Any]:
+    def indexed(self, queue: str, ids: list[str]) -> dict[str, Any]:
         """The index rows of those of ``ids`` that are stored: one ``IN`` read per 100."""
         chunks = [(queue, ids[i : i + 100]) for i in range(0, len(ids), 100)]
-        results = self._concurrently(self._prepare(cql.SELECT_INDEX_BY_IDS), chunks)
+        results = self.concurrently(self.prepare(cql.SELECT_INDEX_BY_IDS), chunks)
         return {str(row.id): row for result in results for row in result}
 
-    def _held(self, claim: Claim) -> Any:
+    def held(self, claim: Claim) -> Any:
         """The lease row if ``claim`` still holds it."""
-        shard = self._shard(claim.queue, claim.id, claim.key)
-        lease = self._lease(claim.queue, shard, claim.id)
+        shard = self.shard(claim.queue, claim.id, claim.key)
+        lease = self.lease(claim.queue, shard, claim.id)
         return lease if lease is not None and lease.lease_token == claim.token else None
 
-    def _held_many(self, claims: Sequence[Claim]) -> dict[tuple[str, str], Any]:
+    def held_many(self, claims: Sequence[Claim]) -> dict[tuple[str, str], Any]:
         """The current lease rows of ``claims``, by (queue, id): one query per shard."""
         groups: dict[tuple[str, int], list[str]] = {}
         for claim in claims:
-            shard = self._shard(claim.queue, claim.id, claim.key)
+            shard = self.shard(claim.queue, claim.id, claim.key)
             groups.setdefault((claim.queue, shard), []).append(claim.id)
         found = {}
         for (queue, shard), ids in groups.items():
-            for message_id, row in self._leases_by_id(queue, shard, ids).items():
+            for message_id, row in self.leases_by_id(queue, shard, ids).items():
                 found[(queue, message_id)] = row
         return found
 
-    def _leases_by_id(self, queue: str, shard: int, ids: list[str]) -> dict[str, Any]:
-        rows = self._run(self._prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids))
+    def leases_by_id(self, queue: str, shard: int, ids: list[str]) -> dict[str, Any]:
+        rows = self.run(self.prepare(cql.SELECT_LEASES_BY_IDS), (queue, shard, ids))
         return {str(row.id): row for row in rows}
 
     # -- reading -----------------------------------------------------------------------
 
     def queues(self) -> list[str]:
-        rows = self._run(self._prepare(cql.SELECT_QUEUES))
+        rows = self.run(self.prepare(cql.SELECT_QUEUES))
         return sorted(str(r.queue) for r in rows)
 
     def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
         for name in [queue] if queue is not None else self.queues():
-            found = self._get_in(name, message_id)
+            found = self.get_in(name, message_id)
             if found is not None:
                 return found
         return None
@@ -315,7 +313,7 @@ class CassandraLayout(CassandraConnection):
     _REREADS = 20
     _SETTLE_S = 0.005
 
-    def _reread(self, read: Callable[[], Any], follow: Callable[[Any], Any]) -> Any:
+    def reread(self, read: Callable[[], Any], follow: Callable[[Any], Any]) -> Any:
         """``follow(read())``, read again while it misses and the pointer moves or has not
         settled; None when the pointer is gone or stays put on a missing row."""
         pointer = read()
@@ -335,15 +333,15 @@ class CassandraLayout(CassandraConnection):
             pointer = again
         return None
 
-    def _get_in(self, queue: str, message_id: str) -> StoredMessage | None:
-        return self._reread(  # type: ignore[no-any-return]
-            lambda: self._run(self._prepare(cql.SELECT_INDEX), (queue, message_id)).one(),
-            lambda where: self._read_row(queue, message_id, where),
+    def get_in(self, queue: str, message_id: str) -> StoredMessage | None:
+        return self.reread(  # type: ignore[no-any-return]
+            lambda: self.run(self.prepare(cql.SELECT_INDEX), (queue, message_id)).one(),
+            lambda where: self.read_row(queue, message_id, where),
         )
 
-    def _read_row(self, queue: str, message_id: str, where: Any) -> StoredMessage | None:
+    def read_row(self, queue: str, message_id: str, where: Any) -> StoredMessage | None:
         if where.leased:
-            lease = self._lease(queue, where.shard, message_id)
+            lease = self.lease(queue, where.shard, message_id)
             if lease is None:
                 return None
             envelope = Envelope(
@@ -356,8 +354,8 @@ class CassandraLayout(CassandraConnection):
                 lease.body,
             )
             return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
-        row = self._run(
-            self._prepare(cql.SELECT_PENDING),
+        row = self.run(
+            self.prepare(cql.SELECT_PENDING),
             (queue, where.bucket, where.shard, where.ready_ms, message_id),
         ).one()
         if row is None:
@@ -369,6 +367,6 @@ class CassandraLayout(CassandraConnection):
         return StoredMessage(envelope, state, row.attempt, row.last_error)
 
     def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
-        return self._reread(  # type: ignore[no-any-return]
-            lambda: self._key_holder(queue, key), lambda holder: self.get(holder, queue)
+        return self.reread(  # type: ignore[no-any-return]
+            lambda: self.key_holder(queue, key), lambda holder: self.get(holder, queue)
         )

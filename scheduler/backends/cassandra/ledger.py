@@ -16,8 +16,9 @@ from cassandra.query import BatchStatement, PreparedStatement
 
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
-from scheduler.backends.cassandra.connection import CassandraConnection
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.roles import Ledger
 
 
 def add_ledger(
@@ -32,27 +33,28 @@ def add_ledger(
         add_to_batch(batch, statement, (entry.queue, entry.subject, written_us, seq, record, ttl_s))
 
 
-class CassandraLedger(CassandraConnection):
+class CassandraLedger(Ledger):
     """The ledger operations of the contract."""
 
-    def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
+
+    def append(self, entries: Sequence[LedgerEntry]) -> None:
         entries = [entry for entry in entries if entry.records]
         if not entries:
             return
-        batch = self._batch()
+        batch = self._store.batch()
         for entry in entries:
-            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), entry, self._stamp_us())
-        self._run(batch)
+            add_ledger(batch, self._store.prepare(cql.INSERT_LEDGER), entry, self._store.stamp_us())
+        self._store.run(batch)
 
-    def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
-        return self.read_ledgers([(queue, subject)], limit)[0]
+    def read(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
+        return self.read_many([(queue, subject)], limit)[0]
 
-    def read_ledgers(
-        self, subjects: Sequence[tuple[str, str]], limit: int = 100
-    ) -> list[list[bytes]]:
+    def read_many(self, subjects: Sequence[tuple[str, str]], limit: int = 100) -> list[list[bytes]]:
         """One read per subject's partition, all at once."""
         if limit <= 0:
             return [[] for _ in subjects]
         args = [(queue, subject, limit) for queue, subject in subjects]
-        results = self._concurrently(self._prepare(cql.SELECT_LEDGER), args)
+        results = self._store.concurrently(self._store.prepare(cql.SELECT_LEDGER), args)
         return [[bytes(row.record) for row in rows] for rows in results]

@@ -23,6 +23,7 @@ from scheduler.backends.cassandra.batching import add_to_batch
 from scheduler.backends.cassandra.layout import EXPIRE_INSERT
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from scheduler.backends.records import SlotRequest, Waiter
+from scheduler.backends.roles import Limits
 from scheduler.errors import BackendError
 
 T = TypeVar("T")
@@ -46,38 +47,43 @@ class CasRow(NamedTuple):
 _SLOT_ROW = CasRow(cql.SELECT_LIMIT, cql.INSERT_LIMIT, cql.UPDATE_LIMIT, lambda v: dict(v or {}))
 
 
-class CassandraLimits(CassandraShardLock):
+class CassandraLimits(Limits):
     """Slots and waiters of concurrency limits."""
+
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
 
     def _change_limit(self, name: str, change: Callable[[Holders, int], tuple[Holders, T]]) -> T:
         """Apply ``change(holders, now) -> (new holders, answer)`` to the limit ``name`` as
         one compare-and-set; unchanged holders write nothing. Returns the answer."""
-        return self._compare_and_set(_SLOT_ROW, name, change)
+        return self.compare_and_set(_SLOT_ROW, name, change)
 
-    def _compare_and_set(
+    def compare_and_set(
         self, statements: CasRow, name: str, change: Callable[[Any, int], tuple[Any, T]]
     ) -> T:
         """Apply ``change(value, now) -> (new value, answer)`` to the row ``name`` read and
         written by ``statements`` as one compare-and-set on its version; an unchanged value
         writes nothing. Returns the answer."""
         for _ in range(_CAS_ATTEMPTS):
-            row = self._run(self._prepare(statements.select), (name,)).one()
+            row = self._store.run(self._store.prepare(statements.select), (name,)).one()
             value = statements.fresh(row[0] if row is not None else None)
-            updated, answer = change(statements.fresh(value), self.now_ms())
+            updated, answer = change(statements.fresh(value), self._store.now_ms())
             if updated == value:
                 return answer
             if row is None:
-                applied = self._run(self._prepare(statements.insert), (name, updated)).one()
+                applied = self._store.run(
+                    self._store.prepare(statements.insert), (name, updated)
+                ).one()
             else:
                 version = row.version
                 params = (updated, version + 1, name, version)
-                applied = self._run(self._prepare(statements.update), params).one()
+                applied = self._store.run(self._store.prepare(statements.update), params).one()
             if applied.applied:
                 return answer
             time.sleep(random.uniform(0.001, 0.01))  # another writer won: read it again
         raise BackendError(f"the limit {name!r} is too contended: try again")
 
-    def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
+    def acquire(self, requests: Sequence[SlotRequest]) -> list[int | None]:
         return [self._acquire(request) for request in requests]
 
     def _acquire(self, request: SlotRequest) -> int | None:
@@ -90,17 +96,17 @@ class CassandraLimits(CassandraShardLock):
 
         return self._change_limit(request.limit, take)
 
-    def wait_for_slot(self, request: SlotRequest) -> bool:
-        rows = self._run(self._prepare(cql.SELECT_WAITERS), (request.limit,))
+    def wait(self, request: SlotRequest) -> bool:
+        rows = self._store.run(self._store.prepare(cql.SELECT_WAITERS), (request.limit,))
         if all(str(row.id) != request.message_id for row in rows):
             params = (request.limit, request.queue, request.key, request.message_id)
-            self._run(self._prepare(cql.INSERT_WAITER), params)
-        row = self._run(self._prepare(cql.SELECT_LIMIT), (request.limit,)).one()
-        now = self.now_ms()
+            self._store.run(self._store.prepare(cql.INSERT_WAITER), params)
+        row = self._store.run(self._store.prepare(cql.SELECT_LIMIT), (request.limit,)).one()
+        now = self._store.now_ms()
         held = sum(1 for until in (row.holders or {}).values() if until > now) if row else 0
         return held < request.capacity
 
-    def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+    def release(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
         woken: list[Waiter] = []
         for limit, message_id in held:
 
@@ -117,11 +123,13 @@ class CassandraLimits(CassandraShardLock):
     def _pop_waiter(self, limit: str) -> Waiter | None:
         """Take the first waiter off the line (another releaser may take it first)."""
         for _ in range(_CAS_ATTEMPTS):
-            rows = list(self._run(self._prepare(cql.SELECT_FIRST_WAITERS), (limit,)))
+            rows = list(self._store.run(self._store.prepare(cql.SELECT_FIRST_WAITERS), (limit,)))
             if not rows:
                 return None
             for row in rows:
-                taken = self._run(self._prepare(cql.DELETE_WAITER), (limit, row.seq)).one()
+                taken = self._store.run(
+                    self._store.prepare(cql.DELETE_WAITER), (limit, row.seq)
+                ).one()
                 if taken.applied:
                     return Waiter(limit, str(row.queue), row.key, str(row.id))
         return None
@@ -135,7 +143,7 @@ class CassandraLimits(CassandraShardLock):
             popped.append(waiter)
         return popped
 
-    def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
+    def extend(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         by_limit: dict[str, list[str]] = {}
         for limit, message_id in held:
             by_limit.setdefault(limit, []).append(message_id)
@@ -152,24 +160,24 @@ class CassandraLimits(CassandraShardLock):
     def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
         groups: dict[tuple[str, int], list[int]] = {}
         for index, waiter in enumerate(waiters):
-            shard = self._shard(waiter.queue, waiter.message_id, waiter.key)
+            shard = self._store.shard(waiter.queue, waiter.message_id, waiter.key)
             groups.setdefault((waiter.queue, shard), []).append(index)
         woken = [False] * len(waiters)
         for (queue, shard), indexes in groups.items():
             state = self._wait_for_lock(queue, shard)
             try:
-                batch = self._batch()
+                batch = self._store.batch()
                 for index in indexes:
                     woken[index] = self._move_to_now(batch, queue, waiters[index], state.fence)
-                self._run(batch)
+                self._store.run(batch)
             finally:
-                self._unlock(queue, shard, state)
+                self._store.unlock(queue, shard, state)
         return woken
 
     def _wait_for_lock(self, queue: str, shard: int) -> Any:
         deadline = time.monotonic() + _LOCK_WAIT_S
         while True:
-            state = self._lock(queue, shard)
+            state = self._store.lock(queue, shard)
             if state is not None:
                 return state
             if time.monotonic() > deadline:
@@ -179,29 +187,31 @@ class CassandraLimits(CassandraShardLock):
     def _move_to_now(self, batch: Any, queue: str, waiter: Waiter, fence: int) -> bool:
         """Under the shard lock: make a pending message due now (move its row); False if
         it is gone or leased."""
-        where = self._run(self._prepare(cql.SELECT_INDEX), (queue, waiter.message_id)).one()
+        where = self._store.run(
+            self._store.prepare(cql.SELECT_INDEX), (queue, waiter.message_id)
+        ).one()
         if where is None or where.leased:
             return False
         place = (queue, where.bucket, where.shard, where.ready_ms, waiter.message_id)
-        row = self._run(self._prepare(cql.SELECT_PENDING), place).one()
+        row = self._store.run(self._store.prepare(cql.SELECT_PENDING), place).one()
         if row is None:
             return False
-        now = self.now_ms()
+        now = self._store.now_ms()
         if row.ready_ms <= now:
             return True  # due already
-        add_to_batch(batch, self._prepare(cql.DELETE_PENDING), (fence, *place))
+        add_to_batch(batch, self._store.prepare(cql.DELETE_PENDING), (fence, *place))
         envelope = Envelope(
             waiter.message_id, queue, row.key, row.priority, now, row.timeout_ms, row.body
         )
-        self._insert(batch, envelope, fence + EXPIRE_INSERT, row.attempt or 0, row.last_error)
+        self._store.insert(batch, envelope, fence + EXPIRE_INSERT, row.attempt or 0, row.last_error)
         return True
 
-    def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
-        now = self.now_ms()
+    def usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
+        now = self._store.now_ms()
         usage: dict[str, tuple[int, int]] = {}
         for limit in limits:
-            row = self._run(self._prepare(cql.SELECT_LIMIT), (limit,)).one()
+            row = self._store.run(self._store.prepare(cql.SELECT_LIMIT), (limit,)).one()
             held = sum(1 for until in (row.holders or {}).values() if until > now) if row else 0
-            waiting = self._run(self._prepare(cql.COUNT_WAITERS), (limit,)).one().n
+            waiting = self._store.run(self._store.prepare(cql.COUNT_WAITERS), (limit,)).one().n
             usage[limit] = (held, int(waiting))
         return usage

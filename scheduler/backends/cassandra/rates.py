@@ -17,15 +17,21 @@ from collections.abc import Sequence
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
 from scheduler.backends.cassandra.limits import CasRow, CassandraLimits
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from scheduler.backends.records import RateRequest
+from scheduler.backends.roles import Rates
 
 _RATE_ROW = CasRow(cql.SELECT_RATE, cql.INSERT_RATE, cql.UPDATE_RATE, lambda v: list(v or []))
 
 
-class CassandraRates(CassandraLimits):
+class CassandraRates(Rates):
     """Starts and reservations of rate limits."""
 
-    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
+    def __init__(self, store: CassandraShardLock, limits: CassandraLimits) -> None:
+        self._store = store
+        self._limits = limits
+
+    def reserve(self, requests: Sequence[RateRequest]) -> list[int | None]:
         by_limit: dict[str, list[int]] = {}
         for index, request in enumerate(requests):
             by_limit.setdefault(request.limit, []).append(index)
@@ -41,10 +47,10 @@ class CassandraRates(CassandraLimits):
         members have, one compare-and-set for the others, one batch writing theirs."""
         limit = requests[0].limit
         members = [r.member for r in requests]
-        rows = self._run(self._prepare(cql.SELECT_RATE_MEMBERS), (limit, members))
+        rows = self._store.run(self._store.prepare(cql.SELECT_RATE_MEMBERS), (limit, members))
         reserved = {str(row.member): int(row.at_ms) for row in rows}
         new = [r for r in requests if r.member not in reserved]
-        now = self.now_ms()
+        now = self._store.now_ms()
         if new:
 
             def reserve(recent: list[int], now: int) -> tuple[list[int], tuple[list[int], int]]:
@@ -58,23 +64,24 @@ class CassandraRates(CassandraLimits):
                     times.append(at)
                 return recent, (times, now)
 
-            times, now = self._compare_and_set(_RATE_ROW, limit, reserve)
-            batch = self._batch()
+            times, now = self._limits.compare_and_set(_RATE_ROW, limit, reserve)
+            batch = self._store.batch()
             for r, at in zip(new, times, strict=True):
                 reserved[r.member] = at
                 ttl_s = ttl_seconds(at - now + r.period_ms)
                 add_to_batch(
-                    batch, self._prepare(cql.INSERT_RATE_START), (limit, r.member, at, ttl_s)
+                    batch, self._store.prepare(cql.INSERT_RATE_START), (limit, r.member, at, ttl_s)
                 )
-            self._run(batch)
+            self._store.run(batch)
         return [None if reserved[m] <= now else reserved[m] for m in members]
 
-    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
-        now = self.now_ms()
+    def usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
+        now = self._store.now_ms()
         usage: dict[str, tuple[int, int]] = {}
         for limit in limits:
             times = [
-                int(row.at_ms) for row in self._run(self._prepare(cql.SELECT_RATE_STARTS), (limit,))
+                int(row.at_ms)
+                for row in self._store.run(self._store.prepare(cql.SELECT_RATE_STARTS), (limit,))
             ]
             started = sum(1 for t in times if now - period_ms < t <= now)
             usage[limit] = (started, sum(1 for t in times if t > now))

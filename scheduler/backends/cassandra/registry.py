@@ -6,18 +6,22 @@ from __future__ import annotations
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import ttl_seconds
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from scheduler.backends.roles import Registry
 
 
-class CassandraRegistry(CassandraShardLock):
+class CassandraRegistry(Registry):
     """Records of live workers."""
 
-    def put_worker(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
+
+    def put(self, worker_id: str, record: bytes, ttl_ms: int) -> None:
         ttl_s = ttl_seconds(ttl_ms)
-        self._run(self._prepare(cql.PUT_WORKER), (worker_id, record, ttl_s))
+        self._store.run(self._store.prepare(cql.PUT_WORKER), (worker_id, record, ttl_s))
 
-    def delete_worker(self, worker_id: str) -> None:
-        self._run(self._prepare(cql.DELETE_WORKER), (worker_id,))
+    def delete(self, worker_id: str) -> None:
+        self._store.run(self._store.prepare(cql.DELETE_WORKER), (worker_id,))
 
-    def worker_records(self) -> dict[str, bytes]:
-        rows = self._run(self._prepare(cql.SELECT_WORKERS))
+    def records(self) -> dict[str, bytes]:
+        rows = self._store.run(self._store.prepare(cql.SELECT_WORKERS))
         return {str(row.id): bytes(row.body) for row in rows}

@@ -9,17 +9,21 @@ from collections.abc import Sequence
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import ttl_seconds
 from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from scheduler.backends.roles import Results
 
 
-class CassandraResults(CassandraShardLock):
+class CassandraResults(Results):
     """Result records of messages."""
 
-    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
-        params = [(i, body, ttl_seconds(ttl)) for i, body, ttl in results]
-        self._concurrently(self._prepare(cql.INSERT_RESULT), params)
+    def __init__(self, store: CassandraShardLock) -> None:
+        self._store = store
 
-    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+    def put(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+        params = [(i, body, ttl_seconds(ttl)) for i, body, ttl in results]
+        self._store.concurrently(self._store.prepare(cql.INSERT_RESULT), params)
+
+    def get(self, message_ids: Sequence[str]) -> dict[str, bytes]:
         if not message_ids:
             return {}
-        rows = self._run(self._prepare(cql.SELECT_RESULTS), (list(message_ids),))
+        rows = self._store.run(self._store.prepare(cql.SELECT_RESULTS), (list(message_ids),))
         return {str(row.id): bytes(row.body) for row in rows}

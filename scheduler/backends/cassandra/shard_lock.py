@@ -85,69 +85,69 @@ def advanced_position(
 class CassandraShardLock(CassandraLayout):
     """Taking, checking and releasing a shard lock; reading pending rows between positions."""
 
-    def _lock(self, queue: str, shard: int) -> ShardState | None:
+    def lock(self, queue: str, shard: int) -> ShardState | None:
         """Take the shard lock (LWT); returns the new fence with the shard's positions, or
         None if another holds it (or the lightweight transaction lost a race)."""
         try:
-            return self._try_lock(queue, shard)
+            return self.try_lock(queue, shard)
         except BackendError as err:
             if isinstance(err.__cause__, WriteTimeout | ReadTimeout):
                 return None  # Paxos contention: treat the shard as busy
             raise
 
-    def _lock_row(self, queue: str, shard: int) -> Any:
-        return self._run(self._prepare(cql.SELECT_LOCK), (queue, shard)).one()
+    def lock_row(self, queue: str, shard: int) -> Any:
+        return self.run(self.prepare(cql.SELECT_LOCK), (queue, shard)).one()
 
-    def _try_lock(self, queue: str, shard: int) -> ShardState | None:
+    def try_lock(self, queue: str, shard: int) -> ShardState | None:
         now = self.now_ms()
-        row = self._lock_row(queue, shard)
+        row = self.lock_row(queue, shard)
         known = stored_state(row)
-        with self._guard:
-            self._positions[(queue, shard)] = known.read  # fresh even if another holds it
+        with self.guard:
+            self.positions[(queue, shard)] = known.read  # fresh even if another holds it
         if row is not None and row.owner is not None and (row.expires_ms or 0) > now:
             return None
         previous = row.fence if row is not None and row.fence is not None else 0
-        fence = max(self._now_us(), previous + FENCE_STEP)
+        fence = max(self.now_us(), previous + FENCE_STEP)
         if row is None:  # a new shard: no lease of it can end before now
             known = replace(known, expired_ms=now)
-            statement = self._prepare(cql.INSERT_LOCK)
+            statement = self.prepare(cql.INSERT_LOCK)
             params: tuple[Any, ...] = (
                 queue,
                 shard,
-                self._owner,
-                now + self._lock_ttl_ms,
+                self.owner,
+                now + self.lock_ttl_ms,
                 fence,
                 now,
             )
         else:
-            statement = self._prepare(cql.TAKE_LOCK)
-            params = (self._owner, now + self._lock_ttl_ms, fence, queue, shard, row.fence)
+            statement = self.prepare(cql.TAKE_LOCK)
+            params = (self.owner, now + self.lock_ttl_ms, fence, queue, shard, row.fence)
         try:
-            taken = applied(self._run(statement, params))
+            taken = applied(self.run(statement, params))
         except BackendError as err:
             if not isinstance(err.__cause__, WriteTimeout):
                 raise
             # a timed-out lightweight transaction may still have been applied: a serial
             # read settles it, so a lock we did take does not block the shard for its TTL
-            taken = self._holds(queue, shard, fence)
+            taken = self.holds(queue, shard, fence)
         return replace(known, fence=fence) if taken else None
 
-    def _holds(self, queue: str, shard: int, fence: int) -> bool:
+    def holds(self, queue: str, shard: int, fence: int) -> bool:
         """Whether this client holds the shard lock with ``fence`` (a serial read)."""
-        bound = self._prepare(cql.SELECT_LOCK).bind((queue, shard))
+        bound = self.prepare(cql.SELECT_LOCK).bind((queue, shard))
         bound.consistency_level = ConsistencyLevel.SERIAL
         try:
-            row = self._run(bound).one()
+            row = self.run(bound).one()
         except BackendError as err:
             if isinstance(err.__cause__, WriteTimeout | ReadTimeout):
                 return False  # still unsettled: the lock expires after its TTL
             raise
-        return row is not None and row.owner == self._owner and row.fence == fence
+        return row is not None and row.owner == self.owner and row.fence == fence
 
-    def _unlock(self, queue: str, shard: int, state: ShardState) -> None:
+    def unlock(self, queue: str, shard: int, state: ShardState) -> None:
         """Release the lock and store the positions (only if the lock is still ours)."""
-        self._run(
-            self._prepare(cql.RELEASE_LOCK),
+        self.run(
+            self.prepare(cql.RELEASE_LOCK),
             (
                 state.read[0],
                 state.read[1],
@@ -160,10 +160,31 @@ class CassandraShardLock(CassandraLayout):
                 state.fence,
             ),
         )
-        with self._guard:
-            self._positions[(queue, shard)] = state.read
+        with self.guard:
+            self.positions[(queue, shard)] = state.read
 
-    def _buckets_between(self, queue: str, first_ms: int, last_ms: int) -> list[int]:
+    def pending_after_sweep(self, queue: str, shard: int, stored: ShardState) -> list[Any]:
+        """(ready_ms, id) of every pending row of a shard: those after its sweep position
+        (at or before it everything was consumed)."""
+        buckets = list(range(self.meta(queue).buckets))
+        params = (queue, buckets, shard, *stored.swept)
+        return list(self.run(self.prepare(cql.SELECT_PENDING_AFTER), params))
+
+    def live_leases(self, queue: str, shard: int, stored: ShardState) -> list[str]:
+        """Ids of a shard's leases: found through their deadlines, between the expiry
+        position and the longest lease from now, one read per second of deadlines (the
+        deadlines of acked leases lie in between, as tombstones)."""
+        now = self.now_ms()
+        first = max(stored.expired_ms, now - stored.lease_ms) + 1
+        slices = time_slices(first, now + stored.lease_ms, 1000, 10**6)
+        args = [(queue, shard, self.bucket(queue, lo), lo - 1, hi) for lo, hi in slices]
+        results = self.concurrently(self.prepare(cql.SELECT_DEADLINES_IN_BUCKET), args)
+        ids = list({str(row.id) for result in results for row in result})
+        chunks = [(queue, shard, ids[i : i + 100]) for i in range(0, len(ids), 100)]
+        leases = self.concurrently(self.prepare(cql.SELECT_LEASES_BY_IDS), chunks)
+        return [str(row.id) for result in leases for row in result]
+
+    def buckets_between(self, queue: str, first_ms: int, last_ms: int) -> list[int]:
         """The buckets that hold times ``first_ms`` to ``last_ms``, oldest first."""
         meta = self.meta(queue)
         first, last = first_ms // meta.bucket_ms, last_ms // meta.bucket_ms
@@ -171,7 +192,7 @@ class CassandraShardLock(CassandraLayout):
             return list(range(meta.buckets))
         return [slot % meta.buckets for slot in range(first, last + 1)]
 
-    def _read_between(
+    def read_between(
         self,
         queue: str,
         shard: int,
@@ -194,15 +215,15 @@ class CassandraShardLock(CassandraLayout):
         else:
             ranges = [
                 (b * self.meta(queue).bucket_ms, after, upto)
-                for b in self._buckets_between(queue, after[0], upto[0])
+                for b in self.buckets_between(queue, after[0], upto[0])
             ]
         args = [
-            (queue, self._bucket(queue, at), shard, *lower, *upper, limit)
+            (queue, self.bucket(queue, at), shard, *lower, *upper, limit)
             for at, lower, upper in ranges
         ]
         seen = upto
         rows: list[Any] = []
-        for result in self._concurrently(self._prepare(cql.SELECT_PENDING_BETWEEN), args):
+        for result in self.concurrently(self.prepare(cql.SELECT_PENDING_BETWEEN), args):
             found = list(result)
             if len(found) >= limit:
                 seen = min(seen, (found[-1].ready_ms, found[-1].id))

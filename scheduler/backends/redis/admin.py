@@ -1,16 +1,18 @@
-"""Redis operations off the hot path: lease expiry on demand, the poison queue, stats,
-counters, paused queues, bounds of queues, abort requests and purge."""
+"""The Redis backend's operator roles: the poison queue, queues (stats, counters, pause,
+bounds, purge) and abort requests."""
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import Claim, Envelope, PoisonRecord
-from scheduler.backends.records import AbortRequest, Failure, LedgerEntry, QueueStats
+from scheduler.backends.records import AbortRequest, Failure, QueueStats
 from scheduler.backends.redis.scripts import BOUND, FAIR_STATE, stored_envelope
 from scheduler.backends.redis.shards import RedisShards
+from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from scheduler.backends.values import PoisonRecord
 from scheduler.errors import ConfigurationError
 
 
@@ -20,44 +22,18 @@ def shares(max_pending: int, shards: int) -> list[int]:
     return [each + (1 if shard < extra else 0) for shard in range(shards)]
 
 
-class RedisAdmin(RedisShards):
-    """The poison queue and the operator's reads and writes of a Redis deployment."""
+class RedisPoison(PoisonStore):
+    """The poison queue: reading, replaying, purging."""
 
-    def requeue_expired(self, queue: str) -> int:
-        before = self._counter_total(queue, "redelivered")
-        for shard in range(self.shard_count(queue)):
-            self._run("claim", queue, shard, [0, 0, "", self._sweep])
-        return self._counter_total(queue, "redelivered") - before
-
-    def poison(
-        self,
-        claim: Claim,
-        failure: Failure,
-        next_occurrence: Envelope | None = None,
-        ledger: LedgerEntry | None = None,
-    ) -> bool:
-        queue, shard = self._claim_shard(claim)
-        payload = json.dumps(
-            {
-                "reason": failure.reason,
-                "error_type": failure.error_type,
-                "message": failure.message,
-                "traceback": failure.traceback,
-            }
-        )
-        args = [claim.id, claim.token, payload, *self._next_args(next_occurrence)]
-        keys = self._shard_keys(queue, shard)
-        if ledger is not None and ledger.records:
-            keys.append(self._ledger_key(queue, shard, ledger.subject))
-        args += self._ledger_args(ledger)
-        return bool(self._script("poison", keys, args))
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
 
     def _poison_records(self, queue: str, shard: int, ids: list[bytes]) -> list[PoisonRecord]:
-        keys = self._shard_keys(queue, shard)
+        keys = self._store.shard_keys(queue, shard)
         if not ids:
             return []
-        records = self._call(self._client.hmget, keys[8], ids)
-        failures = self._call(self._client.hmget, keys[9], ids)
+        records = self._store.call(self._store.client.hmget, keys[8], ids)
+        failures = self._store.call(self._store.client.hmget, keys[9], ids)
         found = []
         for message_id, record, failure in zip(ids, records, failures, strict=True):
             if record is None or failure is None:
@@ -75,58 +51,68 @@ class RedisAdmin(RedisShards):
             )
         return found
 
-    def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:
+    def list(self, queue: str | None = None, limit: int = 100) -> builtins.list[PoisonRecord]:
         found: list[PoisonRecord] = []
-        for name in [queue] if queue is not None else self.queues():
-            for shard in range(self.shard_count(name)):
-                ids = self._call(
-                    self._client.zrange, self._shard_keys(name, shard)[10], 0, limit - 1
+        for name in [queue] if queue is not None else self._store.queues():
+            for shard in range(self._store.shard_count(name)):
+                ids = self._store.call(
+                    self._store.client.zrange, self._store.shard_keys(name, shard)[10], 0, limit - 1
                 )
                 found += self._poison_records(name, shard, ids)
         found.sort(key=lambda r: (r.failed_at_ms, r.envelope.id))
         return found[:limit]
 
-    def poison_get(self, message_id: str) -> PoisonRecord | None:
-        for name in self.queues():
-            for shard in range(self.shard_count(name)):
+    def get(self, message_id: str) -> PoisonRecord | None:
+        for name in self._store.queues():
+            for shard in range(self._store.shard_count(name)):
                 records = self._poison_records(name, shard, [message_id.encode()])
                 if records:
                     return records[0]
         return None
 
-    def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
+    def replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
         moved = 0
-        for name in [queue] if queue is not None else self.queues():
-            for shard in range(self.shard_count(name)):
+        for name in [queue] if queue is not None else self._store.queues():
+            for shard in range(self._store.shard_count(name)):
                 args = ["all"] if ids is None else ["ids", *ids]
-                moved += int(self._run("poison_replay", name, shard, args))
+                moved += int(self._store.run("poison_replay", name, shard, args))
         return moved
 
-    def poison_purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
+    def purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
         purged = 0
-        for name in [queue] if queue is not None else self.queues():
-            for shard in range(self.shard_count(name)):
+        for name in [queue] if queue is not None else self._store.queues():
+            for shard in range(self._store.shard_count(name)):
                 if ids is not None:
-                    purged += int(self._run("poison_delete", name, shard, list(ids)))
+                    purged += int(self._store.run("poison_delete", name, shard, list(ids)))
                     continue
-                keys = self._shard_keys(name, shard)
-                purged += int(self._call(self._client.zcard, keys[10]))
+                keys = self._store.shard_keys(name, shard)
+                purged += int(self._store.call(self._store.client.zcard, keys[10]))
                 for key in keys[8:11]:
-                    self._call(self._client.delete, key)
+                    self._store.call(self._store.client.delete, key)
         return purged
 
+
+class RedisQueues(QueueAdmin):
+    """Counting, pausing, bounding and purging queues."""
+
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
+
+    def names(self) -> list[str]:
+        return self._store.queues()
+
     def stats(self, queue: str | None = None) -> list[QueueStats]:
-        now = self.now_ms()
+        now = self._store.now_ms()
         result = []
-        paused = set(self.paused_queues())
-        bounds = self.queue_bounds()
-        for name in [queue] if queue is not None else self.queues():
-            shards = self.shard_count(name)
+        paused = set(self.paused())
+        bounds = self.bounds()
+        for name in [queue] if queue is not None else self._store.queues():
+            shards = self._store.shard_count(name)
 
             def run(name: str = name, shards: int = shards) -> list[Any]:
-                pipe = self._client.pipeline(transaction=False)
+                pipe = self._store.client.pipeline(transaction=False)
                 for shard in range(shards):
-                    keys = self._shard_keys(name, shard)
+                    keys = self._store.shard_keys(name, shard)
                     s, r, l_ = keys[1:4]
                     pipe.zcard(r)
                     pipe.zcount(s, "-inf", now)
@@ -137,7 +123,7 @@ class RedisAdmin(RedisShards):
                     pipe.hgetall(keys[11])
                 return list(pipe.execute())
 
-            replies = self._call(run)
+            replies = self._store.call(run)
             ready = scheduled = in_flight = poison = 0
             next_due: int | None = None
             counters: dict[str, int] = {}
@@ -175,26 +161,28 @@ class RedisAdmin(RedisShards):
             )
         return result
 
-    def pause_queue(self, queue: str) -> bool:
-        self.shard_count(queue)  # registers the queue, so it is listed while empty
-        return bool(self._call(self._client.sadd, self._paused_key(), queue))
+    def pause(self, queue: str) -> bool:
+        self._store.shard_count(queue)  # registers the queue, so it is listed while empty
+        return bool(self._store.call(self._store.client.sadd, self._store.paused_key(), queue))
 
-    def resume_queue(self, queue: str) -> bool:
-        return bool(self._call(self._client.srem, self._paused_key(), queue))
+    def resume(self, queue: str) -> bool:
+        return bool(self._store.call(self._store.client.srem, self._store.paused_key(), queue))
 
-    def paused_queues(self) -> list[str]:
-        members = self._call(self._client.smembers, self._paused_key())
+    def paused(self) -> list[str]:
+        members = self._store.call(self._store.client.smembers, self._store.paused_key())
         return sorted(m.decode() for m in members)
 
     # bounds: the queue's max_pending in one hash (for listing), and each shard's share of
     # it beside the shard's messages (the enqueue script compares it with HLEN of m)
 
-    def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
-        shards = self.shard_count(queue)  # registers the queue, so it is listed while empty
+    def set_bound(self, queue: str, max_pending: int | None) -> None:
+        shards = self._store.shard_count(queue)  # registers the queue, so it is listed while empty
         if max_pending is None:
-            self._call(self._client.hdel, self._bounds_key(), queue)
+            self._store.call(self._store.client.hdel, self._store.bounds_key(), queue)
             for shard in range(shards):
-                self._call(self._client.delete, self._shard_keys(queue, shard)[BOUND])
+                self._store.call(
+                    self._store.client.delete, self._store.shard_keys(queue, shard)[BOUND]
+                )
             return
         if max_pending < shards:
             raise ConfigurationError(
@@ -202,39 +190,65 @@ class RedisAdmin(RedisShards):
                 f"holds an equal share of the bound), not {max_pending}"
             )
         for shard, share in enumerate(shares(max_pending, shards)):
-            self._call(self._client.set, self._shard_keys(queue, shard)[BOUND], share)
-        self._call(self._client.hset, self._bounds_key(), queue, max_pending)
+            self._store.call(
+                self._store.client.set, self._store.shard_keys(queue, shard)[BOUND], share
+            )
+        self._store.call(self._store.client.hset, self._store.bounds_key(), queue, max_pending)
 
-    def queue_bounds(self) -> dict[str, int]:
-        found = self._call(self._client.hgetall, self._bounds_key())
+    def bounds(self) -> dict[str, int]:
+        found = self._store.call(self._store.client.hgetall, self._store.bounds_key())
         return {name.decode(): int(value) for name, value in sorted(found.items())}
 
     # abort requests: one hash, message id -> JSON; expired entries are skipped on read and
     # dropped by the next request (a hash field cannot carry its own TTL before Redis 7.4)
 
-    def request_abort(self, request: AbortRequest) -> None:
-        key = self._aborts_key()
-        now = self.now_ms()
+    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
+        key = self._store.shard_keys(queue, 0)[11]
+        for name, delta in deltas.items():
+            if delta:
+                self._store.call(self._store.client.hincrby, key, name, delta)
+
+    def purge(self, queue: str) -> int:
+        removed = 0
+        for shard in range(self._store.shard_count(queue)):
+            keys = self._store.shard_keys(queue, shard)
+            removed += int(self._store.call(self._store.client.hlen, keys[0]))
+            for key in keys[:8]:
+                self._store.call(self._store.client.delete, key)
+        return removed
+
+
+class RedisAborts(Aborts):
+    """Requests to abort running messages."""
+
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
+
+    def request(self, request: AbortRequest) -> None:
+        key = self._store.aborts_key()
+        now = self._store.now_ms()
         expired = [field for field, req in self._read_aborts() if req.expires_ms <= now]
         if expired:
-            self._call(self._client.hdel, key, *expired)
+            self._store.call(self._store.client.hdel, key, *expired)
         value = json.dumps(
             [request.queue, request.continue_chain, request.requested_ms, request.expires_ms]
         )
-        self._call(self._client.hset, key, request.message_id, value)
+        self._store.call(self._store.client.hset, key, request.message_id, value)
 
-    def abort_requests(self) -> list[AbortRequest]:
+    def pending(self) -> list[AbortRequest]:
         found = self._read_aborts()
         if not found:  # the usual answer: one round trip
             return []
-        now = self.now_ms()
+        now = self._store.now_ms()
         return sorted(
             (req for _, req in found if req.expires_ms > now), key=lambda req: req.message_id
         )
 
     def _read_aborts(self) -> list[tuple[bytes, AbortRequest]]:
         found = []
-        for field, value in self._call(self._client.hgetall, self._aborts_key()).items():
+        for field, value in self._store.call(
+            self._store.client.hgetall, self._store.aborts_key()
+        ).items():
             queue, continue_chain, requested_ms, expires_ms = json.loads(value)
             request = AbortRequest(
                 field.decode(), queue, bool(continue_chain), requested_ms, expires_ms
@@ -242,22 +256,9 @@ class RedisAdmin(RedisShards):
             found.append((field, request))
         return found
 
-    def clear_aborts(self, message_ids: Sequence[str]) -> int:
+    def clear(self, message_ids: Sequence[str]) -> int:
         if not message_ids:
             return 0
-        return int(self._call(self._client.hdel, self._aborts_key(), *message_ids))
-
-    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
-        key = self._shard_keys(queue, 0)[11]
-        for name, delta in deltas.items():
-            if delta:
-                self._call(self._client.hincrby, key, name, delta)
-
-    def purge(self, queue: str) -> int:
-        removed = 0
-        for shard in range(self.shard_count(queue)):
-            keys = self._shard_keys(queue, shard)
-            removed += int(self._call(self._client.hlen, keys[0]))
-            for key in keys[:8]:
-                self._call(self._client.delete, key)
-        return removed
+        return int(
+            self._store.call(self._store.client.hdel, self._store.aborts_key(), *message_ids)
+        )

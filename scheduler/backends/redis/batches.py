@@ -11,19 +11,25 @@ from typing import Any
 
 from scheduler.backends.records import BatchRecord, MemberOutcome
 from scheduler.backends.redis.shards import RedisShards
+from scheduler.backends.roles import Batches
 
 
-class RedisBatches(RedisShards):
+class RedisBatches(Batches):
     """Descriptions, counts and member outcomes of batches."""
 
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
+
     def _batch_keys(self, batch_id: str) -> list[str]:
-        tag = f"{{{self._prefix}:batch:{batch_id}}}"
+        tag = f"{{{self._store.prefix}:batch:{batch_id}}}"
         return [tag, f"{tag}:o"]
 
-    def open_batch(self, batch_id: str, description: bytes, expires_ms: int) -> None:
-        self._run_scripts([("batch_open", self._batch_keys(batch_id), [description, expires_ms])])
+    def open(self, batch_id: str, description: bytes, expires_ms: int) -> None:
+        self._store.run_scripts(
+            [("batch_open", self._batch_keys(batch_id), [description, expires_ms])]
+        )
 
-    def settle_members(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
+    def settle(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
         groups: dict[str, list[int]] = {}
         for index, o in enumerate(outcomes):
             groups.setdefault(o.batch, []).append(index)
@@ -35,21 +41,21 @@ class RedisBatches(RedisShards):
                 args += [o.member, int(o.failed), o.outcome]
             calls.append(("batch_settle", self._batch_keys(batch_id), args))
         counts = [(0, 0)] * len(outcomes)
-        for indexes, answer in zip(groups.values(), self._run_scripts(calls), strict=True):
+        for indexes, answer in zip(groups.values(), self._store.run_scripts(calls), strict=True):
             for i, (settled, failed) in zip(indexes, answer, strict=True):
                 counts[i] = (int(settled), int(failed))
         return counts
 
-    def read_batch(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
+    def read(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
         head, members = self._batch_keys(batch_id)
-        fields: dict[bytes, bytes] = self._call(self._client.hgetall, head)
+        fields: dict[bytes, bytes] = self._store.call(self._store.client.hgetall, head)
         found: dict[int, bytes] = {}
         if outcomes:
-            stored = self._call(self._client.hgetall, members)
+            stored = self._store.call(self._store.client.hgetall, members)
             found = {int(member): bytes(outcome) for member, outcome in stored.items()}
             settled = len(found)
         else:
-            settled = int(self._call(self._client.hlen, members))
+            settled = int(self._store.call(self._store.client.hlen, members))
         if not fields and not settled:
             return None
         description = fields.get(b"d")

@@ -17,39 +17,46 @@ from typing import Any
 
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.redis.shards import RedisShards
+from scheduler.backends.roles import Ledger
 from scheduler.ids import stable_shard
 
 
-class RedisLedger(RedisShards):
+class RedisLedger(Ledger):
     """The ledger operations of the contract."""
 
-    def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
+
+    def append(self, entries: Sequence[LedgerEntry]) -> None:
         """One script call per shard written (its entries in order)."""
         calls: dict[tuple[str, int], tuple[list[str], list[Any]]] = {}
         for entry in entries:
             if not entry.records:
                 continue
-            shard = stable_shard(entry.subject, self.shard_count(entry.queue))
+            shard = stable_shard(entry.subject, self._store.shard_count(entry.queue))
             keys, args = calls.setdefault((entry.queue, shard), ([], []))
-            keys.append(self._ledger_key(entry.queue, shard, entry.subject))
-            args += self._ledger_args(entry)
-        self._run_scripts([("ledger_append", keys, args) for keys, args in calls.values()])
+            keys.append(self._store.ledger_key(entry.queue, shard, entry.subject))
+            args += self._store.ledger_args(entry)
+        self._store.run_scripts([("ledger_append", keys, args) for keys, args in calls.values()])
 
-    def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
-        return self.read_ledgers([(queue, subject)], limit)[0]
+    def read(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
+        return self.read_many([(queue, subject)], limit)[0]
 
-    def read_ledgers(
-        self, subjects: Sequence[tuple[str, str]], limit: int = 100
-    ) -> list[list[bytes]]:
+    def read_many(self, subjects: Sequence[tuple[str, str]], limit: int = 100) -> list[list[bytes]]:
         """Every list of every subject (one per shard of its queue) in one pipeline."""
         if limit <= 0 or not subjects:
             return [[] for _ in subjects]
-        now = self.now_ms()
+        now = self._store.now_ms()
         keys = [
-            [self._ledger_key(queue, shard, subject) for shard in range(self.shard_count(queue))]
+            [
+                self._store.ledger_key(queue, shard, subject)
+                for shard in range(self._store.shard_count(queue))
+            ]
             for queue, subject in subjects
         ]
-        lists = iter(self._pipelined([(k, 0, limit - 1) for ks in keys for k in ks], "lrange"))
+        lists = iter(
+            self._store.pipelined([(k, 0, limit - 1) for ks in keys for k in ks], "lrange")
+        )
         return [_newest([next(lists) for _ in ks], now, limit) for ks in keys]
 
 

@@ -12,28 +12,22 @@ from typing import Any
 
 from scheduler.backends.records import SlotRequest, Waiter
 from scheduler.backends.redis.shards import RedisShards
+from scheduler.backends.roles import Limits
 
 
-class RedisLimits(RedisShards):
+class RedisLimits(Limits):
     """Slots and waiters of concurrency limits."""
 
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
+
     def _limit_keys(self, limit: str) -> list[str]:
-        tag = f"{{{self._prefix}:limit:{limit}}}"
+        tag = f"{{{self._store.prefix}:limit:{limit}}}"
         return [f"{tag}:h", f"{tag}:w", f"{tag}:q"]
 
-    def _calls_by_limit(self, limits: Sequence[str]) -> list[list[int]]:
-        """Indexes of ``limits`` grouped into script calls: all in one on a single node,
-        one call per limit on a cluster (a script's keys must share one slot there)."""
-        if not self._cluster:
-            return [list(range(len(limits)))] if limits else []
-        groups: dict[str, list[int]] = {}
-        for index, limit in enumerate(limits):
-            groups.setdefault(limit, []).append(index)
-        return list(groups.values())
-
-    def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
+    def acquire(self, requests: Sequence[SlotRequest]) -> list[int | None]:
         calls: list[tuple[str, list[str], list[Any]]] = []
-        groups = self._calls_by_limit([r.limit for r in requests])
+        groups = self._store.calls_by_limit([r.limit for r in requests])
         for indexes in groups:
             keys, args = [], []
             for i in indexes:
@@ -42,23 +36,23 @@ class RedisLimits(RedisShards):
                 args += [r.message_id, r.capacity, r.lease_ms, _member(r)]
             calls.append(("slot_acquire", keys, args))
         answers: list[int | None] = [None] * len(requests)
-        for indexes, found in zip(groups, self._run_scripts(calls), strict=True):
+        for indexes, found in zip(groups, self._store.run_scripts(calls), strict=True):
             for i, answer in zip(indexes, found, strict=True):
                 answers[i] = None if int(answer) < 0 else int(answer)
         return answers
 
-    def wait_for_slot(self, request: SlotRequest) -> bool:
+    def wait(self, request: SlotRequest) -> bool:
         member = _member(request)
-        answer = self._script(
+        answer = self._store.script(
             "slot_wait", self._limit_keys(request.limit), [member, request.capacity]
         )
         return bool(int(answer))
 
-    def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
-        limits, calls = self._release_calls(held)
-        return self._released(limits, self._run_scripts(calls))
+    def release(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+        limits, calls = self.release_calls(held)
+        return self.released(limits, self._store.run_scripts(calls))
 
-    def _release_calls(
+    def release_calls(
         self, held: Sequence[tuple[str, str]]
     ) -> tuple[list[str], list[tuple[str, list[str], list[Any]]]]:
         """The limits of ``held`` (in order) and the ``slot_release`` calls for them."""
@@ -67,7 +61,7 @@ class RedisLimits(RedisShards):
             by_limit.setdefault(limit, []).append(message_id)
         limits = list(by_limit)
         calls: list[tuple[str, list[str], list[Any]]] = []
-        for indexes in self._calls_by_limit(limits):
+        for indexes in self._store.calls_by_limit(limits):
             keys: list[str] = []
             args: list[Any] = []
             for i in indexes:
@@ -76,23 +70,23 @@ class RedisLimits(RedisShards):
             calls.append(("slot_release", keys, args))
         return limits, calls
 
-    def _released(self, limits: list[str], replies: list[Any]) -> list[Waiter]:
+    def released(self, limits: list[str], replies: list[Any]) -> list[Waiter]:
         """The waiters the ``slot_release`` calls for ``limits`` took off their lines."""
         waiters: list[Waiter] = []
-        for indexes, popped in zip(self._calls_by_limit(limits), replies, strict=True):
+        for indexes, popped in zip(self._store.calls_by_limit(limits), replies, strict=True):
             for i, members in zip(indexes, popped, strict=True):
                 waiters += [_waiter(limits[i], member) for member in members]
         return waiters
 
     def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
-        popped = self._call(self._client.zpopmin, self._limit_keys(limit)[1], count)
+        popped = self._store.call(self._store.client.zpopmin, self._limit_keys(limit)[1], count)
         return [_waiter(limit, member) for member, _ in popped]
 
-    def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
+    def extend(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         by_limit: dict[str, list[str]] = {}
         for limit, message_id in held:
             by_limit.setdefault(limit, []).append(message_id)
-        self._run_scripts(
+        self._store.run_scripts(
             [
                 ("slot_extend", self._limit_keys(limit)[:1], [lease_ms, *ids])
                 for limit, ids in by_limit.items()
@@ -102,25 +96,27 @@ class RedisLimits(RedisShards):
     def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
         groups: dict[tuple[str, int], list[int]] = {}
         for index, waiter in enumerate(waiters):
-            shard = self._shard_for(waiter.queue, waiter.message_id, waiter.key)
+            shard = self._store.shard_for(waiter.queue, waiter.message_id, waiter.key)
             groups.setdefault((waiter.queue, shard), []).append(index)
         calls = [
             (queue, shard, [len(indexes), *(waiters[i].message_id for i in indexes)])
             for (queue, shard), indexes in groups.items()
         ]
         woken = [False] * len(waiters)
-        for indexes, answer in zip(groups.values(), self._run_many("wake", calls), strict=True):
+        for indexes, answer in zip(
+            groups.values(), self._store.run_many("wake", calls), strict=True
+        ):
             for index, flag in zip(indexes, answer, strict=True):
                 woken[index] = bool(int(flag))
         return woken
 
-    def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
-        now = self.now_ms()
+    def usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
+        now = self._store.now_ms()
         usage: dict[str, tuple[int, int]] = {}
         for limit in limits:
             holders, waiters, _ = self._limit_keys(limit)
-            held = self._call(self._client.zcount, holders, f"({now}", "+inf")
-            waiting = self._call(self._client.zcard, waiters)
+            held = self._store.call(self._store.client.zcount, holders, f"({now}", "+inf")
+            waiting = self._store.call(self._store.client.zcard, waiters)
             usage[limit] = (int(held), int(waiting))
         return usage
 

@@ -9,17 +9,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler.backends.records import RateRequest
-from scheduler.backends.redis.limits import RedisLimits
+from scheduler.backends.redis.shards import RedisShards
+from scheduler.backends.roles import Rates
 
 
-class RedisRates(RedisLimits):
+class RedisRates(Rates):
     """Starts and reservations of rate limits."""
 
-    def _rate_key(self, limit: str) -> str:
-        return f"{{{self._prefix}:rate:{limit}}}"
+    def __init__(self, store: RedisShards) -> None:
+        self._store = store
 
-    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
-        groups = self._calls_by_limit([r.limit for r in requests])
+    def _rate_key(self, limit: str) -> str:
+        return f"{{{self._store.prefix}:rate:{limit}}}"
+
+    def reserve(self, requests: Sequence[RateRequest]) -> list[int | None]:
+        groups = self._store.calls_by_limit([r.limit for r in requests])
         calls: list[tuple[str, list[str], list[Any]]] = []
         for indexes in groups:
             keys: list[str] = []
@@ -30,17 +34,17 @@ class RedisRates(RedisLimits):
                 args += [r.member, r.starts, r.period_ms]
             calls.append(("rate_reserve", keys, args))
         answers: list[int | None] = [None] * len(requests)
-        for indexes, found in zip(groups, self._run_scripts(calls), strict=True):
+        for indexes, found in zip(groups, self._store.run_scripts(calls), strict=True):
             for i, answer in zip(indexes, found, strict=True):
                 answers[i] = None if int(answer) < 0 else int(answer)
         return answers
 
-    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
-        now = self.now_ms()
+    def usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
+        now = self._store.now_ms()
         usage: dict[str, tuple[int, int]] = {}
         for limit in limits:
             key = self._rate_key(limit)
-            started = self._call(self._client.zcount, key, f"({now - period_ms}", now)
-            ahead = self._call(self._client.zcount, key, f"({now}", "+inf")
+            started = self._store.call(self._store.client.zcount, key, f"({now - period_ms}", now)
+            ahead = self._store.call(self._store.client.zcount, key, f"({now}", "+inf")
             usage[limit] = (int(started), int(ahead))
         return usage

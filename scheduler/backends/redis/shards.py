@@ -63,22 +63,22 @@ class RedisShards:
             raise ConfigurationError("shards must be at least 1")
         # redis-py's return types are unions of bytes/str/awaitables; this class reads
         # bytes only (decode_responses is off), so treat the client as untyped here
-        self._client: Any = client
-        self._cluster = cluster
-        self._default_shards = shards
-        self._prefix = prefix
-        self._description = description
-        self._sweep = sweep
-        self._shard_counts: dict[str, int] = {}
-        self._cursor: dict[str, Iterator[int]] = {}
-        self._lock = threading.Lock()
-        self._scripts: dict[str, Script] = {
+        self.client: Any = client
+        self.cluster = cluster
+        self.default_shards = shards
+        self.prefix = prefix
+        self.description = description
+        self.sweep = sweep
+        self.shard_counts: dict[str, int] = {}
+        self.cursor: dict[str, Iterator[int]] = {}
+        self.lock = threading.Lock()
+        self.scripts: dict[str, Script] = {
             name: client.register_script(source) for name, source in load_scripts().items()
         }
-        self._waiter = (
+        self.waiter = (
             ReplicaWait(
                 client,
-                self._scripts,
+                self.scripts,
                 replicas=wait_replicas,
                 timeout_ms=wait_timeout_ms,
                 cluster=cluster,
@@ -88,73 +88,73 @@ class RedisShards:
             else None
         )
         # a write that must wait for replicas goes through the blocking path, which waits
-        self._loop_wire = None if cluster or self._waiter is not None else loop_wire
-        self._call(client.ping)
+        self.loop_wire = None if cluster or self.waiter is not None else loop_wire
+        self.call(client.ping)
 
     # -- plumbing ------------------------------------------------------------------------
 
-    def _call(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def call(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a Redis call, translating driver errors at the boundary."""
         try:
             return operation(*args, **kwargs)
         except (redis.ConnectionError, redis.TimeoutError) as err:
-            raise unreachable(self._description, err) from err
+            raise unreachable(self.description, err) from err
         except redis.RedisError as err:
             raise BackendError(f"Redis error: {err}") from err
 
-    def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+    def script(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run one script call (``_run_scripts``: waited for replicas when it writes and
         the URL asks)."""
-        return self._run_scripts([(name, keys, args)])[0]
+        return self.run_scripts([(name, keys, args)])[0]
 
-    def _shard_keys(self, queue: str, shard: int) -> list[str]:
-        tag = f"{{{self._prefix}:{queue}:{shard}}}"
+    def shard_keys(self, queue: str, shard: int) -> list[str]:
+        tag = f"{{{self.prefix}:{queue}:{shard}}}"
         return [f"{tag}:{name}" for name in SHARD_KEYS]
 
-    def _meta_key(self, queue: str) -> str:
-        return f"{self._prefix}:meta:{queue}"
+    def meta_key(self, queue: str) -> str:
+        return f"{self.prefix}:meta:{queue}"
 
-    def _queues_key(self) -> str:
-        return f"{self._prefix}:queues"
+    def queues_key(self) -> str:
+        return f"{self.prefix}:queues"
 
-    def _bounds_key(self) -> str:
-        return f"{self._prefix}:bounds"
+    def bounds_key(self) -> str:
+        return f"{self.prefix}:bounds"
 
-    def _paused_key(self) -> str:
-        return f"{self._prefix}:paused"
+    def paused_key(self) -> str:
+        return f"{self.prefix}:paused"
 
-    def _aborts_key(self) -> str:
-        return f"{self._prefix}:aborts"
+    def aborts_key(self) -> str:
+        return f"{self.prefix}:aborts"
 
     def shard_count(self, queue: str) -> int:
         """How many shards ``queue`` has (fixed when the queue is first used)."""
-        count = self._shard_counts.get(queue)
+        count = self.shard_counts.get(queue)
         if count is not None:
             return count
-        meta = self._meta_key(queue)
-        self._call(self._client.hsetnx, meta, "shards", self._default_shards)
-        self._call(self._client.sadd, self._queues_key(), queue)
-        count = int(self._call(self._client.hget, meta, "shards"))
-        self._shard_counts[queue] = count
+        meta = self.meta_key(queue)
+        self.call(self.client.hsetnx, meta, "shards", self.default_shards)
+        self.call(self.client.sadd, self.queues_key(), queue)
+        count = int(self.call(self.client.hget, meta, "shards"))
+        self.shard_counts[queue] = count
         return count
 
-    def _shard_for(self, queue: str, message_id: str, key: str | None) -> int:
+    def shard_for(self, queue: str, message_id: str, key: str | None) -> int:
         count = self.shard_count(queue)
         if count == 1:
             return 0
         return stable_shard(key if key is not None else chain_root(message_id), count)
 
-    def _run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
-        return self._script(name, self._shard_keys(queue, shard), list(args))
+    def run(self, name: str, queue: str, shard: int, args: Sequence[Any]) -> Any:
+        return self.script(name, self.shard_keys(queue, shard), list(args))
 
-    def _run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
+    def run_many(self, name: str, calls: list[tuple[str, int, list[Any]]]) -> list[Any]:
         """Run one script per (queue, shard): one pipelined round trip on a single node;
         one round trip per shard on a cluster."""
-        return self._run_scripts(
-            [(name, self._shard_keys(queue, shard), args) for queue, shard, args in calls]
+        return self.run_scripts(
+            [(name, self.shard_keys(queue, shard), args) for queue, shard, args in calls]
         )
 
-    def _run_scripts(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+    def run_scripts(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
         """Run (script, keys, args) calls: in one round trip on a single node, sent on a
         pooled connection directly (``evalsha_round_trip``, ``scripts.py``), one by one
         through redis-py's ``Script`` on a cluster (their keys may live in different
@@ -162,52 +162,62 @@ class RedisShards:
         wait for the replicas (``replicas.py``)."""
         if not calls:
             return []
-        if self._waiter is not None and any(name in WAITED for name, _, _ in calls):
-            return self._call(self._waiter.run, calls)
-        if self._cluster:
+        if self.waiter is not None and any(name in WAITED for name, _, _ in calls):
+            return self.call(self.waiter.run, calls)
+        if self.cluster:
             return [
-                self._call(self._scripts[name], keys=keys, args=args) for name, keys, args in calls
+                self.call(self.scripts[name], keys=keys, args=args) for name, keys, args in calls
             ]
-        replies, _ = self._call(evalsha_round_trip, self._client, self._scripts, calls)
+        replies, _ = self.call(evalsha_round_trip, self.client, self.scripts, calls)
         return raise_errors(replies)
 
-    def _pipelined(self, calls: list[tuple[Any, ...]], command: str) -> list[Any]:
+    def pipelined(self, calls: list[tuple[Any, ...]], command: str) -> list[Any]:
         def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+            pipe = self.client.pipeline(transaction=False)
             for args in calls:
                 getattr(pipe, command)(*args)
             return list(pipe.execute())
 
-        return self._call(run)
+        return self.call(run)
+
+    def calls_by_limit(self, limits: Sequence[str]) -> list[list[int]]:
+        """Indexes of ``limits`` grouped into script calls: all in one on a single node,
+        one call per limit on a cluster (a script's keys must share one slot there)."""
+        if not self.cluster:
+            return [list(range(len(limits)))] if limits else []
+        groups: dict[str, list[int]] = {}
+        for index, limit in enumerate(limits):
+            groups.setdefault(limit, []).append(index)
+        return list(groups.values())
 
     def now_ms(self) -> int:
-        seconds, micros = self._call(self._client.time)
+        seconds, micros = self.call(self.client.time)
         return int(seconds) * 1000 + int(micros) // 1000
 
     def close(self) -> None:
-        self._client.close()
+        self.client.close()
 
-    def _locate(self, message_id: str, queue: str | None) -> tuple[str, int] | None:
+    def locate(self, message_id: str, queue: str | None) -> tuple[str, int] | None:
         """Find the (queue, shard) holding ``message_id``: its home shard first, then all."""
         queues = [queue] if queue is not None else self.queues()
         for name in queues:
             home = stable_shard(chain_root(message_id), self.shard_count(name))
-            if self._call(self._client.hexists, self._shard_keys(name, home)[0], message_id):
+            if self.call(self.client.hexists, self.shard_keys(name, home)[0], message_id):
                 return name, home
         candidates = [(name, s) for name in queues for s in range(self.shard_count(name))]
-        found = self._pipelined(
-            [(self._shard_keys(name, s)[0], message_id) for name, s in candidates], "hexists"
+        found = self.pipelined(
+            [(self.shard_keys(name, s)[0], message_id) for name, s in candidates], "hexists"
         )
         for where, present in zip(candidates, found, strict=True):
             if present:
                 return where
         return None
 
-    def _read(self, queue: str, shard: int, message_id: str) -> StoredMessage | None:
-        m, s, _, l_, _, a, e = self._shard_keys(queue, shard)[:7]
+    def read(self, queue: str, shard: int, message_id: str) -> StoredMessage | None:
+        m, s, _, l_, _, a, e = self.shard_keys(queue, shard)[:7]
 
         def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+            pipe = self.client.pipeline(transaction=False)
             pipe.hget(m, message_id)
             pipe.zscore(l_, message_id)
             pipe.zscore(s, message_id)
@@ -215,7 +225,7 @@ class RedisShards:
             pipe.hget(e, message_id)
             return list(pipe.execute())
 
-        record, leased, scheduled, attempt, error = self._call(run)
+        record, leased, scheduled, attempt, error = self.call(run)
         if record is None:
             return None
         envelope = stored_envelope(message_id, queue, record)
@@ -229,24 +239,24 @@ class RedisShards:
             envelope, state, int(attempt or 0), error.decode() if error is not None else None
         )
 
-    def _by_shard(self, claims: Iterable[Claim]) -> dict[tuple[str, int], list[Claim]]:
+    def by_shard(self, claims: Iterable[Claim]) -> dict[tuple[str, int], list[Claim]]:
         groups: dict[tuple[str, int], list[Claim]] = {}
         for claim in claims:
-            where = self._claim_shard(claim)
+            where = self.claim_shard(claim)
             groups.setdefault(where, []).append(claim)
         return groups
 
-    def _claim_shard(self, claim: Claim) -> tuple[str, int]:
-        home = self._shard_for(claim.queue, claim.id, claim.key)
+    def claim_shard(self, claim: Claim) -> tuple[str, int]:
+        home = self.shard_for(claim.queue, claim.id, claim.key)
         return claim.queue, home
 
-    def _ledger_key(self, queue: str, shard: int, subject: str) -> str:
+    def ledger_key(self, queue: str, shard: int, subject: str) -> str:
         """The list holding ``subject``'s ledger records written in this shard (in the
         shard's hash tag, so the scripts of the shard can write it)."""
-        return f"{{{self._prefix}:{queue}:{shard}}}:h:{subject}"
+        return f"{{{self.prefix}:{queue}:{shard}}}:h:{subject}"
 
     @staticmethod
-    def _ledger_args(entry: LedgerEntry | None) -> list[Any]:
+    def ledger_args(entry: LedgerEntry | None) -> list[Any]:
         """A ledger entry as the scripts read it from ``ARGV`` (``ledger`` in the prelude)."""
         if entry is None or not entry.records:
             return [0]
@@ -254,7 +264,7 @@ class RedisShards:
         return [_ledger_head(len(records), entry.keep, entry.ttl_ms), *records]
 
     @staticmethod
-    def _next_args(nxt: Envelope | None) -> list[Any]:
+    def next_args(nxt: Envelope | None) -> list[Any]:
         if nxt is None:
             return ["", "", 0, 0, 0, "", "", ""]
         return [
@@ -269,12 +279,12 @@ class RedisShards:
         ]
 
     def queues(self) -> list[str]:
-        members = self._call(self._client.smembers, self._queues_key())
+        members = self.call(self.client.smembers, self.queues_key())
         return sorted(m.decode() for m in members)
 
-    def _counter_total(self, queue: str, name: str) -> int:
-        values = self._pipelined(
-            [(self._shard_keys(queue, s)[11], name) for s in range(self.shard_count(queue))], "hget"
+    def counter_total(self, queue: str, name: str) -> int:
+        values = self.pipelined(
+            [(self.shard_keys(queue, s)[11], name) for s in range(self.shard_count(queue))], "hget"
         )
         return sum(int(v or 0) for v in values)
 

@@ -1,18 +1,24 @@
-"""The SQLite backend's poison queue, statistics, paused queues, abort requests and purging."""
+"""The SQLite backend's operator roles: the poison queue, queues (statistics, pause,
+bounds, purge) and abort requests."""
 
 from __future__ import annotations
 
+import builtins
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import Claim, Envelope, PoisonRecord
-from scheduler.backends.records import AbortRequest, Failure, LedgerEntry, QueueStats
+from scheduler.backends.records import AbortRequest, Failure, QueueStats
+from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
 from scheduler.backends.sqlite.connection import SQLiteStore
+from scheduler.backends.values import Envelope, PoisonRecord
+from scheduler.errors import ConfigurationError
 
 
-class SQLiteAdmin(SQLiteStore):
-    """The poison queue (moving a claim there, reading, replaying), counting and purging
-    queues."""
+class SQLitePoison(PoisonStore):
+    """The poison queue: reading, replaying, purging."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
 
     _POISON_COLUMNS = (
         "id, queue, key, priority, timeout_ms, attempts, failed_ms, reason, error_type, error, "
@@ -24,68 +30,29 @@ class SQLiteAdmin(SQLiteStore):
         envelope = Envelope(row[0], row[1], row[2], row[3], row[6], row[4], row[11])
         return PoisonRecord(envelope, Failure(row[7], row[8], row[9], row[10]), row[5], row[6])
 
-    def poison(
-        self,
-        claim: Claim,
-        failure: Failure,
-        next_occurrence: Envelope | None = None,
-        ledger: LedgerEntry | None = None,
-    ) -> bool:
-        with self._write() as db:
-            row = db.execute(
-                "SELECT priority FROM messages WHERE id = ? AND token = ?", (claim.id, claim.token)
-            ).fetchone()
-            if row is None:
-                return False
-            db.execute("DELETE FROM messages WHERE id = ?", (claim.id,))
-            self._add_pending(db, claim.queue, -1)
-            db.execute(
-                "INSERT OR REPLACE INTO poison (id, queue, key, priority, timeout_ms, attempts, "
-                "failed_ms, reason, error_type, error, traceback, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    claim.id,
-                    claim.queue,
-                    claim.key,
-                    row[0],
-                    claim.timeout_ms,
-                    claim.attempt,
-                    self.now_ms(),
-                    failure.reason,
-                    failure.error_type,
-                    failure.message,
-                    failure.traceback,
-                    claim.body,
-                ),
-            )
-            self._count(db, claim.queue, "poisoned", 1)
-            if next_occurrence is not None:
-                self._insert_next(db, next_occurrence, self.now_ms())
-            if ledger is not None:
-                self._append_ledger_in(db, [ledger], self.now_ms())
-            return True
-
-    def poison_list(self, queue: str | None = None, limit: int = 100) -> list[PoisonRecord]:
+    def list(self, queue: str | None = None, limit: int = 100) -> builtins.list[PoisonRecord]:
         sql = f"SELECT {self._POISON_COLUMNS} FROM poison"
         params: list[object] = []
         if queue is not None:
             sql += " WHERE queue = ?"
             params.append(queue)
         params.append(limit)
-        rows = self._read().execute(sql + " ORDER BY failed_ms, id LIMIT ?", params).fetchall()
+        rows = (
+            self._store.read().execute(sql + " ORDER BY failed_ms, id LIMIT ?", params).fetchall()
+        )
         return [self._poison_record(r) for r in rows]
 
-    def poison_get(self, message_id: str) -> PoisonRecord | None:
+    def get(self, message_id: str) -> PoisonRecord | None:
         row = (
-            self._read()
+            self._store.read()
             .execute(f"SELECT {self._POISON_COLUMNS} FROM poison WHERE id = ?", (message_id,))
             .fetchone()
         )
         return None if row is None else self._poison_record(row)
 
-    def poison_replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
-        now = self.now_ms()
-        with self._write() as db:
+    def replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
+        now = self._store.now_ms()
+        with self._store.write() as db:
             if ids is None:
                 sql = "SELECT id FROM poison" + (" WHERE queue = ?" if queue else "")
                 ids = [r[0] for r in db.execute(sql, (queue,) if queue else ())]
@@ -104,11 +71,11 @@ class SQLiteAdmin(SQLiteStore):
                     ).fetchone()
                     moved[name] = moved.get(name, 0) + 1
             for name, count in moved.items():
-                self._add_pending(db, name, count)
+                self._store.add_pending(db, name, count)
             return sum(moved.values())
 
-    def poison_purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
-        with self._write() as db:
+    def purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
+        with self._store.write() as db:
             if ids is not None:
                 where = " AND queue = ?" if queue is not None else ""
                 extra = (queue,) if queue is not None else ()
@@ -120,11 +87,16 @@ class SQLiteAdmin(SQLiteStore):
                 return db.execute("DELETE FROM poison").rowcount
             return db.execute("DELETE FROM poison WHERE queue = ?", (queue,)).rowcount
 
-    # -- operations ----------------------------------------------------------------------
 
-    def queues(self) -> list[str]:
+class SQLiteQueues(QueueAdmin):
+    """Counting, pausing, bounding and purging queues."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def names(self) -> list[str]:
         rows = (
-            self._read()
+            self._store.read()
             .execute(
                 "SELECT queue FROM messages UNION SELECT queue FROM poison "
                 "UNION SELECT queue FROM counters UNION SELECT queue FROM paused_queues "
@@ -136,12 +108,12 @@ class SQLiteAdmin(SQLiteStore):
         return [r[0] for r in rows]
 
     def stats(self, queue: str | None = None) -> list[QueueStats]:
-        db = self._read()
-        now = self.now_ms()
+        db = self._store.read()
+        now = self._store.now_ms()
         result = []
-        paused = set(self.paused_queues())
+        paused = set(self.paused())
         bounds = dict(db.execute("SELECT queue, max_pending FROM queue_bounds").fetchall())
-        for name in [queue] if queue is not None else self.queues():
+        for name in [queue] if queue is not None else self.names():
             ready, scheduled, running, next_due = db.execute(
                 "SELECT COALESCE(SUM(state = 1 OR (state = 0 AND at_ms <= ?)), 0), "
                 "COALESCE(SUM(state = 0 AND at_ms > ?), 0), COALESCE(SUM(state = 2), 0), "
@@ -170,27 +142,64 @@ class SQLiteAdmin(SQLiteStore):
             )
         return result
 
-    def pause_queue(self, queue: str) -> bool:
-        with self._write() as db:
+    def pause(self, queue: str) -> bool:
+        with self._store.write() as db:
             return (
                 db.execute(
                     "INSERT OR IGNORE INTO paused_queues (queue, since_ms) VALUES (?, ?)",
-                    (queue, self.now_ms()),
+                    (queue, self._store.now_ms()),
                 ).rowcount
                 == 1
             )
 
-    def resume_queue(self, queue: str) -> bool:
-        with self._write() as db:
+    def resume(self, queue: str) -> bool:
+        with self._store.write() as db:
             return db.execute("DELETE FROM paused_queues WHERE queue = ?", (queue,)).rowcount == 1
 
-    def paused_queues(self) -> list[str]:
-        rows = self._read().execute("SELECT queue FROM paused_queues ORDER BY queue")
+    def paused(self) -> list[str]:
+        rows = self._store.read().execute("SELECT queue FROM paused_queues ORDER BY queue")
         return [row[0] for row in rows]
 
-    def request_abort(self, request: AbortRequest) -> None:
-        with self._write() as db:
-            db.execute("DELETE FROM abort_requests WHERE expires_ms <= ?", (self.now_ms(),))
+    def set_bound(self, queue: str, max_pending: int | None) -> None:
+        if max_pending is not None and max_pending < 1:
+            raise ConfigurationError(f"max_pending must be at least 1, not {max_pending}")
+        with self._store.write() as db:
+            if max_pending is None:
+                db.execute("DELETE FROM queue_bounds WHERE queue = ?", (queue,))
+                return
+            db.execute(
+                "INSERT OR REPLACE INTO queue_bounds (queue, max_pending, pending) "
+                "VALUES (?, ?, (SELECT COUNT(*) FROM messages WHERE queue = ?))",
+                (queue, max_pending, queue),
+            )
+
+    def bounds(self) -> dict[str, int]:
+        rows = self._store.read().execute(
+            "SELECT queue, max_pending FROM queue_bounds ORDER BY queue"
+        )
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
+        if any(deltas.values()):
+            with self._store.write() as db:
+                for name, delta in deltas.items():
+                    self._store.count(db, queue, name, delta)
+
+    def purge(self, queue: str) -> int:
+        with self._store.write() as db:
+            db.execute("UPDATE queue_bounds SET pending = 0 WHERE queue = ?", (queue,))
+            return db.execute("DELETE FROM messages WHERE queue = ?", (queue,)).rowcount
+
+
+class SQLiteAborts(Aborts):
+    """Requests to abort running messages."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def request(self, request: AbortRequest) -> None:
+        with self._store.write() as db:
+            db.execute("DELETE FROM abort_requests WHERE expires_ms <= ?", (self._store.now_ms(),))
             db.execute(
                 "INSERT OR REPLACE INTO abort_requests "
                 "(id, queue, continue_chain, requested_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
@@ -203,29 +212,18 @@ class SQLiteAdmin(SQLiteStore):
                 ),
             )
 
-    def abort_requests(self) -> list[AbortRequest]:
-        rows = self._read().execute(
+    def pending(self) -> list[AbortRequest]:
+        rows = self._store.read().execute(
             "SELECT id, queue, continue_chain, requested_ms, expires_ms FROM abort_requests "
             "WHERE expires_ms > ? ORDER BY id",
-            (self.now_ms(),),
+            (self._store.now_ms(),),
         )
         return [AbortRequest(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows]
 
-    def clear_aborts(self, message_ids: Sequence[str]) -> int:
+    def clear(self, message_ids: Sequence[str]) -> int:
         if not message_ids:
             return 0
-        with self._write() as db:
+        with self._store.write() as db:
             return db.executemany(
                 "DELETE FROM abort_requests WHERE id = ?", [(i,) for i in message_ids]
             ).rowcount
-
-    def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
-        if any(deltas.values()):
-            with self._write() as db:
-                for name, delta in deltas.items():
-                    self._count(db, queue, name, delta)
-
-    def purge(self, queue: str) -> int:
-        with self._write() as db:
-            db.execute("UPDATE queue_bounds SET pending = 0 WHERE queue = ?", (queue,))
-            return db.execute("DELETE FROM messages WHERE queue = ?", (queue,)).rowcount

@@ -9,15 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.backends.records import BatchRecord, MemberOutcome
+from scheduler.backends.roles import Batches
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
-class SQLiteBatches(SQLiteStore):
+class SQLiteBatches(Batches):
     """Descriptions, counts and member outcomes of batches."""
 
-    def open_batch(self, batch_id: str, description: bytes, expires_ms: int) -> None:
-        with self._write() as db:
-            self._prune(db, "batches", "expires_ms", self.now_ms())
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def open(self, batch_id: str, description: bytes, expires_ms: int) -> None:
+        with self._store.write() as db:
+            self._store.prune(db, "batches", "expires_ms", self._store.now_ms())
             db.execute(
                 "INSERT INTO batches (id, description, settled, failed, expires_ms) "
                 "VALUES (?, ?, 0, 0, ?) ON CONFLICT (id) DO UPDATE SET "
@@ -25,12 +29,12 @@ class SQLiteBatches(SQLiteStore):
                 (batch_id, description, expires_ms),
             )
 
-    def settle_members(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
+    def settle(self, outcomes: Sequence[MemberOutcome]) -> list[tuple[int, int]]:
         if not outcomes:
             return []
         counts = []
-        with self._write() as db:
-            self._prune(db, "batch_members", "expires_ms", self.now_ms())
+        with self._store.write() as db:
+            self._store.prune(db, "batch_members", "expires_ms", self._store.now_ms())
             for o in outcomes:
                 added = db.execute(
                     "INSERT OR IGNORE INTO batch_members "
@@ -47,9 +51,9 @@ class SQLiteBatches(SQLiteStore):
                 counts.append((int(row[0]), int(row[1])))
         return counts
 
-    def read_batch(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
-        db = self._read()
-        now = self.now_ms()
+    def read(self, batch_id: str, outcomes: bool = True) -> BatchRecord | None:
+        db = self._store.read()
+        now = self._store.now_ms()
         row = db.execute(
             "SELECT description, settled, failed FROM batches WHERE id = ? AND expires_ms > ?",
             (batch_id, now),

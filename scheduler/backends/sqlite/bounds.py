@@ -1,7 +1,7 @@
 """The SQLite backend's queue bounds: one row per bounded queue in ``queue_bounds`` with its
 ``max_pending`` and ``pending``, the count of its messages (waiting or leased). Every write
 that adds or removes messages adds its net change to ``pending`` in the same transaction,
-one statement per queue (``SQLiteStore._add_pending``): triggers on ``messages`` did the
+one statement per queue (``SQLiteStore.add_pending``): triggers on ``messages`` did the
 same per row and cost a quarter of bulk enqueue's speed. Setting a bound recounts the
 queue. Rare writes are not counted exactly: a replacement counts as adding nothing, but
 one whose id another stored message already has (in this queue, or in another) removes
@@ -13,54 +13,31 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.base import Envelope
-from scheduler.backends.sqlite.connection import SQLiteStore
-from scheduler.errors import ConfigurationError
 
 
-class SQLiteBounds(SQLiteStore):
-    """Bounds of queues, read and checked inside enqueue's transaction."""
+def count_in(db: sqlite3.Connection, added: dict[str, int], bounded: bool) -> bool:
+    """Inside enqueue's transaction: add ``added`` (queue -> new messages) to the counts
+    of bounded queues; False when ``bounded`` and a queue would pass its bound (the
+    caller rolls the counts back)."""
+    fits = True
+    for queue, count in added.items():
+        row = db.execute(
+            "UPDATE queue_bounds SET pending = pending + ? WHERE queue = ? "
+            "RETURNING max_pending, pending",
+            (count, queue),
+        ).fetchone()
+        if bounded and row is not None and row[1] > row[0]:
+            fits = False
+    return fits
 
-    def set_queue_bound(self, queue: str, max_pending: int | None) -> None:
-        if max_pending is not None and max_pending < 1:
-            raise ConfigurationError(f"max_pending must be at least 1, not {max_pending}")
-        with self._write() as db:
-            if max_pending is None:
-                db.execute("DELETE FROM queue_bounds WHERE queue = ?", (queue,))
-                return
-            db.execute(
-                "INSERT OR REPLACE INTO queue_bounds (queue, max_pending, pending) "
-                "VALUES (?, ?, (SELECT COUNT(*) FROM messages WHERE queue = ?))",
-                (queue, max_pending, queue),
-            )
 
-    def queue_bounds(self) -> dict[str, int]:
-        rows = self._read().execute("SELECT queue, max_pending FROM queue_bounds ORDER BY queue")
-        return {str(row[0]): int(row[1]) for row in rows}
-
-    @staticmethod
-    def _count_in(db: sqlite3.Connection, added: dict[str, int], bounded: bool) -> bool:
-        """Inside enqueue's transaction: add ``added`` (queue -> new messages) to the counts
-        of bounded queues; False when ``bounded`` and a queue would pass its bound (the
-        caller rolls the counts back)."""
-        fits = True
-        for queue, count in added.items():
-            row = db.execute(
-                "UPDATE queue_bounds SET pending = pending + ? WHERE queue = ? "
-                "RETURNING max_pending, pending",
-                (count, queue),
-            ).fetchone()
-            if bounded and row is not None and row[1] > row[0]:
-                fits = False
-        return fits
-
-    @staticmethod
-    def _room(db: sqlite3.Connection, envelopes: Sequence[Envelope]) -> dict[str, int]:
-        """Inside enqueue's transaction: how many more messages each bounded queue among
-        ``envelopes`` takes (queues without a bound are left out)."""
-        queues = sorted({e.queue for e in envelopes})
-        marks = ", ".join("?" * len(queues))
-        rows = db.execute(
-            f"SELECT queue, max_pending - pending FROM queue_bounds WHERE queue IN ({marks})",
-            queues,
-        )
-        return {str(row[0]): int(row[1]) for row in rows}
+def room(db: sqlite3.Connection, envelopes: Sequence[Envelope]) -> dict[str, int]:
+    """Inside enqueue's transaction: how many more messages each bounded queue among
+    ``envelopes`` takes (queues without a bound are left out)."""
+    queues = sorted({e.queue for e in envelopes})
+    marks = ", ".join("?" * len(queues))
+    rows = db.execute(
+        f"SELECT queue, max_pending - pending FROM queue_bounds WHERE queue IN ({marks})",
+        queues,
+    )
+    return {str(row[0]): int(row[1]) for row in rows}

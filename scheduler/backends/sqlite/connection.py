@@ -236,14 +236,14 @@ class SQLiteStore:
             parent = Path(path).parent
             if not parent.exists():
                 raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
-        self._connection().executescript(
+        self.connection().executescript(
             SCHEMA + ledger_log.LEDGER_LOG_SCHEMA + ledger_pages.LEDGER_PAGES_SCHEMA
         )
-        migrate(self._connection())
+        migrate(self.connection())
 
     # -- connections ---------------------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is not None:
             return db
@@ -285,9 +285,9 @@ class SQLiteStore:
             pause = min(pause * 2, 0.05)
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: taken at once (IMMEDIATE), committed or rolled back."""
-        db = self._connection()
+        db = self.connection()
         with self._writer:
             try:
                 db.execute("BEGIN IMMEDIATE")
@@ -305,9 +305,9 @@ class SQLiteStore:
                 raise BackendError(f"SQLite commit failed: {err}") from err
         if self._fold_wanted:  # gathered with no lock held, then a write of its own
             self._fold_wanted = False
-            ledger_log.fold_apart(self._connection(), self._write)
+            ledger_log.fold_apart(self.connection(), self.write)
 
-    def _prune(
+    def prune(
         self,
         db: sqlite3.Connection,
         table: str,
@@ -318,10 +318,10 @@ class SQLiteStore:
         """Inside a write: delete the rows of ``table`` whose time ``column`` has passed,
         at most once every ``every_ms`` per table (what expires is never read: this only
         bounds the table)."""
-        if self._due(f"prune {table}", now, every_ms):
+        if self.due(f"prune {table}", now, every_ms):
             db.execute(f"DELETE FROM {table} WHERE {column} <= ?", (now,))
 
-    def _due(self, chore: str, now: int, every_ms: int) -> bool:
+    def due(self, chore: str, now: int, every_ms: int) -> bool:
         """Whether ``chore`` (a prune, the ledger's fold) is due: at most once every
         ``every_ms`` in this process; when it is, it counts as done now."""
         if now - self._chores_ms.get(chore, 0) < every_ms:
@@ -329,20 +329,20 @@ class SQLiteStore:
         self._chores_ms[chore] = now
         return True
 
-    def _append_ledger_in(
+    def append_ledger_in(
         self, db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int
     ) -> None:
         """Inside a write: append each entry's records (to the log, folded into the
         ledger every few seconds: ``ledger_log.py``); expired rows of subjects no
         longer written go with an hourly sweep (reads skip them meanwhile)."""
         ledger_log.append(db, entries, now)
-        if self._due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):
-            self._fold_wanted = True  # once this write ends (``_write``)
-        self._prune(db, "ledger_pages", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
-        self._prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
+        if self.due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):
+            self._fold_wanted = True  # once this write ends (``write``)
+        self.prune(db, "ledger_pages", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
+        self.prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 
-    def _read(self) -> sqlite3.Connection:
-        return self._connection()
+    def read(self) -> sqlite3.Connection:
+        return self.connection()
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -356,7 +356,7 @@ class SQLiteStore:
         self._local = threading.local()
 
     @staticmethod
-    def _count(db: sqlite3.Connection, queue: str, name: str, delta: int) -> None:
+    def count(db: sqlite3.Connection, queue: str, name: str, delta: int) -> None:
         if delta:
             db.execute(
                 "INSERT INTO counters (queue, name, value) VALUES (?, ?, ?) "
@@ -365,7 +365,7 @@ class SQLiteStore:
             )
 
     @staticmethod
-    def _add_pending(db: sqlite3.Connection, queue: str, delta: int) -> None:
+    def add_pending(db: sqlite3.Connection, queue: str, delta: int) -> None:
         """Keep a bounded queue's count of messages in step with a write that added or
         removed ``delta`` of them (``bounds.py``); nothing changes for an unbounded queue."""
         if delta:
@@ -373,7 +373,7 @@ class SQLiteStore:
                 "UPDATE queue_bounds SET pending = pending + ? WHERE queue = ?", (delta, queue)
             )
 
-    def _insert_next(self, db: sqlite3.Connection, nxt: Envelope, now: int) -> None:
+    def insert_next(self, db: sqlite3.Connection, nxt: Envelope, now: int) -> None:
         """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
         inserted = db.execute(
             "INSERT OR IGNORE INTO messages "
@@ -392,5 +392,5 @@ class SQLiteStore:
                 nxt.fair,
             ),
         ).rowcount
-        self._count(db, nxt.queue, "enqueued", inserted)
-        self._add_pending(db, nxt.queue, inserted)
+        self.count(db, nxt.queue, "enqueued", inserted)
+        self.add_pending(db, nxt.queue, inserted)

@@ -9,30 +9,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.backends.records import LedgerEntry
+from scheduler.backends.roles import Ledger
 from scheduler.backends.sqlite import ledger_log
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
-class SQLiteLedger(SQLiteStore):
+class SQLiteLedger(Ledger):
     """The ledger operations of the contract."""
 
-    def append_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def append(self, entries: Sequence[LedgerEntry]) -> None:
         if not entries:
             return
-        with self._write() as db:
-            self._append_ledger_in(db, entries, self.now_ms())
+        with self._store.write() as db:
+            self._store.append_ledger_in(db, entries, self._store.now_ms())
 
-    def read_ledger(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
-        return self.read_ledgers([(queue, subject)], limit)[0]
+    def read(self, queue: str, subject: str, limit: int = 100) -> list[bytes]:
+        return self.read_many([(queue, subject)], limit)[0]
 
-    def read_ledgers(
-        self, subjects: Sequence[tuple[str, str]], limit: int = 100
-    ) -> list[list[bytes]]:
+    def read_many(self, subjects: Sequence[tuple[str, str]], limit: int = 100) -> list[list[bytes]]:
         """The log and the folded rows read in one read transaction: a fold between the
         two reads would otherwise show its records twice (in both) or not at all."""
-        db = self._read()
+        db = self._store.read()
         db.execute("BEGIN")
         try:
-            return ledger_log.read_many(db, subjects, self.now_ms(), limit)
+            return ledger_log.read_many(db, subjects, self._store.now_ms(), limit)
         finally:
             db.execute("COMMIT")

@@ -8,18 +8,22 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.records import SlotRequest, Waiter
+from scheduler.backends.roles import Limits
 from scheduler.backends.sqlite.connection import SQLiteStore
 from scheduler.backends.sqlite.rows import LEASED, READY
 
 
-class SQLiteLimits(SQLiteStore):
+class SQLiteLimits(Limits):
     """Slots and waiters of concurrency limits."""
 
-    def acquire_slots(self, requests: Sequence[SlotRequest]) -> list[int | None]:
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def acquire(self, requests: Sequence[SlotRequest]) -> list[int | None]:
         if not requests:
             return []
-        now = self.now_ms()
-        with self._write() as db:
+        now = self._store.now_ms()
+        with self._store.write() as db:
             return [self._acquire(db, request, now) for request in requests]
 
     @staticmethod
@@ -49,9 +53,9 @@ class SQLiteLimits(SQLiteStore):
         )
         return None
 
-    def wait_for_slot(self, request: SlotRequest) -> bool:
-        now = self.now_ms()
-        with self._write() as db:
+    def wait(self, request: SlotRequest) -> bool:
+        now = self._store.now_ms()
+        with self._store.write() as db:
             db.execute(
                 "INSERT OR IGNORE INTO limit_waiters (name, message_id, queue, key) "
                 "VALUES (?, ?, ?, ?)",
@@ -63,14 +67,14 @@ class SQLiteLimits(SQLiteStore):
             ).fetchone()
             return bool(held < request.capacity)
 
-    def release_slots(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+    def release(self, held: Sequence[tuple[str, str]]) -> list[Waiter]:
         if not held:
             return []
-        with self._write() as db:
-            return self._release_slots_in(db, held)
+        with self._store.write() as db:
+            return self.release_in(db, held)
 
     @staticmethod
-    def _release_slots_in(db: sqlite3.Connection, held: Sequence[tuple[str, str]]) -> list[Waiter]:
+    def release_in(db: sqlite3.Connection, held: Sequence[tuple[str, str]]) -> list[Waiter]:
         woken: list[Waiter] = []
         for limit, message_id in held:
             freed = db.execute(
@@ -89,7 +93,7 @@ class SQLiteLimits(SQLiteStore):
         return woken
 
     def pop_waiters(self, limit: str, count: int) -> list[Waiter]:
-        with self._write() as db:
+        with self._store.write() as db:
             rows = db.execute(
                 "SELECT rowid, queue, key, message_id FROM limit_waiters "
                 "WHERE name = ? ORDER BY rowid LIMIT ?",
@@ -98,11 +102,11 @@ class SQLiteLimits(SQLiteStore):
             db.executemany("DELETE FROM limit_waiters WHERE rowid = ?", [(r[0],) for r in rows])
         return [Waiter(limit, r[1], r[2], r[3]) for r in rows]
 
-    def extend_slots(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
+    def extend(self, held: Sequence[tuple[str, str]], lease_ms: int) -> None:
         if not held:
             return
-        expires = self.now_ms() + lease_ms
-        with self._write() as db:
+        expires = self._store.now_ms() + lease_ms
+        with self._store.write() as db:
             db.executemany(
                 "UPDATE limit_slots SET expires_ms = ? WHERE name = ? AND holder = ?",
                 [(expires, limit, message_id) for limit, message_id in held],
@@ -111,8 +115,8 @@ class SQLiteLimits(SQLiteStore):
     def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
         if not waiters:
             return []
-        now = self.now_ms()
-        with self._write() as db:
+        now = self._store.now_ms()
+        with self._store.write() as db:
             return [
                 db.execute(
                     "UPDATE messages SET state = ?, due_ms = MIN(due_ms, ?), "
@@ -123,9 +127,9 @@ class SQLiteLimits(SQLiteStore):
                 for w in waiters
             ]
 
-    def limit_usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
-        db = self._read()
-        now = self.now_ms()
+    def usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
+        db = self._store.read()
+        now = self._store.now_ms()
         usage: dict[str, tuple[int, int]] = {}
         for limit in limits:
             (held,) = db.execute(

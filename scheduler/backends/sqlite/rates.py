@@ -10,18 +10,22 @@ import sqlite3
 from collections.abc import Sequence
 
 from scheduler.backends.records import RateRequest
+from scheduler.backends.roles import Rates
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
-class SQLiteRates(SQLiteStore):
+class SQLiteRates(Rates):
     """Starts and reservations of rate limits."""
 
-    def reserve_starts(self, requests: Sequence[RateRequest]) -> list[int | None]:
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def reserve(self, requests: Sequence[RateRequest]) -> list[int | None]:
         if not requests:
             return []
-        now = self.now_ms()
-        with self._write() as db:
-            self._prune(db, "rate_starts", "until_ms", now)
+        now = self._store.now_ms()
+        with self._store.write() as db:
+            self._store.prune(db, "rate_starts", "until_ms", now)
             return [self._reserve(db, request, now) for request in requests]
 
     @staticmethod
@@ -44,10 +48,10 @@ class SQLiteRates(SQLiteStore):
             ).fetchone()
         return None if at <= now else int(at)
 
-    def rate_usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
-        now = self.now_ms()
+    def usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
+        now = self._store.now_ms()
         usage: dict[str, tuple[int, int]] = {}
-        db = self._read()
+        db = self._store.read()
         for name in limits:
             started, ahead = db.execute(
                 "SELECT COALESCE(SUM(at_ms <= ?), 0), COALESCE(SUM(at_ms > ?), 0) "

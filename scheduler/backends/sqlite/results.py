@@ -6,29 +6,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scheduler.backends.roles import Results
 from scheduler.backends.sqlite.connection import SQLiteStore
 
 
-class SQLiteResults(SQLiteStore):
+class SQLiteResults(Results):
     """Result records of messages."""
 
-    def put_results(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def put(self, results: Sequence[tuple[str, bytes, int]]) -> None:
         if not results:
             return
-        now = self.now_ms()
-        with self._write() as db:
-            self._prune(db, "results", "expires_ms", now)
+        now = self._store.now_ms()
+        with self._store.write() as db:
+            self._store.prune(db, "results", "expires_ms", now)
             db.executemany(
                 "INSERT OR REPLACE INTO results (id, body, expires_ms) VALUES (?, ?, ?)",
                 [(message_id, body, now + ttl_ms) for message_id, body, ttl_ms in results],
             )
 
-    def get_results(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+    def get(self, message_ids: Sequence[str]) -> dict[str, bytes]:
         if not message_ids:
             return {}
-        now = self.now_ms()
+        now = self._store.now_ms()
         marks = ",".join("?" * len(message_ids))
-        rows = self._read().execute(
+        rows = self._store.read().execute(
             f"SELECT id, body FROM results WHERE id IN ({marks}) AND expires_ms > ?",
             (*message_ids, now),
         )

@@ -1,4 +1,4 @@
-"""The SQLite backend's enqueue: one write transaction per call, a fast path for fresh
+"""The SQLite backend's messages: enqueue in one write transaction per call, a fast path for fresh
 unkeyed messages (one ``executemany``), the careful path for keys, re-sends and replaces,
 and the bound of each bounded queue checked in that same transaction (``bounds.py``)."""
 
@@ -7,14 +7,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import Envelope, OnConflict, Outcome
 from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
-from scheduler.backends.sqlite.bounds import SQLiteBounds
+from scheduler.backends.roles import Messages
+from scheduler.backends.sqlite import bounds
+from scheduler.backends.sqlite.connection import COLUMNS, SQLiteStore, stored_message
 from scheduler.backends.sqlite.rows import initial_state
+from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 
 
-class SQLiteProducing(SQLiteBounds):
-    """Stores messages."""
+class SQLiteMessages(Messages):
+    """Stores, reads and cancels messages."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
 
     def enqueue(
         self,
@@ -24,14 +29,14 @@ class SQLiteProducing(SQLiteBounds):
     ) -> list[Outcome]:
         if not envelopes:
             return []
-        now = self.now_ms()
+        now = self._store.now_ms()
         replace = on_conflict is OnConflict.REPLACE
-        with self._write() as db:
+        with self._store.write() as db:
             if not replace and all(e.key is None for e in envelopes):
                 done = self._insert_fresh(db, envelopes, now, bounded)
                 if done is not None:
                     return done
-            room = self._room(db, envelopes) if bounded else {}
+            room = bounds.room(db, envelopes) if bounded else {}
             holders = self._key_holders(db, envelopes)
             present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
             refuse_taken_keys(envelopes, holders, on_conflict)
@@ -75,9 +80,9 @@ class SQLiteProducing(SQLiteBounds):
                 rows,
             )
             for queue, count in per_queue.items():
-                self._count(db, queue, "enqueued", count)
+                self._store.count(db, queue, "enqueued", count)
             for queue, count in added.items():
-                self._add_pending(db, queue, count)
+                self._store.add_pending(db, queue, count)
         return outcomes
 
     def _insert_fresh(
@@ -107,7 +112,7 @@ class SQLiteProducing(SQLiteBounds):
         for e in envelopes:
             per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
         db.execute("SAVEPOINT fresh")
-        if not self._count_in(db, per_queue, bounded):
+        if not bounds.count_in(db, per_queue, bounded):
             db.execute("ROLLBACK TO fresh")
             db.execute("RELEASE fresh")
             return None
@@ -123,7 +128,7 @@ class SQLiteProducing(SQLiteBounds):
             return None
         db.execute("RELEASE fresh")
         for queue, count in per_queue.items():
-            self._count(db, queue, "enqueued", count)
+            self._store.count(db, queue, "enqueued", count)
         return [Outcome.ENQUEUED] * len(envelopes)
 
     @staticmethod
@@ -158,3 +163,52 @@ class SQLiteProducing(SQLiteBounds):
                 for row in db.execute(f"SELECT id FROM messages WHERE id IN ({marks})", chunk)
             )
         return present
+
+    # -- reading and cancelling ----------------------------------------------------------
+
+    def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
+        sql = f"SELECT {COLUMNS} FROM messages WHERE id = ?"
+        params: tuple[str, ...] = (message_id,)
+        if queue is not None:
+            sql += " AND queue = ?"
+            params += (queue,)
+        row = self._store.read().execute(sql, params).fetchone()
+        return None if row is None else stored_message(row)
+
+    def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
+        row = (
+            self._store.read()
+            .execute(f"SELECT {COLUMNS} FROM messages WHERE queue = ? AND key = ?", (queue, key))
+            .fetchone()
+        )
+        return None if row is None else stored_message(row)
+
+    def delete(self, message_id: str, queue: str | None = None) -> bool:
+        with self._store.write() as db:
+            if queue is None:
+                row = db.execute(
+                    "DELETE FROM messages WHERE id = ? RETURNING queue", (message_id,)
+                ).fetchone()
+            else:
+                row = db.execute(
+                    "DELETE FROM messages WHERE id = ? AND queue = ? RETURNING queue",
+                    (message_id, queue),
+                ).fetchone()
+            if row is not None:
+                self._store.add_pending(db, row[0], -1)
+            return row is not None
+
+    def delete_by_key(self, queue: str, key: str) -> bool:
+        with self._store.write() as db:
+            cursor = db.execute("DELETE FROM messages WHERE queue = ? AND key = ?", (queue, key))
+            self._store.add_pending(db, queue, -cursor.rowcount)
+            return cursor.rowcount > 0
+
+    def keyed(self, queue: str | None = None) -> list[StoredMessage]:
+        sql = f"SELECT {COLUMNS} FROM messages WHERE key IS NOT NULL"
+        params: tuple[str, ...] = ()
+        if queue is not None:
+            sql += " AND queue = ?"
+            params = (queue,)
+        rows = self._store.read().execute(sql + " ORDER BY queue, key", params)
+        return [stored_message(row) for row in rows]

@@ -1,9 +1,9 @@
-"""Settling a claim: ack (with the next occurrence), retry, release, extend and poison, each
+"""The Cassandra backend's leases: claims (``claiming.py``) and settling a claim: ack (with the next occurrence), retry, release, extend and poison, each
 checked against the claim's lease token and written just above its fence."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cassandra.query import BatchStatement
@@ -14,22 +14,56 @@ from scheduler.backends.cassandra.batching import Batches, add_to_batch
 from scheduler.backends.cassandra.claiming import CassandraClaiming
 from scheduler.backends.cassandra.layout import ACK_DELETE, ACK_INSERT
 from scheduler.backends.cassandra.ledger import add_ledger
-from scheduler.backends.records import Failure, LedgerEntry
+from scheduler.backends.cassandra.limits import CassandraLimits
+from scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from scheduler.backends.records import Failure, LedgerEntry, Waiter
+from scheduler.backends.roles import Leases
+from scheduler.backends.values import ClaimBatch
 
 
-class CassandraSettling(CassandraClaiming):
-    """Ack, retry, release, extend and poison."""
+class CassandraLeases(Leases):
+    """Claims (through ``CassandraClaiming``) and their settling: ack, retry, release,
+    extend and poison."""
+
+    def __init__(self, store: CassandraShardLock, limits: CassandraLimits) -> None:
+        self._store = store
+        self._limits = limits
+        self._claiming = CassandraClaiming(store)
+
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,
+    ) -> ClaimBatch:
+        return self._claiming.claim(queue, limit, lookahead_ms, slots)
+
+    def requeue_expired(self, queue: str) -> int:
+        return self._claiming.requeue_expired(queue)
+
+    def ack_releasing(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        held: Sequence[tuple[str, str]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> tuple[list[bool], list[Waiter]]:
+        """The ack, then the release: a limit's holders live in rows of their own, so the
+        two cannot share a batch."""
+        return self.ack(items, ledger), self._limits.release(held) if held else []
 
     def _drop_lease(self, batch: BatchStatement, claim: Claim, lease: Any) -> int:
         fence = int(claim.token)
         ts = fence + ACK_DELETE
-        shard = self._shard(claim.queue, claim.id, claim.key)
-        deadline_bucket = self._bucket(claim.queue, lease.deadline_ms)
-        add_to_batch(batch, self._prepare(cql.DELETE_LEASE), (ts, claim.queue, shard, claim.id))
-        add_to_batch(batch, self._prepare(cql.DELETE_INDEX), (ts, claim.queue, claim.id))
+        shard = self._store.shard(claim.queue, claim.id, claim.key)
+        deadline_bucket = self._store.bucket(claim.queue, lease.deadline_ms)
+        add_to_batch(
+            batch, self._store.prepare(cql.DELETE_LEASE), (ts, claim.queue, shard, claim.id)
+        )
+        add_to_batch(batch, self._store.prepare(cql.DELETE_INDEX), (ts, claim.queue, claim.id))
         add_to_batch(
             batch,
-            self._prepare(cql.DELETE_DEADLINE),
+            self._store.prepare(cql.DELETE_DEADLINE),
             (ts, claim.queue, shard, deadline_bucket, lease.deadline_ms, claim.id),
         )
         return fence
@@ -46,12 +80,12 @@ class CassandraSettling(CassandraClaiming):
         (``key_holder``: who holds the claim's key now, read beforehand)."""
         fence = self._drop_lease(batch, claim, lease)
         if nxt is not None:
-            self._insert(batch, nxt, fence + ACK_INSERT)
+            self._store.insert(batch, nxt, fence + ACK_INSERT)
         elif claim.key is not None and key_holder == claim.id:
-            key_shard = self._key_shard(claim.queue, claim.key)
+            key_shard = self._store.key_shard(claim.queue, claim.key)
             add_to_batch(
                 batch,
-                self._prepare(cql.DELETE_KEY),
+                self._store.prepare(cql.DELETE_KEY),
                 (fence + ACK_DELETE, claim.queue, key_shard, claim.key),
             )
 
@@ -62,7 +96,7 @@ class CassandraSettling(CassandraClaiming):
     ) -> list[bool]:
         """One read of the leases per shard, then logged batches of several acks (each
         with its ledger entry)."""
-        leases = self._held_many([claim for claim, _ in items])
+        leases = self._store.held_many([claim for claim, _ in items])
         keys: dict[str, list[str]] = {}
         for claim, nxt in items:
             if claim.key is not None and nxt is None:
@@ -70,7 +104,7 @@ class CassandraSettling(CassandraClaiming):
         holders = {
             (queue, key): holder
             for queue, names in keys.items()
-            for key, holder in self._key_holders(queue, names).items()
+            for key, holder in self._store.key_holders(queue, names).items()
         }
         results = []
         batches = Batches()
@@ -84,38 +118,43 @@ class CassandraSettling(CassandraClaiming):
             self._finish(batches.current, claim, lease, nxt, holder)
             if index < len(ledger) and (entry := ledger[index]) is not None:
                 add_ledger(
-                    batches.current, self._prepare(cql.INSERT_LEDGER), entry, self._stamp_us()
+                    batches.current,
+                    self._store.prepare(cql.INSERT_LEDGER),
+                    entry,
+                    self._store.stamp_us(),
                 )
             results.append(True)
             acked[claim.queue] = acked.get(claim.queue, 0) + 1
             batches.added(0 if nxt is None else len(nxt.body))
-        self._execute_many(batches.all())
+        self._store.execute_many(batches.all())
         for queue, count in acked.items():
-            self._count(queue, "acked", count)
+            self._store.count(queue, "acked", count)
         return results
 
     def retry(
         self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
     ) -> bool:
-        lease = self._held(claim)
+        lease = self._store.held(claim)
         if lease is None:
             return False
-        batch = self._batch()
+        batch = self._store.batch()
         fence = self._drop_lease(batch, claim, lease)
         envelope = Envelope(
             claim.id, claim.queue, claim.key, lease.priority, due_ms, claim.timeout_ms, claim.body
         )
-        self._insert(batch, envelope, fence + ACK_INSERT, lease.attempt, error)
+        self._store.insert(batch, envelope, fence + ACK_INSERT, lease.attempt, error)
         if ledger is not None:
-            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self._stamp_us())
-        self._run(batch)
-        self._count(claim.queue, "retried", 1)
+            add_ledger(
+                batch, self._store.prepare(cql.INSERT_LEDGER), ledger, self._store.stamp_us()
+            )
+        self._store.run(batch)
+        self._store.count(claim.queue, "retried", 1)
         return True
 
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         """One read of the leases per shard, then logged batches of several releases."""
         claims = list(claims)
-        leases = self._held_many(claims)
+        leases = self._store.held_many(claims)
         batches = Batches()
         released = 0
         for claim in claims:
@@ -134,16 +173,16 @@ class CassandraSettling(CassandraClaiming):
                 claim.body,
             )
             attempt = max(lease.attempt - 1, 0)
-            self._insert(batch, envelope, fence + ACK_INSERT, attempt, lease.last_error)
+            self._store.insert(batch, envelope, fence + ACK_INSERT, attempt, lease.last_error)
             batches.added(len(claim.body))
             released += 1
-        self._execute_many(batches.all())
+        self._store.execute_many(batches.all())
         return released
 
     def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
         """One read of the leases per shard, then logged batches of several extensions."""
-        leases = self._held_many(claims)
-        deadline = self.now_ms() + lease_ms
+        leases = self._store.held_many(claims)
+        deadline = self._store.now_ms() + lease_ms
         batches = Batches()
         results = []
         for claim in claims:
@@ -151,21 +190,23 @@ class CassandraSettling(CassandraClaiming):
             if lease is None or lease.lease_token != claim.token:
                 results.append(False)
                 continue
-            shard = self._shard(claim.queue, claim.id, claim.key)
+            shard = self._store.shard(claim.queue, claim.id, claim.key)
             ts = int(claim.token) + ACK_DELETE
-            bucket = self._bucket(claim.queue, deadline)
+            bucket = self._store.bucket(claim.queue, deadline)
             batch = batches.current
             add_to_batch(
-                batch, self._prepare(cql.EXTEND_LEASE), (ts, deadline, claim.queue, shard, claim.id)
+                batch,
+                self._store.prepare(cql.EXTEND_LEASE),
+                (ts, deadline, claim.queue, shard, claim.id),
             )
             add_to_batch(
                 batch,
-                self._prepare(cql.INSERT_DEADLINE),
+                self._store.prepare(cql.INSERT_DEADLINE),
                 (claim.queue, shard, bucket, deadline, claim.id, ts),
             )
             batches.added(0)
             results.append(True)
-        self._execute_many(batches.all())
+        self._store.execute_many(batches.all())
         return results
 
     def poison(
@@ -175,15 +216,15 @@ class CassandraSettling(CassandraClaiming):
         next_occurrence: Envelope | None = None,
         ledger: LedgerEntry | None = None,
     ) -> bool:
-        lease = self._held(claim)
+        lease = self._store.held(claim)
         if lease is None:
             return False
-        batch = self._batch()
-        holder = None if claim.key is None else self._key_holder(claim.queue, claim.key)
+        batch = self._store.batch()
+        holder = None if claim.key is None else self._store.key_holder(claim.queue, claim.key)
         self._finish(batch, claim, lease, next_occurrence, holder)
         add_to_batch(
             batch,
-            self._prepare(cql.INSERT_POISON),
+            self._store.prepare(cql.INSERT_POISON),
             (
                 claim.queue,
                 claim.id,
@@ -191,7 +232,7 @@ class CassandraSettling(CassandraClaiming):
                 lease.priority,
                 claim.timeout_ms,
                 claim.attempt,
-                self.now_ms(),
+                self._store.now_ms(),
                 failure.reason,
                 failure.error_type,
                 failure.message,
@@ -200,7 +241,9 @@ class CassandraSettling(CassandraClaiming):
             ),
         )
         if ledger is not None:
-            add_ledger(batch, self._prepare(cql.INSERT_LEDGER), ledger, self._stamp_us())
-        self._run(batch)
-        self._count(claim.queue, "poisoned", 1)
+            add_ledger(
+                batch, self._store.prepare(cql.INSERT_LEDGER), ledger, self._store.stamp_us()
+            )
+        self._store.run(batch)
+        self._store.count(claim.queue, "poisoned", 1)
         return True

@@ -1,0 +1,25 @@
+"""The role interfaces of the backend contract. A backend (``base.Backend``) composes one
+implementation of each over a shared connection; each role has its own contract suite
+in ``tests/contract/``. A new backend implements the core first (``Messages`` and
+``Leases``, then ``QueueAdmin`` and ``PoisonStore``) and passes their contract, then the
+others."""
+
+from scheduler.backends.roles.admin import Aborts, PoisonStore, QueueAdmin
+from scheduler.backends.roles.leases import Leases
+from scheduler.backends.roles.limits import Limits, Rates
+from scheduler.backends.roles.messages import Messages
+from scheduler.backends.roles.records import Batches, Ledger, Registry, Results
+
+__all__ = [
+    "Aborts",
+    "Batches",
+    "Leases",
+    "Ledger",
+    "Limits",
+    "Messages",
+    "PoisonStore",
+    "QueueAdmin",
+    "Rates",
+    "Registry",
+    "Results",
+]
