@@ -1,5 +1,6 @@
-"""The Cassandra backend's leases: claims (``claiming.py``) and settling a claim: ack (with the next occurrence), retry, release, extend and poison, each
-checked against the claim's lease token and written just above its fence."""
+"""The Cassandra backend's leases: claims (``claiming.py``) and settling a claim: ack
+(with the next occurrence), retry, release, extend and poison, each checked against the
+claim's lease token and written just above its fence."""
 
 from __future__ import annotations
 
