@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import time
 
-from scheduler import App, current_run
-from workers import Worker, WorkerConfig
+from tickwork import App, Worker, WorkerConfig, current_run
 
 app = App()
 

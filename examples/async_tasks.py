@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from scheduler import App
+from tickwork import App
 
 app = App()
 

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scheduler import App, current_run
 from scheduler.clock import to_datetime
-from triggers import Cron
-from workers import Worker, WorkerConfig
+from tickwork import App, Cron, Worker, WorkerConfig, current_run
 
 app = App()
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import time
 
-from scheduler import App, QueueFull
-from workers import Worker, WorkerConfig
+from tickwork import App, QueueFull, Worker, WorkerConfig
 
 app = App()
 

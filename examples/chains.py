@@ -19,10 +19,8 @@ is written when its last step is done, so occurrences never overlap.
 
 from __future__ import annotations
 
-from scheduler import App, chain
 from scheduler.workflows import step_id
-from triggers import Cron
-from workers import Worker, WorkerConfig
+from tickwork import App, Cron, Worker, WorkerConfig, chain
 
 app = App()
 

@@ -18,8 +18,7 @@ import threading
 import time
 from collections import Counter
 
-from scheduler import App, ConcurrencyLimit
-from workers import Worker, WorkerConfig
+from tickwork import App, ConcurrencyLimit, Worker, WorkerConfig
 
 app = App()
 _lock = threading.Lock()

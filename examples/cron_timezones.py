@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from scheduler import App
-from triggers import Cron, Exclusions, preview
+from tickwork import App, Cron, Exclusions, preview
 
 app = App()
 

@@ -17,9 +17,8 @@ import random
 import time
 from datetime import timedelta
 
-from scheduler import App, RetryPolicy
 from scheduler.clock import to_datetime
-from triggers import Repeating
+from tickwork import App, Repeating, RetryPolicy
 
 app = App()
 

@@ -13,8 +13,7 @@ Cassandra a fair message is refused (docs/guide.md, "Fair share").
 
 from __future__ import annotations
 
-from scheduler import App
-from workers import Worker, WorkerConfig
+from tickwork import App, Worker, WorkerConfig
 
 app = App()
 ran: list[str] = []

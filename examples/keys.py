@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scheduler import App, KeyConflict
-from triggers import Repeating
+from tickwork import App, KeyConflict, Repeating
 
 app = App()
 

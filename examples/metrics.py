@@ -16,10 +16,8 @@ from __future__ import annotations
 import time
 import urllib.request
 
-from scheduler import App
+from tickwork import App, Cron, Worker, WorkerConfig
 from tickwork.exporter import serve
-from triggers import Cron
-from workers import Worker, WorkerConfig
 
 app = App()
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from scheduler import App
-from triggers import Overlap, Repeating
-from workers import Worker, WorkerConfig
+from tickwork import App, Overlap, Repeating, Worker, WorkerConfig
 
 app = App()
 _started = time.monotonic()

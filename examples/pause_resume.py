@@ -14,7 +14,7 @@ worker restarts.
 
 from __future__ import annotations
 
-from scheduler import App
+from tickwork import App
 
 app = App()
 

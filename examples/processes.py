@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-from scheduler import App
+from tickwork import App
 
 app = App()
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scheduler import App
-from triggers import Cron, Repeating
+from tickwork import App, Cron, Repeating
 
 app = App()  # TICKWORK_BACKEND, else sqlite:///tickwork.db
 

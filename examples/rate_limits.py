@@ -19,8 +19,7 @@ import time
 from collections import defaultdict
 from datetime import timedelta
 
-from scheduler import App, RateLimit
-from workers import Worker, WorkerConfig
+from tickwork import App, RateLimit, Worker, WorkerConfig
 
 app = App()
 _lock = threading.Lock()

@@ -18,8 +18,7 @@ import threading
 import time
 from datetime import timedelta
 
-from scheduler import App, TaskFailed, current_run
-from workers import Worker, WorkerConfig
+from tickwork import App, TaskFailed, Worker, WorkerConfig, current_run
 
 app = App()
 

@@ -8,7 +8,7 @@ tickwork poison replay --all
 
 from __future__ import annotations
 
-from scheduler import App, RetryPolicy
+from tickwork import App, RetryPolicy
 
 app = App()
 attempts = {"n": 0}

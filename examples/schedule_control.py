@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scheduler import App, current_run
-from triggers import Repeating
+from tickwork import App, Repeating, current_run
 
 app = App()
 

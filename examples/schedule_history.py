@@ -17,9 +17,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from scheduler import App
-from triggers import Repeating
-from workers import Worker, WorkerConfig
+from tickwork import App, Repeating, Worker, WorkerConfig
 
 app = App()
 _calls: list[float] = []

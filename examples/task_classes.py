@@ -6,7 +6,7 @@ tickwork worker -A examples.task_classes --burst
 
 from __future__ import annotations
 
-from scheduler import App
+from tickwork import App
 
 app = App()
 

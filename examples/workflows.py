@@ -16,8 +16,7 @@ when workers crash.
 
 from __future__ import annotations
 
-from scheduler import App, BatchOutcome, batch, chain, group
-from workers import Worker, WorkerConfig
+from tickwork import App, BatchOutcome, Worker, WorkerConfig, batch, chain, group
 
 app = App()
 PHOTOS = ["beach.jpg", "harbour.jpg", "corrupt.jpg", "sunset.jpg"]

@@ -1,2 +1,70 @@
-"""The ``tickwork`` command line. It sits on top of ``scheduler``, ``workers`` and
-``triggers``; nothing imports it."""
+"""tickwork: tasks on run-once, repeating and cron triggers, run by workers over SQLite,
+Redis or Cassandra.
+
+Import what you use from here::
+
+    from tickwork import App, Cron, Repeating, chain, current_run
+
+These names are the public API. The packages below them (``scheduler``, ``workers``,
+``triggers``) stay importable, but their other names may change between releases. The
+command line (``tickwork.cli``) and the dashboard (``tickwork.dashboard``) sit on top.
+"""
+
+from scheduler import (
+    Aborted,
+    App,
+    BackendUnavailable,
+    BatchOutcome,
+    ConcurrencyLimit,
+    ConfigurationError,
+    InvalidMessage,
+    KeyConflict,
+    OnConflict,
+    QueueFull,
+    RateLimit,
+    RetryPolicy,
+    RunStatus,
+    TaskFailed,
+    TaskHandle,
+    TickworkError,
+    UnknownTask,
+    batch,
+    chain,
+    current_run,
+    group,
+)
+from triggers import Cron, Exclusions, Misfire, Overlap, Repeating, RunOnce, preview
+from workers import Worker, WorkerConfig
+
+__all__ = [
+    "Aborted",
+    "App",
+    "BackendUnavailable",
+    "BatchOutcome",
+    "ConcurrencyLimit",
+    "ConfigurationError",
+    "Cron",
+    "Exclusions",
+    "InvalidMessage",
+    "KeyConflict",
+    "Misfire",
+    "OnConflict",
+    "Overlap",
+    "QueueFull",
+    "RateLimit",
+    "Repeating",
+    "RetryPolicy",
+    "RunOnce",
+    "RunStatus",
+    "TaskFailed",
+    "TaskHandle",
+    "TickworkError",
+    "UnknownTask",
+    "Worker",
+    "WorkerConfig",
+    "batch",
+    "chain",
+    "current_run",
+    "group",
+    "preview",
+]

@@ -4,7 +4,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from scheduler import App, BatchOutcome
+from tickwork import App, BatchOutcome
 
 app = App()
 
