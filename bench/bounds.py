@@ -31,7 +31,7 @@ def one_run(url: str, bounded: bool, single: int, bulk: int, prefill: int) -> di
     app, tasks = fresh_app(url)
     if prefill:
         app.enqueue_many((tasks.noop.call(-i) for i in range(1, prefill + 1)), batch_size=5000)
-    app.configure_queue("bench", max_pending=FAR_FROM_FULL if bounded else None)
+    app.queues.configure("bench", max_pending=FAR_FROM_FULL if bounded else None)
     started = time.perf_counter()
     for i in range(single):
         tasks.noop.delay(i)
@@ -42,7 +42,7 @@ def one_run(url: str, bounded: bool, single: int, bulk: int, prefill: int) -> di
     bulk_s = time.perf_counter() - started
     assert report.enqueued == bulk and report.waited_s == 0
     app.backend.queues.purge("bench")
-    app.configure_queue("bench", max_pending=None)
+    app.queues.configure("bench", max_pending=None)
     app.close()
     return {"delay_per_second": round(single / single_s), "bulk_per_second": round(bulk / bulk_s)}
 

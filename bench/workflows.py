@@ -48,14 +48,14 @@ def batch_run(url: str, members: int, concurrency: int) -> dict[str, Any]:
     """Enqueue the batch, then time a worker from its start to the callback's run."""
     app, tasks = fresh_app(url, "bench.workflow_tasks")
     started = time.perf_counter()
-    handle = app.enqueue_batch(
+    handle = app.batches.enqueue(
         batch(group(tasks.member.call(n) for n in range(members)), on_success=tasks.gather.s())
     )
     enqueue_s = time.perf_counter() - started
     worker = _worker(app, concurrency)
     started = time.perf_counter()
     completion_s = _until_finished(tasks, worker, started, 1800)
-    assert app.batch(handle).complete
+    assert app.batches.get(handle).complete
     app.close()
     return {
         "enqueue_s": round(enqueue_s, 3),

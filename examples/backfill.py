@@ -35,10 +35,10 @@ def main() -> None:
     )
     now = to_datetime(app.backend.now_ms())
     start = now - timedelta(hours=6)
-    done = app.backfill("hourly-report", start, now, spacing=timedelta(milliseconds=100))
+    done = app.schedules.backfill("hourly-report", start, now, spacing=timedelta(milliseconds=100))
     print(f"backfill: {len(done.occurrences)} occurrences, enqueued {done.enqueued}")
     Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05)).run(duration_s=30)
-    again = app.backfill("hourly-report", start, now)
+    again = app.schedules.backfill("hourly-report", start, now)
     print(f"asked again: enqueued {again.enqueued}, {again.already} backfilled before")
     app.close()
 

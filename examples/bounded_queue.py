@@ -28,7 +28,7 @@ def import_row(n: int) -> None:
 
 
 def main() -> None:
-    app.configure_queue("imports", max_pending=20)
+    app.queues.configure("imports", max_pending=20)
     worker = Worker(app, WorkerConfig(queues=("imports",), concurrency=4))
     worker.start()
     try:  # a producer far faster than the worker: it waits for room as the worker drains

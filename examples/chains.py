@@ -54,7 +54,7 @@ def main() -> None:
         nightly.options(key="nightly-etl", trigger=Cron("0 2 * * *", tz="Europe/Paris")),
         on_conflict="replace",
     )
-    for schedule in app.schedules():
+    for schedule in app.schedules.list():
         print(f"schedule {schedule.key}: {schedule.task} next at {schedule.next_run}")
     app.close()
 

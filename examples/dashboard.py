@@ -8,7 +8,7 @@ tickwork dashboard            # http://127.0.0.1:8080/ (no -A needed: workers pu
                               # their limits in the registry)
 
 Each worker appends what it did per queue to the activity log every 15 s (and when it
-stops); ``app.activity()`` reads it back per minute, as this module's ``summary`` does.
+stops); ``app.queues.activity()`` reads it back per minute, as this module's ``summary`` does.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def heartbeat() -> None: ...
 def summary(minutes: int = 5) -> str:
     """One line per minute that saw work: runs finished, failed, lateness p95."""
     lines = []
-    for minute in app.activity(minutes).total:
+    for minute in app.queues.activity(minutes).total:
         if minute.finished:
             p95 = minute.lateness_quantile(0.95) or 0.0
             lines.append(

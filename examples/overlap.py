@@ -38,7 +38,9 @@ def main() -> None:
         )
     Worker(app, WorkerConfig(concurrency=8, poll_interval_s=0.05)).run(duration_s=3.5)
     for overlap in (Overlap.SERIAL, Overlap.ALLOW):
-        outcomes = [h.outcome.value for h in reversed(app.history(f"export-{overlap.value}"))]
+        outcomes = [
+            h.outcome.value for h in reversed(app.schedules.history(f"export-{overlap.value}"))
+        ]
         print(f"{overlap.value}: {', '.join(outcomes)}")
     app.close()
 

@@ -25,10 +25,10 @@ def export(report: str) -> None:
 
 
 def main() -> None:
-    app.pause("exports")  # say, while the warehouse is in maintenance
+    app.queues.pause("exports")  # say, while the warehouse is in maintenance
     for report in ("sales", "stock", "returns"):
         export.delay(report)
-    print("paused:", app.paused())
+    print("paused:", app.queues.paused())
     app.close()
 
 

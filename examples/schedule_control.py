@@ -38,8 +38,8 @@ def main() -> None:
         key="digest",
         on_conflict="replace",
     )
-    print("paused:", app.pause_schedule("digest"))
-    (info,) = app.schedules()
+    print("paused:", app.schedules.pause("digest"))
+    (info,) = app.schedules.list()
     print(f"{info.key}: paused since {info.paused_at:%H:%M:%S}, next {info.next_run:%H:%M:%S}")
     app.close()
 

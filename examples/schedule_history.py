@@ -41,7 +41,7 @@ def main() -> None:
     )
     Worker(app, WorkerConfig(poll_interval_s=0.05)).run(duration_s=3.5)
     print(f"{'scheduled':>12}  {'outcome':<16} {'late':>7} {'took':>6}  try  error")
-    for h in reversed(app.history("sync")):
+    for h in reversed(app.schedules.history("sync")):
         late = f"{h.lateness.total_seconds():.2f}s" if h.lateness is not None else "-"
         took = f"{h.duration.total_seconds():.2f}s" if h.duration is not None else "-"
         outcome = h.outcome.value + (f" x{h.count}" if h.count > 1 else "")

@@ -68,7 +68,7 @@ def main() -> None:
     worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
     worker.run(duration_s=30)
     for batch_id in (handle, good):
-        view = app.workflow(batch_id)
+        view = app.batches.workflow(batch_id)
         print(f"{view.kind} {view.id}: {view.summary}")
         for step in view.steps:
             print(f"  {step.name:<12} {step.state:<8} {step.value or step.error or ''}")

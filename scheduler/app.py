@@ -1,15 +1,18 @@
 """The ``App``: the facade users hold. It owns a task registry (``scheduler.registry``), a
-message builder (``scheduler.building``) and, opened on first use, a backend; it adds the
-producer API (enqueue, read, cancel, list schedules) on top of them."""
+message builder (``scheduler.building``) and, opened on first use, a backend. The
+producer's verbs are its own (tasks, enqueue, get, cancel, abort, result, preview); the
+operator's are on small services reached from it, each a collaborator over the same
+parts: ``app.schedules`` (``scheduler.steering``), ``app.queues``
+(``scheduler.queues``), ``app.batches`` (``scheduler.batch_control``) and
+``app.workers`` (``scheduler.presence``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from scheduler import control, results
-from scheduler.activity import Activity, read_activity
 from scheduler.backends import (
     Backend,
     Envelope,
@@ -18,23 +21,26 @@ from scheduler.backends import (
     StoredMessage,
     open_backend,
 )
-from scheduler.batch_control import BatchControl
+from scheduler.batch_control import Batches
+from scheduler.batches import Batch, Group
 from scheduler.building import MessageBuilder
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.control import AbortResult
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.in_thread import in_thread
+from scheduler.ledger import HistoryEntry
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.message import Message, ScheduledMessage
 from scheduler.planning import upcoming
-from scheduler.presence import WorkerInfo, live_workers
-from scheduler.producing import Producing
-from scheduler.queues import QueueControl
+from scheduler.presence import Workers
+from scheduler.producing import Producer
+from scheduler.queues import Queues
 from scheduler.registry import Periodic, TaskRegistry
+from scheduler.reports import EnqueueReport
 from scheduler.results import TaskInfo
 from scheduler.retry import RetryPolicy
 from scheduler.settings import Settings
-from scheduler.steering import ScheduleSteering
+from scheduler.steering import Schedules
 from scheduler.tasks import Call, TaskClass, TaskFunction
 from triggers import Trigger
 from triggers.preview import Occurrence, preview
@@ -43,7 +49,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class App(Producing, ScheduleSteering, QueueControl, BatchControl):
+class App:
     """A tickwork application: its tasks, its settings, and (opened on first use) its backend.
 
     ``App()`` reads ``TICKWORK_BACKEND`` (else ``sqlite:///tickwork.db``). Nothing connects
@@ -80,6 +86,12 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
             self.registry, self.backend_clock, self.settings.max_payload_bytes
         )
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
+        #: the operator's services (see the module docstring)
+        self.schedules = Schedules(self)
+        self.queues = Queues(self, self.registry.queues)
+        self.batches = Batches(self)
+        self.workers = Workers(self)
+        self._producer = Producer(self, self.batches)
 
     # -- backend -------------------------------------------------------------------------
 
@@ -202,7 +214,81 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
         """The task registered as ``name``; raises ``UnknownTask``."""
         return self.registry.lookup(name)
 
+    # -- producing (``scheduler.producing``) ---------------------------------------------
+
+    def build(
+        self, call: Call, now_ms: int | None = None, now: datetime | None = None
+    ) -> tuple[str, Envelope]:
+        """Validate ``call`` and build its first message: (id, envelope). Raises
+        ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
+        return self.builder.build(call, now_ms, now)
+
+    def enqueue(
+        self,
+        call: Call | Batch | Group,
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str:
+        """Validate and store one invocation; returns its message id. While its queue is
+        full (``app.queues.configure``), wait up to ``block_timeout`` seconds (default: the
+        ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
+        ``block=False`` raise it at once. A batch or a group is stored whole
+        (``app.batches.enqueue``; its handle is returned)."""
+        return self._producer.enqueue(call, on_conflict, block=block, block_timeout=block_timeout)
+
+    def enqueue_many(
+        self,
+        calls: Iterable[Call],
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        batch_size: int = 1000,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> EnqueueReport:
+        """Validate and store many invocations, ``batch_size`` per backend round trip.
+        Each batch is validated whole before any of it is written, so a bad call raises
+        ``InvalidMessage`` with nothing of its batch stored (earlier batches are). A batch
+        that does not fit its queue's bound waits for room as ``enqueue`` does; the
+        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote."""
+        return self._producer.enqueue_many(
+            calls, on_conflict, batch_size, block=block, block_timeout=block_timeout
+        )
+
+    async def aenqueue(
+        self,
+        call: Call | Batch | Group,
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+    ) -> str:
+        """``enqueue`` without blocking the event loop: the message is built on the loop
+        and written through ``backend.messages.aenqueue`` (from the loop itself on Redis,
+        in a thread elsewhere)."""
+        return await self._producer.aenqueue(
+            call, on_conflict, block=block, block_timeout=block_timeout
+        )
+
+    aenqueue_many = in_thread(enqueue_many)
+
     # -- reading and cancelling ----------------------------------------------------------
+
+    def cancel(
+        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+    ) -> bool:
+        """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
+        Returns False when there was nothing to cancel. Cancelling a recurring schedule
+        records its pending occurrence as cancelled in the schedule's history."""
+        return self.schedules.cancel(id=id, key=key, queue=queue)
+
+    def run_history(
+        self, message_id: str, *, queue: str | None = None, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """The recorded attempts of the one-off message ``message_id`` (of a task with
+        ``history=True``), newest first. A schedule's: ``app.schedules.history(key)``."""
+        return self.schedules.run_history(message_id, queue=queue, limit=limit)
 
     def get(
         self, *, id: str | None = None, key: str | None = None, queue: str | None = None
@@ -261,16 +347,6 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
         retention = found.options.result_retention if found is not None else None
         return None if retention is None else retention // timedelta(milliseconds=1)
 
-    def workers(self) -> list[WorkerInfo]:
-        """The workers in the backend's registry, oldest first, each alive or gone."""
-        return live_workers(self.backend)
-
-    def activity(self, minutes: int = 60, queue: str | None = None) -> Activity:
-        """What the workers did per minute over the last ``minutes`` (counts, lateness
-        and run time), in ``queue`` or in every queue, from the activity log they write."""
-        queues = [queue] if queue is not None else self.backend.queues.names()
-        return read_activity(self.backend, queues, self.backend_clock.now_ms(), minutes)
-
     def _now_ms(self) -> int:
         return self.backend.now_ms()
 
@@ -295,7 +371,7 @@ class App(Producing, ScheduleSteering, QueueControl, BatchControl):
     # -- the same from an event loop: the blocking call runs in a thread ---------------
 
     aget = in_thread(get)
-    acancel = in_thread(ScheduleSteering.cancel)
+    acancel = in_thread(cancel)
     aabort = in_thread(abort)
 
     # -- what workers need ---------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The batch part of ``App`` (a mixin): enqueue a batch or a group, read it, cancel it.
-How a batch runs is in ``scheduler.batches``; reading it back in
-``scheduler.batch_status``."""
+"""``app.batches``: enqueue a batch or a group, read it, cancel it, and show a workflow
+(a batch or a chain) step by step. How a batch runs is in ``scheduler.batches``; reading
+it back in ``scheduler.batch_status``."""
 
 from __future__ import annotations
 
@@ -16,28 +16,22 @@ from scheduler.workflow_view import WorkflowView, batch_view, chain_view, keyed_
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
-    from scheduler.building import MessageBuilder
-    from scheduler.clock import CorrectedClock
-    from scheduler.settings import Settings
+    from scheduler.parts import AppParts
 
 _CHUNK = 1000  # members written per backend call
 
 
-class BatchControl:
-    """Enqueueing, reading and cancelling batches (mixed into ``App``)."""
+class Batches:
+    """The batches and workflows of an app's deployment."""
 
-    settings: Settings
-    builder: MessageBuilder
-    backend_clock: CorrectedClock  # the backend's clock, read locally
+    def __init__(self, parts: AppParts) -> None:
+        self._parts = parts
 
-    if TYPE_CHECKING:
+    @property
+    def backend(self) -> Backend:
+        return self._parts.backend
 
-        @property
-        def backend(self) -> Backend: ...
-
-        def _block_s(self, block_timeout: float | None) -> float: ...
-
-    def enqueue_batch(
+    def enqueue(
         self, spec: Batch | Group, *, block: bool = True, block_timeout: float | None = None
     ) -> BatchHandle:
         """Validate every member and callback, then store the batch: its description, its
@@ -45,13 +39,17 @@ class BatchControl:
         room in a bounded queue as ``enqueue_many`` does). If the members cannot all be
         written (``QueueFull``, a backend error), the callbacks are deleted, so a batch
         that was not wholly stored never calls back; the error is raised."""
-        retention = timedelta(seconds=self.settings.batch_retention_s)
-        built = build_batch(self.builder, spec, self.backend_clock.now_ms(), retention)
+        settings = self._parts.settings
+        retention = timedelta(seconds=settings.batch_retention_s)
+        built = build_batch(
+            self._parts.builder, spec, self._parts.backend_clock.now_ms(), retention
+        )
         backend = self.backend
         backend.batches.open(built.id, built.description.encode(), built.expires_ms)
         if built.callbacks:
             backend.messages.enqueue(built.callbacks, OnConflict.ERROR)
-        timeout_s, waited_s = self._block_s(block_timeout), 0.0
+        timeout_s = settings.enqueue_block_s if block_timeout is None else block_timeout
+        waited_s = 0.0
         try:
             for start in range(0, len(built.members), _CHUNK):
                 chunk = built.members[start : start + _CHUNK]
@@ -68,12 +66,12 @@ class BatchControl:
         for envelope in built.callbacks:
             self.backend.messages.delete(envelope.id, envelope.queue)
 
-    def batch(self, batch_id: str, members: bool = False) -> BatchStatus:
+    def get(self, batch_id: str, members: bool = False) -> BatchStatus:
         """Where batch ``batch_id`` stands: counts, callbacks, and (``members``) each
         member's state, result or error. Raises ``BatchNotFound``."""
         return read_status(self.backend, batch_id, members)
 
-    def cancel_batch(self, batch_id: str) -> int:
+    def cancel(self, batch_id: str) -> int:
         """Cancel a batch: its callbacks are deleted (none fires) and its members that
         have not settled are cancelled (running ones finish, as ``cancel`` lets them).
         Returns how many members were cancelled. Raises ``BatchNotFound``."""
@@ -103,7 +101,7 @@ class BatchControl:
         step: state, attempts, timing, result or error. Raises ``WorkflowNotFound``."""
         backend = self.backend
         if key is not None:
-            keyed = keyed_view(backend, queue or self.settings.default_queue, key)
+            keyed = keyed_view(backend, queue or self._parts.settings.default_queue, key)
             if keyed is None:
                 raise WorkflowNotFound(f"no chain holds the key {key!r}")
             return keyed

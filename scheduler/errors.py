@@ -19,6 +19,10 @@ class ScheduleNotFound(InvalidMessage):
     """No recurring schedule holds that key."""
 
 
+class QueueNotFound(InvalidMessage):
+    """No queue has that name: nothing was written to it and no task names it."""
+
+
 class WorkflowNotFound(TickworkError):
     """No batch or chain is stored under that id (a wrong id, or its records expired)."""
 

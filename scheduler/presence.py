@@ -1,17 +1,21 @@
 """The worker registry as read by producers and operators: each worker stores a record of
 itself in the backend (``workers/presence.py`` writes it every ``interval_s``); a record
 not refreshed for three intervals says the worker is gone, and one not refreshed for ten
-is dropped by the backend. ``App.workers()`` and ``tickwork workers`` list them."""
+is dropped by the backend. ``app.workers.live()`` and ``tickwork workers`` list them."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
 from scheduler.clock import to_datetime
 from scheduler.limit_view import DeclaredLimit
+
+if TYPE_CHECKING:
+    from scheduler.parts import AppParts
 
 #: a record not refreshed for this many intervals says its worker is gone
 GONE_AFTER = 3
@@ -50,3 +54,14 @@ def live_workers(backend: Backend) -> list[WorkerInfo]:
         late = (now - info.last_seen).total_seconds() > GONE_AFTER * info.interval_s
         found.append(info.model_copy(update={"alive": not late}))
     return sorted(found, key=lambda w: (w.started_at, w.id))
+
+
+class Workers:
+    """``app.workers``: the workers of an app's deployment, as their registry shows them."""
+
+    def __init__(self, parts: AppParts) -> None:
+        self._parts = parts
+
+    def live(self) -> list[WorkerInfo]:
+        """The workers in the backend's registry, oldest first, each alive or gone."""
+        return live_workers(self._parts.backend)

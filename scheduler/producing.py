@@ -1,6 +1,6 @@
-"""The producing part of ``App`` (a mixin): a call validated and built into its message
-(``scheduler.building``), then stored, one (``enqueue``), many (``enqueue_many``) or from
-an event loop (``aenqueue``, ``aenqueue_many``), within its queue's bound
+"""The producer behind ``App``'s enqueue verbs: a call validated and built into its
+message (``scheduler.building``), then stored, one (``enqueue``), many
+(``enqueue_many``) or from an event loop (``aenqueue``), within its queue's bound
 (``scheduler.backpressure``)."""
 
 from __future__ import annotations
@@ -16,39 +16,37 @@ from scheduler.backpressure import awrite_bounded, write_bounded
 from scheduler.batches import Batch, Group
 from scheduler.clock import CorrectedClock, to_datetime
 from scheduler.errors import QueueFull
-from scheduler.in_thread import in_thread
 from scheduler.reports import EnqueueReport, conflict_mode
 from scheduler.tasks import Call
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
-    from scheduler.batch_status import BatchHandle
-    from scheduler.building import MessageBuilder
-    from scheduler.settings import Settings
+    from scheduler.batch_control import Batches
+    from scheduler.parts import AppParts
 
 
-class Producing:
-    """Building and storing messages (mixed into ``App``)."""
+class Producer:
+    """Building and storing messages for an app; batches and groups go to its
+    ``Batches``."""
 
-    settings: Settings
-    builder: MessageBuilder
-    backend_clock: CorrectedClock
+    def __init__(self, parts: AppParts, batches: Batches) -> None:
+        self._parts = parts
+        self._batches = batches
 
-    if TYPE_CHECKING:
+    @property
+    def backend(self) -> Backend:
+        return self._parts.backend
 
-        @property
-        def backend(self) -> Backend: ...
-
-        def enqueue_batch(
-            self, spec: Batch | Group, *, block: bool = True, block_timeout: float | None = None
-        ) -> BatchHandle: ...
+    @property
+    def backend_clock(self) -> CorrectedClock:
+        return self._parts.backend_clock
 
     def build(
         self, call: Call, now_ms: int | None = None, now: datetime | None = None
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
         ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
-        return self.builder.build(call, now_ms, now)
+        return self._parts.builder.build(call, now_ms, now)
 
     def enqueue(
         self,
@@ -59,12 +57,12 @@ class Producing:
         block_timeout: float | None = None,
     ) -> str:
         """Validate and store one invocation; returns its message id. While its queue is
-        full (``configure_queue``), wait up to ``block_timeout`` seconds (default: the
+        full (``app.queues.configure``), wait up to ``block_timeout`` seconds (default: the
         ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
-        ``block=False`` raise it at once. A batch or a group goes to ``enqueue_batch``
+        ``block=False`` raise it at once. A batch or a group goes to ``app.batches.enqueue``
         (its handle is returned)."""
         if not isinstance(call, Call):
-            return self.enqueue_batch(call, block=block, block_timeout=block_timeout)
+            return self._batches.enqueue(call, block=block, block_timeout=block_timeout)
         mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
         write_bounded(
@@ -143,7 +141,6 @@ class Producing:
         )
         return message_id
 
-    aenqueue_many = in_thread(enqueue_many)
-
     def _block_s(self, block_timeout: float | None) -> float:
-        return self.settings.enqueue_block_s if block_timeout is None else block_timeout
+        settings = self._parts.settings
+        return settings.enqueue_block_s if block_timeout is None else block_timeout

@@ -1,52 +1,86 @@
-"""The queue-control part of ``App`` (a mixin): pause and resume a queue, and bound it.
-Both are stored in the backend, so every worker and producer of the deployment agrees."""
+"""``app.queues``: pause and resume a queue, bound it, and read what its workers did.
+Pauses and bounds are stored in the backend, so every worker and producer of the
+deployment agrees."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler.errors import ConfigurationError
+from scheduler.activity import Activity, read_activity
+from scheduler.errors import ConfigurationError, QueueNotFound
 
 if TYPE_CHECKING:
-    from scheduler.backends import Backend
-    from scheduler.settings import Settings
+    from collections.abc import Callable
+
+    from scheduler.backends import QueueStats
+    from scheduler.parts import AppParts
 
 
-class QueueControl:
-    """Pausing and bounding queues (mixed into ``App``)."""
+class Queues:
+    """The queues of an app's deployment. A queue is known once a message was written to
+    it, a task of the app names it, or it is the default queue; steering one that is not
+    known raises ``QueueNotFound`` (a typo would otherwise pause nothing, silently)."""
 
-    settings: Settings
+    def __init__(self, parts: AppParts, declared: Callable[[], set[str]]) -> None:
+        """``declared`` gives the queues the app's tasks name."""
+        self._parts = parts
+        self._declared = declared
 
-    if TYPE_CHECKING:
+    def names(self) -> list[str]:
+        """Every known queue, sorted."""
+        known = set(self._parts.backend.queues.names()) | self._declared()
+        return sorted(known | {self._parts.settings.default_queue})
 
-        @property
-        def backend(self) -> Backend: ...
+    def _known(self, queue: str | None) -> str:
+        name = queue or self._parts.settings.default_queue
+        if name in self._declared() or name == self._parts.settings.default_queue:
+            return name
+        if name not in self._parts.backend.queues.names():
+            raise QueueNotFound(
+                f"no queue is named {name!r}: no message was written to it and no task "
+                "of this app names it"
+            )
+        return name
 
     def pause(self, queue: str | None = None) -> bool:
         """Stop every worker claiming from ``queue`` (default: the default queue) within
         its poll interval; enqueueing goes on and due messages wait. False if it was
-        already paused."""
-        return self.backend.queues.pause(queue or self.settings.default_queue)
+        already paused; raises ``QueueNotFound``."""
+        return self._parts.backend.queues.pause(self._known(queue))
 
     def resume(self, queue: str | None = None) -> bool:
-        """Let workers claim from ``queue`` again. False if it was not paused."""
-        return self.backend.queues.resume(queue or self.settings.default_queue)
+        """Let workers claim from ``queue`` again. False if it was not paused; raises
+        ``QueueNotFound``."""
+        return self._parts.backend.queues.resume(self._known(queue))
 
     def paused(self) -> list[str]:
         """The paused queues, sorted."""
-        return self.backend.queues.paused()
+        return self._parts.backend.queues.paused()
 
-    def configure_queue(self, queue: str, *, max_pending: int | None) -> None:
+    def configure(self, queue: str, *, max_pending: int | None) -> None:
         """Bound ``queue`` to ``max_pending`` messages waiting or leased (poisoned ones do
         not count), or remove its bound with None. While it is full, ``delay``,
         ``schedule`` and ``enqueue_many`` wait for room (``QueueFull`` after their
-        timeout); retries, replays and a recurring chain's next occurrence always pass."""
+        timeout); retries, replays and a recurring chain's next occurrence always pass.
+        A queue may be bounded before anything was written to it."""
         if max_pending is not None and (isinstance(max_pending, bool) or max_pending < 1):
             raise ConfigurationError(
                 f"max_pending must be a whole number >= 1, not {max_pending!r}"
             )
-        self.backend.queues.set_bound(queue, max_pending)
+        self._parts.backend.queues.set_bound(queue, max_pending)
 
-    def queue_bounds(self) -> dict[str, int]:
+    def bounds(self) -> dict[str, int]:
         """``max_pending`` of every bounded queue."""
-        return self.backend.queues.bounds()
+        return self._parts.backend.queues.bounds()
+
+    def stats(self, queue: str | None = None) -> list[QueueStats]:
+        """Per queue (``queue`` only, or every one the backend knows): messages by state,
+        poisoned ones, counters, and whether it is paused."""
+        return self._parts.backend.queues.stats(None if queue is None else self._known(queue))
+
+    def activity(self, minutes: int = 60, queue: str | None = None) -> Activity:
+        """What the workers did per minute over the last ``minutes`` (counts, lateness
+        and run time), in ``queue`` or in every queue, from the activity log they write."""
+        backend = self._parts.backend
+        queues = [queue] if queue is not None else backend.queues.names()
+        return read_activity(backend, queues, self._parts.backend_clock.now_ms(), minutes)

@@ -159,6 +159,12 @@ class TaskRegistry:
         """Whether any registered task is ``async def`` (a worker then starts an event loop)."""
         return any(task.is_async for task in self.tasks.values())
 
+    def queues(self) -> set[str]:
+        """The queues the registered tasks and periodic schedules name."""
+        return {task.options.queue for task in self.tasks.values()} | {
+            periodic.queue for periodic in self.periodics
+        }
+
     def lookup(self, name: str) -> TaskFunction[..., Any]:
         try:
             return self.tasks[name]

@@ -1,11 +1,12 @@
-"""The schedule-steering part of ``App`` (a mixin): cancel, pause, resume, run now,
-backfill, list schedules and the overdue ones, and read a schedule's history (the
-occurrence ledger, ``scheduler.ledger``). The logic is in ``scheduler.control``; these
+"""``app.schedules``: list schedules and the overdue ones, pause, resume, run now,
+backfill, and read a schedule's history (the occurrence ledger, ``scheduler.ledger``);
+and the cancel behind ``app.cancel``. The logic is in ``scheduler.control``; these
 methods fill in the default queue and the backend's clock, and record what steering did
 to a schedule's occurrences (cancelled, skipped in a pause) in its ledger."""
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -33,21 +34,30 @@ _RECENT = 10
 if TYPE_CHECKING:
     from scheduler.backends import Backend
     from scheduler.building import MessageBuilder
+    from scheduler.parts import AppParts
     from scheduler.settings import Settings
 
 
-class ScheduleSteering:
-    """Steering keyed recurring schedules (mixed into ``App``)."""
+class Schedules:
+    """The keyed recurring schedules of an app's deployment, steered by key."""
 
-    settings: Settings
-    builder: MessageBuilder
+    def __init__(self, parts: AppParts) -> None:
+        self._parts = parts
 
-    if TYPE_CHECKING:
+    @property
+    def settings(self) -> Settings:
+        return self._parts.settings
 
-        @property
-        def backend(self) -> Backend: ...
+    @property
+    def builder(self) -> MessageBuilder:
+        return self._parts.builder
 
-        def _now_ms(self) -> int: ...
+    @property
+    def backend(self) -> Backend:
+        return self._parts.backend
+
+    def _now_ms(self) -> int:
+        return self._parts.backend.now_ms()
 
     def cancel(
         self, *, id: str | None = None, key: str | None = None, queue: str | None = None
@@ -102,7 +112,7 @@ class ScheduleSteering:
             entry = retention.entry(queue, schedule_subject(key), [record.encode()])
             self.backend.ledger.append([entry])
 
-    def pause_schedule(self, key: str, *, queue: str | None = None) -> bool:
+    def pause(self, key: str, *, queue: str | None = None) -> bool:
         """Pause the recurring schedule ``key``: nothing of it runs until it is resumed
         (stored in the backend: every worker, restarts included). It can still be read,
         replaced, cancelled and previewed. False if it was paused already; raises
@@ -110,7 +120,7 @@ class ScheduleSteering:
         queue = queue or self.settings.default_queue
         return control.pause_schedule(self.backend, self.builder, queue, key, self._now_ms())
 
-    def resume_schedule(
+    def resume(
         self,
         key: str,
         *,
@@ -164,7 +174,7 @@ class ScheduleSteering:
             self.backend, self.builder, queue, key, span, now, limit, spacing, remember
         )
 
-    def schedules(self, queue: str | None = None) -> list[ScheduleInfo]:
+    def list(self, queue: str | None = None) -> builtins.list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run, misfires and how their
         last recorded run ended (the ledgers read in one backend call)."""
         infos = control.schedules(self.backend, queue)
@@ -174,10 +184,10 @@ class ScheduleSteering:
         recent = read_histories(self.backend, subjects, _RECENT)
         return [_with_history(info, entries) for info, entries in zip(infos, recent, strict=True)]
 
-    def overdue(self, max_late: timedelta, queue: str | None = None) -> list[Overdue]:
+    def overdue(self, max_late: timedelta, queue: str | None = None) -> builtins.list[Overdue]:
         """Schedules with no successful run within their period plus ``max_late``."""
         now = to_datetime(self._now_ms())
-        return control.overdue(self.schedules(queue), now, max_late)
+        return control.overdue(self.list(queue), now, max_late)
 
 
 def _with_history(info: ScheduleInfo, recent: list[HistoryEntry]) -> ScheduleInfo:

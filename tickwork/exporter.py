@@ -36,7 +36,7 @@ class BackendCollector(Collector):
         up = GaugeMetricFamily("tickwork_backend_up", "1 if the last scrape read the backend")
         try:
             stats = self._app.backend.queues.stats()
-            schedules = self._app.schedules()
+            schedules = self._app.schedules.list()
         except BackendError as err:
             log.warning("scrape failed: %s", err)
             up.add_metric([], 0)

@@ -36,7 +36,7 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
         "TICKWORK_TEST_CALLBACKS": str(callbacks),
     }
     tasks_app.use_backend(url)
-    handle = tasks_app.enqueue_batch(
+    handle = tasks_app.batches.enqueue(
         batch(group(member.call(n) for n in range(N)), on_complete=summary.s())
     )
     tasks_app.close()
@@ -55,7 +55,7 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
         assert len(completed(done)) < N, "the kills must land while members still run"
         workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
         assert wait_until(lambda: callbacks.exists(), 180), "the callback never ran"
-        assert wait_until(lambda: app.batch(handle).complete, 30)
+        assert wait_until(lambda: app.batches.get(handle).complete, 30)
         # let every killed lease expire and be redelivered, then look again
         assert wait_until(lambda: _idle(app), 60)
     finally:

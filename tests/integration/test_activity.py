@@ -34,8 +34,8 @@ def test_workers_log_what_they_did_and_the_overview_draws_it(pair_app: App) -> N
     both = {"activity_interval_s": 0.2, "queues": ["default", "slow"]}
     with running(app, **both), running(app, **both):
         wait_for(lambda: len(app.backend.poison.list()) == 4)
-        wait_for(lambda: sum(m.counts["succeeded"] for m in app.activity(5).total) == 31, 10)
-    activity = app.activity(5)
+        wait_for(lambda: sum(m.counts["succeeded"] for m in app.queues.activity(5).total) == 31, 10)
+    activity = app.queues.activity(5)
 
     def added(minutes: list[Minute], name: str) -> int:
         return sum(m.counts[name] for m in minutes)
@@ -50,7 +50,7 @@ def test_workers_log_what_they_did_and_the_overview_draws_it(pair_app: App) -> N
     assert all(m.lateness_quantile(0.5) is not None for m in activity.total if m.finished)
     # the log stays after the workers stopped; an unreadable record is skipped
     app.backend.ledger.append([LedgerEntry("default", ACTIVITY_SUBJECT, (b"garbage",), 99, 60_000)])
-    again = app.activity(5, "default")
+    again = app.queues.activity(5, "default")
     assert sum(m.counts["succeeded"] for m in again.total) == 31
 
     client = TestClient(create_dashboard(app))
@@ -71,4 +71,4 @@ def test_a_worker_with_the_log_off_writes_nothing(sqlite_app: App) -> None:
     with running(app, activity_interval_s=0):
         wait_for(lambda: app.backend.queues.stats("default")[0].counters.get("acked") == 1)
     assert app.backend.ledger.read("default", ACTIVITY_SUBJECT) == []
-    assert all(m.finished == 0 for m in app.activity(5).total)
+    assert all(m.finished == 0 for m in app.queues.activity(5).total)

@@ -205,7 +205,7 @@ def test_periodic_is_installed_once_by_many_workers(sqlite_url: str) -> None:
         t.join()
     flat = [o for result in outcomes for o in result]
     assert flat.count(Outcome.ENQUEUED) == 1, flat
-    schedules = apps[0].schedules()
+    schedules = apps[0].schedules.list()
     assert len(schedules) == 1 and schedules[0].key == "periodic:beat"
     assert (
         apps[0].backend.queues.stats()[0].scheduled + apps[0].backend.queues.stats()[0].ready == 1
@@ -219,7 +219,7 @@ def test_periodic_with_a_changed_trigger_is_replaced(sqlite_url: str) -> None:
     second = App(sqlite_url)
     second.periodic(Cron("30 * * * *"), name="beat")(lambda: None)
     assert second.install_periodic() == [Outcome.REPLACED]
-    (info,) = second.schedules()
+    (info,) = second.schedules.list()
     assert isinstance(info.trigger, Cron) and info.trigger.expr == "30 * * * *"
 
 

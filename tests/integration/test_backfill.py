@@ -29,12 +29,12 @@ def test_each_occurrence_of_the_range_runs_once_however_often_it_is_asked(app: A
     report.schedule(args=(7,), trigger=Cron("0 * * * *"), key="report")
     now = to_datetime(app.backend.now_ms())
     start = _hour_floor(now) - timedelta(hours=4)  # five hour marks up to now
-    first = app.backfill("report", start, now + timedelta(hours=3))
+    first = app.schedules.backfill("report", start, now + timedelta(hours=3))
     assert first.occurrences == [start + timedelta(hours=h) for h in range(5)], (
         "the range ends now at the latest: the future is the schedule's own"
     )
     assert (first.enqueued, first.already) == (5, 0)
-    again = app.backfill("report", start, now)
+    again = app.schedules.backfill("report", start, now)
     assert (again.enqueued, again.already) == (0, 5), "waiting runs are not enqueued twice"
     stored = app.get(key=f"report/backfill/{to_ms(start)}")
     assert stored is not None and stored.message.scheduled_at == start
@@ -42,7 +42,7 @@ def test_each_occurrence_of_the_range_runs_once_however_often_it_is_asked(app: A
 
     Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05)).run(duration_s=30)
     assert sorted(ran) == sorted((7, f"report/backfill/{to_ms(t)}") for t in first.occurrences)
-    after = app.backfill("report", start, now)
+    after = app.schedules.backfill("report", start, now)
     assert (after.enqueued, after.already) == (0, 5), "runs that succeeded are remembered"
     schedule = app.get(key="report")
     assert schedule is not None and schedule.message.scheduled_at > now, "the grid did not move"
@@ -57,15 +57,15 @@ def test_a_range_too_large_or_malformed_is_one_error_and_enqueues_nothing(
     tick.schedule(trigger=Cron("* * * * *"), key="tick")
     now = to_datetime(sqlite_app.backend.now_ms())
     with pytest.raises(InvalidMessage, match="more than 60 occurrences of 'tick'"):
-        sqlite_app.backfill("tick", now - timedelta(hours=2), now, limit=60)
+        sqlite_app.schedules.backfill("tick", now - timedelta(hours=2), now, limit=60)
     with pytest.raises(InvalidMessage, match="after its end"):
-        sqlite_app.backfill("tick", now, now - timedelta(hours=1))
+        sqlite_app.schedules.backfill("tick", now, now - timedelta(hours=1))
     with pytest.raises(InvalidMessage, match="timezone-aware"):
-        sqlite_app.backfill("tick", datetime(2026, 1, 1), now)
+        sqlite_app.schedules.backfill("tick", datetime(2026, 1, 1), now)
     with pytest.raises(ScheduleNotFound):
-        sqlite_app.backfill("nothing", now - timedelta(hours=1), now)
+        sqlite_app.schedules.backfill("nothing", now - timedelta(hours=1), now)
     assert sqlite_app.backend.queues.stats("default")[0].ready == 0, "nothing was enqueued"
-    spaced = sqlite_app.backfill(
+    spaced = sqlite_app.schedules.backfill(
         "tick", now - timedelta(minutes=3), now, spacing=timedelta(seconds=10)
     )
     dues = sorted(

@@ -54,7 +54,7 @@ def test_on_success_takes_the_results_in_order_and_fires_once(app: App) -> None:
         with lock:
             calls.append("failure")
 
-    handle = app.enqueue_batch(
+    handle = app.batches.enqueue(
         batch(
             group(square.call(n) for n in range(20)),
             on_success=report.s("squares"),
@@ -72,7 +72,7 @@ def test_on_success_takes_the_results_in_order_and_fires_once(app: App) -> None:
         [("success", "squares", [n * n for n in range(20)]), ("complete", 20, 0)], key=str
     )
     assert app.get(id=before.callbacks["failure"]) is None, "the failure callback is dropped"
-    done = app.batch(handle, members=True)
+    done = app.batches.get(handle, members=True)
     assert done.complete and [m.status for m in done.members] == ["succeeded"] * 20
     assert done.members[3].id == member_id(handle, 3) and done.members[3].value == 9
 
@@ -92,7 +92,7 @@ def test_a_member_that_fails_for_good_fires_on_failure_with_why(app: App) -> Non
     def failure(outcome: BatchOutcome) -> None:
         outcomes.append(outcome)
 
-    handle = app.enqueue_batch(
+    handle = app.batches.enqueue(
         batch(
             [parse.call("1"), parse.call("x"), parse.call("3")],
             on_success=success.s(),
@@ -110,7 +110,7 @@ def test_a_member_that_fails_for_good_fires_on_failure_with_why(app: App) -> Non
     assert failed["index"] == 1 and failed["id"] == member_id(handle, 1)
     assert failed["error_type"] == "ValueError"
     assert len(app.backend.poison.list()) == 1, "the failed member is in the poison queue"
-    status = app.batch(handle, members=True)
+    status = app.batches.get(handle, members=True)
     assert status.members[1].attempt == 2
 
 
@@ -135,7 +135,7 @@ def test_a_redelivered_member_is_counted_once(sqlite_app: App) -> None:
     app.backend.batches.settle([MemberOutcome(handle, 0, False, record, expires)])
     with running(app):
         wait_for(lambda: runs == ["callback"])
-    status = app.batch(handle)
+    status = app.batches.get(handle)
     assert (status.settled, status.failed) == (2, 0)
 
 
@@ -144,7 +144,7 @@ def test_a_group_alone_can_be_waited_for(app: App) -> None:
     def double(n: int) -> int:
         return 2 * n
 
-    handle = app.enqueue_batch(group(double.call(n) for n in range(5)))
+    handle = app.batches.enqueue(group(double.call(n) for n in range(5)))
     assert handle.status().callbacks == {}
     with running(app):
         assert handle.results(timeout=20) == [0, 2, 4, 6, 8]
@@ -161,10 +161,10 @@ def test_cancelling_a_batch_cancels_pending_members_and_every_callback(app: App)
     def after() -> None:
         fired.append("after")
 
-    handle = app.enqueue_batch(batch([slow.call(n) for n in range(4)], on_complete=after.si()))
-    assert app.cancel_batch(handle) == 4
+    handle = app.batches.enqueue(batch([slow.call(n) for n in range(4)], on_complete=after.si()))
+    assert app.batches.cancel(handle) == 4
     assert app.get(id=member_id(handle, 0)) is None
-    assert app.get(id=app.batch(handle).callbacks["complete"]) is None
+    assert app.get(id=app.batches.get(handle).callbacks["complete"]) is None
     assert app.backend.queues.stats()[0].ready + app.backend.queues.stats()[0].scheduled == 0
 
 
@@ -215,7 +215,7 @@ def test_workflow_show_prints_a_batch_and_a_chain(sqlite_app: App, sqlite_url: s
     @app.task
     def wrap_up() -> None: ...
 
-    handle = app.enqueue_batch(
+    handle = app.batches.enqueue(
         batch([part.call(n) for n in range(3)], on_success=wrap_up.si(), on_failure=wrap_up.si())
     )
     first = app.enqueue(chain(step.si(1), step.s(), stuck.s(), step.s()))
@@ -225,9 +225,9 @@ def test_workflow_show_prints_a_batch_and_a_chain(sqlite_app: App, sqlite_url: s
     assert "0 succeeded, 0 failed, 3 pending" in shown.stdout
     assert "waiting for the batch" in shown.stdout
     with running(app):
-        wait_for(lambda: app.workflow(handle).state == "settled")
-        wait_for(lambda: app.workflow(first).state == "stopped")
-    view = app.workflow(handle)
+        wait_for(lambda: app.batches.workflow(handle).state == "settled")
+        wait_for(lambda: app.batches.workflow(first).state == "stopped")
+    view = app.batches.workflow(handle)
     states = {s.name: s.state for s in view.steps}
     assert states == {
         "member 0": "succeeded",
@@ -236,7 +236,7 @@ def test_workflow_show_prints_a_batch_and_a_chain(sqlite_app: App, sqlite_url: s
         "on_success": "dropped",
         "on_failure": "fired",
     }
-    chained = app.workflow(first)
+    chained = app.batches.workflow(first)
     assert [(s.name, s.state) for s in chained.steps] == [
         ("step 0", "succeeded"),
         ("step 1", "succeeded"),

@@ -28,8 +28,8 @@ def test_a_full_queue_times_out_having_written_only_what_fit(app: App) -> None:
     @app.task(queue="billing")
     def charge(n: int) -> None: ...
 
-    app.configure_queue("billing", max_pending=5)
-    assert app.queue_bounds() == {"billing": 5}
+    app.queues.configure("billing", max_pending=5)
+    assert app.queues.bounds() == {"billing": 5}
     with pytest.raises(QueueFull) as caught:
         app.enqueue_many((charge.call(n) for n in range(8)), batch_size=3, block_timeout=0.3)
     err = caught.value
@@ -54,7 +54,7 @@ def test_waiting_producers_proceed_as_a_worker_drains(app: App) -> None:
         with lock:
             runs.append(n)
 
-    app.configure_queue("billing", max_pending=5)
+    app.queues.configure("billing", max_pending=5)
     with running(app, queues=("billing",)) as worker:
         report = app.enqueue_many((charge.call(n) for n in range(30)), batch_size=10)
         assert report.enqueued == 30 and report.waited_s > 0
@@ -74,7 +74,7 @@ def test_a_recurring_chain_is_never_blocked_by_the_bound(app: App) -> None:
     @app.task(queue="billing")
     def charge(n: int) -> None: ...
 
-    app.configure_queue("billing", max_pending=2)
+    app.queues.configure("billing", max_pending=2)
     tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=200)), key="ticker")
     charge.schedule(args=(1,), delay=timedelta(hours=1))
     with pytest.raises(QueueFull):
@@ -86,7 +86,7 @@ def test_a_recurring_chain_is_never_blocked_by_the_bound(app: App) -> None:
 
 def test_several_producer_processes_never_pass_the_bound(app: App) -> None:
     bound, producers, each = 20, 3, 40
-    app.configure_queue("bounded", max_pending=bound)
+    app.queues.configure("bounded", max_pending=bound)
     context = multiprocessing.get_context("spawn")
     with context.Pool(producers) as pool:
         written = pool.starmap(
@@ -104,7 +104,7 @@ def test_an_async_producer_waits_without_blocking_its_loop(app: App) -> None:
     @app.task(queue="billing")
     def charge(n: int) -> None: ...
 
-    app.configure_queue("billing", max_pending=1)
+    app.queues.configure("billing", max_pending=1)
     charge.delay(0)
 
     async def main() -> bool:
@@ -124,4 +124,4 @@ def test_an_async_producer_waits_without_blocking_its_loop(app: App) -> None:
 def test_a_bound_must_be_a_positive_whole_number(sqlite_app: App) -> None:
     for bad in (0, -3, True):
         with pytest.raises(ConfigurationError):
-            sqlite_app.configure_queue("billing", max_pending=bad)
+            sqlite_app.queues.configure("billing", max_pending=bad)

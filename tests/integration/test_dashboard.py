@@ -33,9 +33,9 @@ def seeded(app: App) -> Iterator[tuple[App, str]]:
 
     app.enqueue(Call(tick.name, key="every-hour", trigger=Repeating(interval=timedelta(hours=1))))
     app.enqueue(Call(broken.name))
-    handle = app.enqueue_batch(batch(group([part.call(1), part.call(2)])))
+    handle = app.batches.enqueue(batch(group([part.call(1), part.call(2)])))
     with running(app):
-        wait_for(lambda: len(app.backend.poison.list()) == 1 and app.batch(handle).complete)
+        wait_for(lambda: len(app.backend.poison.list()) == 1 and app.batches.get(handle).complete)
     yield app, handle
 
 
@@ -56,7 +56,7 @@ def test_every_page_renders_with_data_and_actions_change_the_backend(
     assert "no good" in client.get("/poison").text
     assert "no worker has registered" in client.get("/workers").text
     with running(app):
-        wait_for(lambda: len(app.workers()) == 1)
+        wait_for(lambda: len(app.workers.live()) == 1)
         assert "alive" in client.get("/workers").text
     (poisoned,) = app.backend.poison.list()
     shown = client.get("/message", params={"key": "every-hour"})
@@ -268,7 +268,7 @@ def test_the_history_page_shows_a_schedules_ledger(app: App) -> None:
 
     sync.schedule(trigger=Repeating(interval=timedelta(milliseconds=300)), key="sync")
     with running(app):
-        wait_for(lambda: len(app.history("sync")) >= 3)
+        wait_for(lambda: len(app.schedules.history("sync")) >= 3)
     client = TestClient(create_dashboard(app))
     listing = client.get("/schedules").text
     assert "/history?key=sync&queue=default" in listing

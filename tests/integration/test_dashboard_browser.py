@@ -83,7 +83,7 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         _click(driver, "/schedules/default/daily-report/run")
         wait_for(lambda: "runs now as" in driver.page_source, 10)
         with running(app):
-            wait_for(lambda: len(app.history("daily-report")) == 1)
+            wait_for(lambda: len(app.schedules.history("daily-report")) == 1)
         driver.get(base + "/schedules")
         _follow(driver, "succeeded")  # the last outcome links to the schedule's history
         wait_for(lambda: 'id="history"' in driver.page_source, 10)

@@ -33,14 +33,14 @@ def test_limits_show_what_runs_hold_and_what_waits(pair_app: App) -> None:
         crm.delay("acme")
     mail.delay()
     mail.delay()
-    app.pause("reports")
-    app.configure_queue("default", max_pending=1000)
+    app.queues.pause("reports")
+    app.queues.configure("default", max_pending=1000)
     dashboard = App(app.settings.backend)  # a dashboard started without the tasks' module
     try:
         client = TestClient(create_dashboard(dashboard))
         with running(app, registry_interval_s=0.1, concurrency=4):
             wait_for(lambda: app.backend.limits.usage(["crm:acme"])["crm:acme"] == (2, 1))
-            wait_for(lambda: [w.holding for w in app.workers()] == [{"crm:acme": 2}])
+            wait_for(lambda: [w.holding for w in app.workers.live()] == [{"crm:acme": 2}])
             page = client.get("/limits").text
             acme = _row(page, "crm:acme")
             assert "2 at once per key" in acme and '<td class="used">2 running' in acme

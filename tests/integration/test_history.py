@@ -18,7 +18,7 @@ from triggers import Misfire, Repeating
 
 
 def outcomes(app: App, key: str) -> list[RunOutcome]:
-    return [h.outcome for h in app.history(key)]
+    return [h.outcome for h in app.schedules.history(key)]
 
 
 def succeeded(app: App, key: str) -> int:
@@ -39,7 +39,7 @@ def test_each_run_of_a_schedule_is_recorded_newest_first(app: App) -> None:
     with running(app):
         wait_for(lambda: len(calls) >= 5, timeout_s=20)
     app.cancel(key="tick")
-    history = app.history("tick")
+    history = app.schedules.history("tick")
     outcomes = [h.outcome for h in reversed(history) if h.outcome not in NOT_RUN]
     assert outcomes[:4] == [
         RunOutcome.SUCCEEDED,
@@ -60,8 +60,8 @@ def test_each_run_of_a_schedule_is_recorded_newest_first(app: App) -> None:
     runs = [h for h in history if h.outcome is RunOutcome.SUCCEEDED]
     times = [h.scheduled_at for h in reversed(runs)]
     assert times == sorted(times) and len(set(times)) == len(times)
-    assert app.history("tick", limit=2) == history[:2]
-    assert app.history("other") == []
+    assert app.schedules.history("tick", limit=2) == history[:2]
+    assert app.schedules.history("other") == []
 
 
 def test_a_long_run_skips_the_occurrences_that_fall_while_it_runs(app: App) -> None:
@@ -82,7 +82,7 @@ def test_a_long_run_skips_the_occurrences_that_fall_while_it_runs(app: App) -> N
         release.set()
         wait_for(lambda: succeeded(app, "slow") >= 2, timeout_s=10)
     app.cancel(key="slow")
-    history = list(reversed(app.history("slow")))
+    history = list(reversed(app.schedules.history("slow")))
     first = history[0]
     assert first.outcome is RunOutcome.SUCCEEDED and first.started_at is not None
     # written with the first run's ack: what fell before it started (a slow start) was
@@ -108,7 +108,7 @@ def test_a_failing_schedule_records_each_poisoned_occurrence(pair_app: App) -> N
     with running(app):
         wait_for(lambda: outcomes(app, "broken").count(RunOutcome.POISONED) >= 2, timeout_s=20)
     app.cancel(key="broken")
-    poisoned = [h for h in app.history("broken") if h.outcome is RunOutcome.POISONED]
+    poisoned = [h for h in app.schedules.history("broken") if h.outcome is RunOutcome.POISONED]
     assert len(poisoned) >= 2
     assert all(h.error == "RuntimeError: no database" for h in poisoned)
 
@@ -123,16 +123,16 @@ def test_manual_runs_and_pause_skips_are_recorded(pair_app: App) -> None:
 
     hourly = Repeating(interval=timedelta(hours=1), start=datetime.now(UTC) + timedelta(hours=1))
     report.schedule(trigger=hourly, key="report")
-    run_id = app.trigger_now("report")
+    run_id = app.schedules.trigger_now("report")
     with running(app):
-        wait_for(lambda: len(app.history("report")) == 1, timeout_s=10)
-    (manual,) = app.history("report")
+        wait_for(lambda: len(app.schedules.history("report")) == 1, timeout_s=10)
+    (manual,) = app.schedules.history("report")
     assert manual.outcome is RunOutcome.SUCCEEDED and manual.origin == "manual"
     assert manual.message_id == run_id
-    assert app.pause_schedule("report")
-    resumed = app.resume_schedule("report")
+    assert app.schedules.pause("report")
+    resumed = app.schedules.resume("report")
     assert resumed is not None and resumed.skipped == 0
-    assert len(app.history("report")) == 1, "nothing fell in the pause: nothing recorded"
+    assert len(app.schedules.history("report")) == 1, "nothing fell in the pause: nothing recorded"
 
 
 def test_a_one_off_task_with_history_records_its_attempts(pair_app: App) -> None:
@@ -183,11 +183,13 @@ def test_history_keep_bounds_a_ledger_and_zero_turns_it_off(pair_app: App) -> No
             with running(each):
                 time.sleep(1.5)
             each.cancel(key=key)
-        assert len(bounded.history("kept")) == 3, "read: the newest history_keep"
-        assert app.history("kept", limit=3) == bounded.history("kept")
+        assert len(bounded.schedules.history("kept")) == 3, "read: the newest history_keep"
+        assert app.schedules.history("kept", limit=3) == bounded.schedules.history("kept")
         if not url.startswith("cassandra"):  # Cassandra drops older rows with their TTL
-            assert len(bounded.history("kept", limit=100)) <= 3 + 1  # Redis: an eighth more
-        assert off.history("off") == [] and app.history("off") == []
+            assert (
+                len(bounded.schedules.history("kept", limit=100)) <= 3 + 1
+            )  # Redis: an eighth more
+        assert off.schedules.history("off") == [] and app.schedules.history("off") == []
     finally:
         bounded.close()
         off.close()

@@ -33,10 +33,14 @@ def test_history_of_a_schedule_and_of_a_message(sqlite_url: str) -> None:
     beat.schedule(trigger=Repeating(interval=timedelta(milliseconds=200)), key="beat")
     paris = Cron("0 9 * * *", tz="Europe/Paris")
     beat.schedule(trigger=paris, key="paris")
-    app.trigger_now("paris")
+    app.schedules.trigger_now("paris")
     handle = once.delay()
     with running(app):
-        wait_for(lambda: len(app.history("beat")) >= 2 and len(app.history("paris")) == 1)
+        wait_for(
+            lambda: (
+                len(app.schedules.history("beat")) >= 2 and len(app.schedules.history("paris")) == 1
+            )
+        )
         wait_for(lambda: len(app.run_history(handle.id)) == 1)
     app.close()
 

@@ -178,17 +178,17 @@ def test_the_exporter_serves_what_the_backend_holds(app: App) -> None:
     @app.task(queue="reports")
     def report() -> None: ...
 
-    app.configure_queue("billing", max_pending=50)
+    app.queues.configure("billing", max_pending=50)
     charge.delay(0)
     with running(app, queues=("billing",)) as worker:
         wait_for(lambda: worker.stats.poisoned == 1)
     for n in range(1, 4):
         charge.schedule(args=(n,), delay=timedelta(hours=1))
     report.schedule(trigger=Cron("0 6 * * *"), key="daily")
-    app.trigger_now("daily", queue="reports")  # its run is recorded in the ledger
+    app.schedules.trigger_now("daily", queue="reports")  # its run is recorded in the ledger
     with running(app, queues=("reports",)):
-        wait_for(lambda: app.history("daily", queue="reports") != [])
-    (info,) = app.schedules("reports")
+        wait_for(lambda: app.schedules.history("daily", queue="reports") != [])
+    (info,) = app.schedules.list("reports")
     server = serve(app, 0)
     try:
         samples = scrape(int(server.server_port))
@@ -214,7 +214,7 @@ def test_the_exporter_command_serves_until_its_duration_ends(
     sqlite_url: str, clean_env: dict[str, str]
 ) -> None:
     app = App(sqlite_url)
-    app.pause("default")
+    app.queues.pause("default")
     app.close()
     exporter = subprocess.Popen(
         [

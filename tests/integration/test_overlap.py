@@ -42,7 +42,7 @@ def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
     with running(app, concurrency=8):
         wait_for(lambda: len(starts) >= 6, timeout_s=20)
         # its chain never sees a run end: the last success comes from the ledger
-        wait_for(lambda: app.schedules()[0].last_success is not None)
+        wait_for(lambda: app.schedules.list()[0].last_success is not None)
         app.cancel(key="slow")
         # runs enqueued before the cancel still run (on a slow backend, several may wait)
         waiting = [
@@ -56,7 +56,7 @@ def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
     after = [s for s in starts if s > cancelled_at]
     # ... and so does the run of an occurrence whose ticker was firing as the cancel came
     assert len(after) <= len(waiting) + 1, "a cancelled schedule starts nothing new"
-    history = app.history("slow")
+    history = app.schedules.history("slow")
     runs = [h for h in history if h.outcome is RunOutcome.SUCCEEDED]
     assert len(runs) >= 3 and all(h.origin == "scheduled" for h in runs)
     assert RunOutcome.SKIPPED_OVERLAP not in {h.outcome for h in history}

@@ -36,11 +36,11 @@ def test_a_worker_is_listed_while_it_runs_and_removed_when_it_stops(app: App) ->
     app.backend.registry.put("ghost", ghost.model_dump_json().encode(), 60_000)
     hold.delay()
     with running(app, queues=("default", "reports"), registry_interval_s=0.1) as worker:
-        wait_for(lambda: any(w.held == 1 for w in app.workers() if w.pid == os.getpid()))
-        (me,) = [w for w in app.workers() if w.pid == os.getpid()]
+        wait_for(lambda: any(w.held == 1 for w in app.workers.live() if w.pid == os.getpid()))
+        (me,) = [w for w in app.workers.live() if w.pid == os.getpid()]
         assert me.alive and me.queues == ["default", "reports"] and me.pool == "thread"
         assert me.id == worker._presence.worker_id
         release.set()
-        wait_for(lambda: any(w.stats.get("acked") == 1 for w in app.workers() if w.alive))
-    listed = {w.id: w.alive for w in app.workers()}
+        wait_for(lambda: any(w.stats.get("acked") == 1 for w in app.workers.live() if w.alive))
+    listed = {w.id: w.alive for w in app.workers.live()}
     assert listed == {"ghost": False}, "the stopped worker left; the silent one is gone"

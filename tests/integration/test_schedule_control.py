@@ -68,7 +68,7 @@ def test_pause_holds_the_schedule_and_resume_skips_what_fell_in_the_pause(app: A
     found = app.get(key="report")
     assert found is not None and found.message.paused_at is not None
     assert found.due_at >= control.PAUSED_DUE, "no worker's clock reaches a paused schedule"
-    (info,) = app.schedules()
+    (info,) = app.schedules.list()
     assert info.paused_at is not None and info.next_run == T0
     resumed = resume_at(app, T0 + timedelta(hours=2, minutes=30), Misfire.SKIP)
     assert resumed == control.Resumed(
@@ -138,14 +138,14 @@ def test_errors_name_the_key(app: App) -> None:
         pass
 
     with pytest.raises(ScheduleNotFound, match="'missing'"):
-        app.pause_schedule("missing")
+        app.schedules.pause("missing")
     with pytest.raises(ScheduleNotFound):
-        app.trigger_now("missing")
+        app.schedules.trigger_now("missing")
     once.schedule(delay=timedelta(hours=1), key="one-off")
     with pytest.raises(InvalidMessage, match="not a recurring schedule"):
-        app.pause_schedule("one-off")
+        app.schedules.pause("one-off")
     with pytest.raises(ValueError):
-        app.resume_schedule("one-off", misfire="sometimes")
+        app.schedules.resume("one-off", misfire="sometimes")
 
 
 def test_trigger_now_runs_once_without_moving_the_grid(app: App) -> None:
@@ -160,9 +160,9 @@ def test_trigger_now_runs_once_without_moving_the_grid(app: App) -> None:
         done.set()
 
     report.schedule(args=(7,), trigger=HOURLY, key="report")
-    app.pause_schedule("report")  # a manual run works while paused, too
+    app.schedules.pause("report")  # a manual run works while paused, too
     before = pending(app)
-    run_id = app.trigger_now("report")
+    run_id = app.schedules.trigger_now("report")
     worker = Worker(app, WorkerConfig(poll_interval_s=0.05))
     worker.start()
     try:
@@ -191,7 +191,7 @@ def test_a_paused_schedule_runs_nothing_across_worker_restarts(app: App) -> None
     worker = Worker(app, config)
     worker.start()
     wait_for(lambda: len(runs) >= 2)
-    assert app.pause_schedule("tick")
+    assert app.schedules.pause("tick")
     time.sleep(0.5)  # a run claimed before the pause may still finish
     worker.stop()
     assert worker.join(30)
@@ -205,7 +205,7 @@ def test_a_paused_schedule_runs_nothing_across_worker_restarts(app: App) -> None
     assert len(runs) == paused_runs, "nothing ran while paused"
     found = app.get(key="tick")
     assert found is not None and found.message.paused_at is not None
-    resumed = app.resume_schedule("tick")
+    resumed = app.schedules.resume("tick")
     assert resumed is not None and resumed.skipped >= 5
     worker = Worker(app, config)
     worker.start()
@@ -246,7 +246,7 @@ def test_last_success_is_kept_across_failures_and_checked(app: App) -> None:
     finally:
         worker.stop()
         assert worker.join(30)
-    infos = {i.key: i for i in app.schedules()}
+    infos = {i.key: i for i in app.schedules.list()}
     flaky = infos["flaky"]
     assert flaky.last_success is not None and flaky.last_run is not None
     assert flaky.last_success < flaky.last_run, "the failed runs after it did not replace it"

@@ -204,7 +204,7 @@ def test_cron_triggers_from_a_column(spark, pair_url: str) -> None:  # type: ign
     )
     assert (result.enqueued, result.failed) == (2, 1)
     app = App(url)
-    schedules = {s.key: s for s in app.schedules("billing")}
+    schedules = {s.key: s for s in app.schedules.list("billing")}
     assert set(schedules) == {"c1", "c2"}
     assert schedules["c1"].trigger.tz == "Europe/Paris"  # type: ignore[attr-defined]
     app.close()
@@ -299,7 +299,7 @@ def test_a_job_five_times_the_bound_waits_for_a_worker(spark, pair_url: str) -> 
     app = spark_tasks.app
     app.use_backend(url)
     spark_tasks.RAN.clear()
-    app.configure_queue("drained", max_pending=bound)
+    app.queues.configure("drained", max_pending=bound)
     most, done = [0], threading.Event()
 
     def sample() -> None:  # the fill, as often as it can be read
@@ -347,7 +347,7 @@ def test_rows_enqueued_as_a_batch_call_back_once(spark, url: str) -> None:  # ty
     task = "tests.support.spark_tasks.double"
     result = enqueue_dataframe(df, url, task, args=["n"], batch=callbacks)
     assert result.enqueued == 60 and result.batch is not None
-    status = app.batch(result.batch)
+    status = app.batches.get(result.batch)
     assert (status.size, status.settled, list(status.callbacks)) == (60, 0, ["complete"])
     with running(app, queues=("tally",)):
         wait_for(lambda: len(spark_tasks.SUMMARIES) == 1, 60)

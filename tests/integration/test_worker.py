@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler import App, Message
+from scheduler import App, Message, QueueNotFound
 from scheduler.backends import Envelope, State
 from scheduler.clock import ManualClock
 from tests.support.helpers import running, wait_for
@@ -336,7 +336,7 @@ def test_a_paused_queue_is_not_claimed_until_resumed(app: App) -> None:
     def elsewhere() -> None:
         runs.add("other")
 
-    assert app.pause() and app.paused() == ["default"]
+    assert app.queues.pause() and app.queues.paused() == ["default"]
     job.delay(1)
     job.schedule(args=(2,), delay=timedelta(milliseconds=300))  # comes due while paused
     elsewhere.delay()
@@ -345,7 +345,7 @@ def test_a_paused_queue_is_not_claimed_until_resumed(app: App) -> None:
         time.sleep(1.0)  # several poll intervals, and past the due time of the second
         assert runs.calls == [("other",)]
         assert app.backend.queues.stats("default")[0].ready == 2
-        assert app.resume() and app.paused() == []
+        assert app.queues.resume() and app.queues.paused() == []
         wait_for(lambda: worker.stats.acked == 3)
     assert sorted(map(str, runs.calls)) == ["('other',)", "(1,)", "(2,)"]
 
@@ -361,14 +361,34 @@ def test_pausing_a_running_worker_stops_its_claims_within_a_poll_interval(app: A
     with running(app, poll_interval_s=0.05) as worker:
         wait_for(lambda: len(runs) == 1)
         assert worker.active_queues == ("default",)
-        app.pause()
+        app.queues.pause()
         wait_for(lambda: worker.active_queues == ())  # read once per poll interval
         job.delay()
         time.sleep(0.5)  # several poll intervals in which nothing may be claimed
         assert len(runs) == 1 and worker.stats.acked == 1
-        app.resume()
+        app.queues.resume()
         wait_for(lambda: worker.active_queues == ("default",))
         wait_for(lambda: len(runs) == 2)
+
+
+def test_pausing_a_queue_nobody_knows_is_one_clear_error(app: App) -> None:
+    """A typo must not pause nothing in silence: a queue is known once written to, named
+    by a task, or the default one."""
+
+    @app.task(queue="reports")
+    def report() -> None: ...
+
+    with pytest.raises(QueueNotFound, match="'reprots'"):
+        app.queues.pause("reprots")
+    with pytest.raises(QueueNotFound):
+        app.queues.resume("reprots")
+    assert app.queues.paused() == [], "nothing was paused"
+    assert app.queues.pause("reports"), "a task's queue, before anything was written to it"
+    assert app.queues.pause("default")
+    app.backend.messages.enqueue([Envelope("m", "written", None, 0, 0, 1_000, b"{}")])
+    assert app.queues.pause("written"), "a queue something was written to"
+    assert app.queues.paused() == ["default", "reports", "written"]
+    assert "reprots" not in app.queues.names() and "written" in app.queues.names()
 
 
 def test_burst_exits_when_every_queue_is_paused(app: App) -> None:
@@ -376,7 +396,7 @@ def test_burst_exits_when_every_queue_is_paused(app: App) -> None:
     def job() -> None: ...
 
     job.delay()
-    app.pause()
+    app.queues.pause()
     worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
     stats = worker.run()
     assert stats.acked == 0 and app.backend.queues.stats("default")[0].ready == 1

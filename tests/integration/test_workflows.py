@@ -235,12 +235,12 @@ def test_running_a_recurring_chain_now_runs_it_from_its_first_step(sqlite_app: A
         seen.append(f"tail {n}")
 
     app.enqueue(chain(head.si(), tail.s()).options(key="hourly", trigger=Cron("0 * * * *")))
-    assert [s.task for s in app.schedules()] == [head.name]
-    app.trigger_now("hourly")
+    assert [s.task for s in app.schedules.list()] == [head.name]
+    app.schedules.trigger_now("hourly")
     with running(app):
         wait_for(lambda: seen == ["head", "tail 5"])
     with pytest.raises(InvalidMessage, match="recurring chain"):
-        app.pause_schedule("hourly")
+        app.schedules.pause("hourly")
 
 
 def test_a_keyed_chain_waiting_is_replaced_by_its_key(app: App) -> None:
@@ -311,7 +311,7 @@ def test_workflow_show_by_key_shows_a_recurring_chain_occurrence(
     app.enqueue(chain(load.si(), crunch.s(), ship.s()).options(key="hourly", trigger=trigger))
     with running(app):
         assert inside.wait(20)
-        view = app.workflow(key="hourly")
+        view = app.batches.workflow(key="hourly")
         release.set()
     assert [(s.task, s.state) for s in view.steps] == [
         (load.name, "succeeded"),

@@ -41,7 +41,7 @@ def schedule_history(
     and error, and occurrences that did not run (missed, coalesced, skipped by overlap or
     in a pause, excluded, cancelled)."""
     app = state.app()
-    entries = app.history(key, queue=queue, limit=limit)
+    entries = app.schedules.history(key, queue=queue, limit=limit)
     print_history(entries, as_json, _zone_of(state, key, queue))
 
 

@@ -72,7 +72,7 @@ def set_queue(state: State, queue: str, max_pending: int | None, unbounded: bool
     """Set (or remove) QUEUE's bound, stored in the backend for every producer."""
     if (max_pending is None) == (not unbounded):
         raise click.UsageError("give exactly one of --max-pending N and --unbounded")
-    state.app().configure_queue(queue, max_pending=max_pending)
+    state.app().queues.configure(queue, max_pending=max_pending)
     click.echo(f"{queue}: at most {max_pending} pending" if max_pending else f"{queue}: unbounded")
 
 
@@ -83,7 +83,7 @@ def set_queue(state: State, queue: str, max_pending: int | None, unbounded: bool
 @clean_errors
 def pause(state: State, queue: str) -> None:
     """Stop every worker claiming from QUEUE (within its poll interval)."""
-    changed = state.app().pause(queue)
+    changed = state.app().queues.pause(queue)
     click.echo(f"paused {queue}" if changed else f"{queue} was already paused")
 
 
@@ -94,6 +94,6 @@ def pause(state: State, queue: str) -> None:
 @clean_errors
 def resume(state: State, queue: str) -> None:
     """Let workers claim from QUEUE again."""
-    if not state.app().resume(queue):
+    if not state.app().queues.resume(queue):
         fail(f"{queue} is not paused", EXIT_NOT_FOUND)
     click.echo(f"resumed {queue}")

@@ -35,7 +35,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
     ``trigger`` one run now, ``backfill`` a past range."""
     if ctx.invoked_subcommand is not None:
         return
-    rows = state.app().schedules(queue)
+    rows = state.app().schedules.list(queue)
     if as_json:
         emit_json(
             [
@@ -132,7 +132,7 @@ def check_schedules(state: State, max_late: str, queue: str | None, as_json: boo
     its period plus --max-late (paused ones are not checked); exit 0 when all are on time."""
     margin = parse_duration(max_late)
     app = state.app()
-    late = app.overdue(margin, queue)
+    late = app.schedules.overdue(margin, queue)
     if as_json:
         emit_json(
             [
@@ -153,7 +153,7 @@ def check_schedules(state: State, max_late: str, queue: str | None, as_json: boo
                 f"a success was expected by {o.expected_by.isoformat()}"
             )
         if not late:
-            click.echo(f"all {len(app.schedules(queue))} schedules on time")
+            click.echo(f"all {len(app.schedules.list(queue))} schedules on time")
     if late:
         raise SystemExit(1)
 
@@ -166,7 +166,7 @@ def check_schedules(state: State, max_late: str, queue: str | None, as_json: boo
 @clean_errors
 def pause_schedule(state: State, key: str, queue: str | None) -> None:
     """Pause the schedule under KEY on every worker until it is resumed."""
-    paused = state.app().pause_schedule(key, queue=queue)
+    paused = state.app().schedules.pause(key, queue=queue)
     click.echo("paused" if paused else "already paused")
 
 
@@ -195,7 +195,7 @@ def resume_schedule(
     state: State, key: str, queue: str | None, misfire: str, limit: int | None, spacing: float
 ) -> None:
     """Resume the paused schedule under KEY."""
-    resumed = state.app().resume_schedule(
+    resumed = state.app().schedules.resume(
         key, queue=queue, misfire=misfire, limit=limit, spacing=timedelta(seconds=spacing)
     )
     if resumed is None:
@@ -216,7 +216,7 @@ def resume_schedule(
 def trigger_schedule(state: State, key: str, queue: str | None) -> None:
     """Run the task of the schedule under KEY once now (the schedule does not move);
     prints the run's message id."""
-    click.echo(state.app().trigger_now(key, queue=queue))
+    click.echo(state.app().schedules.trigger_now(key, queue=queue))
 
 
 def _instant(_ctx: click.Context, param: click.Parameter, value: str) -> datetime:
@@ -253,7 +253,7 @@ def backfill_schedule(
 ) -> None:
     """Run each occurrence of the schedule under KEY from START to END once (asked again,
     it enqueues none twice)."""
-    done = state.app().backfill(
+    done = state.app().schedules.backfill(
         key, start, end, queue=queue, limit=limit, spacing=timedelta(seconds=spacing)
     )
     if as_json:

@@ -83,7 +83,7 @@ def stats(state: State, as_json: bool) -> None:
 def workers(state: State, as_json: bool) -> None:
     """The workers in the registry: host, pid, queues, pool, what they hold, last seen; a
     worker not seen for three of its heartbeats is shown as gone."""
-    rows = state.app().workers()
+    rows = state.app().workers.live()
     if as_json:
         emit_json([row.model_dump(mode="json") for row in rows])
         return

@@ -50,7 +50,7 @@ def show(
     state, attempts, timing, result or error. Exit code 1 if none is stored."""
     if (key is None) == (workflow_id is None):
         fail("give exactly one of ID and --key")
-    view = state.app().workflow(workflow_id, max_steps, key=key, queue=queue)
+    view = state.app().batches.workflow(workflow_id, max_steps, key=key, queue=queue)
     if as_json:
         emit_json(view.model_dump(mode="json"))
         return

@@ -22,7 +22,7 @@ def limits_routes(app: App, access: Access) -> list[Route]:
 
 def _gather(app: App, request: Request) -> dict[str, Any]:
     backend = app.backend
-    workers = [w for w in app.workers() if w.alive]
+    workers = [w for w in app.workers.live() if w.alive]
     limits = merged([*declared_limits(app.registry), *(d for w in workers for d in w.limits)])
     held: dict[str, int] = {}
     for worker in workers:

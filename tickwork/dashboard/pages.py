@@ -63,7 +63,7 @@ class _Views:
         shown = request.query_params.get("chart") or None
         if shown not in {q.queue for q in stats}:
             shown = None
-        minutes = self.app.activity(60, shown).total
+        minutes = self.app.queues.activity(60, shown).total
         return {
             "title": "Queues",
             "queues": stats,
@@ -78,7 +78,7 @@ class _Views:
     def schedules(self, request: Request) -> dict[str, Any]:
         return {
             "title": "Schedules",
-            "schedules": self.app.schedules(),
+            "schedules": self.app.schedules.list(),
             "done": request.query_params.get("done"),
         }
 
@@ -89,7 +89,7 @@ class _Views:
         queue = params.get("queue") or None
         entries, trigger = [], None
         if key:
-            entries = self.app.history(key, queue=queue)
+            entries = self.app.schedules.history(key, queue=queue)
             found = self.app.get(key=key, queue=queue)
             trigger = found.message.trigger if found is not None else None
         elif message_id:
@@ -104,7 +104,7 @@ class _Views:
         }
 
     def workers(self, request: Request) -> dict[str, Any]:
-        return {"title": "Workers", "workers": self.app.workers()}
+        return {"title": "Workers", "workers": self.app.workers.live()}
 
     def message(self, request: Request) -> dict[str, Any]:
         params = request.query_params
@@ -129,7 +129,7 @@ class _Views:
         wanted, key = params.get("id") or None, params.get("key") or None
         if wanted or key:
             try:
-                view = self.app.workflow(wanted, key=key, queue=params.get("queue") or None)
+                view = self.app.batches.workflow(wanted, key=key, queue=params.get("queue") or None)
             except TickworkError as err:
                 error = str(err)
         return {"title": "Workflow", "view": view, "error": error, "asked": wanted or key}
@@ -139,26 +139,30 @@ class _Views:
     def queue_action(self, path: dict[str, str], form: Form) -> str:
         queue, verb = path["queue"], path["verb"]
         if verb == "pause":
-            return f"paused {queue}" if self.app.pause(queue) else f"{queue} was paused"
+            return f"paused {queue}" if self.app.queues.pause(queue) else f"{queue} was paused"
         if verb == "resume":
-            return f"resumed {queue}" if self.app.resume(queue) else f"{queue} was not paused"
+            return (
+                f"resumed {queue}" if self.app.queues.resume(queue) else f"{queue} was not paused"
+            )
         raise Refused(404, f"no queue action {verb!r}")
 
     def schedule_action(self, path: dict[str, str], form: Form) -> str:
         queue, key, verb = path["queue"], path["key"], path["verb"]
         if verb == "pause":
-            done = self.app.pause_schedule(key, queue=queue)
+            done = self.app.schedules.pause(key, queue=queue)
             return f"paused {key}" if done else f"{key} was paused"
         if verb == "resume":
-            resumed = self.app.resume_schedule(
+            resumed = self.app.schedules.resume(
                 key, queue=queue, misfire=form.get("misfire", "skip")
             )
             return f"resumed {key}" if resumed is not None else f"{key} was not paused"
         if verb == "run":
-            return f"{key} runs now as {self.app.trigger_now(key, queue=queue)}"
+            return f"{key} runs now as {self.app.schedules.trigger_now(key, queue=queue)}"
         if verb == "backfill":
             start, end = self._wall_times(key, queue, form.get("start"), form.get("end"))
-            filled = self.app.backfill(key, start, end, queue=queue, limit=_BACKFILL_LIMIT)
+            filled = self.app.schedules.backfill(
+                key, start, end, queue=queue, limit=_BACKFILL_LIMIT
+            )
             return (
                 f"backfill of {key}: {len(filled.occurrences)} occurrence(s) in the range, "
                 f"enqueued {filled.enqueued}, {filled.already} backfilled before"
