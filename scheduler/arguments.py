@@ -5,7 +5,7 @@ worker to rebuild typed values (a ``datetime`` argument arrives as a ``datetime`
 Plain values skip pydantic both ways: when every value of a call is an ``int``, ``str``,
 ``bool``, a finite ``float`` or None, and its parameter is annotated with exactly that
 type (or ``Any``, no annotation, ``X | None``), validating would return it unchanged and
-dumping it to JSON too, so it is taken as is (about 0.5 us a call instead of 2-3 us).
+dumping it to JSON too, so it is taken as is.
 Anything else (an ``int`` for a ``float`` parameter, an ``Annotated`` constraint, a
 missing required argument, a nested value) goes through pydantic as before.
 """

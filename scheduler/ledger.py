@@ -202,7 +202,7 @@ class RecordWriter:
     """Writes the records of one worker's runs, in ``run_record``'s form byte for byte,
     its name encoded once. The common record (a scheduled occurrence that started and
     ended without an error) is filled into a template: a worker writes one per settled
-    run of a schedule (1.6 against 2.3 us through ``run_record``)."""
+    run of a schedule."""
 
     def __init__(self, worker: str) -> None:
         self.worker = worker

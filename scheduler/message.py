@@ -124,9 +124,8 @@ class Message(BaseModel):
     @classmethod
     def _known_trigger(cls, value: Any, validate: ValidatorFunctionWrapHandler) -> Any:
         """A stored trigger validated once per process (``_TRIGGERS``): a recurring
-        chain's every message carries the same one, and validating it took 10 us
-        (``Repeating``) to 22 us (``Cron``) against 1.5 us to key it. Triggers are
-        frozen, so messages share them."""
+        chain's every message carries the same one, and keying it costs a fraction of
+        validating it. Triggers are frozen, so messages share them."""
         if not isinstance(value, dict):
             return validate(value)
         try:
@@ -142,19 +141,32 @@ class Message(BaseModel):
         return found
 
     def encode(self) -> bytes:
-        """Compact JSON bytes (a long chain's steps compressed)."""
-        if not self.then:
-            return self.model_dump_json(exclude_defaults=True).encode()
+        """Compact JSON bytes, the one form every body is written in (``encode_fields``'):
+        fields at their defaults left out, times as epoch milliseconds (when whole),
+        ``chain`` and ``enqueued_at`` left out when they equal ``id`` and
+        ``scheduled_at``, a long chain's steps compressed."""
         fields = self.model_dump(mode="json", exclude_defaults=True)
-        return to_json(with_steps(fields, fields.pop("then")))
+        for name in _TIMES:
+            value = getattr(self, name)
+            if name in fields and value is not None:
+                fields[name] = _stamp(value)
+        fields["scheduled_at"] = _stamp(self.scheduled_at)
+        if self.enqueued_at == self.scheduled_at:
+            fields.pop("enqueued_at", None)
+        else:
+            fields["enqueued_at"] = _stamp(self.enqueued_at)
+        if self.chain == self.id:
+            fields.pop("chain", None)
+        then = fields.pop("then", None)
+        return to_json(with_steps(fields, then) if then else fields)
 
     @classmethod
     def decode(cls, body: bytes) -> Message:
         """Parse stored bytes; raises ``DecodeError`` (only) on anything malformed. A long
         chain's steps are stored compressed (``then_z``, see ``with_steps``): such a body
         is parsed first and its steps unpacked; any other is validated from its JSON
-        directly (a model-wide validator made pydantic build the whole body as Python
-        objects first: 3.7 of a one-off message's 9.7 us)."""
+        directly (a model-wide validator would make pydantic build the whole body as
+        Python objects first)."""
         try:
             if b'"then_z"' not in body:
                 return cls.model_validate_json(body)
@@ -208,7 +220,7 @@ def encode_fields(
     every enqueue. The same message as ``Message.encode`` writes (fields at their
     defaults left out), more compactly: times as epoch milliseconds (when whole), and
     ``chain`` and ``enqueued_at`` left out when they equal ``id`` and ``scheduled_at``
-    (a one-off message's case); ``Message.decode`` reads both forms."""
+    (a one-off message's case); ``Message.encode`` writes the same form from a model."""
     fields: dict[str, Any] = {"id": id, "queue": queue, "task": task}
     if args:
         fields["args"] = args
@@ -250,6 +262,9 @@ def encode_fields(
     return to_json(fields)
 
 
+#: the optional time fields of a message (``scheduled_at`` and ``enqueued_at`` besides)
+_TIMES = ("last_run_at", "paused_at", "last_success_at")
+
 #: times stored as epoch milliseconds from here on; read back as such, not as seconds
 #: (pydantic takes a number above 2e10 as milliseconds: from 1970-08-20 on)
 _MS_FROM = 20_000_000_001
@@ -287,8 +302,7 @@ def reencode(body: bytes, changes: Mapping[str, Any]) -> bytes:
     chain) with ``changes`` made (field -> value; None or an integer field's default
     leaves the field out), without building a model: what ``Message.decode(body)``
     copied with the changes would encode to, in ``encode_fields``' compact form (a
-    recurring chain's every next occurrence: 1.6 times the calls a second of that copy
-    and encode, ``bench.schedule_costs``)."""
+    recurring chain's every next occurrence, without that copy and encode)."""
     fields: dict[str, Any] = from_json(body)
     fields.setdefault("chain", fields["id"])  # what a compact body leaves out
     fields.setdefault("enqueued_at", fields["scheduled_at"])

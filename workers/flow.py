@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict, dataclass
 
-#: runs awaiting their ack whose permits went back early, per permit, at most (the
-#: ledger's recurring workload on Redis, in-process, two runs each: 8,220 and 8,589
-#: acks/s with 1, 9,651 and 9,322 with 4, about 9,000 with no bound at all)
+#: runs awaiting their ack whose permits went back early, per permit, at most (4 did as
+#: well as no bound at all and better than 1: ``bench/NOTES.md``)
 LENT_PER_PERMIT = 4
 
 

@@ -265,9 +265,8 @@ def _build(
 #: rows per write when ``batch_size`` is not given: SQLite takes them in far fewer, larger
 #: transactions. Keyed ids are hashes, so a write of N keyed rows dirties about N pages of
 #: each index, and every page goes to the WAL and is checkpointed once per write (and the
-#: other partition's commit empties this one's page cache): 1,000,000 keyed rows from
-#: ``local[2]`` went in at 23,000 rows/s in writes of 2,000 and 40,000-46,000 in writes of
-#: 20,000-50,000 (``docs/benchmarks.md``). A write holds the file's one write lock for
+#: other partition's commit empties this one's page cache), so larger writes went in
+#: about twice as fast (``bench/NOTES.md``). A write holds the file's one write lock for
 #: about a second at that size. Redis and Cassandra keep 1,000: a bigger script or batch
 #: would stall other clients longer and gains little.
 SQLITE_BATCH_SIZE = 25_000

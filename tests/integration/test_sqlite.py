@@ -90,70 +90,31 @@ def test_rate_starts_that_left_every_window_are_deleted(tmp_path: Path) -> None:
     backend.close()
 
 
-def test_a_file_made_before_fair_share_gains_it_in_place_and_keeps_its_messages(
+def test_ledger_records_are_read_from_the_log_then_from_the_pages_they_fold_into(
     tmp_path: Path,
 ) -> None:
-    import sqlite3
-
-    from scheduler.backends import Envelope
-
-    path = tmp_path / "old.db"
-    old = sqlite3.connect(path)
-    old.executescript(
-        """
-        CREATE TABLE messages (
-            id TEXT NOT NULL UNIQUE, queue TEXT NOT NULL, key TEXT,
-            priority INTEGER NOT NULL, state INTEGER NOT NULL, at_ms INTEGER NOT NULL,
-            due_ms INTEGER NOT NULL, timeout_ms INTEGER NOT NULL,
-            attempt INTEGER NOT NULL DEFAULT 0, token TEXT, last_error TEXT,
-            body BLOB NOT NULL);
-        INSERT INTO messages (id, queue, priority, state, at_ms, due_ms, timeout_ms, body)
-        VALUES ('old', 'q', 0, 1, 1, 1, 5000, x'7b7d');
-        """
-    )
-    old.commit()
-    old.close()
-    backend = open_backend(f"sqlite:///{path}")
-    try:
-        now = backend.now_ms()
-        backend.messages.enqueue([Envelope("new", "q", None, 0, now, 5000, b"{}", "acme")])
-        claims = backend.leases.claim("q", 10).claims
-        assert [c.id for c in claims] == ["old", "new"]
-        stored = backend.messages.get("new", "q")
-        assert stored is not None and stored.envelope.fair == "acme"
-    finally:
-        backend.close()
-
-
-def test_ledger_records_logged_by_older_versions_are_read_and_folded(tmp_path: Path) -> None:
-    """Before 2026-11-25 each record was a row of ``ledger_log``, before 2026-11-27 a
-    packed row of ``ledger_appends``; a file upgraded with some still there (a few
-    seconds of them) reads and folds them before newer ones."""
+    """Records wait in the log until a fold; a read sees them the same before and after
+    it, newest first, trimmed to the subject's ``keep``."""
     from scheduler.backends import LedgerEntry
     from scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
-    db = backend.store.connection()
     now = backend.now_ms()
-    far = now + 3_600_000
-    db.executemany(
-        "INSERT INTO ledger_log (queue, subject, keep, expires_ms, record) VALUES (?, ?, 5, ?, ?)",
-        [("q", "k:a", far, b"old-1"), ("q", "k:b", far, b"old-b"), ("q", "k:a", far, b"old-2")],
-    )
-    packed = ledger_log.pack([LedgerEntry("q", "k:a", (b"older-3",), 5, 3_600_000)], now)
-    db.execute("INSERT INTO ledger_appends (packed) VALUES (?)", (packed,))
-    backend.store._chores_ms["fold ledger_log"] = now  # the next append does not fold
-    backend.ledger.append([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 5, 3_600_000)])
-    expected = [b"new-2", b"new-1", b"older-3", b"old-2", b"old-1"]
+    backend.store._chores_ms["fold ledger_log"] = now  # the appends below do not fold
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"a-1", b"a-2"), 5, 3_600_000)])
+    backend.ledger.append([LedgerEntry("q", "k:b", (b"b-1",), 5, 3_600_000)])
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"a-3",), 5, 3_600_000)])
+    expected = [b"a-3", b"a-2", b"a-1"]
     assert backend.ledger.read("q", "k:a", 10) == expected
-    assert backend.ledger.read_many([("q", "k:b"), ("q", "k:c")]) == [[b"old-b"], []]
+    assert backend.ledger.read_many([("q", "k:b"), ("q", "k:c")]) == [[b"b-1"], []]
     with backend.store.write() as db:
+        assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (3,)
         ledger_log.fold(db)
-        for table in ("ledger_log", "ledger_appends", "ledger_writes"):
-            assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
+        assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (0,)
     assert backend.ledger.read("q", "k:a", 10) == expected
-    backend.ledger.append([LedgerEntry("q", "k:a", (b"new-3", b"new-4"), 5, 3_600_000)])
-    assert backend.ledger.read("q", "k:a", 10) == [b"new-4", b"new-3", *expected[:3]]
+    assert backend.ledger.read("q", "k:b", 10) == [b"b-1"]
+    backend.ledger.append([LedgerEntry("q", "k:a", (b"a-4", b"a-5", b"a-6"), 5, 3_600_000)])
+    assert backend.ledger.read("q", "k:a", 10) == [b"a-6", b"a-5", b"a-4", b"a-3", b"a-2"]
     backend.close()
 
 
@@ -209,37 +170,6 @@ def test_a_write_that_finds_the_fold_due_folds_after_it_ends(
     assert db.execute("SELECT COUNT(*) FROM ledger_writes").fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM ledger_pages").fetchone() == (1,)
     assert backend.ledger.read("q", "k:a") == [b"r1"]
-    backend.close()
-
-
-def test_ledger_records_folded_one_row_each_by_an_older_version_are_read_and_trimmed(
-    tmp_path: Path,
-) -> None:
-    """Before 2026-11-26 a fold wrote each record as a row of ``ledger``; a file upgraded
-    with some there reads them after the pages, numbers new pages after them, and trims
-    them with the pages."""
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log
-
-    backend = SQLiteBackend(str(tmp_path / "a.db"))
-    db = backend.store.connection()
-    far = backend.now_ms() + 3_600_000
-    db.executemany(
-        "INSERT INTO ledger (queue, subject, seq, expires_ms, record) VALUES (?, ?, ?, ?, ?)",
-        [
-            ("q", "k:a", 1, far, b"old-1"),
-            ("q", "k:a", 2, far, b"old-2"),
-            ("q", "k:b", 7, far, b"b"),
-        ],
-    )
-    assert backend.ledger.read_many([("q", "k:a"), ("q", "k:b")]) == [[b"old-2", b"old-1"], [b"b"]]
-    backend.ledger.append([LedgerEntry("q", "k:a", (b"new-1", b"new-2"), 3, 3_600_000)])
-    with backend.store.write() as db:
-        ledger_log.fold(db)
-        assert db.execute("SELECT last_seq FROM ledger_pages").fetchall() == [(4,)]
-        assert db.execute("SELECT seq FROM ledger WHERE subject = 'k:a'").fetchall() == [(2,)]
-    assert backend.ledger.read("q", "k:a", 10) == [b"new-2", b"new-1", b"old-2"]
-    assert backend.ledger.read("q", "k:b", 10) == [b"b"]
     backend.close()
 
 

@@ -2,10 +2,10 @@
 
 ``BatchStatement.add`` binds through a ``BoundStatement`` made for each statement (its
 attributes copied from the prepared one, a column descriptor built per value, the
-encryption policy asked per value): about 22 µs for a lease's 13 columns, a quarter of
-the worker's CPU in a Cassandra drain, where a claim adds four statements a message and an ack
-three. Here each prepared statement's serializers are looked up once, and a batch takes the
-serialized values as the driver's own ``add`` leaves them (about 7 µs).
+encryption policy asked per value): a large part of the worker's CPU in a Cassandra
+drain, where a claim adds four statements a message and an ack three. Here each prepared
+statement's serializers are looked up once, and a batch takes the serialized values as
+the driver's own ``add`` leaves them.
 
 The batch's first statement still goes through the driver's ``add``: it sets the batch's
 routing key (the replica a token-aware policy sends it to). So does anything out of the

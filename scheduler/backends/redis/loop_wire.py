@@ -1,9 +1,8 @@
-"""Script calls made from an event loop on the loop itself (``RedisBackend.aenqueue``).
+"""Script calls made from an event loop on the loop itself (``RedisMessages.aenqueue``).
 
-The async producer API (``await task.adelay()``) used to run the blocking call in a
-thread: on this project's 2-core machine the hop there and back cost more than the
-round trip (a script call 313 us through ``asyncio.to_thread``, 118 us blocking, 130 us
-on a redis-py asyncio connection of the loop's own, kept between calls).
+A blocking call run in a thread from the async producer API (``await task.adelay()``)
+costs more in the hop there and back than in the round trip; an asyncio connection of
+the loop's own, kept between calls, costs about what a blocking call does.
 
 An asyncio connection belongs to the loop that opened it, so each loop gets its own pool,
 made on first use with the blocking client's URL and options (TLS and credentials

@@ -292,5 +292,5 @@ class RedisShards:
 @functools.lru_cache(maxsize=256)
 def _ledger_head(count: int, keep: int, ttl_ms: int) -> bytes:
     """A ledger entry's first argument: ``count|keep|ttl_ms`` (the same few for every run
-    of a worker: built once; 1 us a run saved)."""
+    of a worker: built once)."""
     return b"%d|%d|%d" % (count, max(1, keep), max(1, ttl_ms))

@@ -4,8 +4,8 @@ checkout): packed by hiredis, written in one send, their replies read in order. 
 the scripts on one node (``scripts.py``); a caller whose connection failed falls back to
 redis-py, whose retries reconnect.
 
-A thread keeps the connection it took between its calls: a checkout and a release cost
-21 us on this project's 2-core machine, against about 250 us for a whole ``.delay()``.
+A thread keeps the connection it took between its calls: a checkout and a release are a
+noticeable part of a whole ``.delay()``.
 At most half a pool's ``max_connections`` (redis-py's default: 100) are kept so, beyond
 that, threads check one out per call and the pool's bound still holds for all. A kept
 connection goes back to its pool when its thread ends (CPython drops a thread's locals
@@ -114,8 +114,8 @@ def send_commands(client: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]
 
 def _packed(connection: Any, command: tuple[Any, ...]) -> bytes:
     """``command`` in the wire protocol, packed by hiredis (part of the ``redis`` extra)
-    directly: a third of the time redis-py's ``pack_command`` takes around it (4.7
-    against 13.6 us for an enqueue); an argument hiredis refuses goes through redis-py."""
+    directly (redis-py's ``pack_command`` does the same with more work around it); an
+    argument hiredis refuses goes through redis-py."""
     try:
         packed: bytes = hiredis.pack_command(command)
         return packed

@@ -19,7 +19,7 @@ from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.backends.options import UrlOptions
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.sqlite import ledger_log, ledger_pages
-from scheduler.backends.sqlite.fairness import migrate
+from scheduler.backends.sqlite.fairness import FAIR_SCHEMA
 from scheduler.backends.sqlite.rows import LEASED, READY, SCHEDULED, initial_state
 from scheduler.clock import Clock, SystemClock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
@@ -139,15 +139,6 @@ CREATE TABLE IF NOT EXISTS batch_members (
     PRIMARY KEY (batch, member)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
--- a row per record: folded by tickwork before 2026-11-26 (now ledger_pages), still read
-CREATE TABLE IF NOT EXISTS ledger (
-    queue      TEXT NOT NULL,
-    subject    TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    expires_ms INTEGER NOT NULL,
-    record     BLOB NOT NULL,
-    PRIMARY KEY (queue, subject, seq)
-) WITHOUT ROWID;
 """
 
 #: expired side records (rate starts, results, workers, batches) are deleted this often
@@ -237,9 +228,8 @@ class SQLiteStore:
             if not parent.exists():
                 raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
         self.connection().executescript(
-            SCHEMA + ledger_log.LEDGER_LOG_SCHEMA + ledger_pages.LEDGER_PAGES_SCHEMA
+            SCHEMA + FAIR_SCHEMA + ledger_log.LEDGER_LOG_SCHEMA + ledger_pages.LEDGER_PAGES_SCHEMA
         )
-        migrate(self.connection())
 
     # -- connections ---------------------------------------------------------------------
 
@@ -339,7 +329,6 @@ class SQLiteStore:
         if self.due("fold ledger_log", now, ledger_log.FOLD_EVERY_MS):
             self._fold_wanted = True  # once this write ends (``write``)
         self.prune(db, "ledger_pages", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
-        self.prune(db, "ledger", "expires_ms", now, every_ms=_LEDGER_SWEEP_MS)
 
     def read(self) -> sqlite3.Connection:
         return self.connection()

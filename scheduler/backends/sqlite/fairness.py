@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 
-#: run after the base schema (and after the columns below were added to an older file)
+#: run after the base schema (``connection.SCHEMA`` has the ``fair`` and ``turn`` columns)
 FAIR_SCHEMA = """
 CREATE INDEX IF NOT EXISTS messages_fair_ready
     ON messages (queue, at_ms) WHERE state = 1 AND fair IS NOT NULL;
@@ -27,22 +27,6 @@ CREATE TABLE IF NOT EXISTS fair_turns (
     PRIMARY KEY (queue, fair)
 ) WITHOUT ROWID;
 """
-
-#: columns a file made before fair share lacks (added in place when it is opened)
-_COLUMNS = {"fair": "TEXT", "turn": "INTEGER"}
-
-
-def migrate(db: sqlite3.Connection) -> None:
-    """Add what fair share needs to a file, in place (idempotent)."""
-    present = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
-    for column, kind in _COLUMNS.items():
-        if column not in present:
-            try:
-                db.execute(f"ALTER TABLE messages ADD COLUMN {column} {kind}")
-            except sqlite3.OperationalError as err:  # another process added it meanwhile
-                if "duplicate column" not in str(err):
-                    raise
-    db.executescript(FAIR_SCHEMA)
 
 
 def make_fair_ready(db: sqlite3.Connection, queue: str, until_ms: int) -> None:

@@ -8,23 +8,15 @@ writes the pages (``fold_gathered``).
 Reads take the appends not yet folded (a scan of about 5 seconds of them) before the
 folded records.
 
-Why: a row of ``ledger`` per record written at each commit wrote a leaf page per
-schedule acked (most of a keyed recurring workload's cost with ``synchronous=full``); a
-log row per record then cost the ack's transaction about 3.4 us a record (SQLite's
-per-row insert work), one packed row per write about 1 us. A fold touches each
-subject's page once and inserts at most ``keep`` of its records however many were
-logged. The interval: folding every second cost that workload 15-17% of its throughput
-against no ledger, every 4-5 seconds 9-12% (``bench.ledger``, 200 schedules,
-``docs/benchmarks.md``). A fold gathered inside the write held this process's writes
-(claims too) for the whole of its Python work, ~60 ms every 5 s in that workload: 4.5%
-of its throughput against 2.5% gathered outside.
+Why: a row per record written at each commit writes a leaf page per schedule acked, and
+a fold gathered inside the write would hold this process's writes for its Python work;
+the interval trades the ledger's cost against how long records wait in the log (the
+measurements are in ``bench/NOTES.md``).
 
 Packed form: a JSON header, a list of ``[queue, subject, keep, expires_ms, [length of
 each record]]`` (one per entry), a newline, then the records (opaque bytes) back to
 back. ``ledger_writes`` numbers its rows with AUTOINCREMENT, so a number is never reused
-and a fold can tell its rows are still there. Rows of ``ledger_log`` (one per record,
-written by tickwork before 2026-11-25) and of ``ledger_appends`` (packed rows written
-before 2026-11-27) are still read and folded, so an upgrade loses nothing."""
+and a fold can tell its rows are still there."""
 
 from __future__ import annotations
 
@@ -48,16 +40,6 @@ LEDGER_LOG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger_writes (
     id     INTEGER PRIMARY KEY AUTOINCREMENT,
     packed BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ledger_appends (
-    packed BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ledger_log (
-    queue      TEXT NOT NULL,
-    subject    TEXT NOT NULL,
-    keep       INTEGER NOT NULL,
-    expires_ms INTEGER NOT NULL,
-    record     BLOB NOT NULL
 );
 """
 
@@ -100,71 +82,48 @@ def append(db: sqlite3.Connection, entries: Iterable[LedgerEntry], now: int) -> 
 
 
 def _logged(db: sqlite3.Connection) -> list[tuple[str, str, int, int, list[bytes]]]:
-    """Every entry in the log, oldest first: the rows of the older tables (only an
-    upgrade leaves any), then the packed writes."""
-    entries = [
-        (queue, subject, keep, expires_ms, [record])
-        for queue, subject, keep, expires_ms, record in db.execute(
-            "SELECT queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid"
-        )
-    ]
-    for table in ("ledger_appends ORDER BY rowid", "ledger_writes ORDER BY id"):
-        for (packed,) in db.execute(f"SELECT packed FROM {table}"):
-            entries += unpack(packed)
+    """Every entry in the log, oldest first."""
+    entries: list[tuple[str, str, int, int, list[bytes]]] = []
+    for (packed,) in db.execute("SELECT packed FROM ledger_writes ORDER BY id"):
+        entries += unpack(packed)
     return entries
 
 
 @dataclass(frozen=True)
 class Gathered:
     """The log's packed writes numbered ``first`` to ``last`` (``rows`` of them) gathered
-    by subject, and whether the older tables hold rows too."""
+    by subject."""
 
     first: int
     last: int
     rows: int
     by_subject: dict[tuple[str, str], NewRecords]
-    older_rows: bool
 
 
 def gather(db: sqlite3.Connection) -> Gathered | None:
     """The log read and gathered by subject (no lock needed: one read), or None when it
     is empty."""
-    (older_rows,) = db.execute(
-        "SELECT EXISTS (SELECT 1 FROM ledger_log) OR EXISTS (SELECT 1 FROM ledger_appends)"
-    ).fetchone()
     rows = db.execute("SELECT id, packed FROM ledger_writes ORDER BY id").fetchall()
-    if not rows and not older_rows:
+    if not rows:
         return None
     by_subject: dict[tuple[str, str], NewRecords] = {}
     for _, packed in rows:
         _gather_packed(by_subject, packed)
-    first, last = (rows[0][0], rows[-1][0]) if rows else (0, 0)
-    return Gathered(first, last, len(rows), by_subject, bool(older_rows))
+    return Gathered(rows[0][0], rows[-1][0], len(rows), by_subject)
 
 
 def fold_gathered(db: sqlite3.Connection, gathered: Gathered) -> bool:
-    """Inside a write: move ``gathered``'s records (and those of the older tables,
-    gathered here) into the ledger's pages (``ledger_pages.write``) and delete them from
-    the log; False, writing nothing, when another fold took some of them since."""
+    """Inside a write: move ``gathered``'s records into the ledger's pages
+    (``ledger_pages.write``) and delete them from the log; False, writing nothing, when
+    another fold took some of them since."""
     (present,) = db.execute(
         "SELECT COUNT(*) FROM ledger_writes WHERE id BETWEEN ? AND ?",
         (gathered.first, gathered.last),
     ).fetchone()
     if present != gathered.rows:
         return False
-    by_subject = _gather_older(db) if gathered.older_rows else {}
-    for subject, new in gathered.by_subject.items():
-        found = by_subject.get(subject)
-        if found is None:
-            by_subject[subject] = new
-        else:  # older records first
-            found.extend(new)
-    if by_subject:
-        ledger_pages.write(db, by_subject)
+    ledger_pages.write(db, gathered.by_subject)
     db.execute("DELETE FROM ledger_writes WHERE id <= ?", (gathered.last,))
-    if gathered.older_rows:
-        db.execute("DELETE FROM ledger_log")
-        db.execute("DELETE FROM ledger_appends")
     return True
 
 
@@ -190,22 +149,9 @@ def fold(db: sqlite3.Connection) -> None:
         fold_gathered(db, gathered)
 
 
-def _gather_older(db: sqlite3.Connection) -> dict[tuple[str, str], NewRecords]:
-    by_subject: dict[tuple[str, str], NewRecords] = {}
-    for queue, subject, keep, expires_ms, record in db.execute(
-        "SELECT queue, subject, keep, expires_ms, record FROM ledger_log ORDER BY rowid"
-    ):
-        by_subject.setdefault((queue, subject), NewRecords()).add(
-            keep, expires_ms, [len(record)], record
-        )
-    for (packed,) in db.execute("SELECT packed FROM ledger_appends ORDER BY rowid"):
-        _gather_packed(by_subject, packed)
-    return by_subject
-
-
 def _gather_packed(by_subject: dict[tuple[str, str], NewRecords], packed: bytes) -> None:
     """Add a packed row's records to ``by_subject``: one chunk per entry, cut from the row
-    as it lies (4.5 -> 2.8 us a record against a slice and a tuple per record)."""
+    as it lies (not a slice and a tuple per record)."""
     at = packed.index(b"\n")
     header = from_json(packed[:at])
     at += 1

@@ -4,15 +4,12 @@ new records as **one** row of ``ledger_pages`` (a page: the records numbered up 
 by deleting the pages wholly older than that; a page partly older stays, and reads
 count records from the newest so they never show one past ``keep``.
 
-Why pages: a row per record made a fold insert and (once a subject was full) delete one
-row per record written since the last fold, 8 us of an ack's 30 us of ledger cost in
-``bench.ledger``'s workload (200 schedules acked ~3,500 times a second); a page per
-subject and fold does that work once per subject.
+Why pages: a row per record would make a fold insert and (once a subject is full)
+delete one row per record written since the last fold; a page per subject and fold
+does that work once per subject (the measurements are in ``bench/NOTES.md``).
 
 Packed form: a JSON header ``[[expires_ms of each record], [length of each record]]``,
-a newline, then the records back to back. A row of ``ledger`` (one per record, folded
-by tickwork before 2026-11-26) is read after the pages (its numbers are lower) and
-trimmed with them, so an upgrade loses nothing."""
+a newline, then the records back to back."""
 
 from __future__ import annotations
 
@@ -61,13 +58,6 @@ class NewRecords:
         self.lengths += lengths
         self.chunks.append(chunk)
 
-    def extend(self, newer: NewRecords) -> None:
-        """Add records logged after these."""
-        self.keep = newer.keep
-        self.expiries += newer.expiries
-        self.lengths += newer.lengths
-        self.chunks += newer.chunks
-
 
 def pack_page(expiries: Sequence[int], lengths: Sequence[int], data: bytes) -> bytes:
     """Records (oldest first; their ``data`` back to back) in a page's packed form."""
@@ -90,13 +80,12 @@ def write(db: sqlite3.Connection, by_subject: Mapping[tuple[str, str], NewRecord
     """Inside a write: add each ``(queue, subject)``'s records (oldest first) as one page
     numbered after its last, then trim it to its newest ``keep`` (that of its newest
     record); records the trim would delete at once are not written."""
-    (old_rows,) = db.execute("SELECT EXISTS (SELECT 1 FROM ledger)").fetchone()
     pages, trims = [], []
     for (queue, subject), new in by_subject.items():
         count = len(new.lengths)
         if not count:
             continue
-        last = _last_seq(db, queue, subject, old_rows)
+        last = _last_seq(db, queue, subject)
         keep = max(1, new.keep)
         newest = last + count
         expiries, lengths, data = new.expiries, new.lengths, b"".join(new.chunks)
@@ -115,21 +104,14 @@ def write(db: sqlite3.Connection, by_subject: Mapping[tuple[str, str], NewRecord
     db.executemany(
         "DELETE FROM ledger_pages WHERE queue = ? AND subject = ? AND last_seq <= ?", trims
     )
-    if old_rows:
-        db.executemany("DELETE FROM ledger WHERE queue = ? AND subject = ? AND seq <= ?", trims)
 
 
-def _last_seq(db: sqlite3.Connection, queue: str, subject: str, old_rows: bool) -> int:
+def _last_seq(db: sqlite3.Connection, queue: str, subject: str) -> int:
     """The number of ``subject``'s newest folded record (0 if none)."""
     (last,) = db.execute(
         "SELECT COALESCE(MAX(last_seq), 0) FROM ledger_pages WHERE queue = ? AND subject = ?",
         (queue, subject),
     ).fetchone()
-    if old_rows and not last:
-        (last,) = db.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM ledger WHERE queue = ? AND subject = ?",
-            (queue, subject),
-        ).fetchone()
     return int(last)
 
 
@@ -145,7 +127,7 @@ def read(
     not folded yet, newest first), then the folded ones; none past the newest ``keep``
     (the newest record's), which a fold may leave in a page it did not delete whole.
     Run it in a read transaction."""
-    newest_first = itertools.chain(logged, _folded(db, queue, subject, limit))
+    newest_first = itertools.chain(logged, _folded(db, queue, subject))
     first = next(newest_first, None)
     if first is None:
         return []
@@ -154,9 +136,8 @@ def read(
     return list(itertools.islice(live, limit))
 
 
-def _folded(db: sqlite3.Connection, queue: str, subject: str, limit: int) -> Iterator[Logged]:
-    """``subject``'s folded records, newest first: the pages', then the rows of ``ledger``
-    (their keep unknown: taken as ``limit``)."""
+def _folded(db: sqlite3.Connection, queue: str, subject: str) -> Iterator[Logged]:
+    """``subject``'s folded records, newest first."""
     pages = db.execute(
         "SELECT keep, packed FROM ledger_pages WHERE queue = ? AND subject = ? "
         "ORDER BY last_seq DESC",
@@ -165,10 +146,3 @@ def _folded(db: sqlite3.Connection, queue: str, subject: str, limit: int) -> Ite
     for keep, packed in pages:
         for expires_ms, record in reversed(unpack_page(packed)):
             yield keep, expires_ms, record
-    rows = db.execute(
-        "SELECT expires_ms, record FROM ledger WHERE queue = ? AND subject = ? "
-        "ORDER BY seq DESC LIMIT ?",
-        (queue, subject, limit),
-    ).fetchall()
-    for expires_ms, record in rows:
-        yield limit, expires_ms, record
