@@ -17,16 +17,17 @@ from scheduler.backends import (
     Backend,
     Envelope,
     OnConflict,
-    Outcome,
     StoredMessage,
     open_backend,
 )
+from scheduler.backends.codec import BodyCodec, CodedBackend
 from scheduler.batch_control import Batches
 from scheduler.batches import Batch, Group
 from scheduler.building import MessageBuilder
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.control import AbortResult
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
+from scheduler.hooks import Hook, Hooks
 from scheduler.in_thread import in_thread
 from scheduler.ledger import HistoryEntry
 from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
@@ -62,7 +63,9 @@ class App:
         *,
         settings: Settings | None = None,
         clock: Clock | None = None,
+        hooks: Iterable[Hook] = (),
     ) -> None:
+        """``hooks`` (``scheduler.hooks``): the app's extension points, in order."""
         if isinstance(backend, Backend):
             self.settings = settings or Settings.load()
             self._backend: Backend | None = backend
@@ -70,6 +73,8 @@ class App:
             self.settings = settings or Settings.load(backend=backend)
             self._backend = None
         self.clock: Clock = clock or SystemClock()
+        self.hooks = Hooks(hooks)
+        self._coded: CodedBackend | None = None  # the backend behind the hooks' body codec
         retention = (
             self.settings.keep_results,
             timedelta(seconds=self.settings.result_retention_s),
@@ -97,9 +102,21 @@ class App:
 
     @property
     def backend(self) -> Backend:
+        """The backend (opened on first use), its bodies through the hooks' codec if one
+        transforms them."""
         if self._backend is None:
             self._backend = open_backend(self.settings.backend, clock=self.clock)
-        return self._backend
+        if not self.hooks.has_codec:
+            return self._backend
+        if self._coded is None or self._coded.inner is not self._backend:
+            codec = BodyCodec(self.hooks.encode, self.hooks.decode)
+            self._coded = CodedBackend(self._backend, codec)
+        return self._coded
+
+    def add_hook(self, hook: Hook) -> None:
+        """Add ``hook`` after the app's others (before workers start: a running worker
+        took its steps' hooks when it started)."""
+        self.hooks.add(hook)
 
     def use_backend(self, url: str) -> None:
         """Point the app at another backend URL (before or after it was first used)."""
@@ -111,6 +128,7 @@ class App:
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+            self._coded = None
 
     def __enter__(self) -> App:
         return self
@@ -349,24 +367,6 @@ class App:
 
     def _now_ms(self) -> int:
         return self.backend.now_ms()
-
-    def install_periodic(self) -> list[Outcome]:
-        """Install every ``@app.periodic`` schedule by key. A schedule already installed with
-        the same trigger is left alone; one whose trigger changed in code is replaced."""
-        outcomes = []
-        for p in self.periodics:
-            current = self.get(key=p.key, queue=p.queue)
-            if (
-                current is not None
-                and current.message.trigger is not None
-                and control.same_schedule(current.message.trigger, p.trigger)
-            ):
-                outcomes.append(Outcome.IGNORED)
-                continue
-            mode = OnConflict.IGNORE if current is None else OnConflict.REPLACE
-            _, envelope = self.build(Call(p.task, key=p.key, trigger=p.trigger, queue=p.queue))
-            outcomes.extend(self.backend.messages.enqueue([envelope], mode))
-        return outcomes
 
     # -- the same from an event loop: the blocking call runs in a thread ---------------
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from scheduler import control
+from scheduler.backends import OnConflict, Outcome
 from scheduler.clock import to_datetime
 from scheduler.control import Backfill, Overdue, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage
@@ -26,15 +27,19 @@ from scheduler.ledger import (
     schedule_subject,
 )
 from scheduler.message import Message
+from scheduler.tasks import Call
 from triggers import Misfire, Overlap
 
 #: the records a schedule listing reads to find the last run's outcome
 _RECENT = 10
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from scheduler.backends import Backend
     from scheduler.building import MessageBuilder
     from scheduler.parts import AppParts
+    from scheduler.registry import Periodic
     from scheduler.settings import Settings
 
 
@@ -184,10 +189,35 @@ class Schedules:
         recent = read_histories(self.backend, subjects, _RECENT)
         return [_with_history(info, entries) for info, entries in zip(infos, recent, strict=True)]
 
+    def install(self, periodics: Sequence[Periodic]) -> builtins.list[Outcome]:
+        """Install each ``@app.periodic`` schedule by its key (workers do at start). One
+        installed with the same trigger is left alone; one whose trigger changed in
+        code is replaced."""
+        outcomes = []
+        for periodic in periodics:
+            stored = self.backend.messages.get_by_key(periodic.queue, periodic.key)
+            current = None if stored is None else Message.decode(stored.envelope.body)
+            if _installed(current, periodic):
+                outcomes.append(Outcome.IGNORED)
+                continue
+            mode = OnConflict.IGNORE if current is None else OnConflict.REPLACE
+            call = Call(
+                periodic.task, key=periodic.key, trigger=periodic.trigger, queue=periodic.queue
+            )
+            _, envelope = self.builder.build(call)
+            outcomes.extend(self.backend.messages.enqueue([envelope], mode))
+        return outcomes
+
     def overdue(self, max_late: timedelta, queue: str | None = None) -> builtins.list[Overdue]:
         """Schedules with no successful run within their period plus ``max_late``."""
         now = to_datetime(self._now_ms())
         return control.overdue(self.list(queue), now, max_late)
+
+
+def _installed(current: Message | None, periodic: Periodic) -> bool:
+    """Whether ``current`` (what holds the periodic schedule's key) is that schedule."""
+    trigger = None if current is None else current.trigger
+    return trigger is not None and control.same_schedule(trigger, periodic.trigger)
 
 
 def _with_history(info: ScheduleInfo, recent: list[HistoryEntry]) -> ScheduleInfo:

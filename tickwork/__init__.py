@@ -19,7 +19,6 @@ from scheduler import (
     ConfigurationError,
     InvalidMessage,
     KeyConflict,
-    OnConflict,
     QueueFull,
     RateLimit,
     RetryPolicy,
@@ -33,6 +32,8 @@ from scheduler import (
     current_run,
     group,
 )
+from scheduler.context import RunInfo
+from scheduler.hooks import Hook
 from triggers import Cron, Exclusions, Misfire, Overlap, Repeating, RunOnce, preview
 from workers import Worker, WorkerConfig
 
@@ -45,15 +46,16 @@ __all__ = [
     "ConfigurationError",
     "Cron",
     "Exclusions",
+    "Hook",
     "InvalidMessage",
     "KeyConflict",
     "Misfire",
-    "OnConflict",
     "Overlap",
     "QueueFull",
     "RateLimit",
     "Repeating",
     "RetryPolicy",
+    "RunInfo",
     "RunOnce",
     "RunStatus",
     "TaskFailed",

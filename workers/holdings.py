@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scheduler.backends import AbortRequest, Claim
+from scheduler.context import RunInfo
 from scheduler.message import Message
 
 
@@ -30,6 +31,15 @@ class Work:
     lent: bool = False  # finished: its permit went back before it was settled
     abort: AbortRequest | None = None  # set when an abort of this run was read
     slot: str | None = None  # the concurrency limit it holds a slot of, while it runs
+    info: RunInfo | None = None  # what its handler was given, once it started
+    retried: bool = False  # its failed run is due again (not poisoned)
+
+    def run_info(self) -> RunInfo:
+        """What its handler was (or would have been) given: for the hooks."""
+        if self.info is not None:
+            return self.info
+        message = self.message
+        return RunInfo(message.id, message.task, message.queue, message.key, self.claim.attempt)
 
     @property
     def lateness_ms(self) -> int:

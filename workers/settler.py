@@ -33,6 +33,8 @@ from scheduler.backends import (
     MemberOutcome,
     OnConflict,
 )
+from scheduler.context import RunInfo
+from scheduler.hooks import notify
 from scheduler.ledger import RunOutcome
 from scheduler.message import Message
 from scheduler.overlap import run_of
@@ -49,6 +51,16 @@ from workers.metrics import NoMetrics
 log = logging.getLogger("tickwork.worker")
 
 _BATCH = 1000  # results settled per backend round trip, at most
+
+#: how a run settled by its verdict, as the hooks' ``after_run`` names it (a failed run:
+#: retried or poisoned, as decided)
+_OUTCOMES = {
+    Verdict.ACK: "succeeded",
+    Verdict.REDELIVER: "redelivered",
+    Verdict.ABORTED: "aborted",
+    Verdict.FAIL: "poisoned",
+    Verdict.POISON: "poisoned",
+}
 
 
 class Settler:
@@ -82,6 +94,7 @@ class Settler:
         )
         self._fanin = FanIn(backend, self._with_retries, nudge)
         self._ledger = RunLedger(app)
+        self._hooks = app.hooks
 
     def finished(self, work: Work, result: HandlerResult) -> None:
         """A pool's callback (any thread): the permit is lent back now, before the ack."""
@@ -185,7 +198,19 @@ class Settler:
                 self._backend.queues.add_counters(queue, {"aborted": count})
             except BackendError as err:
                 log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
+        if self._hooks.after_run:
+            self._after_run(batch)
         self.forget(done)
+
+    def _after_run(self, batch: list[tuple[Work, HandlerResult]]) -> None:
+        """The hooks' ``after_run`` for each run of ``batch``, by how it was settled."""
+        for work, result in batch:
+            outcome = _OUTCOMES.get(result.verdict, "poisoned")
+            if work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER):
+                outcome = "aborted"
+            elif result.verdict is Verdict.FAIL and work.retried:
+                outcome = "retried"
+            notify(self._hooks.after_run, work.run_info(), outcome, result.duration_ms)
 
     def _ack(
         self,
@@ -253,6 +278,9 @@ class Settler:
         )
         error = f"{result.error_type}: {result.error}"
         due_ms = now + int(decision.delay_s * 1000)
+        work.retried = True
+        if self._hooks.on_retry:
+            notify(self._hooks.on_retry, work.run_info(), error, decision.delay_s)
         entry = self._ledger.entry(work, RunOutcome.RETRIED, now, error)
         ok = self._with_retries(lambda: self._backend.leases.retry(claim, due_ms, error, entry))
         self._counters.add("retried" if ok else "stale")
@@ -275,6 +303,8 @@ class Settler:
             else f"{result.error_type}: {result.error}"
         )
         failure = Failure("aborted", "Aborted", why, result.traceback)
+        if self._hooks.on_poison:
+            notify(self._hooks.on_poison, work.run_info(), failure)
         self._keep_failure(work, "Aborted", why, now)
         if not self._settle_member(work, now, ("Aborted", why)):
             return False
@@ -305,6 +335,8 @@ class Settler:
             extra=log_fields(work),
         )
         failure = Failure(reason, result.error_type, result.error, result.traceback)
+        if self._hooks.on_poison:
+            notify(self._hooks.on_poison, work.run_info(), failure)
         self._keep_failure(work, result.error_type, result.error, now)
         if not self._settle_member(work, now, (result.error_type, result.error)):
             return
@@ -332,6 +364,10 @@ class Settler:
         """Poison a claim that can never run (undecodable, unknown task) at once; a batch
         member among them (``message`` decoded) counts as failed."""
         log.error("poisoning %s: %s", claim.id, failure.message)
+        if self._hooks.on_poison:
+            task = message.task if message is not None else ""
+            info = RunInfo(claim.id, task, claim.queue, claim.key, claim.attempt)
+            notify(self._hooks.on_poison, info, failure)
         if message is not None and message.member is not None:
             work = Work(claim, message, holds_permit=False)
             if not self._settle_member(work, self._now_ms(), (failure.error_type, failure.message)):

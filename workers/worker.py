@@ -45,6 +45,7 @@ from collections.abc import Callable
 from scheduler import App, BackendError, TickworkError
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.context import RunInfo
+from scheduler.hooks import notify
 from scheduler.tracing import TRACEPARENT, look_for_provider
 from workers.aborts import AbortWatcher
 from workers.activity import ActivityLog
@@ -102,6 +103,7 @@ class Worker:
         self._holdings = Holdings()
         counted = self.config.metrics_port is not None or self.config.activity_interval_s > 0
         self._metrics = WorkerMetrics(self._holdings) if counted else NoMetrics()
+        self._hooks = app.hooks
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
         self._limits = LimitGate(
@@ -189,7 +191,7 @@ class Worker:
             )
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
         if self.config.install_periodic:
-            self.app.install_periodic()
+            self.app.schedules.install(self.app.periodics)
         spec = PoolSpec(
             self.app,
             self.config.app_reference,
@@ -349,6 +351,9 @@ class Worker:
             message.headers.get(TRACEPARENT),
             work.lateness_ms,
         )
+        work.info = info
+        if self._hooks.before_run:
+            notify(self._hooks.before_run, info)
         pool.submit(work, message.task, args, message.kwargs, info)
 
     def _settle(self) -> None:

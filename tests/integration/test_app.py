@@ -196,7 +196,7 @@ def test_periodic_is_installed_once_by_many_workers(sqlite_url: str) -> None:
 
     def install(app: App) -> None:
         barrier.wait()
-        outcomes.append(app.install_periodic())
+        outcomes.append(app.schedules.install(app.periodics))
 
     threads = [threading.Thread(target=install, args=(a,)) for a in apps]
     for t in threads:
@@ -215,10 +215,10 @@ def test_periodic_is_installed_once_by_many_workers(sqlite_url: str) -> None:
 def test_periodic_with_a_changed_trigger_is_replaced(sqlite_url: str) -> None:
     first = App(sqlite_url)
     first.periodic(Cron("0 * * * *"), name="beat")(lambda: None)
-    first.install_periodic()
+    first.schedules.install(first.periodics)
     second = App(sqlite_url)
     second.periodic(Cron("30 * * * *"), name="beat")(lambda: None)
-    assert second.install_periodic() == [Outcome.REPLACED]
+    assert second.schedules.install(second.periodics) == [Outcome.REPLACED]
     (info,) = second.schedules.list()
     assert isinstance(info.trigger, Cron) and info.trigger.expr == "30 * * * *"
 

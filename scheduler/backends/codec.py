@@ -1,0 +1,245 @@
+"""A body codec around a backend: the roles that carry message bodies (messages, leases,
+the poison store) wrapped so that every body is encoded on its way in and decoded on
+its way out; the other roles are the backend's own. The app installs it when one of
+its hooks transforms bodies (``scheduler.hooks``); without one nothing is wrapped.
+
+What crosses each role:
+
+- messages: enqueued envelopes encoded; what ``get``, ``get_by_key`` and ``keyed``
+  return decoded.
+- leases: claims decoded. A claim goes back encoded where a backend may store its body
+  again (``retry``, ``release``, ``poison``: Cassandra moves the row, SQLite and
+  Cassandra copy it to the poison store); the next occurrence of an ack or a poison is
+  encoded. A body the codec cannot decode comes out as stored, the claim marked
+  ``malformed`` with why: the worker poisons it, body kept as stored.
+- poison store: records decoded (one the codec cannot read is listed as stored).
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Self
+
+from scheduler.backends.base import Backend
+from scheduler.backends.records import Failure, LedgerEntry, Waiter
+from scheduler.backends.roles import Leases, Messages, PoisonStore
+from scheduler.backends.values import (
+    Claim,
+    ClaimBatch,
+    Envelope,
+    OnConflict,
+    Outcome,
+    PoisonRecord,
+    StoredMessage,
+)
+from scheduler.clock import Clock
+from scheduler.errors import ConfigurationError
+
+log = logging.getLogger("tickwork.hooks")
+
+Transform = Callable[[bytes], bytes]
+
+
+class BodyCodec:
+    """A pair of transforms; ``decode`` may raise on bytes it cannot read."""
+
+    def __init__(self, encode: Transform, decode: Transform) -> None:
+        self.encode = encode
+        self.decode = decode
+
+    def envelope(self, envelope: Envelope) -> Envelope:
+        return envelope._replace(body=self.encode(envelope.body))
+
+    def decoded(self, envelope: Envelope) -> Envelope | None:
+        """``envelope`` with its body decoded, or None when the codec cannot read it."""
+        try:
+            return envelope._replace(body=self.decode(envelope.body))
+        except Exception as err:
+            log.warning("cannot decode the body of %s: %s", envelope.id, err)
+            return None
+
+    def stored(self, stored: StoredMessage | None) -> StoredMessage | None:
+        if stored is None:
+            return None
+        envelope = self.decoded(stored.envelope)
+        return stored if envelope is None else replace(stored, envelope=envelope)
+
+    def claim_in(self, claim: Claim) -> Claim:
+        """A claim as the worker holds it: its body decoded (or marked malformed)."""
+        try:
+            return claim._replace(body=self.decode(claim.body))
+        except Exception as err:
+            return claim._replace(malformed=f"the body codec cannot read it: {err}")
+
+    def claim_out(self, claim: Claim) -> Claim:
+        """A claim as the backend may store it again: its body encoded (a malformed one
+        was never decoded)."""
+        return claim if claim.malformed else claim._replace(body=self.encode(claim.body))
+
+
+class CodedMessages(Messages):
+    """``Messages`` with bodies encoded in and decoded out."""
+
+    def __init__(self, inner: Messages, codec: BodyCodec) -> None:
+        self._inner = inner
+        self._codec = codec
+
+    def enqueue(
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
+    ) -> list[Outcome]:
+        coded = [self._codec.envelope(e) for e in envelopes]
+        return self._inner.enqueue(coded, on_conflict, bounded)
+
+    async def aenqueue(
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict = OnConflict.ERROR,
+        bounded: bool = False,
+    ) -> list[Outcome]:
+        coded = [self._codec.envelope(e) for e in envelopes]
+        return await self._inner.aenqueue(coded, on_conflict, bounded)
+
+    def get(self, message_id: str, queue: str | None = None) -> StoredMessage | None:
+        return self._codec.stored(self._inner.get(message_id, queue))
+
+    def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
+        return self._codec.stored(self._inner.get_by_key(queue, key))
+
+    def delete(self, message_id: str, queue: str | None = None) -> bool:
+        return self._inner.delete(message_id, queue)
+
+    def delete_by_key(self, queue: str, key: str) -> bool:
+        return self._inner.delete_by_key(queue, key)
+
+    def exists(self, queue: str, key: str) -> bool:
+        return self._inner.exists(queue, key)
+
+    def keyed(self, queue: str | None = None) -> list[StoredMessage]:
+        found = (self._codec.stored(stored) for stored in self._inner.keyed(queue))
+        return [stored for stored in found if stored is not None]
+
+
+class CodedLeases(Leases):
+    """``Leases`` with claims decoded out and encoded back where a body may be stored."""
+
+    def __init__(self, inner: Leases, codec: BodyCodec) -> None:
+        self._inner = inner
+        self._codec = codec
+
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,
+    ) -> ClaimBatch:
+        batch = self._inner.claim(queue, limit, lookahead_ms, slots)
+        return ClaimBatch([self._codec.claim_in(c) for c in batch.claims], batch.next_due_ms)
+
+    def _items(
+        self, items: Sequence[tuple[Claim, Envelope | None]]
+    ) -> list[tuple[Claim, Envelope | None]]:
+        encode = self._codec.envelope
+        return [(claim, None if nxt is None else encode(nxt)) for claim, nxt in items]
+
+    def ack(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> list[bool]:
+        return self._inner.ack(self._items(items), ledger)
+
+    def ack_releasing(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        held: Sequence[tuple[str, str]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> tuple[list[bool], list[Waiter]]:
+        return self._inner.ack_releasing(self._items(items), held, ledger)
+
+    def retry(
+        self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
+    ) -> bool:
+        return self._inner.retry(self._codec.claim_out(claim), due_ms, error, ledger)
+
+    def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
+        return self._inner.release([self._codec.claim_out(c) for c in claims], due_ms)
+
+    def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
+        return self._inner.extend(claims, lease_ms)
+
+    def requeue_expired(self, queue: str) -> int:
+        return self._inner.requeue_expired(queue)
+
+    def poison(
+        self,
+        claim: Claim,
+        failure: Failure,
+        next_occurrence: Envelope | None = None,
+        ledger: LedgerEntry | None = None,
+    ) -> bool:
+        nxt = None if next_occurrence is None else self._codec.envelope(next_occurrence)
+        return self._inner.poison(self._codec.claim_out(claim), failure, nxt, ledger)
+
+
+class CodedPoison(PoisonStore):
+    """``PoisonStore`` with records decoded out."""
+
+    def __init__(self, inner: PoisonStore, codec: BodyCodec) -> None:
+        self._inner = inner
+        self._codec = codec
+
+    def _record(self, record: PoisonRecord) -> PoisonRecord:
+        envelope = self._codec.decoded(record.envelope)
+        return record if envelope is None else replace(record, envelope=envelope)
+
+    def list(self, queue: str | None = None, limit: int = 100) -> builtins.list[PoisonRecord]:
+        return [self._record(record) for record in self._inner.list(queue, limit)]
+
+    def get(self, message_id: str) -> PoisonRecord | None:
+        found = self._inner.get(message_id)
+        return None if found is None else self._record(found)
+
+    def replay(self, ids: Sequence[str] | None = None, queue: str | None = None) -> int:
+        return self._inner.replay(ids, queue)
+
+    def purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
+        return self._inner.purge(queue, ids)
+
+
+class CodedBackend(Backend):
+    """``inner`` with its bodies passed through ``codec``: its messages, leases and poison
+    store wrapped, every other role its own."""
+
+    def __init__(self, inner: Backend, codec: BodyCodec) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.capabilities = inner.capabilities
+        self.shards = inner.shards
+        self.messages = CodedMessages(inner.messages, codec)
+        self.leases = CodedLeases(inner.leases, codec)
+        self.poison = CodedPoison(inner.poison, codec)
+        self.queues = inner.queues
+        self.aborts = inner.aborts
+        self.limits = inner.limits
+        self.rates = inner.rates
+        self.results = inner.results
+        self.registry = inner.registry
+        self.batches = inner.batches
+        self.ledger = inner.ledger
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock | None = None) -> Self:
+        raise ConfigurationError("a coded backend wraps an open backend: CodedBackend(inner)")
+
+    def now_ms(self) -> int:
+        return self.inner.now_ms()
+
+    def close(self) -> None:
+        self.inner.close()
