@@ -1,17 +1,15 @@
-"""The settler thread: turns handler results into backend writes.
+"""The settler thread: writes what ``workers/verdicts.py`` decides for finished runs.
 
 Pools report ``(work, result)`` here (``finished``, from any thread). The thread drains
-them in batches of up to 1,000 and settles each by its verdict: a returned handler is
-acked, with its chain's next occurrence and its ledger record (a schedule's run, or one
-of a task with ``history=True``: ``workers/ledger.py``) in the same atomic step; a retry
-and a poison carry their record too; ``False`` leaves it for redelivery after its lease;
-an exception retries with backoff or poisons, as ``scheduler.retry.decide`` says. An
-aborted run (``app.abort``, or a handler that raised ``Aborted``) is never retried: it
-goes to the poison store with reason ``aborted``, with its chain's next occurrence
-unless the abort asked to end the chain. Every path gives the permit back and forgets
-the work. An occurrence of a schedule with ``overlap="allow"`` never runs here:
-``fire_ticker`` enqueues its run, then acks it. Backend writes are retried until they
-succeed or the worker is forced to stop: no result is dropped for a backend's blink.
+them in batches of up to 1,000, asks the ``Decider`` for the plan (ack, redeliver,
+retry or poison each run, with its next occurrence and ledger entry built) and writes
+it: the result records to keep and the batch members' outcomes first, then the acks in
+one call (each with its chain's next occurrence and ledger record in the same atomic
+step, and the slots of the batch's runs given back), then each retry and poison (which
+carry their record too). Every path gives the permit back and forgets the work. An
+occurrence of a schedule with ``overlap="allow"`` never runs here: ``fire_ticker``
+enqueues its run, then acks it. Backend writes are retried until they succeed or the
+worker is forced to stop: no result is dropped for a backend's blink.
 """
 
 from __future__ import annotations
@@ -23,44 +21,45 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scheduler import App, BackendError, TickworkError
+from scheduler import App, BackendError
 from scheduler.backends import (
     Backend,
     Claim,
     Envelope,
     Failure,
     LedgerEntry,
-    MemberOutcome,
     OnConflict,
 )
 from scheduler.context import RunInfo
 from scheduler.hooks import notify
-from scheduler.ledger import RunOutcome
 from scheduler.message import Message
 from scheduler.overlap import run_of
-from scheduler.results import failed_record, succeeded_record
-from scheduler.retry import GiveUp, decide
-from workers.execution import HandlerResult, Verdict
+from workers.execution import HandlerResult
 from workers.fanin import FanIn, member_outcome
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
-from workers.ledger import RunLedger
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics
+from workers.verdicts import Acked, Decider, Poisoned, Retried
 
 log = logging.getLogger("tickwork.worker")
 
 _BATCH = 1000  # results settled per backend round trip, at most
 
-#: how a run settled by its verdict, as the hooks' ``after_run`` names it (a failed run:
-#: retried or poisoned, as decided)
-_OUTCOMES = {
-    Verdict.ACK: "succeeded",
-    Verdict.REDELIVER: "redelivered",
-    Verdict.ABORTED: "aborted",
-    Verdict.FAIL: "poisoned",
-    Verdict.POISON: "poisoned",
-}
+
+def _run_s(work: Work, result: HandlerResult) -> float | None:
+    """How long the run took, in seconds (None for one that never started)."""
+    return result.duration_ms / 1000 if work.started_ms else None
+
+
+def _log_done(work: Work, result: HandlerResult) -> None:
+    log.info(
+        "done %s id=%s in %.1fms",
+        work.message.task,
+        work.message.id,
+        result.duration_ms,
+        extra={**log_fields(work), "run_ms": round(result.duration_ms, 3)},
+    )
 
 
 class Settler:
@@ -93,7 +92,7 @@ class Settler:
             queue_module.SimpleQueue()
         )
         self._fanin = FanIn(backend, self._with_retries, nudge)
-        self._ledger = RunLedger(app)
+        self._decider = Decider(app)
         self._hooks = app.hooks
 
     def finished(self, work: Work, result: HandlerResult) -> None:
@@ -124,74 +123,55 @@ class Settler:
                 break
         return batch
 
-    # -- settling ------------------------------------------------------------------------
+    # -- settling: the plan (``workers/verdicts.py``) written ---------------------------
 
     def settle(self, batch: list[tuple[Work, HandlerResult]]) -> None:
-        """Write the outcome of each finished handler: acks in one call, the rest one by one."""
+        """Write the outcome of each finished handler: what to keep and the batch members
+        first, then the acks in one call (with the slots of the batch's runs), then each
+        retry and poison."""
         now = self._now_ms()
-        acks: list[tuple[Claim, Envelope | None]] = []
-        entries: list[LedgerEntry | None] = []  # each ack's ledger entry, in ack order
-        done: list[Work] = []
-        aborts: list[str] = []  # abort requests to drop: their runs are settled
-        aborted: dict[str, int] = {}  # queue -> runs settled as aborted
-        kept: list[tuple[str, bytes, int]] = []  # results to keep, written before the acks
-        members: list[tuple[Work, MemberOutcome]] = []  # batch members, counted before too
-        for work, result in batch:
-            message = work.message
-            done.append(work)
-            if work.abort is not None:
-                aborts.append(work.claim.id)
-            run_s = result.duration_ms / 1000 if work.started_ms else None
-            if result.verdict is Verdict.ABORTED or (
-                work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER)
-            ):
-                self._metrics.settled(work, "aborted", run_s)
-                if self._abort(work, result, now):
-                    aborted[work.claim.queue] = aborted.get(work.claim.queue, 0) + 1
-            elif result.verdict is Verdict.ACK:
-                self._metrics.settled(work, "succeeded", run_s)
-                retention = self._app.result_retention_ms(message.task)
-                if result.value is not None and retention is not None:
-                    record = succeeded_record(result.value, work.claim.attempt, now)
-                    kept.append((work.claim.id, record, retention))
-                nxt, dropped = self._next(work, now, succeeded=True, value=result.value)
-                acks.append((work.claim, nxt))
-                entries.append(self._ledger.entry(work, RunOutcome.SUCCEEDED, now, None, dropped))
-                if (outcome := member_outcome(work, now, result.value)) is not None:
-                    members.append((work, outcome))
-                if log.isEnabledFor(logging.INFO):
-                    log.info(
-                        "done %s id=%s in %.1fms",
-                        message.task,
-                        message.id,
-                        result.duration_ms,
-                        extra={**log_fields(work), "run_ms": round(result.duration_ms, 3)},
-                    )
-            elif result.verdict is Verdict.REDELIVER:
-                log.info(
-                    "%s id=%s returned False: due again when its lease ends",
-                    message.task,
-                    message.id,
-                    extra=log_fields(work),
-                )
-                self._counters.add("redelivered")
-                self._metrics.settled(work, "redelivered", run_s)
-            else:
-                self._fail(work, result, now, run_s)
-        # the slots of this batch's runs go back with the acks (one round trip where the
-        # backend can); forget() then finds none left to give back
+        plan = self._decider.plan(batch, now)
+        done = [work for work, _ in batch]
+        for item in plan.acked:
+            self._metrics.settled(item.work, "succeeded", _run_s(item.work, item.result))
+            if log.isEnabledFor(logging.INFO):
+                _log_done(item.work, item.result)
+        for work, result in plan.redelivered:
+            log.info(
+                "%s id=%s returned False: due again when its lease ends",
+                work.message.task,
+                work.message.id,
+                extra=log_fields(work),
+            )
+            self._counters.add("redelivered")
+            self._metrics.settled(work, "redelivered", _run_s(work, result))
+        kept = [item.kept for item in plan.acked if item.kept is not None]
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
             self._with_retries(lambda: self._backend.results.put(kept))
-        if members and not self._fanin.settle(members):  # forced stop: leave them to
-            unsettled = {work.claim.id for work, _ in members}  # be redelivered
-            kept_acks = [i for i, ack in enumerate(acks) if ack[0].id not in unsettled]
-            acks, entries = [acks[i] for i in kept_acks], [entries[i] for i in kept_acks]
+        acked = self._members_counted(plan.acked)
+        # the slots of this batch's runs go back with the acks (one round trip where the
+        # backend can); forget() then finds none left to give back
         held = self._limits.take_slots(done)
-        if acks:
+        if acked:
+            acks = [(item.work.claim, item.nxt) for item in acked]
+            entries = [item.entry for item in acked]
             self._ack(acks, held, entries if any(entries) else ())
         elif held:
             self._limits.release(held)
-        if aborts:
+        for retried in plan.retried:
+            self._retry(retried)
+        aborted: dict[str, int] = {}  # queue -> runs settled as aborted
+        for poisoned in plan.poisoned:
+            queue = poisoned.work.claim.queue
+            self._metrics.settled(
+                poisoned.work,
+                "aborted" if poisoned.aborted else "poisoned",
+                _run_s(poisoned.work, poisoned.result),
+            )
+            if self._poison(poisoned) and poisoned.aborted:
+                aborted[queue] = aborted.get(queue, 0) + 1
+        aborts = [work.claim.id for work in done if work.abort is not None]
+        if aborts:  # their runs are settled: drop the requests
             self._clear_aborts(aborts)
         for queue, count in aborted.items():  # one counter write per queue and batch
             try:
@@ -199,18 +179,18 @@ class Settler:
             except BackendError as err:
                 log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
         if self._hooks.after_run:
-            self._after_run(batch)
+            for work, result, outcome in plan.outcomes():
+                notify(self._hooks.after_run, work.run_info(), outcome, result.duration_ms)
         self.forget(done)
 
-    def _after_run(self, batch: list[tuple[Work, HandlerResult]]) -> None:
-        """The hooks' ``after_run`` for each run of ``batch``, by how it was settled."""
-        for work, result in batch:
-            outcome = _OUTCOMES.get(result.verdict, "poisoned")
-            if work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER):
-                outcome = "aborted"
-            elif result.verdict is Verdict.FAIL and work.retried:
-                outcome = "retried"
-            notify(self._hooks.after_run, work.run_info(), outcome, result.duration_ms)
+    def _members_counted(self, acked: list[Acked]) -> list[Acked]:
+        """Count the batch members among ``acked`` before their acks; on a forced stop
+        that leaves them uncounted, they are not acked (left to be redelivered)."""
+        members = [(item.work, item.member) for item in acked if item.member is not None]
+        if not members or self._fanin.settle(members):
+            return acked
+        unsettled = {work.claim.id for work, _ in members}
+        return [item for item in acked if item.work.claim.id not in unsettled]
 
     def _ack(
         self,
@@ -239,81 +219,62 @@ class Settler:
                     claim.id,
                 )
 
-    def _next(
-        self, work: Work, now: int, succeeded: bool, value: bytes | None = None
-    ) -> tuple[Envelope | None, int]:
-        """The next occurrence (or step) of ``work``'s chain (written from its stored
-        body), and how many grid occurrences before it the misfire policy dropped."""
-        build = self._app.builder.following_run
-        try:
-            return build(work.message, now, succeeded, value, body=work.claim.body)
-        except TickworkError as err:
-            log.error("cannot schedule the next occurrence of %s: %s", work.message.id, err)
-            return None, 0
-
-    def _fail(self, work: Work, result: HandlerResult, now: int, run_s: float | None) -> None:
-        """A handler raised (or can never run): retry it or poison it, one decision."""
-        claim, message = work.claim, work.message
-        task = self._app.tasks.get(message.task)
-        decision = (
-            decide(task.options.retry, claim.attempt, result.verdict is Verdict.FAIL)
-            if task is not None
-            else GiveUp("not_retryable")
-        )
-        if isinstance(decision, GiveUp):
-            self._metrics.settled(work, "poisoned", run_s)
-            self._poison(work, result, now)
-            return
-        self._metrics.settled(work, "retried", run_s)
+    def _retry(self, retried: Retried) -> None:
+        work, result = retried.work, retried.result
+        self._metrics.settled(work, "retried", _run_s(work, result))
         log.warning(
             "%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs",
-            message.task,
-            message.id,
-            claim.attempt,
-            task.options.retry.max_attempts if task is not None else claim.attempt,
+            work.message.task,
+            work.message.id,
+            work.claim.attempt,
+            retried.max_attempts,
             result.error_type,
             result.error,
-            decision.delay_s,
+            retried.delay_s,
             extra=log_fields(work),
         )
-        error = f"{result.error_type}: {result.error}"
-        due_ms = now + int(decision.delay_s * 1000)
-        work.retried = True
         if self._hooks.on_retry:
-            notify(self._hooks.on_retry, work.run_info(), error, decision.delay_s)
-        entry = self._ledger.entry(work, RunOutcome.RETRIED, now, error)
+            notify(self._hooks.on_retry, work.run_info(), retried.error, retried.delay_s)
+        claim, due_ms, error, entry = work.claim, retried.due_ms, retried.error, retried.entry
         ok = self._with_retries(lambda: self._backend.leases.retry(claim, due_ms, error, entry))
         self._counters.add("retried" if ok else "stale")
 
-    def _abort(self, work: Work, result: HandlerResult, now: int) -> bool:
-        """An aborted run: no retry; to the poison store with reason ``aborted``, and the
-        chain's next occurrence unless the abort ended the chain. True if written."""
-        claim, message = work.claim, work.message
-        continue_chain = work.abort.continue_chain if work.abort is not None else True
-        log.warning(
-            "%s id=%s was aborted%s",
-            message.task,
-            message.id,
-            "" if continue_chain or message.trigger is None else "; its chain ends",
-            extra=log_fields(work),
-        )
-        why = (
-            result.error
-            if result.verdict is Verdict.ABORTED
-            else f"{result.error_type}: {result.error}"
-        )
-        failure = Failure("aborted", "Aborted", why, result.traceback)
+    def _poison(self, poisoned: Poisoned) -> bool:
+        """To the poison store, after keeping its record and counting it as a batch
+        member; True if written."""
+        work, result, failure = poisoned.work, poisoned.result, poisoned.failure
+        message = work.message
+        if poisoned.aborted:
+            log.warning(
+                "%s id=%s was aborted%s",
+                message.task,
+                message.id,
+                "; its chain ends" if poisoned.ends_chain and message.trigger else "",
+                extra=log_fields(work),
+            )
+        else:
+            log.error(
+                "%s id=%s goes to the poison queue after %d attempt(s): %s: %s",
+                message.task,
+                message.id,
+                work.claim.attempt,
+                result.error_type,
+                result.error,
+                extra=log_fields(work),
+            )
         if self._hooks.on_poison:
             notify(self._hooks.on_poison, work.run_info(), failure)
-        self._keep_failure(work, "Aborted", why, now)
-        if not self._settle_member(work, now, ("Aborted", why)):
-            return False
-        nxt, dropped = self._next(work, now, succeeded=False) if continue_chain else (None, 0)
-        entry = self._ledger.entry(work, RunOutcome.ABORTED, now, why, dropped)
+        if poisoned.kept is not None:
+            kept = [poisoned.kept]
+            self._with_retries(lambda: self._backend.results.put(kept))
+        if poisoned.member is not None and not self._fanin.settle([(work, poisoned.member)]):
+            return False  # forced stop: it is left to be redelivered
+        claim, nxt, entry = work.claim, poisoned.nxt, poisoned.entry
         ok = bool(
             self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         )
-        self._counters.add("aborted" if ok else "stale")
+        outcome = "aborted" if poisoned.aborted else "poisoned"
+        self._counters.add(outcome if ok else "stale")
         return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:
@@ -321,38 +282,6 @@ class Settler:
             self._backend.aborts.clear(message_ids)
         except BackendError as err:
             log.warning("cannot drop settled abort requests (they lapse on their own): %s", err)
-
-    def _poison(self, work: Work, result: HandlerResult, now: int) -> None:
-        claim, message = work.claim, work.message
-        reason = "exception" if result.verdict is Verdict.FAIL else "invalid"
-        log.error(
-            "%s id=%s goes to the poison queue after %d attempt(s): %s: %s",
-            message.task,
-            message.id,
-            claim.attempt,
-            result.error_type,
-            result.error,
-            extra=log_fields(work),
-        )
-        failure = Failure(reason, result.error_type, result.error, result.traceback)
-        if self._hooks.on_poison:
-            notify(self._hooks.on_poison, work.run_info(), failure)
-        self._keep_failure(work, result.error_type, result.error, now)
-        if not self._settle_member(work, now, (result.error_type, result.error)):
-            return
-        nxt, dropped = self._next(work, now, succeeded=False)
-        error = f"{result.error_type}: {result.error}"
-        entry = self._ledger.entry(work, RunOutcome.POISONED, now, error, dropped)
-        ok = self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
-        self._counters.add("poisoned" if ok else "stale")
-
-    def _keep_failure(self, work: Work, error_type: str, error: str, now: int) -> None:
-        """Keep the record of a run that failed for good, if its task keeps results."""
-        retention = self._app.result_retention_ms(work.message.task)
-        if retention is not None:
-            record = failed_record(error_type, error, work.claim.attempt, now)
-            item = (work.claim.id, record, retention)
-            self._with_retries(lambda: self._backend.results.put([item]))
 
     def _settle_member(self, work: Work, now: int, error: tuple[str, str]) -> bool:
         """Count a batch member that failed for good (before it is poisoned); False if
@@ -389,9 +318,9 @@ class Settler:
         enqueued = self._with_retries(
             lambda: self._backend.messages.enqueue([run], OnConflict.IGNORE)
         )
-        nxt, dropped = self._next(Work(claim, message, holds_permit=False), now, succeeded=False)
+        nxt, dropped = self._decider.next(Work(claim, message, holds_permit=False), now, False)
         if enqueued is not None:  # else a forced stop: the ticker is delivered again
-            entry = self._ledger.not_run(message, dropped, now)
+            entry = self._decider.ledger.not_run(message, dropped, now)
             self._with_retries(lambda: self._backend.leases.ack([(claim, nxt)], [entry]))
             self._nudge()  # the run is due now, or soon: the consumer need not wait a poll
         self._permits.give(1)

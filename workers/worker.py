@@ -49,10 +49,11 @@ from scheduler.hooks import notify
 from scheduler.tracing import TRACEPARENT, look_for_provider
 from workers.aborts import AbortWatcher
 from workers.activity import ActivityLog
+from workers.admission import Admission
 from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
-from workers.execution import HandlerResult, Verdict, aborted
+from workers.execution import HandlerResult, Verdict
 from workers.fanin import callback_args
 from workers.flow import Counters, Pace, Permits, WorkerStats
 from workers.heartbeat import Heartbeat
@@ -169,6 +170,7 @@ class Worker:
             else None
         )
         self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)
+        self._admission = Admission(self._aborts, self._rates, self._limits, self._settler)
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
         if self.config.pool == "process" and not self.config.app_reference:
@@ -290,25 +292,12 @@ class Worker:
         self._settler.finished(work, result)
 
     def _submit(self, works: list[Work]) -> None:
-        """Hand claimed work that is due to the pool (from the consumer or the timer):
-        aborted work is settled as such, work over its rate or concurrency limit goes
-        back to wait (rate first: a start reserved is a start counted), the rest starts."""
+        """Hand claimed work that is due to the pool (from the consumer or the timer),
+        through admission (``workers/admission.py``): aborts, rates, concurrency limits."""
         if self._stopping.is_set():
             self._settler.release(works)
             return
-        runnable = []
-        for work in works:
-            request = work.abort or self._aborts.requested(work.claim.id)
-            if request is not None:  # aborted before it started: it never runs
-                work.abort = request
-                self._settler.finished(work, aborted("aborted before it started"))
-            else:
-                runnable.append(work)
-        admitted = self._limits.admit(self._rates.admit(runnable))
-        if len(admitted) < len(runnable):
-            kept = {id(work) for work in admitted}
-            self._settler.forget([work for work in runnable if id(work) not in kept])
-        for work in admitted:
+        for work in self._admission.admit(works):
             self._start(work)
 
     def _start(self, work: Work) -> None:

@@ -400,23 +400,3 @@ def test_burst_exits_when_every_queue_is_paused(app: App) -> None:
     worker = Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05))
     stats = worker.run()
     assert stats.acked == 0 and app.backend.queues.stats("default")[0].ready == 1
-
-
-def test_a_message_stored_in_the_old_encoding_runs_with_its_arguments(app: App) -> None:
-    """Bodies written before the compact form (ISO times, the chain and the enqueue time
-    always present) are read and run by today's worker."""
-    seen: list[tuple[str, int]] = []
-
-    @app.task()
-    def old_style(name: str, count: int = 1) -> None:
-        seen.append((name, count))
-
-    _, compact = app.build(old_style.call("acme", count=3))
-    message = Message.decode(compact.body)
-    old_body = message.encode()  # the model's own form: what every enqueue wrote before
-    assert b'"chain":' in old_body and b'"enqueued_at":"' in old_body
-    assert b'"chain":' not in compact.body, "today's enqueue writes the compact form"
-    app.backend.messages.enqueue([compact._replace(body=old_body)])
-    with running(app):
-        wait_for(lambda: seen == [("acme", 3)], timeout_s=30)
-    wait_for(lambda: app.backend.queues.stats("default")[0].ready == 0, timeout_s=10)

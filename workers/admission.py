@@ -1,0 +1,50 @@
+"""Admission: which claimed work that is due may start now. The worker hands every due
+claim here (from the consumer or the timer) before it starts any.
+
+In order: work whose abort was requested before it started never runs (it is settled
+as aborted); then a rate-limited one reserves its start (``workers/rates.py``: one over
+its rate goes back to storage, due at the start reserved for it); then a
+concurrency-limited one takes a slot (``workers/limits.py``: one over its limit goes
+back to wait for a slot). Rate first: a start reserved is a start counted, and a slot
+taken for a run that could not start would be held for nothing. What is sent back is
+forgotten here (its permit given back); what is left may start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workers.aborts import AbortWatcher
+from workers.execution import aborted
+from workers.holdings import Work
+from workers.limits import LimitGate
+from workers.rates import RateGate
+from workers.settler import Settler
+
+
+class Admission:
+    """The gate between claimed work and the pool."""
+
+    def __init__(
+        self, aborts: AbortWatcher, rates: RateGate, limits: LimitGate, settler: Settler
+    ) -> None:
+        self._aborts = aborts
+        self._rates = rates
+        self._limits = limits
+        self._settler = settler
+
+    def admit(self, works: Sequence[Work]) -> list[Work]:
+        """The works that may start now, in order; the rest are settled or sent back."""
+        runnable = []
+        for work in works:
+            request = work.abort or self._aborts.requested(work.claim.id)
+            if request is not None:  # aborted before it started: it never runs
+                work.abort = request
+                self._settler.finished(work, aborted("aborted before it started"))
+            else:
+                runnable.append(work)
+        admitted = self._limits.admit(self._rates.admit(runnable))
+        if len(admitted) < len(runnable):
+            kept = {id(work) for work in admitted}
+            self._settler.forget([work for work in runnable if id(work) not in kept])
+        return admitted
