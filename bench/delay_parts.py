@@ -21,7 +21,7 @@ from typing import Any
 from bench.common import on_sqlite_and_redis
 from bench.engine import fresh_app
 from scheduler.backends.redis.scripts import encode_record
-from scheduler.tasks import Call
+from scheduler.model.tasks import Call
 
 
 def _per_call_us(calls: int, step: Callable[[int], object]) -> float:

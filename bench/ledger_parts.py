@@ -26,7 +26,7 @@ from typing import Any
 from scheduler import App, Message
 from scheduler.backends import LedgerEntry
 from scheduler.backends.base import Claim
-from scheduler.ledger import RunOutcome
+from scheduler.schedules.ledger import RunOutcome
 from triggers import Repeating
 
 MEASURES = ("ledger-entry", "ledger-fold-sqlite", "ledger-append-redis")

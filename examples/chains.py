@@ -19,7 +19,7 @@ is written when its last step is done, so occurrences never overlap.
 
 from __future__ import annotations
 
-from scheduler.workflows import step_id
+from scheduler.workflows.chains import step_id
 from tickwork import App, Cron, Worker, WorkerConfig, chain
 
 app = App()

@@ -6,16 +6,7 @@ change between releases.
 
 from scheduler.app import App
 from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
-from scheduler.batch_status import (
-    BatchFailed,
-    BatchHandle,
-    BatchOutcome,
-    BatchStatus,
-)
-from scheduler.batches import Batch, Group, batch, group
 from scheduler.clock import Clock
-from scheduler.context import Aborted, RunContext, current_run
-from scheduler.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.errors import (
     BackendError,
     BackendUnavailable,
@@ -32,14 +23,23 @@ from scheduler.errors import (
     UnknownTask,
     WorkflowNotFound,
 )
-from scheduler.limits import ConcurrencyLimit, RateLimit
-from scheduler.message import Message, ScheduledMessage
-from scheduler.reports import EnqueueReport
-from scheduler.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
-from scheduler.retry import RetryPolicy
+from scheduler.limits.declared import ConcurrencyLimit, RateLimit
+from scheduler.model.message import Message, ScheduledMessage
+from scheduler.model.tasks import Call, TaskClass, TaskFunction
+from scheduler.producing.reports import EnqueueReport
+from scheduler.runs.context import Aborted, RunContext, current_run
+from scheduler.runs.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
+from scheduler.runs.retry import RetryPolicy
+from scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.settings import Settings
-from scheduler.tasks import Call, TaskClass, TaskFunction
-from scheduler.workflows import chain
+from scheduler.workflows.batches import Batch, Group, batch, group
+from scheduler.workflows.chains import chain
+from scheduler.workflows.status import (
+    BatchFailed,
+    BatchHandle,
+    BatchOutcome,
+    BatchStatus,
+)
 
 __all__ = [
     "AbortResult",

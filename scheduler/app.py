@@ -1,10 +1,10 @@
-"""The ``App``: the facade users hold. It owns a task registry (``scheduler.registry``), a
-message builder (``scheduler.building``) and, opened on first use, a backend. The
+"""The ``App``: the facade users hold. It owns a task registry (``scheduler.model.registry``), a
+message builder (``scheduler.producing.building``) and, opened on first use, a backend. The
 producer's verbs are its own (tasks, enqueue, get, cancel, abort, result, preview); the
 operator's are on small services reached from it, each a collaborator over the same
-parts: ``app.schedules`` (``scheduler.steering``), ``app.queues``
-(``scheduler.queues``), ``app.batches`` (``scheduler.batch_control``) and
-``app.workers`` (``scheduler.presence``)."""
+parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
+(``scheduler.views.queues``), ``app.batches`` (``scheduler.workflows.service``) and
+``app.workers`` (``scheduler.views.presence``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from scheduler import control, results
 from scheduler.backends import (
     Backend,
     Envelope,
@@ -21,28 +20,30 @@ from scheduler.backends import (
     open_backend,
 )
 from scheduler.backends.codec import BodyCodec, CodedBackend
-from scheduler.batch_control import Batches
-from scheduler.batches import Batch, Group
-from scheduler.building import MessageBuilder
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
-from scheduler.control import AbortResult
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.hooks import Hook, Hooks
-from scheduler.in_thread import in_thread
-from scheduler.ledger import HistoryEntry
-from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
-from scheduler.message import Message, ScheduledMessage
-from scheduler.planning import upcoming
-from scheduler.presence import Workers
-from scheduler.producing import Producer
-from scheduler.queues import Queues
-from scheduler.registry import Periodic, TaskRegistry
-from scheduler.reports import EnqueueReport
-from scheduler.results import TaskInfo
-from scheduler.retry import RetryPolicy
+from scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
+from scheduler.model.message import Message, ScheduledMessage
+from scheduler.model.registry import Periodic, TaskRegistry
+from scheduler.model.tasks import Call, TaskClass, TaskFunction
+from scheduler.producing.building import MessageBuilder
+from scheduler.producing.in_thread import in_thread
+from scheduler.producing.planning import upcoming
+from scheduler.producing.producer import Producer
+from scheduler.producing.reports import EnqueueReport
+from scheduler.runs import results
+from scheduler.runs.results import TaskInfo
+from scheduler.runs.retry import RetryPolicy
+from scheduler.schedules import control
+from scheduler.schedules.control import AbortResult
+from scheduler.schedules.ledger import HistoryEntry
+from scheduler.schedules.service import Schedules
 from scheduler.settings import Settings
-from scheduler.steering import Schedules
-from scheduler.tasks import Call, TaskClass, TaskFunction
+from scheduler.views.presence import Workers
+from scheduler.views.queues import Queues
+from scheduler.workflows.batches import Batch, Group
+from scheduler.workflows.service import Batches
 from triggers import Trigger
 from triggers.preview import Occurrence, preview
 
@@ -232,13 +233,13 @@ class App:
         """The task registered as ``name``; raises ``UnknownTask``."""
         return self.registry.lookup(name)
 
-    # -- producing (``scheduler.producing``) ---------------------------------------------
+    # -- producing (``scheduler.producing.producer``) ---------------------------------------------
 
     def build(
         self, call: Call, now_ms: int | None = None, now: datetime | None = None
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
-        ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
+        ``InvalidMessage``; writes nothing (see ``scheduler.producing.building``)."""
         return self.builder.build(call, now_ms, now)
 
     def enqueue(

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from scheduler.backends.records import Failure
-from scheduler.context import RunInfo
+from scheduler.runs.context import RunInfo
 
 log = logging.getLogger("tickwork.hooks")
 

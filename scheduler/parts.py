@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
-    from scheduler.building import MessageBuilder
     from scheduler.clock import CorrectedClock
+    from scheduler.producing.building import MessageBuilder
     from scheduler.settings import Settings
 
 

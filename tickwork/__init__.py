@@ -32,8 +32,8 @@ from scheduler import (
     current_run,
     group,
 )
-from scheduler.context import RunInfo
 from scheduler.hooks import Hook
+from scheduler.runs.context import RunInfo
 from triggers import Cron, Exclusions, Misfire, Overlap, Repeating, RunOnce, preview
 from workers import Worker, WorkerConfig
 

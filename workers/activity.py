@@ -1,4 +1,4 @@
-"""This worker's part of the activity log (``scheduler/activity.py``): every
+"""This worker's part of the activity log (``scheduler/views/activity.py``): every
 ``activity_interval_s`` it appends, for each queue where it claimed or settled anything
 since the last write, what it did there (counts, lateness and run time histograms), read
 from the counts its metrics keep per thread. A write that fails is carried into the next
@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 
 from scheduler import BackendError
-from scheduler.activity import COUNTS, LATENESS_BUCKETS, RUN_BUCKETS, Interval, activity_entry
 from scheduler.backends import Backend
+from scheduler.views.activity import COUNTS, LATENESS_BUCKETS, RUN_BUCKETS, Interval, activity_entry
 from workers.metrics import WorkerMetrics
 
 log = logging.getLogger("tickwork.worker")

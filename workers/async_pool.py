@@ -32,8 +32,8 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from scheduler import App, UnknownTask
-from scheduler.context import RunContext, RunInfo
-from scheduler.results import report_progress
+from scheduler.runs.context import RunContext, RunInfo
+from scheduler.runs.results import report_progress
 from workers.execution import HandlerResult, Verdict, aborted, run_async_handler
 from workers.pool import Done, HandlerPool
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from scheduler import App, BackendError, DecodeError
 from scheduler.backends import Backend, Claim, Failure
-from scheduler.message import Message, is_unique_window
-from scheduler.overlap import is_ticker
+from scheduler.model.message import Message, is_unique_window
+from scheduler.schedules.overlap import is_ticker
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work

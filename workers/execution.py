@@ -12,10 +12,10 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from scheduler import Aborted, App, InvalidMessage, UnknownTask
-from scheduler.context import RunContext, enter, leave
-from scheduler.results import encode_value
-from scheduler.tasks import TaskFunction
-from scheduler.tracing import handler_span
+from scheduler.model.tasks import TaskFunction
+from scheduler.runs.context import RunContext, enter, leave
+from scheduler.runs.results import encode_value
+from scheduler.runs.tracing import handler_span
 
 
 class Verdict(StrEnum):

@@ -1,4 +1,4 @@
-"""The fan-in of batches, worker side (see ``scheduler.batches``): a member's outcome is
+"""The fan-in of batches, worker side (see ``scheduler.workflows.batches``): a member's outcome is
 recorded and counted before its message is acked or poisoned, and the settle that sees
 its batch complete wakes the callbacks that apply and deletes the others. Each step is
 idempotent, so a crash anywhere before the ack only repeats it on redelivery.
@@ -14,10 +14,10 @@ from functools import partial
 from typing import Any
 
 from scheduler.backends import Backend, MemberOutcome, Waiter
-from scheduler.batch_status import callback_argument
-from scheduler.batches import BatchDescription, CallbackPlace
-from scheduler.message import Message
-from scheduler.results import failed_record, succeeded_record
+from scheduler.model.message import Message
+from scheduler.runs.results import failed_record, succeeded_record
+from scheduler.workflows.batches import BatchDescription, CallbackPlace
+from scheduler.workflows.status import callback_argument
 from workers.holdings import Work
 
 log = logging.getLogger("tickwork.worker")

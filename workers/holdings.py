@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scheduler.backends import AbortRequest, Claim
-from scheduler.context import RunInfo
-from scheduler.message import Message
+from scheduler.model.message import Message
+from scheduler.runs.context import RunInfo
 
 
 @dataclass(slots=True)

@@ -1,9 +1,9 @@
-"""What a worker writes to the occurrence ledger when it settles a run (``scheduler.ledger``):
-the run's own record and, when the run ended late, the grid occurrences its next one
-steps over (dropped by the misfire policy: those that fell while it ran are
-``skipped_overlap``, the earlier ones ``coalesced`` or ``missed``; those on excluded dates
-``excluded``). The settler passes the entry to the ack, retry or poison, so it is written
-in the same atomic step.
+"""What a worker writes to the occurrence ledger when it settles a run
+(``scheduler.schedules.ledger``): the run's own record and, when the run ended late,
+the grid occurrences its next one steps over (dropped by the misfire policy: those that
+fell while it ran are ``skipped_overlap``, the earlier ones ``coalesced`` or
+``missed``; those on excluded dates ``excluded``). The settler passes the entry to the
+ack, retry or poison, so it is written in the same atomic step.
 
 Cost on the hot path: nothing for a message that keeps no history (one dict lookup and a
 header check); for one that does, one record of ~150 bytes, built with pydantic-core's
@@ -20,7 +20,8 @@ from datetime import datetime, timedelta
 from scheduler import App
 from scheduler.backends import LedgerEntry
 from scheduler.clock import to_datetime, to_ms
-from scheduler.ledger import (
+from scheduler.model.message import Message
+from scheduler.schedules.ledger import (
     HistoryEntry,
     RecordWriter,
     Retention,
@@ -29,7 +30,6 @@ from scheduler.ledger import (
     origin_of,
     subject_of,
 )
-from scheduler.message import Message
 from triggers import Misfire
 from triggers.base import Fire
 from workers.holdings import Work

@@ -31,7 +31,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from scheduler.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
+from scheduler.views.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
 from workers.holdings import Holdings, Work
 
 #: seconds; one claim call to the backend

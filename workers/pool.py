@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from scheduler import App
-from scheduler.context import RunInfo
+from scheduler.runs.context import RunInfo
 from workers.execution import HandlerResult
 
 W = TypeVar("W")

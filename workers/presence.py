@@ -1,4 +1,4 @@
-"""This worker's record in the backend's worker registry (``scheduler/presence.py``): who
+"""This worker's record in the backend's worker registry (``scheduler/views/presence.py``): who
 it is (host, pid, queues, concurrency, pools), when it started, what it holds now and its
 counters, written every ``interval_s`` by its own thread, and removed when it stops. A
 worker killed without a word is shown as gone after three intervals and dropped after ten.
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from scheduler import BackendError
 from scheduler.backends import Backend
 from scheduler.clock import to_datetime
-from scheduler.limit_view import declared_limits
-from scheduler.presence import KEPT_FOR, WorkerInfo
-from scheduler.registry import TaskRegistry
+from scheduler.limits.view import declared_limits
+from scheduler.model.registry import TaskRegistry
+from scheduler.views.presence import KEPT_FOR, WorkerInfo
 from workers.config import WorkerConfig
 from workers.flow import Counters
 from workers.holdings import Holdings, Work

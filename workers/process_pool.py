@@ -28,8 +28,8 @@ from types import FrameType
 from typing import Any
 
 from scheduler import Aborted, App, TickworkError
-from scheduler.context import RunContext, RunInfo
-from scheduler.results import report_progress, running_record
+from scheduler.runs.context import RunContext, RunInfo
+from scheduler.runs.results import report_progress, running_record
 from workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
 from workers.pool import Done, HandlerPool, W
 

@@ -30,10 +30,10 @@ from scheduler.backends import (
     LedgerEntry,
     OnConflict,
 )
-from scheduler.context import RunInfo
 from scheduler.hooks import notify
-from scheduler.message import Message
-from scheduler.overlap import run_of
+from scheduler.model.message import Message
+from scheduler.runs.context import RunInfo
+from scheduler.schedules.overlap import run_of
 from workers.execution import HandlerResult
 from workers.fanin import FanIn, member_outcome
 from workers.flow import Counters, Permits
@@ -312,7 +312,7 @@ class Settler:
 
     def fire_ticker(self, claim: Claim, message: Message) -> None:
         """An occurrence of a schedule with ``overlap="allow"`` is due: enqueue its run,
-        then ack it with its next occurrence (``scheduler.overlap``)."""
+        then ack it with its next occurrence (``scheduler.schedules.overlap``)."""
         now = self._now_ms()
         run = run_of(self._app.builder, message, claim.due_ms, now)
         enqueued = self._with_retries(

@@ -8,8 +8,8 @@ from functools import partial
 from typing import Any
 
 from scheduler import App
-from scheduler.context import RunContext, RunInfo
-from scheduler.results import report_progress
+from scheduler.runs.context import RunContext, RunInfo
+from scheduler.runs.results import report_progress
 from workers.execution import aborted, run_handler
 from workers.pool import Done, HandlerPool, W
 

@@ -5,7 +5,7 @@ For each run, by its verdict (``workers/execution.py``):
 - returned: acked, with the result record to keep (a task that keeps results), its
   chain's next occurrence, its ledger entry and, for a batch member, its outcome;
 - returned ``False``: left for redelivery after its lease;
-- raised: retried after the delay ``scheduler.retry.decide`` gives while attempts
+- raised: retried after the delay ``scheduler.runs.retry.decide`` gives while attempts
   remain, else poisoned; a message that can never run (unknown task, arguments no longer
   valid) is poisoned at once;
 - aborted (``app.abort``, or a handler that raised ``Aborted``; also a run that failed
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 from scheduler import App, TickworkError
 from scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
-from scheduler.ledger import RunOutcome
-from scheduler.results import failed_record, succeeded_record
-from scheduler.retry import GiveUp, decide
+from scheduler.runs.results import failed_record, succeeded_record
+from scheduler.runs.retry import GiveUp, decide
+from scheduler.schedules.ledger import RunOutcome
 from workers.execution import HandlerResult, Verdict
 from workers.fanin import member_outcome
 from workers.holdings import Work

@@ -44,9 +44,9 @@ from collections.abc import Callable
 
 from scheduler import App, BackendError, TickworkError
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
-from scheduler.context import RunInfo
 from scheduler.hooks import notify
-from scheduler.tracing import TRACEPARENT, look_for_provider
+from scheduler.runs.context import RunInfo
+from scheduler.runs.tracing import TRACEPARENT, look_for_provider
 from workers.aborts import AbortWatcher
 from workers.activity import ActivityLog
 from workers.admission import Admission

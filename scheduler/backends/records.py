@@ -113,7 +113,7 @@ class BatchRecord:
 class LedgerEntry(NamedTuple):
     """Records to append to the ledger (the history) of ``subject`` in ``queue``, oldest
     first: the backend keeps the newest ``keep`` records of each subject and none older
-    than ``ttl_ms`` (backend clock). Records are opaque bytes (``scheduler.ledger``).
+    than ``ttl_ms`` (backend clock). Records are opaque bytes (``scheduler.schedules.ledger``).
     (A named tuple: one is built per settled run of a recurring schedule.)"""
 
     queue: str

@@ -1,6 +1,6 @@
 """A DataFrame enqueued as one batch: ``enqueue_dataframe(df, ..., batch=SparkBatch(app,
 on_complete=summary.s()))`` makes every row a member of one batch whose callbacks fire
-once, when the last row's message settles (see ``scheduler.batches``).
+once, when the last row's message settles (see ``scheduler.workflows.batches``).
 
 On the driver the projected rows are cached and counted per partition (one Spark job), the
 batch is opened with that size, and its callbacks are stored, parked; the executors then
@@ -18,11 +18,11 @@ from typing import Any
 
 from scheduler.app import App
 from scheduler.backends import Envelope, OnConflict, open_backend
-from scheduler.batches import BatchDescription, When, build_callbacks
 from scheduler.errors import InvalidMessage, TickworkError
-from scheduler.ids import new_chain_id
+from scheduler.model.ids import new_chain_id
+from scheduler.model.tasks import Call
 from scheduler.spark.rows import RowMapping, resolve_task
-from scheduler.tasks import Call
+from scheduler.workflows.batches import BatchDescription, When, build_callbacks
 
 
 @dataclass(frozen=True)

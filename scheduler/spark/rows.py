@@ -18,15 +18,15 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from scheduler.app import App
-from scheduler.arguments import Arguments
 from scheduler.backends import Envelope, OnConflict, Outcome
-from scheduler.backpressure import write_bounded
-from scheduler.batches import member_id
 from scheduler.clock import SystemClock, to_datetime
 from scheduler.errors import InvalidMessage, TickworkError
-from scheduler.message import Membership
-from scheduler.retry import RetryPolicy
-from scheduler.tasks import Call, TaskFunction, TaskOptions
+from scheduler.model.arguments import Arguments
+from scheduler.model.message import Membership
+from scheduler.model.tasks import Call, TaskFunction, TaskOptions
+from scheduler.producing.backpressure import write_bounded
+from scheduler.runs.retry import RetryPolicy
+from scheduler.workflows.batches import member_id
 from triggers import Cron, Trigger
 
 

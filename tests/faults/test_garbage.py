@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from scheduler import App
 from scheduler.backends import Envelope
-from scheduler.message import Message
+from scheduler.model.message import Message
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.helpers import running, wait_for
 

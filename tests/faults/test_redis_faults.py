@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
-from scheduler.ids import stable_shard
+from scheduler.model.ids import stable_shard
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.servers import RedisServer, free_port
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 from starlette.testclient import TestClient
 
 from scheduler import App, RetryPolicy
-from scheduler.activity import ACTIVITY_SUBJECT, Minute
 from scheduler.backends import LedgerEntry
+from scheduler.views.activity import ACTIVITY_SUBJECT, Minute
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
 

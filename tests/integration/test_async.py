@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scheduler import App, InvalidMessage, RetryPolicy
-from scheduler.context import RunContext, RunInfo
+from scheduler.runs.context import RunContext, RunInfo
 from tests.support.backends import backend_url
 from tests.support.helpers import wait_for
 from triggers import Misfire, Repeating

@@ -25,8 +25,8 @@ from scheduler import (
     group,
 )
 from scheduler.backends import MemberOutcome
-from scheduler.batches import member_id
-from scheduler.results import succeeded_record
+from scheduler.runs.results import succeeded_record
+from scheduler.workflows.batches import member_id
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 

@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from scheduler import App, Settings
-from scheduler.ledger import NOT_RUN, RunOutcome
+from scheduler.schedules.ledger import NOT_RUN, RunOutcome
 from tests.support.helpers import running, wait_for
 from triggers import Misfire, Repeating
 

@@ -13,9 +13,9 @@ import pytest
 from scheduler import App, Message
 from scheduler.backends import Envelope, Failure
 from scheduler.backends.codec import CodedBackend
-from scheduler.context import RunInfo
 from scheduler.hooks import Hook, Hooks
-from scheduler.retry import RetryPolicy
+from scheduler.runs.context import RunInfo
+from scheduler.runs.retry import RetryPolicy
 from tests.support.helpers import running, wait_for
 from triggers import Repeating
 

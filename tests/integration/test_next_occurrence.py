@@ -10,7 +10,7 @@ from typing import Any
 
 from scheduler import App, Message
 from scheduler.clock import ManualClock
-from scheduler.message import reencode
+from scheduler.model.message import reencode
 from triggers import Cron, Misfire, Repeating
 
 _START = 1_800_000_000_000

@@ -13,9 +13,9 @@ import pytest
 from scheduler import App, InvalidMessage, Outcome, chain
 from scheduler.backends import OnConflict, State
 from scheduler.clock import to_ms
-from scheduler.ledger import RunOutcome
-from scheduler.message import Message
-from scheduler.overlap import run_of
+from scheduler.model.message import Message
+from scheduler.schedules.ledger import RunOutcome
+from scheduler.schedules.overlap import run_of
 from tests.support.helpers import running, wait_for
 from triggers import Overlap, Repeating
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from scheduler import App
 from scheduler.clock import to_datetime
-from scheduler.presence import WorkerInfo
+from scheduler.views.presence import WorkerInfo
 from tests.support.helpers import running, wait_for
 
 

@@ -16,10 +16,10 @@ from scheduler import (
     ScheduleNotFound,
     State,
     TaskFunction,
-    control,
 )
 from scheduler.clock import to_ms
-from scheduler.ids import identity_chain_id, keyed_chain_id
+from scheduler.model.ids import identity_chain_id, keyed_chain_id
+from scheduler.schedules import control
 from tests.support.helpers import wait_for
 from triggers import Misfire, Repeating
 from workers import Worker, WorkerConfig

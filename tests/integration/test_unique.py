@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from scheduler import App, Call, KeyConflict, Outcome
-from scheduler.message import UNIQUE_UNTIL
+from scheduler.model.message import UNIQUE_UNTIL
 from tests.support.helpers import wait_for
 from workers import Worker, WorkerConfig
 

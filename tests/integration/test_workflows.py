@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from scheduler import App, InvalidMessage, KeyConflict, Message, RetryPolicy, RunStatus, chain
-from scheduler.workflows import step_id
+from scheduler.workflows.chains import step_id
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from triggers import Cron, Repeating

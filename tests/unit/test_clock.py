@@ -13,7 +13,7 @@ from pydantic_core import to_json
 
 from scheduler import clock
 from scheduler.clock import CorrectedClock, ManualClock, to_ms
-from scheduler.message import Message
+from scheduler.model.message import Message
 
 
 class Reference:

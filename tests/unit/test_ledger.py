@@ -9,7 +9,8 @@ from itertools import product
 from scheduler import App
 from scheduler.backends.base import Claim
 from scheduler.clock import to_ms
-from scheduler.ledger import (
+from scheduler.model.message import Message
+from scheduler.schedules.ledger import (
     ORIGIN_HEADER,
     SCHEDULE_HEADER,
     HistoryEntry,
@@ -21,7 +22,6 @@ from scheduler.ledger import (
     run_record,
     subject_of,
 )
-from scheduler.message import Message
 from triggers import Cron, Exclusions, Misfire, Repeating
 from workers.holdings import Work
 from workers.ledger import RunLedger, dropped_records

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from scheduler.errors import DecodeError
-from scheduler.message import PACK_STEPS_OVER, Message, Step, encode_fields
+from scheduler.model.message import PACK_STEPS_OVER, Message, Step, encode_fields
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

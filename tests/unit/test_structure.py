@@ -163,8 +163,8 @@ def test_backends_are_composed_not_chained() -> None:
 def test_the_checker_sees_imports() -> None:
     """Guards the tests above against passing because they read nothing."""
     graph = _graph()
-    assert "triggers" in graph["scheduler.planning"] or any(
-        t.startswith("triggers") for t in graph["scheduler.planning"]
+    assert "triggers" in graph["scheduler.producing.planning"] or any(
+        t.startswith("triggers") for t in graph["scheduler.producing.planning"]
     )
     assert "scheduler.backends.base" in graph["scheduler.backends.sqlite.backend"]
     assert any(t.startswith("scheduler") for t in graph["workers.settler"])

@@ -16,7 +16,7 @@ import pytest
 from scheduler.backends import Backend, Claim, Envelope
 from scheduler.backends.sqlite import SQLiteBackend
 from scheduler.clock import ManualClock
-from scheduler.message import Message
+from scheduler.model.message import Message
 from workers.flow import LENT_PER_PERMIT, Pace, Permits
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work

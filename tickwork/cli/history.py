@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from scheduler.errors import DecodeError
-from scheduler.ledger import HistoryEntry
+from scheduler.schedules.ledger import HistoryEntry
 from tickwork.cli.common import (
     State,
     backend_option,

@@ -10,8 +10,8 @@ from rich.table import Table
 from scheduler import (
     TickworkError,
 )
-from scheduler import poison as poisoned
-from scheduler.message import Message
+from scheduler.model.message import Message
+from scheduler.views import poison as poisoned
 from tickwork.cli.common import (
     EXIT_NOT_FOUND,
     State,

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from scheduler import App
-from scheduler.limit_view import declared_limits, limit_usage, merged
+from scheduler.limits.view import declared_limits, limit_usage, merged
 from tickwork.dashboard.plumbing import page
 from tickwork.dashboard.security import Access
 

@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from scheduler import App
-from scheduler import poison as poisoned
 from scheduler.clock import to_datetime
+from scheduler.views import poison as poisoned
 from tickwork.dashboard.plumbing import Form, action, page
 from tickwork.dashboard.security import Access, Refused
 

@@ -25,7 +25,7 @@ from scheduler.backends.base import (
 from scheduler.backends.cassandra import cql
 from scheduler.backends.cassandra.batching import add_to_batch
 from scheduler.backends.cassandra.connection import CassandraConnection
-from scheduler.ids import stable_shard
+from scheduler.model.ids import stable_shard
 
 Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
 

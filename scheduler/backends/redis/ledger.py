@@ -18,7 +18,7 @@ from typing import Any
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.redis.shards import RedisShards
 from scheduler.backends.roles import Ledger
-from scheduler.ids import stable_shard
+from scheduler.model.ids import stable_shard
 
 
 class RedisLedger(Ledger):

@@ -19,7 +19,7 @@ from scheduler.backends.values import (
     StoredMessage,
 )
 from scheduler.errors import KeyConflict
-from scheduler.ids import stable_shard
+from scheduler.model.ids import stable_shard
 
 _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 

@@ -32,7 +32,7 @@ from scheduler.backends.redis.scripts import (
     stored_envelope,
 )
 from scheduler.errors import BackendError, ConfigurationError
-from scheduler.ids import stable_shard
+from scheduler.model.ids import stable_shard
 
 T = TypeVar("T")
 

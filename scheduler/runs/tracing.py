@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from scheduler.model import headers as header_names
+
 try:
     from opentelemetry import propagate, trace
     from opentelemetry.trace import Link, SpanKind, Status, StatusCode
@@ -28,9 +30,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     ENABLED = False
 
 if TYPE_CHECKING:
-    from scheduler.context import RunInfo
+    from scheduler.runs.context import RunInfo
 
-TRACEPARENT = "traceparent"
+TRACEPARENT = header_names.TRACEPARENT
 
 #: records how a run ended on its span: (verdict, error type, error)
 Outcome = Callable[[str, str, str], None]

@@ -1,6 +1,6 @@
 """Reading a batch back: its status and members (``app.batch``, ``tickwork workflow
 show``), the outcome its callbacks take, and the handle ``app.enqueue(batch(...))``
-returns (see ``scheduler.batches`` for how a batch runs)."""
+returns (see ``scheduler.workflows.batches`` for how a batch runs)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import TypedDict  # pydantic validates a task argument typed with it (3.11)
 
 from scheduler.backends import Backend, BatchRecord
-from scheduler.batches import BatchDescription, When, member_id
 from scheduler.clock import to_datetime
 from scheduler.errors import BatchNotFound, TickworkError
-from scheduler.results import IdHandle, ResultRecord, ResultTimeout
+from scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
+from scheduler.workflows.batches import BatchDescription, When, member_id
 
 
 class BatchFailed(TickworkError):

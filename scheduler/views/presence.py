@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
 from scheduler.clock import to_datetime
-from scheduler.limit_view import DeclaredLimit
+from scheduler.limits.view import DeclaredLimit
 
 if TYPE_CHECKING:
     from scheduler.parts import AppParts

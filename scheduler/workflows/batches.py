@@ -33,14 +33,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Envelope
-from scheduler.building import MessageBuilder
 from scheduler.clock import to_datetime, to_ms
-from scheduler.control import PAUSED_DUE
 from scheduler.errors import InvalidMessage
-from scheduler.ids import new_chain_id
-from scheduler.message import Callback, Membership
-from scheduler.planning import plan
-from scheduler.tasks import Call
+from scheduler.model.ids import new_chain_id
+from scheduler.model.message import Callback, Membership
+from scheduler.model.tasks import Call
+from scheduler.producing.building import MessageBuilder
+from scheduler.producing.planning import plan
+from scheduler.schedules.control import PAUSED_DUE
 
 When = Literal["success", "complete", "failure"]
 

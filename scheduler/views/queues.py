@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler.activity import Activity, read_activity
 from scheduler.errors import ConfigurationError, QueueNotFound
+from scheduler.views.activity import Activity, read_activity
 
 if TYPE_CHECKING:
     from collections.abc import Callable

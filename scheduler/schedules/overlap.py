@@ -18,10 +18,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from scheduler.backends import Envelope
-from scheduler.building import MessageBuilder
 from scheduler.clock import to_ms
-from scheduler.ids import identity_chain_id
-from scheduler.message import Message
+from scheduler.model.ids import identity_chain_id
+from scheduler.model.message import Message
+from scheduler.producing.building import MessageBuilder
 from triggers import Overlap
 
 #: how long a run of an overlapping schedule keeps its key after it succeeded, at least

@@ -1,7 +1,7 @@
 """What ``tickwork workflow show`` prints: a batch with its members and callbacks, or a
 chain with its steps, each with its state, attempts and timing (``App.workflow``).
 
-A batch is read from its records (``scheduler.batch_status``). A chain is found by its
+A batch is read from its records (``scheduler.workflows.status``). A chain is found by its
 first step's id: step ``k`` is ``{id}.{k}`` and only the live step is stored (waiting,
 running, or in the poison queue), carrying the steps after it, so the steps before it
 succeeded. Those that keep results show them; the others show as ``succeeded`` without
@@ -16,13 +16,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
-from scheduler.batch_status import read_status
 from scheduler.clock import to_datetime, to_ms
-from scheduler.control import PAUSED_DUE
-from scheduler.ids import occurrence_id
-from scheduler.message import Message
-from scheduler.results import RunStatus, read
-from scheduler.workflows import chain_start, recurring_step_id, step_id
+from scheduler.model.ids import occurrence_id
+from scheduler.model.message import Message
+from scheduler.runs.results import RunStatus, read
+from scheduler.schedules.control import PAUSED_DUE
+from scheduler.workflows.chains import chain_start, recurring_step_id, step_id
+from scheduler.workflows.status import read_status
 
 
 class StepView(BaseModel):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from scheduler.backends import Backend
-from scheduler.registry import TaskRegistry
+from scheduler.model.registry import TaskRegistry
 
 
 class DeclaredLimit(BaseModel):

@@ -29,8 +29,8 @@ from pydantic_core import to_json
 
 from scheduler.backends import Backend, State
 from scheduler.clock import to_datetime
-from scheduler.context import RunInfo
 from scheduler.errors import TickworkError
+from scheduler.runs.context import RunInfo
 
 
 class ResultReader(Protocol):

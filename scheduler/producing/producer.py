@@ -1,7 +1,7 @@
 """The producer behind ``App``'s enqueue verbs: a call validated and built into its
-message (``scheduler.building``), then stored, one (``enqueue``), many
+message (``scheduler.producing.building``), then stored, one (``enqueue``), many
 (``enqueue_many``) or from an event loop (``aenqueue``), within its queue's bound
-(``scheduler.backpressure``)."""
+(``scheduler.producing.backpressure``)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING
 
 from scheduler.backends import Envelope, OnConflict
 from scheduler.backends.outcomes import WRITES
-from scheduler.backpressure import awrite_bounded, write_bounded
-from scheduler.batches import Batch, Group
 from scheduler.clock import CorrectedClock, to_datetime
 from scheduler.errors import QueueFull
-from scheduler.reports import EnqueueReport, conflict_mode
-from scheduler.tasks import Call
+from scheduler.model.tasks import Call
+from scheduler.producing.backpressure import awrite_bounded, write_bounded
+from scheduler.producing.reports import EnqueueReport, conflict_mode
+from scheduler.workflows.batches import Batch, Group
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
-    from scheduler.batch_control import Batches
     from scheduler.parts import AppParts
+    from scheduler.workflows.service import Batches
 
 
 class Producer:
@@ -45,7 +45,7 @@ class Producer:
         self, call: Call, now_ms: int | None = None, now: datetime | None = None
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
-        ``InvalidMessage``; writes nothing (see ``scheduler.building``)."""
+        ``InvalidMessage``; writes nothing (see ``scheduler.producing.building``)."""
         return self._parts.builder.build(call, now_ms, now)
 
     def enqueue(

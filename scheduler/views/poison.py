@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from scheduler.backends import Backend, PoisonRecord
 from scheduler.errors import TickworkError
-from scheduler.message import Message
+from scheduler.model.message import Message
 
 #: the most records one filtered replay or purge takes
 MAX_SELECTED = 10_000

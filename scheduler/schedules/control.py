@@ -26,11 +26,11 @@ from scheduler.backends import (
     State,
     StoredMessage,
 )
-from scheduler.building import MessageBuilder
 from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
-from scheduler.ids import identity_chain_id, occurrence_id
-from scheduler.message import Message
+from scheduler.model.ids import identity_chain_id, occurrence_id
+from scheduler.model.message import Message
+from scheduler.producing.building import MessageBuilder
 from triggers import Misfire, Trigger
 from triggers.base import Fire
 

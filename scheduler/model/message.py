@@ -27,6 +27,7 @@ from pydantic_core import from_json, to_json
 from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import DecodeError
+from scheduler.model import headers as header_names
 from triggers import AnyTrigger
 
 
@@ -61,7 +62,7 @@ class ChainStart(BaseModel):
 
 class Membership(BaseModel):
     """Where a message stands in a batch: member ``index`` of ``size``; the batch's
-    records are kept until ``expires_ms`` (see ``scheduler.batches``)."""
+    records are kept until ``expires_ms`` (see ``scheduler.workflows.batches``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -278,14 +279,8 @@ def _stamp(value: datetime) -> datetime | int:
     return ms if ms >= _MS_FROM else value
 
 
-#: the header that marks a unique window: a message that holds its key, never runs, and is
-#: dropped when it comes due (the window's end, epoch ms)
-UNIQUE_UNTIL = "tickwork-unique-until"
-
-
-#: the header that gives a keyed one-off message its own unique window (ms), whatever its
-#: task's ``unique_for``: a backfilled run keeps its key that long after it succeeded
-UNIQUE_FOR = "tickwork-unique-for"
+UNIQUE_UNTIL = header_names.UNIQUE_UNTIL
+UNIQUE_FOR = header_names.UNIQUE_FOR
 
 
 def is_unique_window(message: Message) -> bool:

@@ -2,7 +2,7 @@
 
 Arguments are validated against the handler's signature when a message is enqueued (so
 bad arguments fail in the producer and nothing is written), stored as JSON, and validated
-again in the worker to rebuild typed values (``scheduler.arguments``).
+again in the worker to rebuild typed values (``scheduler.model.arguments``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from scheduler.arguments import Arguments
-from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit
-from scheduler.results import ResultReader, TaskHandle
-from scheduler.retry import RetryPolicy
+from scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
+from scheduler.model.arguments import Arguments
+from scheduler.runs.results import ResultReader, TaskHandle
+from scheduler.runs.retry import RetryPolicy
 from triggers import Trigger
 
 P = ParamSpec("P")
@@ -44,7 +44,7 @@ class Call:
     identity: str | None = None
     #: In a chain: this step takes the previous step's return value as its first argument
     takes_result: bool = False
-    #: The steps after this one (see ``scheduler.workflows.chain``)
+    #: The steps after this one (see ``scheduler.workflows.chains.chain``)
     then: tuple[Call, ...] = ()
 
     def options(self, **changes: Any) -> Call:

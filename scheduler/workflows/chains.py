@@ -19,9 +19,9 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from scheduler.errors import InvalidMessage
-from scheduler.ids import occurrence_id
-from scheduler.message import ChainStart, Message, Step
-from scheduler.tasks import Call, TaskFunction
+from scheduler.model.ids import occurrence_id
+from scheduler.model.message import ChainStart, Message, Step
+from scheduler.model.tasks import Call, TaskFunction
 
 
 def chain(*calls: Call) -> Call:

@@ -1,6 +1,6 @@
 """``app.batches``: enqueue a batch or a group, read it, cancel it, and show a workflow
-(a batch or a chain) step by step. How a batch runs is in ``scheduler.batches``; reading
-it back in ``scheduler.batch_status``."""
+(a batch or a chain) step by step. How a batch runs is in ``scheduler.workflows.batches``; reading
+it back in ``scheduler.workflows.status``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from scheduler.backends import OnConflict
-from scheduler.backpressure import write_bounded
-from scheduler.batch_status import BatchHandle, BatchStatus, read_description, read_status
-from scheduler.batches import Batch, BuiltBatch, Group, build_batch, member_id
 from scheduler.errors import WorkflowNotFound
-from scheduler.workflow_view import WorkflowView, batch_view, chain_view, keyed_view
+from scheduler.producing.backpressure import write_bounded
+from scheduler.workflows.batches import Batch, BuiltBatch, Group, build_batch, member_id
+from scheduler.workflows.status import BatchHandle, BatchStatus, read_description, read_status
+from scheduler.workflows.view import WorkflowView, batch_view, chain_view, keyed_view
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend

@@ -2,7 +2,7 @@
 ``Envelope``) and reborn (``next_occurrence``: the envelope of a chain's next run).
 
 Nothing here touches a backend: ``App`` writes what this module builds, and workers ask
-it for next occurrences when they settle. Ids follow ``scheduler.ids``: a keyed chain's
+it for next occurrences when they settle. Ids follow ``scheduler.model.ids``: a keyed chain's
 id derives from (queue, key), so building the same call twice names the same message.
 """
 
@@ -17,10 +17,9 @@ from pydantic_core import from_json
 from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
-from scheduler.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
-from scheduler.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
-from scheduler.limits import fair_value, limit_keys
-from scheduler.message import (
+from scheduler.limits.declared import fair_value, limit_keys
+from scheduler.model.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.model.message import (
     UNIQUE_FOR,
     UNIQUE_UNTIL,
     Callback,
@@ -30,11 +29,12 @@ from scheduler.message import (
     is_unique_window,
     reencode,
 )
-from scheduler.planning import check_scalars, plan
-from scheduler.registry import TaskRegistry
-from scheduler.tasks import Call
-from scheduler.tracing import with_traceparent
-from scheduler.workflows import (
+from scheduler.model.registry import TaskRegistry
+from scheduler.model.tasks import Call
+from scheduler.producing.planning import check_scalars, plan
+from scheduler.runs.tracing import with_traceparent
+from scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
+from scheduler.workflows.chains import (
     chain_start,
     head_of,
     recurring_step_id,
@@ -74,7 +74,7 @@ class MessageBuilder:
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
         ``InvalidMessage``; writes nothing. ``now_ms``/``now`` let a bulk caller pass the
-        clock reading once. A batch (``scheduler.batches``) names its members and
+        clock reading once. A batch (``scheduler.workflows.batches``) names its members and
         callbacks itself (``chain``) and marks them (``member``, ``callback``); a callback
         that takes the batch's outcome first has its other arguments checked for arity."""
         task = self.registry.lookup(call.task)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from scheduler.errors import InvalidMessage
-from scheduler.message import Message
-from scheduler.tasks import Call
+from scheduler.model.message import Message
+from scheduler.model.tasks import Call
 from triggers import Cron, Repeating
 from triggers.base import Fire, require_aware
 from triggers.preview import Occurrence, preview

@@ -1,6 +1,6 @@
 """``app.schedules``: list schedules and the overdue ones, pause, resume, run now,
-backfill, and read a schedule's history (the occurrence ledger, ``scheduler.ledger``);
-and the cancel behind ``app.cancel``. The logic is in ``scheduler.control``; these
+backfill, and read a schedule's history (the occurrence ledger, ``scheduler.schedules.ledger``);
+and the cancel behind ``app.cancel``. The logic is in ``scheduler.schedules.control``; these
 methods fill in the default queue and the backend's clock, and record what steering did
 to a schedule's occurrences (cancelled, skipped in a pause) in its ledger."""
 
@@ -11,12 +11,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from scheduler import control
 from scheduler.backends import OnConflict, Outcome
 from scheduler.clock import to_datetime
-from scheduler.control import Backfill, Overdue, Resumed, ScheduleInfo
 from scheduler.errors import InvalidMessage
-from scheduler.ledger import (
+from scheduler.model.message import Message
+from scheduler.model.tasks import Call
+from scheduler.schedules import control
+from scheduler.schedules.control import Backfill, Overdue, Resumed, ScheduleInfo
+from scheduler.schedules.ledger import (
     NOT_RUN,
     HistoryEntry,
     Retention,
@@ -26,8 +28,6 @@ from scheduler.ledger import (
     read_history,
     schedule_subject,
 )
-from scheduler.message import Message
-from scheduler.tasks import Call
 from triggers import Misfire, Overlap
 
 #: the records a schedule listing reads to find the last run's outcome
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from scheduler.backends import Backend
-    from scheduler.building import MessageBuilder
+    from scheduler.model.registry import Periodic
     from scheduler.parts import AppParts
-    from scheduler.registry import Periodic
+    from scheduler.producing.building import MessageBuilder
     from scheduler.settings import Settings
 
 

@@ -25,16 +25,12 @@ from pydantic_core import from_json, to_json
 
 from scheduler.backends import Backend, LedgerEntry
 from scheduler.clock import to_datetime, to_ms
-from scheduler.message import Message
+from scheduler.model import headers as header_names
+from scheduler.model.message import Message
 from scheduler.settings import Settings
 
-#: the header that names the schedule a one-off run belongs to (a manual, caught-up or
-#: backfilled run of it): its record goes to that schedule's ledger
-SCHEDULE_HEADER = "tickwork-schedule"
-
-#: the header that says why a one-off run of a schedule exists (``manual``, ``catch-up``,
-#: ``backfill``)
-ORIGIN_HEADER = "tickwork-origin"
+SCHEDULE_HEADER = header_names.SCHEDULE
+ORIGIN_HEADER = header_names.ORIGIN
 
 _ERROR_CHARS = 300  # the one-line error kept in a record, at most
 

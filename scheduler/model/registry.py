@@ -15,11 +15,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from scheduler.arguments import Arguments
 from scheduler.errors import InvalidMessage, UnknownTask
-from scheduler.limits import ConcurrencyLimit, LimitKey, RateLimit, check_key_option, check_limit
-from scheduler.retry import RetryPolicy
-from scheduler.tasks import Producer, TaskClass, TaskFunction, TaskOptions
+from scheduler.limits.declared import (
+    ConcurrencyLimit,
+    LimitKey,
+    RateLimit,
+    check_key_option,
+    check_limit,
+)
+from scheduler.model.arguments import Arguments
+from scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
+from scheduler.runs.retry import RetryPolicy
 from triggers import Trigger
 
 P = ParamSpec("P")

@@ -1,0 +1,2 @@
+"""Chains, groups and batches: building them, their fan-in, reading them back, and
+``app.batches``."""
