@@ -53,7 +53,7 @@ def test_a_dead_lock_holder_blocks_its_shard_only_until_the_lock_ttl() -> None:
             sys.executable,
             "-c",
             "import sys, time; from scheduler import open_backend; "
-            f"b = open_backend({address!r}); assert b._lock('q', 0) is not None; "
+            f"b = open_backend({address!r}); assert b.store.lock('q', 0) is not None; "
             "print('locked', flush=True); time.sleep(600)",
         ],
         cwd=ROOT,
