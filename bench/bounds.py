@@ -3,7 +3,7 @@ full (max_pending 10,000,000) against the same queue unbounded, in pairs that al
 quoting the median ratio pair by pair; one ``.delay()`` at a time and ``enqueue_many`` in
 batches of 1,000, into a queue already holding ``--prefill`` messages (Cassandra counts
 them before every bounded call; SQLite and Redis keep the count). (An unbounded queue pays
-the check too: its cost against the code before bounds is in docs/benchmarks.md.)
+the check too: its cost against the code before bounds is in bench/NOTES.md.)
 
 python -m bench.bounds [--pairs 6] [--single 5000] [--bulk 50000] [--prefill 0]
                        [--only sqlite|redis|cassandra] [--out FILE.json]
