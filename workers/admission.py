@@ -7,7 +7,8 @@ its rate goes back to storage, due at the start reserved for it); then a
 concurrency-limited one takes a slot (``workers/limits.py``: one over its limit goes
 back to wait for a slot). Rate first: a start reserved is a start counted, and a slot
 taken for a run that could not start would be held for nothing. What is sent back is
-forgotten here (its permit given back); what is left may start.
+forgotten here (its permit given back); what is left may start. A batch with no
+rate-limited (or no concurrency-limited) message does not enter that gate at all.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ class Admission:
                 self._settler.finished(work, aborted("aborted before it started"))
             else:
                 runnable.append(work)
-        admitted = self._limits.admit(self._rates.admit(runnable))
+        admitted = runnable
+        if any(work.message.rate is not None for work in admitted):
+            admitted = self._rates.admit(admitted)
+        if any(work.message.limit is not None and work.slot is None for work in admitted):
+            admitted = self._limits.admit(admitted)
         if len(admitted) < len(runnable):
             kept = {id(work) for work in admitted}
             self._settler.forget([work for work in runnable if id(work) not in kept])

@@ -24,7 +24,7 @@ from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
 from workers.limits import LimitGate
-from workers.metrics import NoMetrics
+from workers.metrics import NoMetrics, WorkerMetrics
 from workers.settler import Settler
 from workers.timer import Timer
 
@@ -57,7 +57,8 @@ class Consumer:
         self._app = app
         self._limits = limits  # whose slots claims may take (None: admit takes them all)
         self._slots = limits.capacities if limits is not None else None
-        self._metrics = metrics or NoMetrics()
+        # None when nothing counts (no metrics port, no activity log): no call per claim
+        self._metrics = metrics if isinstance(metrics, WorkerMetrics) else None
         self._backend = backend
         self._config = config
         self._permits = permits
@@ -175,7 +176,8 @@ class Consumer:
                 lookahead = self._config.lookahead_ms if self._timer.has_room() else 0
                 asked = time.perf_counter()
                 batch = self._backend.leases.claim(queue, wanted - claimed, lookahead, self._slots)
-                self._metrics.claim_took(queue, time.perf_counter() - asked)
+                if self._metrics is not None:
+                    self._metrics.claim_took(queue, time.perf_counter() - asked)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
                     next_due = (
@@ -209,7 +211,8 @@ class Consumer:
             return None
         work = Work(claim, message, slot=claim.slot)
         self._holdings.add(work)
-        self._metrics.claimed(work)
+        if self._metrics is not None:
+            self._metrics.claimed(work)
         if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
             # a parked message waits for its time, not for a worker: its lease counts
             # from its due time, so it gives its permit back until it fires

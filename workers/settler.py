@@ -39,7 +39,7 @@ from workers.fanin import FanIn, member_outcome
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
-from workers.metrics import NoMetrics
+from workers.metrics import NoMetrics, WorkerMetrics
 from workers.verdicts import Acked, Decider, Poisoned, Retried
 
 log = logging.getLogger("tickwork.worker")
@@ -80,7 +80,8 @@ class Settler:
     ) -> None:
         self._nudge = nudge  # a chain's next step or a batch's callback is due: claim now
         self._limits = limits
-        self._metrics = metrics
+        # None when nothing counts (no metrics port, no activity log): no call per run
+        self._metrics = metrics if isinstance(metrics, WorkerMetrics) else None
         self._app = app
         self._backend = backend
         self._holdings = holdings
@@ -132,9 +133,11 @@ class Settler:
         now = self._now_ms()
         plan = self._decider.plan(batch, now)
         done = [work for work, _ in batch]
-        for item in plan.acked:
-            self._metrics.settled(item.work, "succeeded", _run_s(item.work, item.result))
-            if log.isEnabledFor(logging.INFO):
+        if self._metrics is not None:
+            for item in plan.acked:
+                self._metrics.settled(item.work, "succeeded", _run_s(item.work, item.result))
+        if log.isEnabledFor(logging.INFO):
+            for item in plan.acked:
                 _log_done(item.work, item.result)
         for work, result in plan.redelivered:
             log.info(
@@ -144,14 +147,15 @@ class Settler:
                 extra=log_fields(work),
             )
             self._counters.add("redelivered")
-            self._metrics.settled(work, "redelivered", _run_s(work, result))
+            if self._metrics is not None:
+                self._metrics.settled(work, "redelivered", _run_s(work, result))
         kept = [item.kept for item in plan.acked if item.kept is not None]
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
             self._with_retries(lambda: self._backend.results.put(kept))
         acked = self._members_counted(plan.acked)
         # the slots of this batch's runs go back with the acks (one round trip where the
         # backend can); forget() then finds none left to give back
-        held = self._limits.take_slots(done)
+        held = self._limits.take_slots(done) if any(w.slot is not None for w in done) else []
         if acked:
             acks = [(item.work.claim, item.nxt) for item in acked]
             entries = [item.entry for item in acked]
@@ -163,11 +167,12 @@ class Settler:
         aborted: dict[str, int] = {}  # queue -> runs settled as aborted
         for poisoned in plan.poisoned:
             queue = poisoned.work.claim.queue
-            self._metrics.settled(
-                poisoned.work,
-                "aborted" if poisoned.aborted else "poisoned",
-                _run_s(poisoned.work, poisoned.result),
-            )
+            if self._metrics is not None:
+                self._metrics.settled(
+                    poisoned.work,
+                    "aborted" if poisoned.aborted else "poisoned",
+                    _run_s(poisoned.work, poisoned.result),
+                )
             if self._poison(poisoned) and poisoned.aborted:
                 aborted[queue] = aborted.get(queue, 0) + 1
         aborts = [work.claim.id for work in done if work.abort is not None]
@@ -221,7 +226,8 @@ class Settler:
 
     def _retry(self, retried: Retried) -> None:
         work, result = retried.work, retried.result
-        self._metrics.settled(work, "retried", _run_s(work, result))
+        if self._metrics is not None:
+            self._metrics.settled(work, "retried", _run_s(work, result))
         log.warning(
             "%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs",
             work.message.task,
@@ -350,7 +356,8 @@ class Settler:
     def forget(self, works: list[Work]) -> None:
         """Work has left this process: give back its concurrency slots (waking waiters),
         drop it and give its permits back."""
-        self._limits.settled(works)
+        if any(work.slot is not None for work in works):
+            self._limits.settled(works)
         self._holdings.remove(works)
         self._permits.give(sum(work.holds_permit for work in works))
         self._permits.repaid(sum(work.lent for work in works))

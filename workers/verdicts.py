@@ -14,6 +14,11 @@ For each run, by its verdict (``workers/execution.py``):
 
 Each planned item carries everything its write needs (the next occurrence built, the
 ledger entry, the records), so ``workers/settler.py`` only writes, in its order.
+
+A plain message (``Decider.plain``: a one-off without key, steps, batch or schedule of
+its own, of a task that keeps no results and no history) goes through none of the
+optional steps: no next occurrence is looked for, no ledger entry, result record or
+batch outcome is built.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dataclasses import dataclass, field
 
 from scheduler import App, TickworkError
 from scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
+from scheduler.model.headers import SCHEDULE
+from scheduler.model.message import Message
 from scheduler.runs.results import failed_record, succeeded_record
 from scheduler.runs.retry import GiveUp, decide
 from scheduler.schedules.ledger import RunOutcome
@@ -107,6 +114,28 @@ class Decider:
     def __init__(self, app: App) -> None:
         self._app = app
         self._ledger = RunLedger(app)
+        self._plain_tasks: dict[str, bool] = {}  # task name -> it keeps no results or history
+
+    def plain(self, message: Message) -> bool:
+        """Whether ``message`` uses no optional feature: settling it is an ack, a retry
+        or a poison and nothing else."""
+        if (
+            message.trigger is not None
+            or message.key is not None
+            or message.then
+            or message.member is not None
+            or message.callback is not None
+            or SCHEDULE in message.headers
+        ):
+            return False
+        plain = self._plain_tasks.get(message.task)
+        if plain is None:
+            task = self._app.registry.tasks.get(message.task)
+            plain = task is not None and (
+                task.options.result_retention is None and not task.options.history
+            )
+            self._plain_tasks[message.task] = plain
+        return plain
 
     @property
     def ledger(self) -> RunLedger:
@@ -132,6 +161,8 @@ class Decider:
         return plan
 
     def _acked(self, work: Work, result: HandlerResult, now: int) -> Acked:
+        if self.plain(work.message):
+            return Acked(work, result, None, None, None, None)
         retention = self._app.result_retention_ms(work.message.task)
         kept = (
             (work.claim.id, succeeded_record(result.value, work.claim.attempt, now), retention)
@@ -152,16 +183,19 @@ class Decider:
             else GiveUp("not_retryable")
         )
         error = f"{result.error_type}: {result.error}"
+        plain = self.plain(message)
         if isinstance(decision, GiveUp):
             reason = "exception" if result.verdict is Verdict.FAIL else "invalid"
             failure = Failure(reason, result.error_type, result.error, result.traceback)
+            if plain:
+                return Poisoned(work, result, failure, None, None, None, None)
             nxt, dropped = self.next(work, now, succeeded=False)
             entry = self._ledger.entry(work, RunOutcome.POISONED, now, error, dropped)
             kept = self._failure_record(work, result.error_type, result.error, now)
             member = member_outcome(work, now, error=(result.error_type, result.error))
             return Poisoned(work, result, failure, nxt, entry, kept, member)
         due_ms = now + int(decision.delay_s * 1000)
-        entry = self._ledger.entry(work, RunOutcome.RETRIED, now, error)
+        entry = None if plain else self._ledger.entry(work, RunOutcome.RETRIED, now, error)
         max_attempts = task.options.retry.max_attempts if task is not None else claim.attempt
         return Retried(work, result, decision.delay_s, due_ms, error, entry, max_attempts)
 
@@ -173,6 +207,8 @@ class Decider:
             else f"{result.error_type}: {result.error}"
         )
         failure = Failure("aborted", "Aborted", why, result.traceback)
+        if self.plain(work.message):
+            return Poisoned(work, result, failure, None, None, None, None, not continue_chain)
         nxt, dropped = self.next(work, now, succeeded=False) if continue_chain else (None, 0)
         entry = self._ledger.entry(work, RunOutcome.ABORTED, now, why, dropped)
         kept = self._failure_record(work, "Aborted", why, now)

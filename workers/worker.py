@@ -104,6 +104,7 @@ class Worker:
         self._holdings = Holdings()
         counted = self.config.metrics_port is not None or self.config.activity_interval_s > 0
         self._metrics = WorkerMetrics(self._holdings) if counted else NoMetrics()
+        self._counting = counted  # else no metrics call per run
         self._hooks = app.hooks
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
@@ -304,8 +305,10 @@ class Worker:
         pool = self._pool
         assert pool is not None
         message = work.message
-        try:
-            args = callback_args(self.backend, message)  # a batch's outcome, for its callback
+        try:  # a batch's outcome first, for a callback that takes it
+            args = (
+                message.args if message.callback is None else callback_args(self.backend, message)
+            )
         except BackendError as err:
             log.warning("cannot read the batch of callback %s (due again): %s", message.id, err)
             self._settler.release([work])
@@ -316,7 +319,8 @@ class Worker:
             )
             return
         work.started_ms = self._now_ms()
-        self._metrics.started(work)
+        if self._counting:
+            self._metrics.started(work)
         if log.isEnabledFor(logging.INFO):
             log.info(
                 "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
