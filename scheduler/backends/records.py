@@ -78,7 +78,7 @@ class RateRequest(NamedTuple):
 
 class Waiter(NamedTuple):
     """A message waiting for a slot of the concurrency limit ``limit``, as
-    ``release_slots`` hands it back to be woken."""
+    ``Limits.release`` hands it back to be woken."""
 
     limit: str
     queue: str

@@ -2,7 +2,7 @@
 up with ``QueueFull``.
 
 A bounded enqueue answers ``FULL`` for each message its queue had no room for and writes
-the others (``Backend.enqueue(..., bounded=True)``). ``write_bounded`` re-sends only the
+the others (``Messages.enqueue(..., bounded=True)``). ``write_bounded`` re-sends only the
 refused ones, after a pause that doubles from 10 ms to half a second (a full queue drains
 at the workers' pace: polling it faster buys nothing), until all are written or the
 timeout passes. Re-sending is safe: a refused message was not written, and a message
@@ -53,7 +53,7 @@ async def awrite_bounded(
     block: bool = True,
     timeout_s: float = math.inf,
 ) -> tuple[list[Outcome], float]:
-    """``write_bounded`` from an event loop: the first write through ``Backend.aenqueue``
+    """``write_bounded`` from an event loop: the first write through ``Messages.aenqueue``
     (on Redis, from the loop itself); waiting for room, if a queue is full, in a thread."""
     outcomes = await backend.messages.aenqueue(envelopes, on_conflict, bounded=True)
     if Outcome.FULL not in outcomes:

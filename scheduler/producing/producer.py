@@ -44,8 +44,6 @@ class Producer:
     def build(
         self, call: Call, now_ms: int | None = None, now: datetime | None = None
     ) -> tuple[str, Envelope]:
-        """Validate ``call`` and build its first message: (id, envelope). Raises
-        ``InvalidMessage``; writes nothing (see ``scheduler.producing.building``)."""
         return self._parts.builder.build(call, now_ms, now)
 
     def enqueue(
@@ -56,11 +54,7 @@ class Producer:
         block: bool = True,
         block_timeout: float | None = None,
     ) -> str:
-        """Validate and store one invocation; returns its message id. While its queue is
-        full (``app.queues.configure``), wait up to ``block_timeout`` seconds (default: the
-        ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
-        ``block=False`` raise it at once. A batch or a group goes to ``app.batches.enqueue``
-        (its handle is returned)."""
+        """``App.enqueue`` (its docstring is the contract)."""
         if not isinstance(call, Call):
             return self._batches.enqueue(call, block=block, block_timeout=block_timeout)
         mode = conflict_mode(on_conflict)
@@ -79,12 +73,7 @@ class Producer:
         block: bool = True,
         block_timeout: float | None = None,
     ) -> EnqueueReport:
-        """Validate and store many invocations, ``batch_size`` per backend round trip.
-
-        Each batch is validated whole before any of it is written, so a bad call raises
-        ``InvalidMessage`` with nothing of its batch stored (earlier batches are). A batch
-        that does not fit its queue's bound waits for room as ``enqueue`` does; the
-        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote."""
+        """``App.enqueue_many``: each batch built whole before any of it is written."""
         mode = conflict_mode(on_conflict)
         report = EnqueueReport()
         batch: list[Envelope] = []
@@ -127,7 +116,7 @@ class Producer:
         block_timeout: float | None = None,
     ) -> str:
         """``enqueue`` without blocking the event loop: the message is built on the loop
-        and written through ``Backend.aenqueue`` (from the loop itself on Redis, in a
+        and written through ``backend.messages.aenqueue`` (from the loop itself on Redis, in a
         thread elsewhere); a batch, a group, or a clock due to be read again from the
         backend go to a thread whole."""
         if not isinstance(call, Call) or self.backend_clock.due():

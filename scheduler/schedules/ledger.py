@@ -4,7 +4,7 @@
 A record (``HistoryEntry``) says when the occurrence was scheduled, when it started and
 finished, how it ended (``RunOutcome``), after how many attempts, on which worker, and the
 first line of its error. Runs write theirs in the same atomic step as the ack, retry or
-poison they describe (``Backend.ack``'s ``ledger``); steering writes the rest (a cancel,
+poison they describe (``Leases.ack``'s ``ledger``); steering writes the rest (a cancel,
 occurrences skipped in a pause). A schedule's ledger keeps its newest ``history_keep``
 records (setting, default 100; 0 turns the ledger off), none older than
 ``history_max_age_s`` (default 30 days).

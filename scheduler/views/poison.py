@@ -60,7 +60,7 @@ def select(backend: Backend, chosen: PoisonFilter, limit: int = MAX_SELECTED) ->
 
 
 def replay(backend: Backend, chosen: PoisonFilter) -> int:
-    """Replay what ``chosen`` matches (see ``Backend.poison_replay``); returns how many."""
+    """Replay what ``chosen`` matches (see ``PoisonStore.replay``); returns how many."""
     if chosen.empty:
         return backend.poison.replay(None)
     if chosen == PoisonFilter(queue=chosen.queue):

@@ -5,7 +5,7 @@ stores the batch's description (its size and where its callbacks wait), then its
 callbacks, parked (due at ``PAUSED_DUE``: stored, never claimed), then its members. Each
 member carries its place in the batch (``Message.member``); when a member's run settles
 for good (it succeeded, or failed for good into the poison queue, or was aborted) the
-worker records its outcome with ``Backend.settle_members`` *before* it acks or poisons
+worker records its outcome with ``Batches.settle`` *before* it acks or poisons
 it, and that call counts the member in the same atomic step. Whoever sees the count
 reach the batch's size wakes the callbacks that apply (``on_success`` when no member
 failed, ``on_failure`` when one did, ``on_complete`` always) and deletes the others.

@@ -40,7 +40,7 @@ class SQLiteLeases(Leases):
         queue: str,
         limit: int,
         lookahead_ms: int = 0,
-        slots: Mapping[str, int] | None = None,  # slots are taken by acquire_slots here
+        slots: Mapping[str, int] | None = None,  # slots are taken by Limits.acquire here
     ) -> ClaimBatch:
         now = self._store.now_ms()
         with self._store.write() as db:
