@@ -29,6 +29,9 @@ def test_limits_show_what_runs_hold_and_what_waits(pair_app: App) -> None:
     @app.task(name="mail", rate_limit="5/m")
     def mail() -> None: ...
 
+    @app.task(name="report", queue="reports")
+    def report() -> None: ...
+
     for _ in range(3):
         crm.delay("acme")
     mail.delay()
