@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from scheduler.backends import Failure, LedgerEntry
 from scheduler.backends.sqlite.ledger_log import FOLD_EVERY_MS
-from tests.contract.test_backend_contract import TIMEOUT_MS, claim_all, env
 from tests.support.backends import BackendHarness
+from tests.support.contract import TIMEOUT_MS, claim_all, env
 
 DAY_MS = 86_400_000
 
