@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable
 
 from scheduler import App, BackendError, TickworkError
+from scheduler.backends.base import Capability
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.hooks import notify
 from scheduler.runs.context import RunInfo
@@ -81,6 +82,9 @@ class Worker:
         self.app = app
         self.config = config or WorkerConfig()
         self.backend = app.backend
+        for task in app.tasks.values():  # a feature the backend lacks fails here, at once
+            if task.options.fair_key is not None:
+                self.backend.require(Capability.FAIR_SHARE, f"task {task.name!r} (its fair_key)")
         self.clock: Clock = clock or SystemClock()
         # the backend's clock, read locally: every component (the timer's wheel first of
         # all, built below) must agree with what the backend compares due times against

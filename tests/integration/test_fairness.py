@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, InvalidMessage
+from scheduler import App, ConfigurationError, InvalidMessage
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
+from workers import Worker
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis", "redis-cluster"])
@@ -70,5 +71,7 @@ def test_cassandra_refuses_a_fair_task_at_enqueue(tmp_path: Path) -> None:
     try:
         with pytest.raises(InvalidMessage, match="fair share is not offered on Cassandra"):
             report.delay("acme")
+        with pytest.raises(ConfigurationError, match=r"task .*report.* needs fair share"):
+            Worker(app)  # one clear error as the worker is set up, before it claims
     finally:
         app.close()
