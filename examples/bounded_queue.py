@@ -5,7 +5,7 @@ tickwork queues list                         # imports: fill 20/20
 tickwork queues set imports --max-pending 1000
 tickwork worker -A examples.bounded_queue --duration 3
 
-``configure_queue`` stores the bound in the backend, so every producer agrees on it.
+``app.queues.configure`` stores the bound in the backend, so every producer agrees on it.
 While the queue holds ``max_pending`` messages (waiting or running), ``delay``,
 ``schedule`` and ``enqueue_many`` wait for room (backing off up to half a second
 between tries, at most ``enqueue_block_s``, 60 s by default) and then raise

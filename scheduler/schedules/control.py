@@ -1,7 +1,6 @@
 """Steering stored messages: aborting runs, listing schedules, pausing and resuming them,
-running one now, backfilling a past range (the logic behind ``App.abort``,
-``App.schedules``, ``App.pause_schedule``, ``App.resume_schedule``, ``App.trigger_now``
-and ``App.backfill``).
+running one now, backfilling a past range (the logic behind ``App.abort`` and
+``app.schedules``: ``list``, ``pause``, ``resume``, ``trigger_now``, ``backfill``).
 
 A paused schedule is its pending message, stored with ``paused_at`` set and due at
 ``PAUSED_DUE`` (far past any real due time), so no worker claims it while it can still be
@@ -91,7 +90,7 @@ class ScheduleInfo:
 
 @dataclass(frozen=True)
 class Overdue:
-    """A schedule with no success when one was expected (``App.overdue``)."""
+    """A schedule with no success when one was expected (``app.schedules.overdue``)."""
 
     schedule: ScheduleInfo
     expected_by: datetime  # the latest a success was due, plus the margin
@@ -117,7 +116,7 @@ def overdue(infos: list[ScheduleInfo], now: datetime, max_late: timedelta) -> li
 
 @dataclass(frozen=True)
 class Resumed:
-    """What ``App.resume_schedule`` did."""
+    """What ``app.schedules.resume`` did."""
 
     next_run: datetime | None  # None: the trigger has no occurrence left; the chain ended
     skipped: int  # occurrences that fell in the pause and will not run
@@ -254,7 +253,7 @@ def trigger_now(
 
 @dataclass(frozen=True)
 class Backfill:
-    """What ``App.backfill`` did."""
+    """What ``app.schedules.backfill`` did."""
 
     occurrences: list[datetime]  # the schedule's grid times in the range, oldest first
     enqueued: int  # runs enqueued now

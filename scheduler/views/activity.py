@@ -1,5 +1,5 @@
 """What the workers did, minute by minute: the data of the dashboard's throughput and
-lateness charts (``App.activity``).
+lateness charts (``app.queues.activity``).
 
 Every worker appends, every ``activity_interval_s`` (15 s) in which it settled or claimed
 anything, one record per queue to that queue's activity log: its counts of the interval

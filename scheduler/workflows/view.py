@@ -1,5 +1,5 @@
 """What ``tickwork workflow show`` prints: a batch with its members and callbacks, or a
-chain with its steps, each with its state, attempts and timing (``App.workflow``).
+chain with its steps, each with its state, attempts and timing (``app.batches.workflow``).
 
 A batch is read from its records (``scheduler.workflows.status``). A chain is found by its
 first step's id: step ``k`` is ``{id}.{k}`` and only the live step is stored (waiting,

@@ -1,5 +1,5 @@
 """The activity log on real backends: workers write what they did per queue, a reader
-adds it up per minute (``App.activity``), and the dashboard draws it. Two workers write
+adds it up per minute (``app.queues.activity``), and the dashboard draws it. Two workers write
 to the same log; what one of them wrote stays after it stopped."""
 
 from __future__ import annotations

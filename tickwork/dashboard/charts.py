@@ -1,6 +1,6 @@
 """The overview's charts as inline SVG, drawn on the server (no script, no build step):
 runs finished per minute (succeeded and failed, stacked) and lateness per minute (p50
-and p95, due time to start) over the last hour, from ``App.activity``."""
+and p95, due time to start) over the last hour, from ``app.queues.activity``."""
 
 from __future__ import annotations
 
