@@ -45,6 +45,12 @@ class Step(BaseModel):
     priority: int = 0
     timeout_s: float = 300.0
     max_attempts: int = 1
+    #: its task's limit and fair-share keys, as ``Message`` carries them; for a step that
+    #: takes the previous result and whose keys come from its arguments, worked out when
+    #: it is written (``MessageBuilder.next_step``)
+    limit: str | None = None
+    rate: str | None = None
+    fair: str | None = None
 
 
 class ChainStart(BaseModel):

@@ -8,6 +8,7 @@ id derives from (queue, key), so building the same call twice names the same mes
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from scheduler.model.message import (
     Callback,
     Membership,
     Message,
+    Step,
     encode_fields,
     is_unique_window,
     reencode,
@@ -40,8 +42,11 @@ from scheduler.workflows.chains import (
     recurring_step_id,
     resolve_step,
     result_taking_arguments,
+    step_keys,
 )
 from triggers import Overlap
+
+log = logging.getLogger("tickwork.worker")
 
 
 class MessageBuilder:
@@ -188,6 +193,7 @@ class MessageBuilder:
         args = list(step.args)
         if step.takes_result:
             args.insert(0, from_json(value) if value is not None else None)
+        limit, rate, fair = self._step_keys(step, args)
         now = to_datetime(now_ms)
         if message.trigger is not None:  # a recurring chain: its occurrence goes on
             following = message.model_copy(
@@ -201,9 +207,9 @@ class MessageBuilder:
                     "max_attempts": step.max_attempts,
                     "timeout_s": step.timeout_s,
                     "enqueued_at": now,
-                    "limit": None,
-                    "rate": None,
-                    "fair": None,
+                    "limit": limit,
+                    "rate": rate,
+                    "fair": fair,
                     "then": rest,
                     "step": message.step + 1,
                     "start": message.start or chain_start(message),
@@ -225,9 +231,31 @@ class MessageBuilder:
             max_attempts=step.max_attempts,
             timeout_s=step.timeout_s,
             headers=message.headers,
+            limit=limit,
+            rate=rate,
+            fair=fair,
             then=rest,
         )
         return self.restored(nxt, now)
+
+    def _step_keys(self, step: Step, args: list[Any]) -> tuple[str | None, str | None, str | None]:
+        """The limit and fair-share keys of ``step``'s message: as stored with the chain,
+        or, for a step that takes the previous result, from its arguments now (its task
+        registered here); a key that cannot be had then is left out, with a warning."""
+        task = self.registry.tasks.get(step.task)
+        if not step.takes_result or task is None:
+            return step.limit, step.rate, step.fair
+        options = task.options
+        if options.limit_key is None and options.fair_key is None:
+            return step.limit, step.rate, step.fair
+        call = Call(step.task, tuple(args), step.kwargs)
+        try:
+            return step_keys(task, call)
+        except InvalidMessage as err:
+            log.warning(
+                "chain step %s runs without its limit or fair-share key: %s", step.task, err
+            )
+            return step.limit, step.rate, step.fair
 
     def envelope(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from scheduler.errors import InvalidMessage
+from scheduler.limits.declared import fair_value, limit_keys
 from scheduler.model.ids import occurrence_id
 from scheduler.model.message import ChainStart, Message, Step
 from scheduler.model.tasks import Call, TaskFunction
@@ -52,6 +53,7 @@ def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
     else:
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
     options = task.options
+    limit, rate, fair = step_keys(task, call, takes_result=call.takes_result)
     return Step(
         task=task.name,
         args=args,
@@ -61,7 +63,34 @@ def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
         priority=options.priority if call.priority is None else call.priority,
         timeout_s=options.timeout_s,
         max_attempts=options.retry.max_attempts,
+        limit=limit,
+        rate=rate,
+        fair=fair,
     )
+
+
+def step_keys(
+    task: TaskFunction[..., Any], call: Call, takes_result: bool = False
+) -> tuple[str | None, str | None, str | None]:
+    """The concurrency limit, rate limit and fair-share keys a step's message carries
+    (``Message.limit``, ``rate``, ``fair``). A step that takes the previous result lacks
+    its first argument until it is written: a key that comes from the arguments is
+    then None here and worked out by ``MessageBuilder.next_step``."""
+    options = task.options
+    limits = (options.concurrency_limit, options.rate_limit)
+    signature = task.arguments.signature
+    if takes_result:
+        limit, rate = (
+            limit_keys(task.name, signature, limits, None, (), {})
+            if options.limit_key is None
+            else (None, None)
+        )
+        return limit, rate, None
+    limit, rate = limit_keys(
+        task.name, signature, limits, options.limit_key, call.args, call.kwargs
+    )
+    fair = fair_value(task.name, signature, options.fair_key, call.args, call.kwargs)
+    return limit, rate, fair
 
 
 def result_taking_arguments(
@@ -106,6 +135,9 @@ def chain_start(message: Message) -> ChainStart:
         priority=message.priority,
         timeout_s=message.timeout_s,
         max_attempts=message.max_attempts,
+        limit=message.limit,
+        rate=message.rate,
+        fair=message.fair,
     )
     return ChainStart(
         first=first, then=message.then, limit=message.limit, rate=message.rate, fair=message.fair

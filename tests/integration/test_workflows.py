@@ -323,3 +323,64 @@ def test_workflow_show_by_key_shows_a_recurring_chain_occurrence(
         cli, ["--backend", sqlite_url, "workflow", "show", "--key", "hourly", "--json"]
     )
     assert shown.exit_code == 0 and json.loads(shown.stdout)["steps"][0]["task"] == load.name
+
+
+def test_a_later_step_keeps_its_tasks_limits_and_fair_key(sqlite_app: App) -> None:
+    """A step after the first carries its task's concurrency limit, rate limit and
+    fair-share keys like a first step does (they were dropped: a limit promised across
+    every worker did not hold for a task used as a later step). A step that takes the
+    previous result gets the keys that come from it when it is written."""
+    app = sqlite_app
+
+    @app.task
+    def start() -> str:
+        return "globex"
+
+    @app.task(concurrency_limit=1, rate_limit="10/m", limit_key="customer", fair_key="customer")
+    def bill(customer: str) -> str:
+        return customer
+
+    @app.task(concurrency_limit=2, limit_key="customer")
+    def notify(customer: str) -> None: ...
+
+    first_id = app.enqueue(chain(start.si(), bill.si("acme"), bill.si("initech"), notify.s()))
+    stored = app.get(id=first_id)
+    assert stored is not None
+    now = app.backend.now_ms()
+    second = app.builder.next_step(stored.message, now, b'"globex"')
+    billed = Message.decode(second.body)
+    assert billed.limit is not None and billed.limit.endswith(":acme")
+    assert billed.rate is not None and billed.rate.endswith(":acme")
+    assert billed.fair == "acme" and second.fair == "acme" and second.limit == billed.limit
+    third = Message.decode(app.builder.next_step(billed, now, b'"acme"').body)
+    assert third.limit is not None and third.limit.endswith(":initech")
+    last = Message.decode(app.builder.next_step(third, now, b'"globex"').body)
+    assert last.task == notify.name
+    assert last.limit is not None and last.limit.endswith(":globex"), "from the result"
+
+
+def test_a_limit_holds_for_a_task_run_as_a_later_step(pair_app: App) -> None:
+    app = pair_app
+    lock = threading.Lock()
+    running_now = [0]
+    most = [0]
+    done: list[int] = []
+
+    @app.task
+    def prepare(n: int) -> None: ...
+
+    @app.task(concurrency_limit=1, limit_key="customer")
+    def charge(customer: str, n: int) -> None:
+        with lock:
+            running_now[0] += 1
+            most[0] = max(most[0], running_now[0])
+        time.sleep(0.1)
+        with lock:
+            running_now[0] -= 1
+            done.append(n)
+
+    for n in range(4):
+        app.enqueue(chain(prepare.si(n), charge.si("acme", n)))
+    with running(app, concurrency=8):
+        wait_for(lambda: len(done) == 4, timeout_s=60)
+    assert most[0] == 1, "one charge of a customer at a time, across the chains"
