@@ -83,14 +83,7 @@ class App:
         self.registry = TaskRegistry(
             self, self.settings.default_queue, self.settings.default_timeout_s, retention
         )
-        # messages are stamped on the backend's clock (read locally, its offset measured
-        # once a minute), so a producer whose clock is off delays and schedules correctly
-        self.backend_clock = CorrectedClock(
-            lambda: self.backend.now_ms(), self.clock, errors=(BackendError,)
-        )
-        self.builder = MessageBuilder(
-            self.registry, self.backend_clock, self.settings.max_payload_bytes
-        )
+        self.backend_clock, self.builder = self._stamping()
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
         #: the operator's services (see the module docstring)
         self.schedules = Schedules(self)
@@ -119,10 +112,25 @@ class App:
         took its steps' hooks when it started)."""
         self.hooks.add(hook)
 
-    def use_backend(self, url: str) -> None:
-        """Point the app at another backend URL (before or after it was first used)."""
+    def _stamping(self) -> tuple[CorrectedClock, MessageBuilder]:
+        """The backend's clock read locally and the builder that stamps with it: messages
+        are stamped on the backend's clock (its offset measured once a minute), so a
+        producer whose clock is off delays and schedules correctly."""
+        backend_clock = CorrectedClock(
+            lambda: self.backend.now_ms(), self.clock, errors=(BackendError,)
+        )
+        builder = MessageBuilder(self.registry, backend_clock, self.settings.max_payload_bytes)
+        return backend_clock, builder
+
+    def use_backend(self, url: str, *, clock: Clock | None = None) -> None:
+        """Point the app at another backend URL (before or after it was first used),
+        closing the one it had; with ``clock``, on that clock from now on (a test's
+        ``ManualClock``: SQLite then keeps its time by it)."""
         self.close()
         self.settings = self.settings.model_copy(update={"backend": url})
+        if clock is not None:
+            self.clock = clock
+            self.backend_clock, self.builder = self._stamping()
 
     def close(self) -> None:
         self.backend_clock.forget()  # another backend may have another clock

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "__init__")
+EXAMPLES = sorted(
+    p.stem
+    for p in (ROOT / "examples").glob("*.py")
+    if p.stem != "__init__" and not p.stem.startswith("test_")
+)
 APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app lives elsewhere
 
 
@@ -51,3 +55,29 @@ def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> N
         check=False,
     )
     assert worker.returncode == 0, worker.stderr
+
+
+def test_the_example_tests_pass_with_the_plugin_alone(clean_env: dict[str, str]) -> None:
+    """``examples/test_signup.py`` uses ``tickwork.testing``'s fixture with no conftest:
+    the plugin comes with the installed package (its ``pytest11`` entry point)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(ROOT / "examples"),
+            "examples/test_signup.py",
+        ],
+        cwd=ROOT,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout

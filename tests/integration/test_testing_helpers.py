@@ -1,0 +1,165 @@
+"""``tickwork.testing``: an app isolated on a fresh backend and drained in-process, the
+assertions on what was enqueued, ``run_task``, and the pytest fixture."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from scheduler import App, BatchOutcome, InvalidMessage, batch, chain, group
+from tests.support.backends import backend_url
+from tickwork.testing import IsolateFixture, isolated, run_task
+from triggers import Cron
+
+
+def _shop() -> tuple[App, dict[str, Any]]:
+    """A user's app, as a module would define it: on a URL the tests never touch."""
+    app = App("sqlite:////nonexistent-dir/never-opened.db")
+    seen: dict[str, Any] = {"steps": [], "called_back": [], "ticks": 0}
+
+    @app.task
+    def fetch(n: int) -> int:
+        seen["steps"].append("fetch")
+        return n * 2
+
+    @app.task
+    def add(total: int, extra: int) -> int:
+        seen["steps"].append("add")
+        return total + extra
+
+    @app.task
+    def store(total: int) -> None:
+        seen["steps"].append(("store", total))
+
+    @app.task
+    def part(n: int) -> int:
+        return n
+
+    @app.task
+    def summary(outcome: BatchOutcome) -> None:
+        seen["called_back"].append(outcome["succeeded"])
+
+    @app.task
+    def tick() -> None:
+        seen["ticks"] += 1
+
+    @app.task
+    def welcome(email: str, plan: str = "free") -> str:
+        return f"welcome {email} ({plan})"
+
+    seen["tasks"] = {
+        "fetch": fetch,
+        "add": add,
+        "store": store,
+        "part": part,
+        "summary": summary,
+        "tick": tick,
+        "welcome": welcome,
+    }
+    return app, seen
+
+
+@pytest.fixture
+def shop() -> Iterator[tuple[App, dict[str, Any]]]:
+    app, seen = _shop()
+    yield app, seen
+    app.close()
+
+
+def test_drain_follows_a_chain_and_a_batch_callback(shop: tuple[App, dict[str, Any]]) -> None:
+    app, seen = shop
+    tasks = seen["tasks"]
+    with isolated(app) as tw:
+        app.enqueue(chain(tasks["fetch"].si(4), tasks["add"].s(extra=10), tasks["store"].s()))
+        app.enqueue(
+            batch(
+                group([tasks["part"].call(n) for n in range(3)]), on_complete=tasks["summary"].s()
+            )
+        )
+        done = tw.drain()
+        assert seen["steps"] == ["fetch", "add", ("store", 18)], "three steps, in order"
+        assert seen["called_back"] == [3], "the callback, once, with the batch's outcome"
+        assert done.succeeded == 3 + 3 + 1 and done.of(tasks["store"]) == ["succeeded"]
+        assert tw.enqueued() == [], "nothing left"
+    assert app.settings.backend == "sqlite:////nonexistent-dir/never-opened.db", "restored"
+
+
+def test_a_cron_schedule_fires_five_times_as_the_clock_moves(
+    shop: tuple[App, dict[str, Any]],
+) -> None:
+    app, seen = shop
+    with isolated(app) as tw:
+        seen["tasks"]["tick"].schedule(trigger=Cron("* * * * *"), key="every-minute")
+        assert tw.drain().succeeded == 0, "not due yet"
+        for _ in range(5):
+            tw.drain(advance=timedelta(minutes=1))
+        assert seen["ticks"] == 5
+        (pending,) = tw.enqueued(seen["tasks"]["tick"])
+        assert pending.message.key == "every-minute" and pending.message.occurrence == 5
+
+
+def test_assertions_name_what_was_enqueued(shop: tuple[App, dict[str, Any]]) -> None:
+    app, seen = shop
+    welcome = seen["tasks"]["welcome"]
+    with isolated(app) as tw:
+        welcome.delay("ada@example.com", plan="pro")
+        welcome.schedule(args=("bob@example.com",), delay=timedelta(hours=1), key="bob")
+        found = tw.assert_enqueued(welcome, args=["ada@example.com"], kwargs={"plan": "pro"})
+        assert found.message.kwargs == {"plan": "pro"}
+        tw.assert_enqueued(welcome, key="bob")
+        tw.refute_enqueued(welcome, args=["eve@example.com"])
+        with pytest.raises(AssertionError) as failed:
+            tw.assert_enqueued(welcome, args=["eve@example.com"])
+        text = str(failed.value)
+        assert "expected one message of welcome with args=['eve@example.com']" in text
+        assert "found none" in text and "ada@example.com" in text and "key='bob'" in text
+        with pytest.raises(AssertionError, match="expected no message of welcome"):
+            tw.refute_enqueued(welcome, key="bob")
+        tw.drain()  # Ada's runs now; Bob's is due in an hour
+        assert [m.message.key for m in tw.enqueued(welcome)] == ["bob"]
+
+
+def test_run_task_runs_the_way_a_worker_would(shop: tuple[App, dict[str, Any]]) -> None:
+    app, seen = shop
+    tasks = seen["tasks"]
+    assert run_task(tasks["welcome"], "ada@example.com") == "welcome ada@example.com (free)"
+    assert run_task(tasks["fetch"], "21") == 42, "coerced as at enqueue"
+    with pytest.raises(InvalidMessage):
+        run_task(tasks["fetch"], "not a number")
+
+    @app.task
+    def broken() -> None:
+        raise LookupError("no such customer")
+
+    @app.task
+    def unkeepable() -> object:
+        return object()
+
+    with pytest.raises(LookupError, match="no such customer"):
+        run_task(broken)
+    with pytest.raises(TypeError, match="not JSON-encodable"):
+        run_task(unkeepable)
+
+
+def test_the_fixture_isolates_and_restores(
+    shop: tuple[App, dict[str, Any]], tickwork_isolated: IsolateFixture
+) -> None:
+    app, seen = shop
+    tw = tickwork_isolated(app)
+    seen["tasks"]["welcome"].delay("ada@example.com")
+    assert len(tw.enqueued()) == 1
+    assert tw.drain().succeeded == 1
+
+
+def test_isolated_on_a_server_backend(shop: tuple[App, dict[str, Any]], tmp_path: Any) -> None:
+    """The same helpers on Redis (its own clock: no ``advance``)."""
+    app, seen = shop
+    with isolated(app, backend_url("redis", tmp_path)) as tw:
+        app.enqueue(chain(seen["tasks"]["fetch"].si(1), seen["tasks"]["store"].s()))
+        tw.assert_enqueued(seen["tasks"]["fetch"], args=[1])
+        assert tw.drain().succeeded == 2 and seen["steps"] == ["fetch", ("store", 2)]
+        with pytest.raises(RuntimeError, match="has a clock"):
+            tw.advance(timedelta(minutes=1))
