@@ -8,12 +8,9 @@ id derives from (queue, key), so building the same call twice names the same mes
 
 from __future__ import annotations
 
-import logging
 import random
 from datetime import datetime, timedelta
 from typing import Any
-
-from pydantic_core import from_json
 
 from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
@@ -26,7 +23,6 @@ from scheduler.model.message import (
     Callback,
     Membership,
     Message,
-    Step,
     encode_fields,
     is_unique_window,
     reencode,
@@ -37,16 +33,12 @@ from scheduler.producing.planning import check_scalars, plan
 from scheduler.runs.tracing import with_traceparent
 from scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
 from scheduler.workflows.chains import (
-    chain_start,
     head_of,
-    recurring_step_id,
     resolve_step,
     result_taking_arguments,
-    step_keys,
+    step_after,
 )
 from triggers import Overlap
-
-log = logging.getLogger("tickwork.worker")
 
 
 class MessageBuilder:
@@ -187,75 +179,10 @@ class MessageBuilder:
         return [step.model_dump(mode="json", exclude_defaults=True) for step in steps]
 
     def next_step(self, message: Message, now_ms: int, value: bytes | None) -> Envelope:
-        """The message of the step after ``message`` (which succeeded and returned
-        ``value``, JSON) in its chain: due now, the chain's next occurrence number."""
-        step, rest = message.then[0], message.then[1:]
-        args = list(step.args)
-        if step.takes_result:
-            args.insert(0, from_json(value) if value is not None else None)
-        limit, rate, fair = self._step_keys(step, args)
+        """The envelope of the step after ``message`` (which succeeded and returned
+        ``value``, JSON) in its chain (``scheduler.workflows.chains.step_after``): due now."""
         now = to_datetime(now_ms)
-        if message.trigger is not None:  # a recurring chain: its occurrence goes on
-            following = message.model_copy(
-                update={
-                    "id": recurring_step_id(message.chain, message.occurrence, message.step + 1),
-                    "queue": step.queue,
-                    "task": step.task,
-                    "args": args,
-                    "kwargs": step.kwargs,
-                    "priority": step.priority,
-                    "max_attempts": step.max_attempts,
-                    "timeout_s": step.timeout_s,
-                    "enqueued_at": now,
-                    "limit": limit,
-                    "rate": rate,
-                    "fair": fair,
-                    "then": rest,
-                    "step": message.step + 1,
-                    "start": message.start or chain_start(message),
-                }
-            )
-            return self.restored(following, now)
-        nxt = Message(
-            id=occurrence_id(message.chain, message.occurrence + 1),
-            queue=step.queue,
-            task=step.task,
-            args=args,
-            kwargs=step.kwargs,
-            priority=step.priority,
-            key=message.key,
-            chain=message.chain,
-            occurrence=message.occurrence + 1,
-            scheduled_at=now,
-            enqueued_at=now,
-            max_attempts=step.max_attempts,
-            timeout_s=step.timeout_s,
-            headers=message.headers,
-            limit=limit,
-            rate=rate,
-            fair=fair,
-            then=rest,
-        )
-        return self.restored(nxt, now)
-
-    def _step_keys(self, step: Step, args: list[Any]) -> tuple[str | None, str | None, str | None]:
-        """The limit and fair-share keys of ``step``'s message: as stored with the chain,
-        or, for a step that takes the previous result, from its arguments now (its task
-        registered here); a key that cannot be had then is left out, with a warning."""
-        task = self.registry.tasks.get(step.task)
-        if not step.takes_result or task is None:
-            return step.limit, step.rate, step.fair
-        options = task.options
-        if options.limit_key is None and options.fair_key is None:
-            return step.limit, step.rate, step.fair
-        call = Call(step.task, tuple(args), step.kwargs)
-        try:
-            return step_keys(task, call)
-        except InvalidMessage as err:
-            log.warning(
-                "chain step %s runs without its limit or fair-share key: %s", step.task, err
-            )
-            return step.limit, step.rate, step.fair
+        return self.restored(step_after(message, now, value, self.registry.tasks), now)
 
     def envelope(
         self,

@@ -14,15 +14,20 @@ replaying that message from the poison queue resumes it.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, from_json, to_jsonable_python
 
 from scheduler.errors import InvalidMessage
 from scheduler.limits.declared import fair_value, limit_keys
 from scheduler.model.ids import occurrence_id
 from scheduler.model.message import ChainStart, Message, Step
 from scheduler.model.tasks import Call, TaskFunction
+
+log = logging.getLogger("tickwork.worker")
 
 
 def chain(*calls: Call) -> Call:
@@ -169,3 +174,77 @@ def head_of(message: Message) -> Message:
             "start": None,
         }
     )
+
+
+def step_after(
+    message: Message,
+    now: datetime,
+    value: bytes | None,
+    tasks: Mapping[str, TaskFunction[..., Any]],
+) -> Message:
+    """The message of the step after ``message`` (which succeeded at ``now`` and returned
+    ``value``, JSON) in its chain: the chain's next occurrence number, or within a
+    recurring chain's occurrence the next step number. ``tasks``: the registered tasks,
+    for the keys of a step that takes the previous result."""
+    step, rest = message.then[0], message.then[1:]
+    args = list(step.args)
+    if step.takes_result:
+        args.insert(0, from_json(value) if value is not None else None)
+    limit, rate, fair = _written_step_keys(step, args, tasks.get(step.task))
+    if message.trigger is not None:  # a recurring chain: its occurrence goes on
+        return message.model_copy(
+            update={
+                "id": recurring_step_id(message.chain, message.occurrence, message.step + 1),
+                "queue": step.queue,
+                "task": step.task,
+                "args": args,
+                "kwargs": step.kwargs,
+                "priority": step.priority,
+                "max_attempts": step.max_attempts,
+                "timeout_s": step.timeout_s,
+                "enqueued_at": now,
+                "limit": limit,
+                "rate": rate,
+                "fair": fair,
+                "then": rest,
+                "step": message.step + 1,
+                "start": message.start or chain_start(message),
+            }
+        )
+    return Message(
+        id=occurrence_id(message.chain, message.occurrence + 1),
+        queue=step.queue,
+        task=step.task,
+        args=args,
+        kwargs=step.kwargs,
+        priority=step.priority,
+        key=message.key,
+        chain=message.chain,
+        occurrence=message.occurrence + 1,
+        scheduled_at=now,
+        enqueued_at=now,
+        max_attempts=step.max_attempts,
+        timeout_s=step.timeout_s,
+        headers=message.headers,
+        limit=limit,
+        rate=rate,
+        fair=fair,
+        then=rest,
+    )
+
+
+def _written_step_keys(
+    step: Step, args: list[Any], task: TaskFunction[..., Any] | None
+) -> tuple[str | None, str | None, str | None]:
+    """The limit and fair-share keys of ``step``'s message: as stored with the chain,
+    or, for a step that takes the previous result, from its arguments now (its task
+    registered here); a key that cannot be had then is left out, with a warning."""
+    if not step.takes_result or task is None:
+        return step.limit, step.rate, step.fair
+    if task.options.limit_key is None and task.options.fair_key is None:
+        return step.limit, step.rate, step.fair
+    try:
+        return step_keys(task, Call(step.task, tuple(args), step.kwargs))
+    except InvalidMessage as err:
+        log.warning("chain step %s runs without its limit or fair-share key: %s", step.task, err)
+        return step.limit, step.rate, step.fair

@@ -23,11 +23,7 @@ ALLOWED = {
 }
 MAX_LINES = 400  # past it, a module asks whether it is one job
 #: modules past ``MAX_LINES`` that are one job all the same, each with why
-LONG_MODULES: dict[str, str] = {
-    "scheduler.producing.building": "builds every message a producer or a worker writes, "
-    "the first of a call and those that follow a run (next occurrence, chain step, unique "
-    "window), under one set of envelope rules (payload limit, jitter, due time)",
-}
+LONG_MODULES: dict[str, str] = {}
 
 
 def _modules() -> dict[str, Path]:
