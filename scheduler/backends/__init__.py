@@ -38,6 +38,8 @@ _SCHEMES: dict[str, tuple[str, str, str | None]] = {
     "redis+cluster": ("scheduler.backends.redis", "RedisBackend", "redis"),
     "rediss+cluster": ("scheduler.backends.redis", "RedisBackend", "redis"),
     "cassandra": ("scheduler.backends.cassandra", "CassandraBackend", "cassandra"),
+    "postgresql": ("scheduler.backends.postgres", "PostgresBackend", "postgres"),
+    "postgres": ("scheduler.backends.postgres", "PostgresBackend", "postgres"),
 }
 
 DEFAULT_URL = "sqlite:///tickwork.db"

@@ -2,7 +2,8 @@
 
 SQLite runs on a ``ManualClock`` (tests move time instantly). Server backends use the
 server's clock, so ``advance`` sleeps for real there; tests are written to work either way.
-Each Redis test gets its own key prefix, so tests never see each other's data.
+Each Redis test gets its own key prefix, each PostgreSQL test its own schema and each
+Cassandra test its own keyspace, so tests never see each other's data.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 from scheduler import Backend, open_backend
 from scheduler.clock import ManualClock
 from tests.support.cassandra_servers import CassandraNode
+from tests.support.postgres_servers import PostgresServer
 from tests.support.servers import RedisClusterServers, RedisServer
 
-BACKEND_NAMES = ["sqlite", "redis", "redis-cluster", "cassandra"]
+BACKEND_NAMES = ["sqlite", "postgres", "redis", "redis-cluster", "cassandra"]
 #: the embedded backend and a sharded server: for integration tests of logic above the
 #: backend contract (which the contract suite checks on every backend), to keep the suite
 #: within its time
@@ -33,6 +35,15 @@ class Servers:
     redis: RedisServer | None = None
     cluster: RedisClusterServers | None = None
     cassandra: CassandraNode | None = None
+    postgres: PostgresServer | None = None
+
+    @classmethod
+    def postgres_url(cls) -> str:
+        if url := os.environ.get("TICKWORK_TEST_POSTGRES_URL"):
+            return url
+        if cls.postgres is None:
+            cls.postgres = PostgresServer()
+        return cls.postgres.url
 
     @classmethod
     def cassandra_hosts(cls) -> str:
@@ -69,6 +80,9 @@ class Servers:
         if cls.cassandra is not None:
             cls.cassandra.stop()
             cls.cassandra = None
+        if cls.postgres is not None:
+            cls.postgres.stop()
+            cls.postgres = None
 
 
 def backend_url(name: str, tmp_path: Path, shards: int | None = None) -> str:
@@ -76,6 +90,8 @@ def backend_url(name: str, tmp_path: Path, shards: int | None = None) -> str:
     if name == "sqlite":
         return f"sqlite:///{tmp_path / 'tickwork.db'}"
     prefix = f"t{uuid.uuid4().hex[:12]}"
+    if name == "postgres":  # a schema per test
+        return f"{Servers.postgres_url()}?schema={prefix}"
     if name == "cassandra":  # a keyspace per test; consistency ONE on a single node
         url = f"cassandra://{Servers.cassandra_hosts()}/{prefix}?consistency=ONE"
         return url if shards is None else f"{url}&shards={shards}"

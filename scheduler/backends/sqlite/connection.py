@@ -20,7 +20,7 @@ from scheduler.backends.options import UrlOptions
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.sqlite import ledger_log, ledger_pages
 from scheduler.backends.sqlite.fairness import FAIR_SCHEMA
-from scheduler.backends.sqlite.rows import LEASED, READY, SCHEDULED, initial_state
+from scheduler.backends.states import LEASED, READY, SCHEDULED, initial_state
 from scheduler.clock import Clock, SystemClock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
 

@@ -13,15 +13,8 @@ from scheduler.backends.roles import Leases
 from scheduler.backends.sqlite.connection import SQLiteStore
 from scheduler.backends.sqlite.fairness import make_fair_ready
 from scheduler.backends.sqlite.limits import SQLiteLimits
-from scheduler.backends.sqlite.rows import (
-    DEADLINE,
-    READY,
-    RETURNED,
-    SCHEDULED,
-    SOUND,
-    claim_of,
-    order,
-)
+from scheduler.backends.sqlite.rows import DEADLINE, RETURNED, SOUND, claim_of, order
+from scheduler.backends.states import READY, SCHEDULED
 from scheduler.backends.values import Claim, ClaimBatch, Envelope
 
 #: the state a message goes back to: the one given, but a message with a fair-share key

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from scheduler.backends.records import SlotRequest, Waiter
 from scheduler.backends.roles import Limits
 from scheduler.backends.sqlite.connection import SQLiteStore
-from scheduler.backends.sqlite.rows import LEASED, READY
+from scheduler.backends.states import LEASED, READY
 
 
 class SQLiteLimits(Limits):

@@ -11,7 +11,7 @@ from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
 from scheduler.backends.roles import Messages
 from scheduler.backends.sqlite import bounds
 from scheduler.backends.sqlite.connection import COLUMNS, SQLiteStore, stored_message
-from scheduler.backends.sqlite.rows import initial_state
+from scheduler.backends.states import initial_state
 from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 
 

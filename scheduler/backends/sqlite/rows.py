@@ -6,17 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.base import Claim, Envelope
-
-#: a message's states: due later, due (claim order: priority, then due time or turn), leased
-SCHEDULED, READY, LEASED = 0, 1, 2
-
-
-def initial_state(envelope: Envelope, now: int) -> int:
-    """The state a message is written in: ready when due, else scheduled; one with a
-    fair-share key always scheduled (the claim that finds it due gives it its turn)."""
-    return READY if envelope.due_ms <= now and envelope.fair is None else SCHEDULED
-
+from scheduler.backends.base import Claim
 
 #: a claimed row's columns, in ``RETURNING`` order, then whether SQLite found them sound
 RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority, turn"

@@ -1,0 +1,316 @@
+"""The PostgreSQL backend's leases: a claim leases a whole batch in one transaction with
+``FOR UPDATE SKIP LOCKED`` (workers claiming at once take different rows and never wait
+for each other), and acks, retries, releases and poisons are fenced by the batch's
+token."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+
+from scheduler.backends.postgres import ledger as ledger_rows
+from scheduler.backends.postgres.fairness import make_fair_ready
+from scheduler.backends.postgres.limits import release_in
+from scheduler.backends.postgres.rows import RETURNED, claim_of, insert_columns, order
+from scheduler.backends.postgres.store import Connection, PostgresStore
+from scheduler.backends.records import Failure, LedgerEntry, Waiter
+from scheduler.backends.roles import Leases
+from scheduler.backends.states import READY, SCHEDULED
+from scheduler.backends.values import Claim, ClaimBatch, Envelope
+
+#: the state a message goes back to: the one given, but a message with a fair-share key
+#: waits scheduled (the next claim gives it a new turn: ``fairness.py``)
+_UNLESS_FAIR = "CASE WHEN fair IS NULL THEN %s ELSE 0 END"
+#: how many due messages one claim moves from scheduled to ready at most
+_PROMOTE = 10_000
+
+_EXPIRE = (
+    "UPDATE tw.messages SET state = 1, at_ms = COALESCE(turn, due_ms), token = NULL "
+    "WHERE id IN (SELECT id FROM tw.messages WHERE queue = %s AND state = 2 AND at_ms <= %s "
+    "FOR UPDATE SKIP LOCKED)"
+)
+
+_PREPARE = (
+    "WITH expired AS (UPDATE tw.messages SET state = 1, at_ms = COALESCE(turn, due_ms), "
+    "token = NULL WHERE id IN (SELECT id FROM tw.messages WHERE queue = %(queue)s "
+    "AND state = 2 AND at_ms <= %(now)s FOR UPDATE SKIP LOCKED) RETURNING 1), "
+    "due AS (UPDATE tw.messages SET state = 1 WHERE id IN (SELECT id FROM tw.messages "
+    "WHERE queue = %(queue)s AND state = 0 AND at_ms <= %(until)s AND fair IS NULL "
+    f"ORDER BY at_ms, id LIMIT {_PROMOTE} FOR UPDATE SKIP LOCKED) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM expired), (SELECT count(*) FROM due)"
+)
+
+_CLAIM = (
+    "UPDATE tw.messages SET state = 2, token = %s, attempt = attempt + 1, "
+    "at_ms = GREATEST(%s, due_ms) + timeout_ms WHERE id IN ("
+    "SELECT id FROM tw.messages WHERE queue = %s AND state = 1 "
+    "ORDER BY priority DESC, at_ms, id LIMIT %s FOR UPDATE SKIP LOCKED) "
+    f"RETURNING {RETURNED}"
+)
+
+_NEXT_DUE = (
+    "SELECT LEAST("
+    "(SELECT min(at_ms) FROM tw.messages WHERE queue = %s AND state = 0), "
+    "(SELECT min(at_ms) FROM tw.messages WHERE queue = %s AND state = 2))"
+)
+
+_INSERT_NEXT = (
+    "INSERT INTO tw.messages "
+    "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
+    "SELECT i, q, k, p, s, d, d, t, b, f FROM unnest("
+    "%s::text[], %s::text[], %s::text[], %s::int[], %s::smallint[], %s::bigint[], "
+    "%s::bigint[], %s::bytea[], %s::text[]) AS u(i, q, k, p, s, d, t, b, f) "
+    "ON CONFLICT DO NOTHING RETURNING queue"
+)
+
+
+class PostgresLeases(Leases):
+    """Claims and their settling."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        sql = store.sql
+        self._prepare, self._claim, self._next_due = sql(_PREPARE), sql(_CLAIM), sql(_NEXT_DUE)
+        self._insert_next = sql(_INSERT_NEXT)
+
+    def claim(
+        self,
+        queue: str,
+        limit: int,
+        lookahead_ms: int = 0,
+        slots: Mapping[str, int] | None = None,  # slots are taken by Limits.acquire here
+    ) -> ClaimBatch:
+        def work(db: Connection) -> ClaimBatch:
+            now = self._store.now_ms()
+            until = now + lookahead_ms
+            row = db.execute(self._prepare, {"queue": queue, "now": now, "until": until})
+            counts = row.fetchone()
+            redelivered = 0 if counts is None else int(counts[0])
+            make_fair_ready(self._store, db, queue, until)
+            # one statement leases the whole batch; the batch's token fences each message
+            token = secrets.token_hex(8)
+            rows = (
+                db.execute(self._claim, (token, now, queue, limit)).fetchall() if limit > 0 else []
+            )
+            rows.sort(key=order)  # RETURNING order is unspecified
+            claims = [claim_of(r, queue, token) for r in rows]
+            self._store.count(db, queue, "redelivered", redelivered)
+            self._store.count(db, queue, "claimed", len(claims))
+            next_due = None
+            if not claims:
+                found = db.execute(self._next_due, (queue, queue)).fetchone()
+                next_due = None if found is None or found[0] is None else int(found[0])
+            return ClaimBatch(claims, next_due)
+
+        return self._store.write(work)
+
+    def requeue_expired(self, queue: str) -> int:
+        def work(db: Connection) -> int:
+            count = db.execute(self._store.sql(_EXPIRE), (queue, self._store.now_ms())).rowcount
+            self._store.count(db, queue, "redelivered", count)
+            return count
+
+        return self._store.write(work)
+
+    def ack(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> list[bool]:
+        if not items:
+            return []
+        return self._store.write(lambda db: self._ack_in(db, items, ledger))
+
+    def ack_releasing(
+        self,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        held: Sequence[tuple[str, str]],
+        ledger: Sequence[LedgerEntry | None] = (),
+    ) -> tuple[list[bool], list[Waiter]]:
+        """Both in one transaction."""
+
+        def work(db: Connection) -> tuple[list[bool], list[Waiter]]:
+            return self._ack_in(db, items, ledger), release_in(self._store, db, held)
+
+        return self._store.write(work)
+
+    def _ack_in(
+        self,
+        db: Connection,
+        items: Sequence[tuple[Claim, Envelope | None]],
+        ledger: Sequence[LedgerEntry | None],
+    ) -> list[bool]:
+        now = self._store.now_ms()
+        deleted = {
+            row[0]
+            for row in db.execute(
+                self._store.sql(
+                    "DELETE FROM tw.messages AS m USING unnest(%s::text[], %s::text[]) "
+                    "AS c(id, token) WHERE m.id = c.id AND m.token = c.token RETURNING m.id"
+                ),
+                ([c.id for c, _ in items], [c.token for c, _ in items]),
+            )
+        }
+        results = []
+        acked: dict[str, int] = {}
+        nexts: list[Envelope] = []
+        entries: list[LedgerEntry] = []
+        for index, (claim, nxt) in enumerate(items):
+            held = claim.id in deleted
+            deleted.discard(claim.id)  # the same claim twice in one call is acked once
+            results.append(held)
+            if not held:
+                continue
+            acked[claim.queue] = acked.get(claim.queue, 0) + 1
+            if nxt is not None:
+                nexts.append(nxt)
+            if index < len(ledger) and (entry := ledger[index]) is not None:
+                entries.append(entry)
+        if nexts:
+            self.insert_next(db, nexts, now)
+        for queue, count in sorted(acked.items()):
+            self._store.count(db, queue, "acked", count)
+            self._store.add_pending(db, queue, -count)
+        if entries:
+            ledger_rows.append_in(self._store, db, entries, now)
+        return results
+
+    def insert_next(self, db: Connection, nexts: Sequence[Envelope], now: int) -> None:
+        """Store chains' next occurrences; a deterministic id makes a repeat a no-op."""
+        inserted: dict[str, int] = {}
+        for (queue,) in db.execute(self._insert_next, insert_columns(nexts, now)):
+            inserted[queue] = inserted.get(queue, 0) + 1
+        for queue, count in sorted(inserted.items()):
+            self._store.count(db, queue, "enqueued", count)
+            self._store.add_pending(db, queue, count)
+
+    def retry(
+        self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
+    ) -> bool:
+        def work(db: Connection) -> bool:
+            now = self._store.now_ms()
+            state = READY if due_ms <= now else SCHEDULED
+            held = (
+                db.execute(
+                    self._store.sql(
+                        f"UPDATE tw.messages SET state = {_UNLESS_FAIR}, at_ms = %s, "
+                        "due_ms = %s, token = NULL, last_error = %s WHERE id = %s AND token = %s"
+                    ),
+                    (state, due_ms, due_ms, _text(error), claim.id, claim.token),
+                ).rowcount
+                == 1
+            )
+            self._store.count(db, claim.queue, "retried", int(held))
+            if held and ledger is not None:
+                ledger_rows.append_in(self._store, db, [ledger], now)
+            return held
+
+        return self._store.write(work)
+
+    def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
+        given = list(claims)
+        if not given:
+            return 0
+        ids, tokens = [c.id for c in given], [c.token for c in given]
+
+        def work(db: Connection) -> int:
+            if due_ms is None:
+                return db.execute(
+                    self._store.sql(
+                        "UPDATE tw.messages AS m SET state = 1, at_ms = COALESCE(turn, due_ms), "
+                        "token = NULL, attempt = attempt - 1 FROM unnest(%s::text[], %s::text[]) "
+                        "AS c(id, token) WHERE m.id = c.id AND m.token = c.token"
+                    ),
+                    (ids, tokens),
+                ).rowcount
+            state = READY if due_ms <= self._store.now_ms() else SCHEDULED
+            return db.execute(
+                self._store.sql(
+                    f"UPDATE tw.messages AS m SET state = {_UNLESS_FAIR}, at_ms = %s, "
+                    "due_ms = %s, token = NULL, attempt = attempt - 1 FROM "
+                    "unnest(%s::text[], %s::text[]) AS c(id, token) "
+                    "WHERE m.id = c.id AND m.token = c.token"
+                ),
+                (state, due_ms, due_ms, ids, tokens),
+            ).rowcount
+
+        return self._store.write(work)
+
+    def extend(self, claims: Sequence[Claim], lease_ms: int) -> list[bool]:
+        if not claims:
+            return []
+        deadline = self._store.now_ms() + lease_ms
+
+        def work(db: Connection) -> list[bool]:
+            extended = {
+                row[0]
+                for row in db.execute(
+                    self._store.sql(
+                        "UPDATE tw.messages AS m SET at_ms = %s FROM "
+                        "unnest(%s::text[], %s::text[]) AS c(id, token) "
+                        "WHERE m.id = c.id AND m.token = c.token RETURNING m.id"
+                    ),
+                    (deadline, [c.id for c in claims], [c.token for c in claims]),
+                )
+            }
+            return [c.id in extended for c in claims]
+
+        return self._store.write(work)
+
+    def poison(
+        self,
+        claim: Claim,
+        failure: Failure,
+        next_occurrence: Envelope | None = None,
+        ledger: LedgerEntry | None = None,
+    ) -> bool:
+        def work(db: Connection) -> bool:
+            now = self._store.now_ms()
+            row = db.execute(
+                self._store.sql(
+                    "DELETE FROM tw.messages WHERE id = %s AND token = %s RETURNING priority"
+                ),
+                (claim.id, claim.token),
+            ).fetchone()
+            if row is None:
+                return False
+            self._store.add_pending(db, claim.queue, -1)
+            db.execute(
+                self._store.sql(
+                    "INSERT INTO tw.poison (id, queue, key, priority, timeout_ms, attempts, "
+                    "failed_ms, reason, error_type, error, traceback, body) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, key = excluded.key, "
+                    "priority = excluded.priority, timeout_ms = excluded.timeout_ms, "
+                    "attempts = excluded.attempts, failed_ms = excluded.failed_ms, "
+                    "reason = excluded.reason, error_type = excluded.error_type, "
+                    "error = excluded.error, traceback = excluded.traceback, body = excluded.body"
+                ),
+                (
+                    claim.id,
+                    claim.queue,
+                    claim.key,
+                    row[0],
+                    claim.timeout_ms,
+                    claim.attempt,
+                    now,
+                    failure.reason,
+                    failure.error_type,
+                    _text(failure.message),
+                    _text(failure.traceback),
+                    claim.body,
+                ),
+            )
+            self._store.count(db, claim.queue, "poisoned", 1)
+            if next_occurrence is not None:
+                self.insert_next(db, [next_occurrence], now)
+            if ledger is not None:
+                ledger_rows.append_in(self._store, db, [ledger], now)
+            return True
+
+        return self._store.write(work)
+
+
+def _text(value: str) -> str:
+    """``value`` as PostgreSQL ``text`` takes it (which refuses the NUL character)."""
+    return value.replace("\x00", "\\x00")

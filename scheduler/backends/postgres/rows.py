@@ -1,0 +1,60 @@
+"""How the PostgreSQL backend's rows become the values of the contract."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.backends.states import LEASED, READY, SCHEDULED, initial_state
+from scheduler.backends.values import Claim, Envelope, State, StoredMessage
+
+STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
+
+#: a stored message's columns, in ``stored_message``'s order
+COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body, fair"
+
+#: a claimed row's columns, in ``claim_of``'s order
+RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority, turn"
+
+
+def stored_message(row: tuple[Any, ...]) -> StoredMessage:
+    envelope = Envelope(
+        id=row[0],
+        queue=row[1],
+        key=row[2],
+        priority=row[3],
+        due_ms=row[5],
+        timeout_ms=row[6],
+        body=row[9],
+        fair=row[10],
+    )
+    return StoredMessage(envelope, STATE_NAMES[row[4]], row[7], row[8])
+
+
+def claim_of(row: tuple[Any, ...], queue: str, token: str) -> Claim:
+    """The claim of a row returned as ``RETURNED``."""
+    message_id, key, body, attempt, due_ms, deadline, timeout_ms, _, _ = row
+    return Claim(message_id, queue, key, body, token, attempt, due_ms, deadline, timeout_ms)
+
+
+def order(row: tuple[Any, ...]) -> tuple[int, int, str]:
+    """Claim order of a returned row: priority first, then its turn (a message with a
+    fair-share key) or due time, then id."""
+    priority, due_ms, turn = row[7], row[4], row[8]
+    return (-priority, turn if turn is not None else due_ms, row[0])
+
+
+def insert_columns(envelopes: Sequence[Envelope], now: int) -> list[list[Any]]:
+    """The envelopes as the column arrays of an ``INSERT ... SELECT FROM unnest``: id,
+    queue, key, priority, state, due time, timeout, body, fair-share key."""
+    return [
+        [e.id for e in envelopes],
+        [e.queue for e in envelopes],
+        [e.key for e in envelopes],
+        [e.priority for e in envelopes],
+        [initial_state(e, now) for e in envelopes],
+        [e.due_ms for e in envelopes],
+        [e.timeout_ms for e in envelopes],
+        [e.body for e in envelopes],
+        [e.fair for e in envelopes],
+    ]

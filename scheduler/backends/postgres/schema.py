@@ -1,0 +1,199 @@
+"""The PostgreSQL backend's schema, created and upgraded by the backend itself.
+
+Every table lives in one PostgreSQL schema of tickwork's own (``tickwork`` unless the URL
+says ``?schema=``), so tickwork's tables never mix with the application's. The schema is
+versioned: ``MIGRATIONS[n]`` takes it from version ``n`` to ``n + 1``, each applied once,
+in order, in one transaction under an advisory lock (two processes starting at once do
+not both apply it). ``tickwork postgres install --print`` prints the same SQL for teams
+that apply DDL by hand.
+
+SQL here names tables ``tw.<table>``; ``qualify`` replaces ``tw.`` with the schema's
+quoted name, so every statement works on any connection, whatever its ``search_path``
+(a caller's own connection, for transactional enqueue, has the application's).
+
+Messages: ``at_ms`` is the due time of a waiting message and the lease deadline of a
+running one; ``due_ms`` always keeps the due time. States: 0 scheduled (due later),
+1 ready (due; claimed by priority, then ``at_ms``, then id: unkeyed ids grow with
+time, so messages due at the same moment come out in the order they were made), 2 leased. The partial indexes serve
+each state's question: what is ready in claim order, what comes due next, which leases
+expired. Finished messages are deleted (never updated to a "done" state), so the table
+holds only the live ones however many passed through it (``docs/operations.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from scheduler.errors import ConfigurationError
+
+DEFAULT_SCHEMA = "tickwork"
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_TABLE = re.compile(r"\btw\.")
+
+#: the statements of each version, in order; never edit one that shipped: add another
+MIGRATIONS: tuple[str, ...] = (
+    """
+CREATE TABLE tw.messages (
+    id          text PRIMARY KEY,
+    queue       text NOT NULL,
+    key         text,
+    priority    integer NOT NULL,
+    state       smallint NOT NULL,
+    at_ms       bigint NOT NULL,
+    due_ms      bigint NOT NULL,
+    timeout_ms  bigint NOT NULL,
+    attempt     integer NOT NULL DEFAULT 0,
+    token       text,
+    last_error  text,
+    body        bytea NOT NULL,
+    fair        text,
+    turn        bigint
+);
+CREATE UNIQUE INDEX messages_key ON tw.messages (queue, key) WHERE key IS NOT NULL;
+CREATE INDEX messages_ready ON tw.messages (queue, priority DESC, at_ms, id) WHERE state = 1;
+CREATE INDEX messages_scheduled ON tw.messages (queue, at_ms) WHERE state = 0;
+CREATE INDEX messages_leased ON tw.messages (queue, at_ms) WHERE state = 2;
+CREATE INDEX messages_fair_ready ON tw.messages (queue, at_ms)
+    WHERE state = 1 AND fair IS NOT NULL;
+CREATE INDEX messages_fair_scheduled ON tw.messages (queue, at_ms)
+    WHERE state = 0 AND fair IS NOT NULL;
+CREATE TABLE tw.fair_turns (
+    queue text NOT NULL,
+    fair  text NOT NULL,
+    last  bigint NOT NULL,
+    PRIMARY KEY (queue, fair)
+);
+CREATE TABLE tw.poison (
+    id          text PRIMARY KEY,
+    queue       text NOT NULL,
+    key         text,
+    priority    integer NOT NULL,
+    timeout_ms  bigint NOT NULL,
+    attempts    integer NOT NULL,
+    failed_ms   bigint NOT NULL,
+    reason      text NOT NULL,
+    error_type  text NOT NULL,
+    error       text NOT NULL,
+    traceback   text NOT NULL,
+    body        bytea NOT NULL
+);
+CREATE INDEX poison_queue ON tw.poison (queue, failed_ms);
+CREATE TABLE tw.counters (
+    queue text NOT NULL,
+    name  text NOT NULL,
+    slot  smallint NOT NULL,
+    value bigint NOT NULL,
+    PRIMARY KEY (queue, name, slot)
+);
+CREATE TABLE tw.queue_bounds (
+    queue       text PRIMARY KEY,
+    max_pending bigint NOT NULL,
+    pending     bigint NOT NULL
+);
+CREATE TABLE tw.paused_queues (
+    queue    text PRIMARY KEY,
+    since_ms bigint NOT NULL
+);
+CREATE TABLE tw.abort_requests (
+    id             text PRIMARY KEY,
+    queue          text NOT NULL,
+    continue_chain boolean NOT NULL,
+    requested_ms   bigint NOT NULL,
+    expires_ms     bigint NOT NULL
+);
+CREATE TABLE tw.limit_slots (
+    name       text NOT NULL,
+    holder     text NOT NULL,
+    expires_ms bigint NOT NULL,
+    PRIMARY KEY (name, holder)
+);
+CREATE TABLE tw.limit_waiters (
+    place      bigserial PRIMARY KEY,
+    name       text NOT NULL,
+    message_id text NOT NULL,
+    queue      text NOT NULL,
+    key        text,
+    UNIQUE (name, message_id)
+);
+CREATE INDEX limit_waiters_line ON tw.limit_waiters (name, place);
+CREATE TABLE tw.rate_starts (
+    name     text NOT NULL,
+    member   text NOT NULL,
+    at_ms    bigint NOT NULL,
+    until_ms bigint NOT NULL,
+    PRIMARY KEY (name, member)
+);
+CREATE INDEX rate_starts_in_order ON tw.rate_starts (name, at_ms);
+CREATE INDEX rate_starts_to_prune ON tw.rate_starts (until_ms);
+CREATE TABLE tw.results (
+    id         text PRIMARY KEY,
+    body       bytea NOT NULL,
+    expires_ms bigint NOT NULL
+);
+CREATE INDEX results_to_prune ON tw.results (expires_ms);
+CREATE TABLE tw.workers (
+    id         text PRIMARY KEY,
+    body       bytea NOT NULL,
+    expires_ms bigint NOT NULL
+);
+CREATE TABLE tw.batches (
+    id          text PRIMARY KEY,
+    description bytea,
+    settled     integer NOT NULL,
+    failed      integer NOT NULL,
+    expires_ms  bigint NOT NULL
+);
+CREATE INDEX batches_to_prune ON tw.batches (expires_ms);
+CREATE TABLE tw.batch_members (
+    batch      text NOT NULL,
+    member     integer NOT NULL,
+    failed     boolean NOT NULL,
+    outcome    bytea NOT NULL,
+    expires_ms bigint NOT NULL,
+    PRIMARY KEY (batch, member)
+);
+CREATE INDEX batch_members_to_prune ON tw.batch_members (expires_ms);
+CREATE TABLE tw.ledger (
+    queue      text NOT NULL,
+    subject    text NOT NULL,
+    seq        bigserial NOT NULL,
+    record     bytea NOT NULL,
+    expires_ms bigint NOT NULL,
+    PRIMARY KEY (queue, subject, seq)
+);
+CREATE INDEX ledger_to_prune ON tw.ledger (expires_ms);
+""",
+)
+
+VERSION = len(MIGRATIONS)
+
+
+def checked_schema(name: str) -> str:
+    """``name`` if it is a plain lower-case identifier (no quoting surprises)."""
+    if not _IDENTIFIER.fullmatch(name):
+        raise ConfigurationError(
+            f"PostgreSQL schema name {name!r} must be lower-case letters, digits and "
+            "underscores, starting with a letter or underscore (at most 63)"
+        )
+    return name
+
+
+@lru_cache(maxsize=4096)
+def qualify(sql: str, schema: str) -> str:
+    """``sql`` with each ``tw.`` table prefix replaced by ``schema``'s."""
+    return _TABLE.sub(f'"{schema}".', sql)
+
+
+def install_script(schema: str = DEFAULT_SCHEMA) -> str:
+    """Every statement that creates the schema at its newest version, for ``psql``."""
+    parts = [
+        f'CREATE SCHEMA IF NOT EXISTS "{schema}";',
+        f'CREATE TABLE IF NOT EXISTS "{schema}".schema_version (version integer NOT NULL);',
+    ]
+    for version, statements in enumerate(MIGRATIONS, start=1):
+        parts.append(f"-- version {version}")
+        parts.append(qualify(statements.strip(), schema))
+        parts.append(f'DELETE FROM "{schema}".schema_version;')
+        parts.append(f'INSERT INTO "{schema}".schema_version (version) VALUES ({version});')
+    return "\n".join(parts) + "\n"

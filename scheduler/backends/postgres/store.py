@@ -1,0 +1,260 @@
+"""The PostgreSQL store: a pool of connections, the schema brought to its newest
+version, write and read transactions (retried on a deadlock), the clock, the counters
+table, and the caller's own connection for transactional enqueue.
+
+Transactional enqueue: inside ``borrowed(connection)`` (a context of this thread or
+task), every write and read of this store runs on that connection, inside the caller's
+open transaction (a savepoint of it), and commits or rolls back with it; nothing is
+retried there, since the transaction is the caller's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from scheduler.backends.base import Envelope
+from scheduler.backends.postgres.schema import MIGRATIONS, qualify
+from scheduler.backends.states import initial_state
+from scheduler.errors import BackendError, BackendUnavailable
+
+T = TypeVar("T")
+Connection = psycopg.Connection[Any]
+
+#: a transaction that lost a deadlock (or a serialization check) is run again this often
+_ATTEMPTS = 8
+#: the offset to the server's clock is measured again this often (seconds)
+_CLOCK_EVERY_S = 60.0
+#: how many rows of counters each (queue, name) spreads over, so that writers in
+#: different threads and processes rarely wait for one another's counter row
+COUNTER_SLOTS = 16
+#: expired side records (rate starts, results, workers, batches) are deleted this often
+PRUNE_EVERY_MS = 1000
+_NOW_SQL = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+#: (store, connection) of the caller's transaction in this context, if any
+_BORROWED: contextvars.ContextVar[tuple[PostgresStore, Connection] | None] = contextvars.ContextVar(
+    "tickwork_postgres_borrowed", default=None
+)
+
+
+class PostgresStore:
+    """One database (one schema of it): pooled connections shared by every role."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        schema: str,
+        *,
+        pool_size: int = 10,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        self.schema = schema
+        self._closed = False
+        try:
+            self.pool = ConnectionPool(
+                conninfo,
+                min_size=1,
+                max_size=pool_size,
+                kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_timeout_s))},
+                timeout=connect_timeout_s,
+                open=False,
+                name=f"tickwork-{schema}",
+            )
+            self.pool.open(wait=True, timeout=connect_timeout_s)
+        except (PoolTimeout, psycopg.OperationalError) as err:
+            raise BackendUnavailable(f"cannot connect to PostgreSQL: {err}") from err
+        self._chores_ms: dict[str, int] = {}  # periodic chore -> when it last ran
+        self._offset_ms = 0
+        self._measured_at = 0.0
+        self._clock_lock = threading.Lock()
+        self.migrate()
+        self._measure_clock()
+
+    # -- SQL -----------------------------------------------------------------------------
+
+    def sql(self, statement: str) -> str:
+        """``statement`` with its ``tw.`` tables in this store's schema."""
+        return qualify(statement, self.schema)
+
+    def migrate(self) -> None:
+        """Bring the schema to ``len(MIGRATIONS)``, applying each missing version once."""
+        quoted = f'"{self.schema}"'
+        with self._connection() as db, db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (quoted,))
+            db.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
+            db.execute(
+                f"CREATE TABLE IF NOT EXISTS {quoted}.schema_version (version integer NOT NULL)"
+            )
+            row = db.execute(f"SELECT max(version) FROM {quoted}.schema_version").fetchone()
+            version = 0 if row is None or row[0] is None else int(row[0])
+            if version > len(MIGRATIONS):
+                raise BackendError(
+                    f"the PostgreSQL schema {self.schema!r} is at version {version}, newer "
+                    f"than this tickwork knows ({len(MIGRATIONS)}): upgrade tickwork"
+                )
+            for statements in MIGRATIONS[version:]:
+                db.execute(self.sql(statements).encode())
+            if version < len(MIGRATIONS):
+                db.execute(f"DELETE FROM {quoted}.schema_version")
+                db.execute(
+                    f"INSERT INTO {quoted}.schema_version (version) VALUES (%s)",
+                    (len(MIGRATIONS),),
+                )
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        if self._closed:
+            raise BackendError("the PostgreSQL backend is closed")
+        try:
+            with self.pool.connection() as db:
+                yield db
+        except PoolTimeout as err:
+            raise BackendUnavailable(f"no PostgreSQL connection free or reachable: {err}") from err
+        except pg_errors.TransactionRollback:
+            raise  # a deadlock or serialization failure: the caller may run it again
+        except psycopg.OperationalError as err:
+            raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
+
+    def write(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` in one transaction and commit it; run again (from the start) when
+        the transaction lost a deadlock. On a borrowed connection: in a savepoint of the
+        caller's transaction, once."""
+        borrowed = _BORROWED.get()
+        if borrowed is not None and borrowed[0] is self:
+            db = borrowed[1]
+            try:
+                with db.transaction():
+                    return work(db)
+            except psycopg.OperationalError as err:
+                raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._connection() as db, db.transaction():
+                    return work(db)
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+        raise AssertionError("unreachable")
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` (reads only) on a connection: the caller's one if borrowed."""
+        borrowed = _BORROWED.get()
+        if borrowed is not None and borrowed[0] is self:
+            return work(borrowed[1])
+        with self._connection() as db:
+            return work(db)
+
+    @contextmanager
+    def borrowed(self, connection: Connection) -> Iterator[None]:
+        """Within this block (this thread or task), write and read on ``connection``."""
+        if not isinstance(connection, psycopg.Connection):
+            raise TypeError(
+                "transactional enqueue takes a psycopg (3) Connection, "
+                f"not {type(connection).__name__}"
+            )
+        token = _BORROWED.set((self, connection))
+        try:
+            yield
+        finally:
+            _BORROWED.reset(token)
+
+    # -- the clock -----------------------------------------------------------------------
+
+    def _measure_clock(self) -> None:
+        """The server's clock minus ours, taken at the middle of the round trip."""
+        with self._connection() as db:
+            before = time.time()
+            row = db.execute(_NOW_SQL).fetchone()
+            after = time.time()
+        assert row is not None
+        self._offset_ms = int(row[0]) - round((before + after) * 500)
+        self._measured_at = time.monotonic()
+
+    def now_ms(self) -> int:
+        """The server's clock (ours corrected by the offset, measured once a minute)."""
+        if time.monotonic() - self._measured_at > _CLOCK_EVERY_S:
+            with self._clock_lock:
+                if time.monotonic() - self._measured_at > _CLOCK_EVERY_S:
+                    self._measured_at = time.monotonic()  # one thread measures; others go on
+                    self._measure_clock()
+        return round(time.time() * 1000) + self._offset_ms
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.pool.close()
+
+    # -- helpers used inside a write -------------------------------------------------------
+
+    def due(self, chore: str, now: int, every_ms: int) -> bool:
+        """Whether ``chore`` (a prune) is due: at most once every ``every_ms`` in this
+        process; when it is, it counts as done now."""
+        if now - self._chores_ms.get(chore, 0) < every_ms:
+            return False
+        self._chores_ms[chore] = now
+        return True
+
+    def prune(
+        self, db: Connection, table: str, column: str, now: int, every_ms: int = PRUNE_EVERY_MS
+    ) -> None:
+        """Inside a write: delete the rows of ``table`` whose time ``column`` has passed,
+        at most once every ``every_ms`` per table (what expires is never read: this only
+        bounds the table)."""
+        if self.due(f"prune {table}", now, every_ms):
+            db.execute(self.sql(f"DELETE FROM tw.{table} WHERE {column} <= %s"), (now,))
+
+    def count(self, db: Connection, queue: str, name: str, delta: int) -> None:
+        """Add ``delta`` to a queue's counter (one of ``COUNTER_SLOTS`` rows: this thread's)."""
+        if delta:
+            db.execute(
+                self.sql(
+                    "INSERT INTO tw.counters (queue, name, slot, value) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (queue, name, slot) DO UPDATE "
+                    "SET value = counters.value + excluded.value"
+                ),
+                (queue, name, threading.get_ident() % COUNTER_SLOTS, delta),
+            )
+
+    def add_pending(self, db: Connection, queue: str, delta: int) -> None:
+        """Keep a bounded queue's count of messages in step with a write that added or
+        removed ``delta`` of them; nothing changes for an unbounded queue."""
+        if delta:
+            db.execute(
+                self.sql("UPDATE tw.queue_bounds SET pending = pending + %s WHERE queue = %s"),
+                (delta, queue),
+            )
+
+    def insert_next(self, db: Connection, nxt: Envelope, now: int) -> None:
+        """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
+        inserted = db.execute(
+            self.sql(
+                "INSERT INTO tw.messages "
+                "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+            ),
+            (
+                nxt.id,
+                nxt.queue,
+                nxt.key,
+                nxt.priority,
+                initial_state(nxt, now),
+                nxt.due_ms,
+                nxt.due_ms,
+                nxt.timeout_ms,
+                nxt.body,
+                nxt.fair,
+            ),
+        ).rowcount
+        self.count(db, nxt.queue, "enqueued", inserted)
+        self.add_pending(db, nxt.queue, inserted)
