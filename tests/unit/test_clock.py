@@ -40,6 +40,22 @@ def test_reads_the_reference_time_measuring_once_a_period() -> None:
     assert clock.now_ms() == 1_050_000 and reference.reads == 2
 
 
+def test_a_slow_first_read_is_taken_again() -> None:
+    """The first read may open the backend (a pool, a schema): 80 ms there would put the
+    midpoint 40 ms off a reference a millisecond ahead of the local clock."""
+    local = ManualClock(1_000_000)
+    reads: list[int] = []
+
+    def reference() -> int:
+        reads.append(local.now_ms())
+        if len(reads) == 1:
+            local.advance(80)  # opening the connection
+        return local.now_ms() + 1
+
+    clock = CorrectedClock(reference, local)
+    assert clock.offset_ms == 1 and len(reads) == 2
+
+
 def test_a_failed_refresh_keeps_the_offset_and_tries_a_period_later() -> None:
     local = ManualClock(1_000_000)
     reference = Reference(local, 5_000)

@@ -24,28 +24,35 @@ _UNLESS_FAIR = "CASE WHEN fair IS NULL THEN %s ELSE 0 END"
 #: how many due messages one claim moves from scheduled to ready at most
 _PROMOTE = 10_000
 
+# Rows are picked in a MATERIALIZED common table expression, never in ``WHERE id IN
+# (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)``: the planner may run such a subquery more
+# than once, and with SKIP LOCKED each run picks other rows (more than n in all).
 _EXPIRE = (
-    "UPDATE tw.messages SET state = 1, at_ms = COALESCE(turn, due_ms), token = NULL "
-    "WHERE id IN (SELECT id FROM tw.messages WHERE queue = %s AND state = 2 AND at_ms <= %s "
-    "FOR UPDATE SKIP LOCKED)"
+    "WITH picked AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %s AND state = 2 "
+    "AND at_ms <= %s FOR UPDATE SKIP LOCKED) "
+    "UPDATE tw.messages AS m SET state = 1, at_ms = COALESCE(m.turn, m.due_ms), token = NULL "
+    "FROM picked WHERE m.id = picked.id"
 )
 
 _PREPARE = (
-    "WITH expired AS (UPDATE tw.messages SET state = 1, at_ms = COALESCE(turn, due_ms), "
-    "token = NULL WHERE id IN (SELECT id FROM tw.messages WHERE queue = %(queue)s "
-    "AND state = 2 AND at_ms <= %(now)s FOR UPDATE SKIP LOCKED) RETURNING 1), "
-    "due AS (UPDATE tw.messages SET state = 1 WHERE id IN (SELECT id FROM tw.messages "
-    "WHERE queue = %(queue)s AND state = 0 AND at_ms <= %(until)s AND fair IS NULL "
-    f"ORDER BY at_ms, id LIMIT {_PROMOTE} FOR UPDATE SKIP LOCKED) RETURNING 1) "
+    "WITH expiring AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %(queue)s "
+    "AND state = 2 AND at_ms <= %(now)s FOR UPDATE SKIP LOCKED), "
+    "coming AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %(queue)s "
+    "AND state = 0 AND at_ms <= %(until)s AND fair IS NULL "
+    f"ORDER BY at_ms, id LIMIT {_PROMOTE} FOR UPDATE SKIP LOCKED), "
+    "expired AS (UPDATE tw.messages AS m SET state = 1, at_ms = COALESCE(m.turn, m.due_ms), "
+    "token = NULL FROM expiring WHERE m.id = expiring.id RETURNING 1), "
+    "due AS (UPDATE tw.messages AS m SET state = 1 FROM coming WHERE m.id = coming.id "
+    "RETURNING 1) "
     "SELECT (SELECT count(*) FROM expired), (SELECT count(*) FROM due)"
 )
 
 _CLAIM = (
-    "UPDATE tw.messages SET state = 2, token = %s, attempt = attempt + 1, "
-    "at_ms = GREATEST(%s, due_ms) + timeout_ms WHERE id IN ("
-    "SELECT id FROM tw.messages WHERE queue = %s AND state = 1 "
+    "WITH picked AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %s AND state = 1 "
     "ORDER BY priority DESC, at_ms, id LIMIT %s FOR UPDATE SKIP LOCKED) "
-    f"RETURNING {RETURNED}"
+    "UPDATE tw.messages AS m SET state = 2, token = %s, attempt = m.attempt + 1, "
+    "at_ms = GREATEST(%s, m.due_ms) + m.timeout_ms FROM picked WHERE m.id = picked.id "
+    f"RETURNING {', '.join('m.' + c.strip() for c in RETURNED.split(','))}"
 )
 
 _NEXT_DUE = (
@@ -90,7 +97,7 @@ class PostgresLeases(Leases):
             # one statement leases the whole batch; the batch's token fences each message
             token = secrets.token_hex(8)
             rows = (
-                db.execute(self._claim, (token, now, queue, limit)).fetchall() if limit > 0 else []
+                db.execute(self._claim, (queue, limit, token, now)).fetchall() if limit > 0 else []
             )
             rows.sort(key=order)  # RETURNING order is unspecified
             claims = [claim_of(r, queue, token) for r in rows]

@@ -123,9 +123,10 @@ class PostgresLimits(Limits):
             lock_limits(db, [limit])
             rows = db.execute(
                 self._store.sql(
-                    "DELETE FROM tw.limit_waiters WHERE place IN (SELECT place FROM "
-                    "tw.limit_waiters WHERE name = %s ORDER BY place LIMIT %s) "
-                    "RETURNING place, queue, key, message_id"
+                    "WITH first AS MATERIALIZED (SELECT place FROM tw.limit_waiters "
+                    "WHERE name = %s ORDER BY place LIMIT %s) DELETE FROM tw.limit_waiters AS w "
+                    "USING first WHERE w.place = first.place "
+                    "RETURNING w.place, w.queue, w.key, w.message_id"
                 ),
                 (limit, count),
             ).fetchall()

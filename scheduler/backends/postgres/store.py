@@ -39,7 +39,7 @@ _CLOCK_EVERY_S = 60.0
 COUNTER_SLOTS = 16
 #: expired side records (rate starts, results, workers, batches) are deleted this often
 PRUNE_EVERY_MS = 1000
-_NOW_SQL = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+_NOW_SQL = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 #: (store, connection) of the caller's transaction in this context, if any
 _BORROWED: contextvars.ContextVar[tuple[PostgresStore, Connection] | None] = contextvars.ContextVar(
@@ -172,13 +172,16 @@ class PostgresStore:
     # -- the clock -----------------------------------------------------------------------
 
     def _measure_clock(self) -> None:
-        """The server's clock minus ours, taken at the middle of the round trip."""
+        """The server's clock minus ours, taken at the middle of the round trip; none when
+        the server's reading falls inside the round trip (the same clock, on one machine,
+        must read exactly alike, or a message due now could look a millisecond early)."""
         with self._connection() as db:
-            before = time.time()
+            before = time.time_ns() // 1_000_000
             row = db.execute(_NOW_SQL).fetchone()
-            after = time.time()
+            after = time.time_ns() // 1_000_000
         assert row is not None
-        self._offset_ms = int(row[0]) - round((before + after) * 500)
+        server = int(row[0])
+        self._offset_ms = 0 if before <= server <= after else server - (before + after) // 2
         self._measured_at = time.monotonic()
 
     def now_ms(self) -> int:
@@ -188,7 +191,7 @@ class PostgresStore:
                 if time.monotonic() - self._measured_at > _CLOCK_EVERY_S:
                     self._measured_at = time.monotonic()  # one thread measures; others go on
                     self._measure_clock()
-        return round(time.time() * 1000) + self._offset_ms
+        return time.time_ns() // 1_000_000 + self._offset_ms
 
     def close(self) -> None:
         if not self._closed:
