@@ -9,6 +9,7 @@ parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -250,6 +251,18 @@ class App:
         ``InvalidMessage``; writes nothing (see ``scheduler.producing.building``)."""
         return self.builder.build(call, now_ms, now)
 
+    def transaction(self, connection: Any) -> AbstractContextManager[None]:
+        """Within this block (this thread or task), every write of the app (``delay``,
+        ``schedule``, ``enqueue``, ``enqueue_many``, batches, chains, ``cancel``) goes
+        through ``connection``, your own psycopg connection, inside its open transaction:
+        workers see the messages when it commits; a rollback leaves nothing, and undoes
+        a cancel. PostgreSQL only (``Capability.TRANSACTIONS``); elsewhere it raises
+        ``ConfigurationError``."""
+        return self.backend.transaction(connection)
+
+    def _within(self, connection: Any) -> AbstractContextManager[None]:
+        return nullcontext() if connection is None else self.backend.transaction(connection)
+
     def enqueue(
         self,
         call: Call | Batch | Group,
@@ -257,13 +270,18 @@ class App:
         *,
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> str:
         """Validate and store one invocation; returns its message id. While its queue is
         full (``app.queues.configure``), wait up to ``block_timeout`` seconds (default: the
         ``enqueue_block_s`` setting) for room, then raise ``QueueFull``; with
         ``block=False`` raise it at once. A batch or a group is stored whole
-        (``app.batches.enqueue``; its handle is returned)."""
-        return self._producer.enqueue(call, on_conflict, block=block, block_timeout=block_timeout)
+        (``app.batches.enqueue``; its handle is returned). With ``connection``, it is
+        written inside that connection's transaction (``transaction``)."""
+        with self._within(connection):
+            return self._producer.enqueue(
+                call, on_conflict, block=block, block_timeout=block_timeout
+            )
 
     def enqueue_many(
         self,
@@ -273,15 +291,19 @@ class App:
         *,
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> EnqueueReport:
         """Validate and store many invocations, ``batch_size`` per backend round trip.
         Each batch is validated whole before any of it is written, so a bad call raises
         ``InvalidMessage`` with nothing of its batch stored (earlier batches are). A batch
         that does not fit its queue's bound waits for room as ``enqueue`` does; the
-        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote."""
-        return self._producer.enqueue_many(
-            calls, on_conflict, batch_size, block=block, block_timeout=block_timeout
-        )
+        ``QueueFull`` raised after ``block_timeout`` lists every message the call wrote.
+        With ``connection``, every batch is written inside that connection's transaction
+        (``transaction``), so a rollback takes all of them back."""
+        with self._within(connection):
+            return self._producer.enqueue_many(
+                calls, on_conflict, batch_size, block=block, block_timeout=block_timeout
+            )
 
     async def aenqueue(
         self,
@@ -303,12 +325,20 @@ class App:
     # -- reading and cancelling ----------------------------------------------------------
 
     def cancel(
-        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+        self,
+        *,
+        id: str | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        connection: Any = None,
     ) -> bool:
         """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
         Returns False when there was nothing to cancel. Cancelling a recurring schedule
-        records its pending occurrence as cancelled in the schedule's history."""
-        return self.schedules.cancel(id=id, key=key, queue=queue)
+        records its pending occurrence as cancelled in the schedule's history. With
+        ``connection``, the cancel happens inside that connection's transaction
+        (``transaction``): a rollback leaves the message scheduled."""
+        with self._within(connection):
+            return self.schedules.cancel(id=id, key=key, queue=queue)
 
     def run_history(
         self, message_id: str, *, queue: str | None = None, limit: int | None = None

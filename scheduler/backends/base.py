@@ -15,9 +15,10 @@ not offer is left out of its ``capabilities``; asking for it is one clear error
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from scheduler.backends.roles import (
     Aborts,
@@ -50,6 +51,8 @@ class Capability(StrEnum):
     """A feature that not every backend offers."""
 
     FAIR_SHARE = "fair share"  # messages with a fair-share key take turns per key
+    #: producers write through the caller's own database connection, in its transaction
+    TRANSACTIONS = "enqueue in the caller's transaction"
 
 
 class Backend(ABC):
@@ -89,6 +92,14 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections. Idempotent; the backend is unusable afterwards."""
+
+    def transaction(self, connection: Any) -> AbstractContextManager[None]:
+        """A block within which every write of this backend (in this thread or task) goes
+        through ``connection``, the caller's own, inside its open transaction: stored when
+        it commits, gone when it rolls back. Only backends with
+        ``Capability.TRANSACTIONS``; the others raise ``ConfigurationError``."""
+        self.require(Capability.TRANSACTIONS, "writing inside your own transaction")
+        raise NotImplementedError  # a backend that offers it overrides this method
 
     def require(self, capability: Capability, why: str) -> None:
         """Raise ``ConfigurationError`` when this backend does not offer ``capability``;

@@ -20,8 +20,9 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Self
+from typing import Any, Self
 
 from scheduler.backends.base import Backend
 from scheduler.backends.records import Failure, LedgerEntry, Waiter
@@ -240,6 +241,9 @@ class CodedBackend(Backend):
 
     def now_ms(self) -> int:
         return self.inner.now_ms()
+
+    def transaction(self, connection: Any) -> AbstractContextManager[None]:
+        return self.inner.transaction(connection)
 
     def close(self) -> None:
         self.inner.close()

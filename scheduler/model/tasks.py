@@ -62,6 +62,7 @@ class Producer(ResultReader, Protocol):
         *,
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> str: ...
 
     async def aenqueue(
@@ -176,16 +177,23 @@ class TaskFunction(Generic[P, R]):
         on_conflict: str = "error",
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> TaskHandle:
         """Enqueue with a time (``at``/``delay``) or a ``trigger``, optionally under ``key``;
         returns its handle (the message id). ``on_conflict``: "error" | "ignore" | "replace".
         A full bounded queue: wait up to ``block_timeout`` s for room (default: the
-        ``enqueue_block_s`` setting), or with ``block=False`` raise ``QueueFull`` at once."""
+        ``enqueue_block_s`` setting), or with ``block=False`` raise ``QueueFull`` at once.
+        With ``connection`` (PostgreSQL), it is written inside that connection's open
+        transaction (``App.transaction``)."""
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
         message_id = self.app.enqueue(
-            call, on_conflict=on_conflict, block=block, block_timeout=block_timeout
+            call,
+            on_conflict=on_conflict,
+            block=block,
+            block_timeout=block_timeout,
+            connection=connection,
         )
         return TaskHandle(message_id, self.app, self.name)
 

@@ -5,7 +5,7 @@ it back in ``scheduler.workflows.status``."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler.backends import OnConflict
 from scheduler.errors import WorkflowNotFound
@@ -32,13 +32,23 @@ class Batches:
         return self._parts.backend
 
     def enqueue(
-        self, spec: Batch | Group, *, block: bool = True, block_timeout: float | None = None
+        self,
+        spec: Batch | Group,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+        connection: Any = None,
     ) -> BatchHandle:
         """Validate every member and callback, then store the batch: its description, its
         callbacks (parked until it settles), its members (``1000`` per call, waiting for
         room in a bounded queue as ``enqueue_many`` does). If the members cannot all be
         written (``QueueFull``, a backend error), the callbacks are deleted, so a batch
-        that was not wholly stored never calls back; the error is raised."""
+        that was not wholly stored never calls back; the error is raised. With
+        ``connection`` (PostgreSQL), all of it is written inside that connection's open
+        transaction (``App.transaction``): a rollback leaves nothing of the batch."""
+        if connection is not None:
+            with self.backend.transaction(connection):
+                return self.enqueue(spec, block=block, block_timeout=block_timeout)
         settings = self._parts.settings
         retention = timedelta(seconds=settings.batch_retention_s)
         built = build_batch(

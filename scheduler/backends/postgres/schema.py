@@ -14,10 +14,11 @@ quoted name, so every statement works on any connection, whatever its ``search_p
 Messages: ``at_ms`` is the due time of a waiting message and the lease deadline of a
 running one; ``due_ms`` always keeps the due time. States: 0 scheduled (due later),
 1 ready (due; claimed by priority, then ``at_ms``, then id: unkeyed ids grow with
-time, so messages due at the same moment come out in the order they were made), 2 leased. The partial indexes serve
-each state's question: what is ready in claim order, what comes due next, which leases
-expired. Finished messages are deleted (never updated to a "done" state), so the table
-holds only the live ones however many passed through it (``docs/operations.md``).
+time, so messages due at the same moment come out in the order they were made),
+2 leased. The partial indexes serve each state's question: what is ready in claim
+order, what comes due next, which leases expired. Finished messages are deleted (never
+updated to a "done" state), so the table holds only the live ones however many passed
+through it (``docs/operations.md``).
 """
 
 from __future__ import annotations

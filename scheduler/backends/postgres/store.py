@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from scheduler.backends.base import Envelope
@@ -133,6 +134,11 @@ class PostgresStore:
         if borrowed is not None and borrowed[0] is self:
             db = borrowed[1]
             try:
+                if not db.autocommit and db.info.transaction_status == TransactionStatus.IDLE:
+                    # open the connection's implicit transaction (what its own next
+                    # statement would do), so the block below is a savepoint of it rather
+                    # than a transaction of its own that would commit at once
+                    db.execute("SELECT 1")
                 with db.transaction():
                     return work(db)
             except psycopg.OperationalError as err:

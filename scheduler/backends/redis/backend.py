@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.base import Backend
+from scheduler.backends.base import Backend, Capability
 from scheduler.backends.redis.admin import RedisAborts, RedisPoison, RedisQueues
 from scheduler.backends.redis.batches import RedisBatches
 from scheduler.backends.redis.leases import RedisLeases
@@ -44,6 +44,7 @@ class RedisBackend(Backend):
     """Storage on Redis or Redis Cluster. Thread-safe (redis-py pools connections)."""
 
     name = "Redis"
+    capabilities = frozenset({Capability.FAIR_SHARE})
 
     def __init__(self, client: Any, **options: Any) -> None:
         """``client`` and ``options`` as ``RedisShards`` takes them."""

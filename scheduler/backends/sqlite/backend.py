@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from scheduler.backends.base import Backend
+from scheduler.backends.base import Backend, Capability
 from scheduler.backends.options import parse_options
 from scheduler.backends.sqlite.admin import SQLiteAborts, SQLitePoison, SQLiteQueues
 from scheduler.backends.sqlite.batches import SQLiteBatches
@@ -25,6 +25,7 @@ class SQLiteBackend(Backend):
     """SQLite storage. One connection per thread; all of them share the file."""
 
     name = "SQLite"
+    capabilities = frozenset({Capability.FAIR_SHARE})
 
     def __init__(
         self,

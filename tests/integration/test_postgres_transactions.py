@@ -1,0 +1,148 @@
+"""Transactional enqueue on PostgreSQL: what a producer writes through the caller's own
+connection is visible to workers only when that transaction commits, and a rollback
+leaves nothing (nor undoes anything: a cancel rolled back leaves the message scheduled).
+Every check reads through a second, independent client, as a worker would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from scheduler import App
+from scheduler.errors import ConfigurationError
+from scheduler.model.tasks import TaskFunction
+from scheduler.workflows.batches import Batch
+from tests.support.backends import backend_url
+from workers.config import WorkerConfig
+from workers.worker import Worker
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[App]:
+    application = App(backend_url("postgres", tmp_path))
+    yield application
+    application.close()
+
+
+@pytest.fixture
+def conn(app: App) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """The application's own connection (not autocommit: psycopg's default), with a
+    business table."""
+    url = app.settings.backend.split("?")[0]
+    with psycopg.connect(url) as connection:
+        connection.execute("CREATE TABLE IF NOT EXISTS orders (id serial PRIMARY KEY, who text)")
+        connection.commit()
+        yield connection
+
+
+def _other_client(app: App) -> App:
+    return App(app.settings.backend)
+
+
+def _register(app: App) -> tuple[TaskFunction[[int], None], list[int]]:
+    """The task the tests enqueue, and what its runs saw."""
+    seen: list[int] = []
+
+    @app.task
+    def confirm(order: int) -> None:
+        seen.append(order)
+
+    return confirm, seen
+
+
+def _run_all(app: App) -> None:
+    Worker(app, WorkerConfig(burst=True, poll_interval_s=0.05, lookahead_ms=0)).run()
+
+
+def test_commit_stores_and_runs_rollback_leaves_nothing(
+    app: App, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    confirm, seen = _register(app)
+    other = _other_client(app)
+    try:
+        with app.transaction(conn):
+            kept = confirm.delay(1)
+        assert other.get(id=kept) is None, "not visible before the commit"
+        conn.commit()
+        assert other.get(id=kept) is not None
+        with app.transaction(conn):
+            conn.execute("INSERT INTO orders (who) VALUES ('bob')")
+            lost = confirm.delay(2)
+        conn.rollback()
+        assert other.get(id=lost) is None
+        assert conn.execute("SELECT count(*) FROM orders").fetchone() == (0,)
+        _run_all(app)
+        assert seen == [1], "the rolled-back message never runs"
+    finally:
+        other.close()
+
+
+def test_every_producer_call_takes_the_connection(
+    app: App, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    confirm, seen = _register(app)
+    app.enqueue_many([confirm.call(n) for n in range(5)], connection=conn)
+    confirm.schedule((9,), key="nightly", delay=timedelta(hours=1), connection=conn)
+    app.enqueue(Batch((confirm.call(10), confirm.call(11))), connection=conn)
+    assert app.backend.queues.stats("default")[0].pending == 0, "nothing outside the transaction"
+    conn.rollback()
+    assert app.backend.queues.stats("default")[0].pending == 0
+    assert app.get(key="nightly") is None
+    app.enqueue_many([confirm.call(n) for n in range(5)], connection=conn)
+    confirm.schedule((9,), key="nightly", delay=timedelta(hours=1), connection=conn)
+    handle = app.batches.enqueue(Batch((confirm.call(10), confirm.call(11))), connection=conn)
+    conn.commit()
+    assert app.backend.queues.stats("default")[0].pending == 8
+    assert app.batches.get(str(handle)).size == 2
+    _run_all(app)
+    assert sorted(seen) == [0, 1, 2, 3, 4, 10, 11]
+
+
+def test_a_cancel_rolled_back_leaves_the_message_scheduled(
+    app: App, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    confirm, _ = _register(app)
+    confirm.schedule((1,), key="reminder", delay=timedelta(hours=1))
+    assert app.cancel(key="reminder", connection=conn)
+    assert app.get(key="reminder") is not None, "still there until the commit"
+    conn.rollback()
+    assert app.get(key="reminder") is not None
+    assert app.cancel(key="reminder", connection=conn)
+    conn.commit()
+    assert app.get(key="reminder") is None
+
+
+def test_an_error_inside_leaves_the_callers_transaction_usable(
+    app: App, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """A refused enqueue (a key taken) rolls back its own savepoint only: the caller's
+    earlier work in the transaction stands and can commit."""
+    confirm, _ = _register(app)
+    confirm.schedule((1,), key="k")
+    conn.execute("INSERT INTO orders (who) VALUES ('ada')")
+    with pytest.raises(Exception, match="k"):
+        confirm.schedule((2,), key="k", connection=conn)
+    conn.commit()
+    assert conn.execute("SELECT who FROM orders").fetchall() == [("ada",)]
+
+
+def test_backends_without_transactions_say_so(sqlite_url: str) -> None:
+    app = App(sqlite_url)
+    try:
+        with pytest.raises(ConfigurationError, match=r"caller's transaction.*SQLite"):
+            app.transaction(object())
+    finally:
+        app.close()
+
+
+def test_only_a_psycopg_connection_is_taken(app: App) -> None:
+    with pytest.raises(TypeError, match="psycopg"), app.transaction(object()):
+        pass
