@@ -15,6 +15,7 @@ not offer is left out of its ``capabilities``; asking for it is one clear error
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from enum import StrEnum
 from types import TracebackType
@@ -100,6 +101,15 @@ class Backend(ABC):
         ``Capability.TRANSACTIONS``; the others raise ``ConfigurationError``."""
         self.require(Capability.TRANSACTIONS, "writing inside your own transaction")
         raise NotImplementedError  # a backend that offers it overrides this method
+
+    def listen(
+        self, queues: Sequence[str], wake: Callable[[str], None]
+    ) -> Callable[[], None] | None:
+        """Call ``wake(queue)`` (from a thread of the backend's) soon after messages of one
+        of ``queues`` come due, so a worker claims at once instead of at its next poll;
+        returns the function that stops listening. None (the default) when the backend
+        sends no such notifications: its workers poll."""
+        return None
 
     def require(self, capability: Capability, why: str) -> None:
         """Raise ``ConfigurationError`` when this backend does not offer ``capability``;

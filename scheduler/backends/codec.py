@@ -245,5 +245,10 @@ class CodedBackend(Backend):
     def transaction(self, connection: Any) -> AbstractContextManager[None]:
         return self.inner.transaction(connection)
 
+    def listen(
+        self, queues: Sequence[str], wake: Callable[[str], None]
+    ) -> Callable[[], None] | None:
+        return self.inner.listen(queues, wake)
+
     def close(self) -> None:
         self.inner.close()

@@ -7,6 +7,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
+from scheduler.backends.postgres.notify import announce_queues
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.records import AbortRequest, Failure, QueueStats
 from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
@@ -79,6 +80,7 @@ class PostgresPoison(PoisonStore):
                     moved[row[0]] = moved.get(row[0], 0) + 1
             for name, count in sorted(moved.items()):
                 self._store.add_pending(db, name, count)
+            announce_queues(self._store, db, sorted(moved))
             return sum(moved.values())
 
         return self._store.write(work)

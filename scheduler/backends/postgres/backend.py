@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -17,6 +17,7 @@ from scheduler.backends.postgres.leases import PostgresLeases
 from scheduler.backends.postgres.ledger import PostgresLedger
 from scheduler.backends.postgres.limits import PostgresLimits
 from scheduler.backends.postgres.messages import PostgresMessages
+from scheduler.backends.postgres.notify import Listener
 from scheduler.backends.postgres.rates import PostgresRates
 from scheduler.backends.postgres.records import PostgresBatches, PostgresRegistry, PostgresResults
 from scheduler.backends.postgres.schema import DEFAULT_SCHEMA, checked_schema
@@ -60,6 +61,7 @@ class PostgresBackend(Backend):
         pool_size: int = 10,
         connect_timeout_s: float = 10.0,
     ) -> None:
+        self._conninfo = conninfo
         self.store = PostgresStore(
             conninfo,
             checked_schema(schema),
@@ -104,6 +106,12 @@ class PostgresBackend(Backend):
         it rolls back."""
         with self.store.borrowed(connection):
             yield
+
+    def listen(
+        self, queues: Sequence[str], wake: Callable[[str], None]
+    ) -> Callable[[], None] | None:
+        """Wake-ups by ``LISTEN/NOTIFY`` on a connection of the listener's own."""
+        return Listener(self._conninfo, self.store.schema, queues, wake).close
 
     def now_ms(self) -> int:
         return self.store.now_ms()

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from scheduler.backends.postgres import ledger as ledger_rows
 from scheduler.backends.postgres.fairness import make_fair_ready
 from scheduler.backends.postgres.limits import release_in
+from scheduler.backends.postgres.notify import SOON_MS, announce, announce_queues
 from scheduler.backends.postgres.rows import RETURNED, claim_of, insert_columns, order
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.records import Failure, LedgerEntry, Waiter
@@ -187,6 +188,7 @@ class PostgresLeases(Leases):
         inserted: dict[str, int] = {}
         for (queue,) in db.execute(self._insert_next, insert_columns(nexts, now)):
             inserted[queue] = inserted.get(queue, 0) + 1
+        announce(self._store, db, nexts, now)
         for queue, count in sorted(inserted.items()):
             self._store.count(db, queue, "enqueued", count)
             self._store.add_pending(db, queue, count)
@@ -208,6 +210,8 @@ class PostgresLeases(Leases):
                 == 1
             )
             self._store.count(db, claim.queue, "retried", int(held))
+            if held and due_ms <= now + SOON_MS:
+                announce_queues(self._store, db, [claim.queue])
             if held and ledger is not None:
                 ledger_rows.append_in(self._store, db, [ledger], now)
             return held
@@ -221,6 +225,8 @@ class PostgresLeases(Leases):
         ids, tokens = [c.id for c in given], [c.token for c in given]
 
         def work(db: Connection) -> int:
+            if due_ms is None or due_ms <= self._store.now_ms() + SOON_MS:
+                announce_queues(self._store, db, sorted({c.queue for c in given}))
             if due_ms is None:
                 return db.execute(
                     self._store.sql(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from scheduler.backends.postgres.notify import announce_queues
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.records import SlotRequest, Waiter
 from scheduler.backends.roles import Limits
@@ -157,12 +158,20 @@ class PostgresLimits(Limits):
             "UPDATE tw.messages SET state = %s, due_ms = LEAST(due_ms, %s), "
             "at_ms = LEAST(due_ms, %s) WHERE id = %s AND queue = %s AND state != %s"
         )
-        return self._store.write(
-            lambda db: [
+
+        def work(db: Connection) -> list[bool]:
+            woken = [
                 db.execute(sql, (READY, now, now, w.message_id, w.queue, LEASED)).rowcount == 1
                 for w in waiters
             ]
-        )
+            announce_queues(
+                self._store,
+                db,
+                sorted({w.queue for w, ok in zip(waiters, woken, strict=True) if ok}),
+            )
+            return woken
+
+        return self._store.write(work)
 
     def usage(self, limits: Sequence[str]) -> dict[str, tuple[int, int]]:
         now = self._store.now_ms()

@@ -15,6 +15,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
+from scheduler.backends.postgres.notify import announce
 from scheduler.backends.postgres.rows import COLUMNS, insert_columns, stored_message
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.roles import Messages
@@ -83,6 +84,7 @@ class PostgresMessages(Messages):
                 if not fits:
                     raise psycopg.Rollback()  # a bounded queue is too full: undo the counts
                 db.execute(self._insert_many, insert_columns(envelopes, now))
+                announce(self._store, db, envelopes, now)
                 for queue, count in sorted(per_queue.items()):
                     self._store.count(db, queue, "enqueued", count)
         except pg_errors.UniqueViolation:
@@ -156,6 +158,7 @@ class PostgresMessages(Messages):
             )
         if rows:
             db.execute(self._insert_many, insert_columns(rows, now))
+            announce(self._store, db, rows, now)
         per_queue: dict[str, int] = {}
         for e, outcome in zip(envelopes, outcomes, strict=True):
             if outcome in WRITES:
