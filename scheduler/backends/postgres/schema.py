@@ -187,8 +187,10 @@ def qualify(sql: str, schema: str) -> str:
 
 
 def install_script(schema: str = DEFAULT_SCHEMA) -> str:
-    """Every statement that creates the schema at its newest version, for ``psql``."""
+    """Every statement that creates the schema at its newest version, for ``psql``, in
+    one transaction."""
     parts = [
+        "BEGIN;",
         f'CREATE SCHEMA IF NOT EXISTS "{schema}";',
         f'CREATE TABLE IF NOT EXISTS "{schema}".schema_version (version integer NOT NULL);',
     ]
@@ -197,4 +199,5 @@ def install_script(schema: str = DEFAULT_SCHEMA) -> str:
         parts.append(qualify(statements.strip(), schema))
         parts.append(f'DELETE FROM "{schema}".schema_version;')
         parts.append(f'INSERT INTO "{schema}".schema_version (version) VALUES ({version});')
+    parts.append("COMMIT;")
     return "\n".join(parts) + "\n"

@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from scheduler.backends.base import Envelope
 from scheduler.backends.postgres.schema import MIGRATIONS, qualify
 from scheduler.backends.states import initial_state
-from scheduler.errors import BackendError, BackendUnavailable
+from scheduler.errors import BackendError, BackendUnavailable, InvalidMessage
 
 T = TypeVar("T")
 Connection = psycopg.Connection[Any]
@@ -141,6 +141,8 @@ class PostgresStore:
                     db.execute("SELECT 1")
                 with db.transaction():
                     return work(db)
+            except psycopg.DataError as err:
+                raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
             except psycopg.OperationalError as err:
                 raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
         for attempt in range(_ATTEMPTS):
@@ -151,6 +153,8 @@ class PostgresStore:
                 if attempt == _ATTEMPTS - 1:
                     raise
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            except psycopg.DataError as err:  # text with NUL, a number out of range
+                raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
         raise AssertionError("unreachable")
 
     def read(self, work: Callable[[Connection], T]) -> T:
