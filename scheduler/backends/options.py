@@ -37,7 +37,7 @@ def parse_options(model: type[M], url: str, backend: str) -> M:
                 problems.append(f"unknown option {name!r}")
             else:
                 problems.append(f"{name}: {error['msg']}")
-        known = ", ".join(sorted(model.model_fields))
+        known = ", ".join(sorted(f.alias or name for name, f in model.model_fields.items()))
         raise ConfigurationError(
             f"invalid {backend} URL {_redacted(url)!r}: {'; '.join(problems)} "
             f"(known options: {known})"

@@ -11,6 +11,7 @@ import pytest
 from scheduler.backends import open_backend
 from scheduler.backends.cassandra import CassandraOptions
 from scheduler.backends.options import parse_options
+from scheduler.backends.postgres.backend import PostgresOptions
 from scheduler.backends.redis import RedisOptions
 from scheduler.backends.sqlite import SQLiteOptions
 from scheduler.errors import ConfigurationError
@@ -27,6 +28,10 @@ BAD = [
     ("cassandra://127.0.0.1:1/ks?bucket_seconds=0", "bucket_seconds"),
     ("cassandra://127.0.0.1:1/ks?ssl=perhaps", "ssl"),
     ("sqlite:///x.db?synchronous=off", "synchronous"),
+    ("postgresql://u:p@127.0.0.1:1/db?schema=Not-Plain", "schema"),
+    ("postgresql://u:p@127.0.0.1:1/db?pool_size=0", "pool_size"),
+    ("postgres://127.0.0.1:1/db?sslmode=sometimes", "sslmode"),
+    ("postgresql://127.0.0.1:1/db?schemas=x", "unknown option 'schemas'"),
 ]
 
 
@@ -39,6 +44,7 @@ def test_a_bad_option_is_one_error_naming_it_and_the_known_options(
     message = str(raised.value)
     assert complaint in message
     assert "known options: " in message and "\n" not in message
+    assert "schema_name" not in message, "options are named as the URL spells them"
 
 
 def test_every_problem_is_named_at_once() -> None:
@@ -65,5 +71,7 @@ def test_good_options_are_typed() -> None:
     )
     assert cassandra.consistency == "LOCAL_QUORUM" and cassandra.ssl
     assert cassandra.create_schema and cassandra.bucket_seconds == 60
+    postgres = parse_options(PostgresOptions, "postgresql://h/db?schema=jobs&pool_size=4", "PG")
+    assert (postgres.schema_name, postgres.pool_size, postgres.sslmode) == ("jobs", 4, None)
     sqlite = parse_options(SQLiteOptions, "sqlite:///x.db?synchronous=EXTRA", "SQLite")
     assert sqlite.synchronous == "extra" and sqlite.busy_timeout_ms == 30_000

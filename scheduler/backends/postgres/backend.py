@@ -23,6 +23,7 @@ from scheduler.backends.postgres.records import PostgresBatches, PostgresRegistr
 from scheduler.backends.postgres.schema import DEFAULT_SCHEMA, checked_schema
 from scheduler.backends.postgres.store import PostgresStore
 from scheduler.clock import Clock
+from scheduler.errors import ConfigurationError
 
 
 class PostgresOptions(UrlOptions):
@@ -44,7 +45,10 @@ class PostgresOptions(UrlOptions):
     @field_validator("schema_name")
     @classmethod
     def _plain(cls, value: str) -> str:
-        return checked_schema(value)
+        try:
+            return checked_schema(value)
+        except ConfigurationError as err:
+            raise ValueError(str(err)) from None
 
 
 class PostgresBackend(Backend):
