@@ -5,7 +5,7 @@ checker (``checker.py``, in the style of Jepsen's queue tests) then counts what 
 (must be 0), what ran that was cancelled (must be 0), and what ran twice (must stay
 within what the killed workers held).
 
-``make test`` runs a bounded loop (12 s) on SQLite and a Redis Cluster; ``make faults``
+``make test`` runs a bounded loop (12 s) on SQLite, PostgreSQL and a Redis Cluster; ``make faults``
 sets ``TICKWORK_FAULTS_FULL=1`` (every backend, 60 s, a kill every 3 s, 4,000 messages)
 and ``TICKWORK_FAULTS_OUT`` (a JSON line per run, for ``docs/reliability.md``)."""
 
@@ -38,7 +38,7 @@ MODULE = "tests.support.loop_tasks"
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("backend_name", BACKEND_NAMES if FULL else PAIR_NAMES)
+@pytest.mark.parametrize("backend_name", BACKEND_NAMES if FULL else [*PAIR_NAMES, "postgres"])
 def test_crash_loop_loses_nothing_and_runs_no_cancelled_key(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:

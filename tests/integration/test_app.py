@@ -257,7 +257,7 @@ def test_settings_from_environment_and_file(
 
 def test_bad_backend_urls_are_clear(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="unknown backend URL scheme"):
-        App("postgres://x").backend  # noqa: B018
+        App("mysql://x").backend  # noqa: B018
     with pytest.raises(ConfigurationError, match="does not exist"):
         App(f"sqlite:///{tmp_path}/missing/dir/x.db").backend  # noqa: B018
     with pytest.raises(ConfigurationError, match="option"):

@@ -3,8 +3,9 @@
 The harness installs the package when its binaries are missing, runs ``initdb`` in a
 temporary folder and starts its own server on a free loopback port. PostgreSQL refuses
 to run as root, so under root the server runs as the package's ``postgres`` user (the
-folder is handed to it). Clients log in as ``tickwork`` with a password (SCRAM), as an
-application would. Set ``TICKWORK_TEST_POSTGRES_URL`` to use an existing server instead.
+folder is handed to it), still as a child of the test process. Clients log in as
+``tickwork`` with a password (SCRAM), as an application would. Set
+``TICKWORK_TEST_POSTGRES_URL`` to use an existing server instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.support.servers import ensure_debian_packages, free_port, wait_for_port
 
@@ -43,11 +45,14 @@ class PostgresServer:
         self.port = free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="tickwork-pg-"))
         self.data = self.folder / "data"
-        self._as_user: list[str] = []
-        if os.geteuid() == 0:  # the server refuses root: run it as the package's user
+        # the server refuses root: run it (and initdb) as the package's user, as our own
+        # child (so that we reap it: a postmaster left a zombie would keep its pid "alive"
+        # and refuse the restart with "lock file postmaster.pid already exists")
+        self._as_user: dict[str, Any] = {}
+        if os.geteuid() == 0:
             user = pwd.getpwnam("postgres")
             os.chown(self.folder, user.pw_uid, user.pw_gid)
-            self._as_user = ["runuser", "-u", "postgres", "--"]
+            self._as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
         password_file = self.folder / "password"
         password_file.write_text(PASSWORD + "\n")
         if self._as_user:
@@ -72,7 +77,7 @@ class PostgresServer:
 
     def _run(self, *command: str) -> None:
         done = subprocess.run(
-            [*self._as_user, *command], capture_output=True, text=True, check=False
+            command, capture_output=True, text=True, check=False, cwd=self.folder, **self._as_user
         )
         if done.returncode != 0:
             raise RuntimeError(f"{command[0]} failed: {done.stdout[-1000:]}{done.stderr[-2000:]}")
@@ -82,7 +87,6 @@ class PostgresServer:
         log = open(self.folder / "server.log", "ab")  # noqa: SIM115 (the server keeps it)
         self.process = subprocess.Popen(
             [
-                *self._as_user,
                 str(self.bin / "postgres"),
                 *("-D", str(self.data), "-p", str(self.port), "-k", str(self.folder)),
                 *("-c", "listen_addresses=127.0.0.1", "-c", "max_connections=400"),
@@ -94,6 +98,8 @@ class PostgresServer:
             stdout=log,
             stderr=log,
             start_new_session=True,
+            cwd=self.folder,
+            **self._as_user,
         )
         log.close()
         wait_for_port(self.port, timeout_s=60)

@@ -61,25 +61,32 @@ class PostgresStore:
     ) -> None:
         self.schema = schema
         self._closed = False
-        try:
-            self.pool = ConnectionPool(
-                conninfo,
-                min_size=1,
-                max_size=pool_size,
-                kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_timeout_s))},
-                timeout=connect_timeout_s,
-                open=False,
-                name=f"tickwork-{schema}",
-            )
-            self.pool.open(wait=True, timeout=connect_timeout_s)
-        except (PoolTimeout, psycopg.OperationalError) as err:
-            raise BackendUnavailable(f"cannot connect to PostgreSQL: {err}") from err
         self._chores_ms: dict[str, int] = {}  # periodic chore -> when it last ran
         self._offset_ms = 0
         self._measured_at = 0.0
         self._clock_lock = threading.Lock()
-        self.migrate()
-        self._measure_clock()
+        options: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(1, round(connect_timeout_s)),
+        }
+        # one connection of its own first: a refused login or an unknown host is one clear
+        # error at once (a pool would retry until its timeout), and it brings the schema up
+        try:
+            with psycopg.connect(conninfo, **options) as db:
+                self.migrate(db)
+                self._measure_clock(db)
+        except psycopg.OperationalError as err:
+            raise BackendUnavailable(f"cannot connect to PostgreSQL: {err}") from err
+        self.pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=pool_size,
+            kwargs=options,
+            timeout=connect_timeout_s,
+            open=False,
+            name=f"tickwork-{schema}",
+        )
+        self.pool.open(wait=False)
 
     # -- SQL -----------------------------------------------------------------------------
 
@@ -87,10 +94,10 @@ class PostgresStore:
         """``statement`` with its ``tw.`` tables in this store's schema."""
         return qualify(statement, self.schema)
 
-    def migrate(self) -> None:
+    def migrate(self, db: Connection) -> None:
         """Bring the schema to ``len(MIGRATIONS)``, applying each missing version once."""
         quoted = f'"{self.schema}"'
-        with self._connection() as db, db.transaction():
+        with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (quoted,))
             db.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
             db.execute(
@@ -181,14 +188,13 @@ class PostgresStore:
 
     # -- the clock -----------------------------------------------------------------------
 
-    def _measure_clock(self) -> None:
+    def _measure_clock(self, db: Connection) -> None:
         """The server's clock minus ours, taken at the middle of the round trip; none when
         the server's reading falls inside the round trip (the same clock, on one machine,
         must read exactly alike, or a message due now could look a millisecond early)."""
-        with self._connection() as db:
-            before = time.time_ns() // 1_000_000
-            row = db.execute(_NOW_SQL).fetchone()
-            after = time.time_ns() // 1_000_000
+        before = time.time_ns() // 1_000_000
+        row = db.execute(_NOW_SQL).fetchone()
+        after = time.time_ns() // 1_000_000
         assert row is not None
         server = int(row[0])
         self._offset_ms = 0 if before <= server <= after else server - (before + after) // 2
@@ -200,7 +206,8 @@ class PostgresStore:
             with self._clock_lock:
                 if time.monotonic() - self._measured_at > _CLOCK_EVERY_S:
                     self._measured_at = time.monotonic()  # one thread measures; others go on
-                    self._measure_clock()
+                    with self._connection() as db:
+                        self._measure_clock(db)
         return time.time_ns() // 1_000_000 + self._offset_ms
 
     def close(self) -> None:
