@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit suite faults bench bench-peers clean
+.PHONY: demo test lint typecheck unit suite faults bench bench-peers bench-peers-postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,5 +64,24 @@ bench-peers: $(STAMP) $(PEERS)/.installed $(ARQ)/.installed  # tickwork and 5 pe
 	$(BIN)/python -m bench.peers.run --out bench/results/peers.json
 	$(PEERS)/bin/python -m bench.peers.chart bench/results/peers.json docs/peers.png
 
+# the PostgreSQL peers, each in an environment of its own (both need Python 3.12)
+PYTHON312 ?= python3.12
+OBAN := .venv-oban
+PROCRASTINATE := .venv-procrastinate
+
+$(OBAN)/.installed:
+	$(PYTHON312) -m venv $(OBAN)
+	$(OBAN)/bin/pip install --quiet "oban==0.7.0"
+	touch $@
+
+$(PROCRASTINATE)/.installed:
+	$(PYTHON312) -m venv $(PROCRASTINATE)
+	$(PROCRASTINATE)/bin/pip install --quiet "procrastinate==3.10.0" "psycopg[binary]>=3.2"
+	touch $@
+
+bench-peers-postgres: $(STAMP) $(OBAN)/.installed $(PROCRASTINATE)/.installed  # ~20 min
+	$(BIN)/python -m bench.peers_pg.run --out bench/results/peers-postgres.json
+	$(BIN)/python -m bench.postgres --out bench/results/postgres.json
+
 clean:
-	rm -rf $(VENV) $(PEERS) $(ARQ) .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS) $(ARQ) $(OBAN) $(PROCRASTINATE) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -17,7 +17,7 @@ EXAMPLES = sorted(
     if p.stem != "__init__" and not p.stem.startswith("test_")
 )
 APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app lives elsewhere
-ON_POSTGRES = {"postgres_orders"}  # examples that need a PostgreSQL server
+ON_POSTGRES = {"postgres_orders", "postgres_sqlalchemy"}  # examples that need a PostgreSQL server
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -34,7 +34,7 @@ def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> N
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    if name == "postgres_orders":  # the rolled-back order left nothing behind
+    if name in ON_POSTGRES:  # what was rolled back left nothing behind
         assert "messages waiting: 1" in done.stdout, done.stdout
     worker = subprocess.run(
         [

@@ -40,8 +40,10 @@ def postgres_bin() -> Path:
 class PostgresServer:
     """One PostgreSQL server in a folder of its own, on a free loopback port."""
 
-    def __init__(self) -> None:
+    def __init__(self, *settings: str) -> None:
+        """``settings``: more ``name=value`` server settings (``-c``)."""
         self.bin = postgres_bin()
+        self.settings = settings
         self.port = free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="tickwork-pg-"))
         self.data = self.folder / "data"
@@ -94,6 +96,7 @@ class PostgresServer:
                 # matters when the machine itself goes down, which no test does
                 *("-c", "fsync=off", "-c", "synchronous_commit=on"),
                 *("-c", "full_page_writes=off", "-c", "shared_buffers=128MB"),
+                *(option for setting in self.settings for option in ("-c", setting)),
             ],
             stdout=log,
             stderr=log,

@@ -66,7 +66,7 @@ def make_fair_ready(store: PostgresStore, db: Connection, queue: str, until_ms: 
     db.execute(
         store.sql(
             "UPDATE tw.messages AS m SET state = 1, at_ms = u.turn, turn = u.turn "
-            "FROM unnest(%s::text[], %s::bigint[]) AS u(id, turn) WHERE m.id = u.id"
+            "FROM unnest(%b::text[], %b::bigint[]) AS u(id, turn) WHERE m.id = u.id"
         ),
         (ids, turns),
     )
@@ -74,7 +74,7 @@ def make_fair_ready(store: PostgresStore, db: Connection, queue: str, until_ms: 
     db.execute(
         store.sql(
             "INSERT INTO tw.fair_turns (queue, fair, last) "
-            "SELECT %s, f, l FROM unnest(%s::text[], %s::bigint[]) AS u(f, l) "
+            "SELECT %s, f, l FROM unnest(%b::text[], %b::bigint[]) AS u(f, l) "
             "ON CONFLICT (queue, fair) DO UPDATE SET last = excluded.last"
         ),
         (queue, [fair for fair, _ in kept], [turn for _, turn in kept]),

@@ -66,8 +66,8 @@ _INSERT_NEXT = (
     "INSERT INTO tw.messages "
     "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
     "SELECT i, q, k, p, s, d, d, t, b, f FROM unnest("
-    "%s::text[], %s::text[], %s::text[], %s::int[], %s::smallint[], %s::bigint[], "
-    "%s::bigint[], %s::bytea[], %s::text[]) AS u(i, q, k, p, s, d, t, b, f) "
+    "%b::text[], %b::text[], %b::text[], %b::int[], %b::smallint[], %b::bigint[], "
+    "%b::bigint[], %b::bytea[], %b::text[]) AS u(i, q, k, p, s, d, t, b, f) "
     "ON CONFLICT DO NOTHING RETURNING queue"
 )
 
@@ -153,7 +153,7 @@ class PostgresLeases(Leases):
             row[0]
             for row in db.execute(
                 self._store.sql(
-                    "DELETE FROM tw.messages AS m USING unnest(%s::text[], %s::text[]) "
+                    "DELETE FROM tw.messages AS m USING unnest(%b::text[], %b::text[]) "
                     "AS c(id, token) WHERE m.id = c.id AND m.token = c.token RETURNING m.id"
                 ),
                 ([c.id for c, _ in items], [c.token for c, _ in items]),
@@ -231,7 +231,7 @@ class PostgresLeases(Leases):
                 return db.execute(
                     self._store.sql(
                         "UPDATE tw.messages AS m SET state = 1, at_ms = COALESCE(turn, due_ms), "
-                        "token = NULL, attempt = attempt - 1 FROM unnest(%s::text[], %s::text[]) "
+                        "token = NULL, attempt = attempt - 1 FROM unnest(%b::text[], %b::text[]) "
                         "AS c(id, token) WHERE m.id = c.id AND m.token = c.token"
                     ),
                     (ids, tokens),
@@ -241,7 +241,7 @@ class PostgresLeases(Leases):
                 self._store.sql(
                     f"UPDATE tw.messages AS m SET state = {_UNLESS_FAIR}, at_ms = %s, "
                     "due_ms = %s, token = NULL, attempt = attempt - 1 FROM "
-                    "unnest(%s::text[], %s::text[]) AS c(id, token) "
+                    "unnest(%b::text[], %b::text[]) AS c(id, token) "
                     "WHERE m.id = c.id AND m.token = c.token"
                 ),
                 (state, due_ms, due_ms, ids, tokens),
@@ -260,7 +260,7 @@ class PostgresLeases(Leases):
                 for row in db.execute(
                     self._store.sql(
                         "UPDATE tw.messages AS m SET at_ms = %s FROM "
-                        "unnest(%s::text[], %s::text[]) AS c(id, token) "
+                        "unnest(%b::text[], %b::text[]) AS c(id, token) "
                         "WHERE m.id = c.id AND m.token = c.token RETURNING m.id"
                     ),
                     (deadline, [c.id for c in claims], [c.token for c in claims]),

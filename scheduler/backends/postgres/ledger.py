@@ -33,7 +33,7 @@ def append_in(
     db.execute(
         store.sql(
             "INSERT INTO tw.ledger (queue, subject, record, expires_ms) "
-            "SELECT q, s, r, e FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::bigint[]) "
+            "SELECT q, s, r, e FROM unnest(%b::text[], %b::text[], %b::bytea[], %b::bigint[]) "
             "WITH ORDINALITY AS u(q, s, r, e, i) ORDER BY i"
         ),
         (queues, subjects, records, expires),
@@ -41,7 +41,7 @@ def append_in(
     ordered = sorted(trims.items())
     db.execute(
         store.sql(
-            "DELETE FROM tw.ledger AS l USING unnest(%s::text[], %s::text[], %s::int[]) "
+            "DELETE FROM tw.ledger AS l USING unnest(%b::text[], %b::text[], %b::int[]) "
             "AS t(q, s, k) WHERE l.queue = t.q AND l.subject = t.s AND l.seq <= ("
             "SELECT x.seq FROM tw.ledger AS x WHERE x.queue = t.q AND x.subject = t.s "
             "ORDER BY x.seq DESC OFFSET t.k LIMIT 1)"
@@ -74,7 +74,7 @@ class PostgresLedger(Ledger):
         if not subjects:
             return found
         sql = self._store.sql(
-            "SELECT t.i, l.record FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY "
+            "SELECT t.i, l.record FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY "
             "AS t(q, s, i) CROSS JOIN LATERAL (SELECT x.record, x.seq FROM tw.ledger AS x "
             "WHERE x.queue = t.q AND x.subject = t.s AND x.expires_ms > %s "
             "ORDER BY x.seq DESC LIMIT %s) AS l ORDER BY t.i, l.seq DESC"

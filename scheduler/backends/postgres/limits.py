@@ -143,7 +143,7 @@ class PostgresLimits(Limits):
             lambda db: db.execute(
                 self._store.sql(
                     "UPDATE tw.limit_slots AS s SET expires_ms = %s FROM "
-                    "unnest(%s::text[], %s::text[]) AS h(name, holder) "
+                    "unnest(%b::text[], %b::text[]) AS h(name, holder) "
                     "WHERE s.name = h.name AND s.holder = h.holder"
                 ),
                 (expires, [limit for limit, _ in held], [holder for _, holder in held]),

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import psycopg
 from psycopg import errors as pg_errors
 
 from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
-from scheduler.backends.postgres.notify import announce
+from scheduler.backends.postgres.notify import SOON_MS, announce, channel
 from scheduler.backends.postgres.rows import COLUMNS, insert_columns, stored_message
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.roles import Messages
@@ -29,8 +28,39 @@ _INSERT_MANY = (
     "INSERT INTO tw.messages "
     "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
     "SELECT i, q, k, p, s, d, d, t, b, f FROM unnest("
-    "%s::text[], %s::text[], %s::text[], %s::int[], %s::smallint[], %s::bigint[], "
-    "%s::bigint[], %s::bytea[], %s::text[]) AS u(i, q, k, p, s, d, t, b, f)"
+    "%b::text[], %b::text[], %b::text[], %b::int[], %b::smallint[], %b::bigint[], "
+    "%b::bigint[], %b::bytea[], %b::text[]) AS u(i, q, k, p, s, d, t, b, f)"
+)
+
+
+#: the fast path of a batch of unkeyed messages, in one statement (one round trip, its
+#: own transaction): lock the bounds of its queues (``locked``), write nothing if one
+#: lacks room (``full_``, when bounded), insert the messages whose ids are new, add
+#: them to the bounds and the counters, and notify the queues of those due soon
+_FRESH = (
+    "WITH given AS (SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::int[], "
+    "%b::smallint[], %b::bigint[], %b::bigint[], %b::bytea[], %b::text[]) "
+    "WITH ORDINALITY AS u(i, q, k, p, s, d, t, b, f, n)), "
+    "need AS (SELECT q, count(*) AS n FROM given GROUP BY q), "
+    "locked AS (SELECT b.queue, b.max_pending - b.pending AS room FROM tw.queue_bounds AS b "
+    "WHERE b.queue IN (SELECT q FROM need) ORDER BY b.queue FOR UPDATE), "
+    "full_ AS (SELECT 1 FROM locked JOIN need ON locked.queue = need.q "
+    "WHERE %s AND locked.room < need.n), "
+    "ins AS (INSERT INTO tw.messages "
+    "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
+    "SELECT i, q, k, p, s, d, d, t, b, f FROM given WHERE NOT EXISTS (SELECT 1 FROM full_) "
+    "ORDER BY n ON CONFLICT DO NOTHING RETURNING id, queue, due_ms), "
+    "per AS (SELECT queue, count(*) AS n, min(due_ms) AS soonest FROM ins GROUP BY queue), "
+    "bumped AS (UPDATE tw.queue_bounds AS b SET pending = b.pending + per.n FROM per "
+    "WHERE b.queue = per.queue RETURNING 1), "
+    "counted AS (INSERT INTO tw.counters (queue, name, slot, value) "
+    "SELECT queue, 'enqueued', %s, n FROM per ORDER BY queue "
+    "ON CONFLICT (queue, name, slot) DO UPDATE SET value = counters.value + excluded.value "
+    "RETURNING 1), "
+    "told AS (SELECT pg_notify(%s, queue) FROM per WHERE soonest <= %s) "
+    "SELECT EXISTS (SELECT 1 FROM full_), ARRAY(SELECT id FROM ins), "
+    "(SELECT count(*) FROM bumped) + (SELECT count(*) FROM counted) "
+    "+ (SELECT count(*) FROM told)"
 )
 
 
@@ -40,6 +70,7 @@ class PostgresMessages(Messages):
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
         self._insert_many = store.sql(_INSERT_MANY)
+        self._fresh = store.sql(_FRESH)
 
     def enqueue(
         self,
@@ -49,14 +80,13 @@ class PostgresMessages(Messages):
     ) -> list[Outcome]:
         if not envelopes:
             return []
-        replace = on_conflict is OnConflict.REPLACE
+        if on_conflict is not OnConflict.REPLACE and all(e.key is None for e in envelopes):
+            done = self._store.statement(lambda db: self._insert_fresh(db, envelopes, bounded))
+            if done is not None:
+                return done
 
-        def work(db: Connection) -> list[Outcome]:
+        def careful(db: Connection) -> list[Outcome]:
             now = self._store.now_ms()
-            if not replace and all(e.key is None for e in envelopes):
-                done = self._insert_fresh(db, envelopes, now, bounded)
-                if done is not None:
-                    return done
             for _ in range(_RACES):
                 try:
                     with db.transaction():
@@ -65,47 +95,32 @@ class PostgresMessages(Messages):
                     continue  # another producer took a key meanwhile: decide again
             raise BackendError("enqueue lost the race for its keys too often; try again")
 
-        return self._store.write(work)
+        return self._store.write(careful)
 
     def _insert_fresh(
-        self, db: Connection, envelopes: Sequence[Envelope], now: int, bounded: bool
+        self, db: Connection, envelopes: Sequence[Envelope], bounded: bool
     ) -> list[Outcome] | None:
-        """Fast path for unkeyed messages with fresh ids: count them into their bounded
-        queues and insert them in one statement. Returns None, having written nothing, if
-        some id is stored already or a bounded queue is too full: the careful path then
-        sorts them out one by one."""
-        per_queue: dict[str, int] = {}
-        for e in envelopes:
-            per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
-        fits = False
-        try:
-            with db.transaction():
-                fits = self._count_in(db, per_queue, bounded)
-                if not fits:
-                    raise psycopg.Rollback()  # a bounded queue is too full: undo the counts
-                db.execute(self._insert_many, insert_columns(envelopes, now))
-                announce(self._store, db, envelopes, now)
-                for queue, count in sorted(per_queue.items()):
-                    self._store.count(db, queue, "enqueued", count)
-        except pg_errors.UniqueViolation:
+        """Fast path for unkeyed messages, one statement (``_FRESH``): insert those whose
+        ids are new, count them into their bounded queues and the counters, notify their
+        queues. Returns None, having written nothing, when a bounded queue lacks room
+        for all of them: the careful path then sorts them out one by one."""
+        now = self._store.now_ms()
+        row = db.execute(
+            self._fresh,
+            (
+                *insert_columns(envelopes, now),
+                bounded,
+                self._store.counter_slot(),
+                channel(self._store.schema),
+                now + SOON_MS,
+            ),
+        ).fetchone()
+        assert row is not None
+        full, inserted, _ = row
+        if full:
             return None
-        return [Outcome.ENQUEUED] * len(envelopes) if fits else None
-
-    def _count_in(self, db: Connection, added: dict[str, int], bounded: bool) -> bool:
-        """Add ``added`` (queue -> new messages) to the counts of bounded queues; False
-        when ``bounded`` and a queue would pass its bound (the caller rolls back)."""
-        fits = True
-        for queue, count in sorted(added.items()):
-            row = db.execute(
-                self._store.sql(
-                    "UPDATE tw.queue_bounds SET pending = pending + %s WHERE queue = %s "
-                    "RETURNING max_pending, pending"
-                ),
-                (count, queue),
-            ).fetchone()
-            if bounded and row is not None and row[1] > row[0]:
-                fits = False
-        return fits
+        new = set(inserted)
+        return [Outcome.ENQUEUED if e.id in new else Outcome.DUPLICATE for e in envelopes]
 
     def _insert_careful(
         self,
@@ -148,7 +163,7 @@ class PostgresMessages(Messages):
             db.execute(
                 self._store.sql(
                     "DELETE FROM tw.messages WHERE id = ANY(%s) OR (queue, key) IN "
-                    "(SELECT * FROM unnest(%s::text[], %s::text[]))"
+                    "(SELECT * FROM unnest(%b::text[], %b::text[]))"
                 ),
                 (
                     [e.id for e in replaced],

@@ -41,7 +41,7 @@ def announce_queues(store: PostgresStore, db: Connection, queues: Sequence[str])
     """Inside a write: notify ``queues`` (delivered at commit; repeats are merged)."""
     if queues:
         db.execute(
-            "SELECT pg_notify(%s, q) FROM unnest(%s::text[]) AS q",
+            "SELECT pg_notify(%s, q) FROM unnest(%b::text[]) AS q",
             (channel(store.schema), list(queues)),
         )
 

@@ -28,7 +28,7 @@ class PostgresResults(Results):
             db.execute(
                 self._store.sql(
                     "INSERT INTO tw.results (id, body, expires_ms) "
-                    "SELECT * FROM unnest(%s::text[], %s::bytea[], %s::bigint[]) "
+                    "SELECT * FROM unnest(%b::text[], %b::bytea[], %b::bigint[]) "
                     "ON CONFLICT (id) DO UPDATE SET body = excluded.body, "
                     "expires_ms = excluded.expires_ms"
                 ),

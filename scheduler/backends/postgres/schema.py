@@ -18,7 +18,9 @@ time, so messages due at the same moment come out in the order they were made),
 2 leased. The partial indexes serve each state's question: what is ready in claim
 order, what comes due next, which leases expired. Finished messages are deleted (never
 updated to a "done" state), so the table holds only the live ones however many passed
-through it (``docs/operations.md``).
+through it; each message leaves two dead row versions (its claim and its delete), so the
+table asks autovacuum to come after every 10,000 of them, whatever its size, at full
+speed (``docs/operations.md`` has the figures and the server settings to go with it).
 """
 
 from __future__ import annotations
@@ -59,6 +61,15 @@ CREATE INDEX messages_fair_ready ON tw.messages (queue, at_ms)
     WHERE state = 1 AND fair IS NOT NULL;
 CREATE INDEX messages_fair_scheduled ON tw.messages (queue, at_ms)
     WHERE state = 0 AND fair IS NOT NULL;
+ALTER TABLE tw.messages SET (
+    autovacuum_vacuum_scale_factor = 0.0,
+    autovacuum_vacuum_threshold = 10000,
+    autovacuum_vacuum_insert_scale_factor = 0.0,
+    autovacuum_vacuum_insert_threshold = 10000,
+    autovacuum_analyze_scale_factor = 0.0,
+    autovacuum_analyze_threshold = 10000,
+    autovacuum_vacuum_cost_delay = 0
+);
 CREATE TABLE tw.fair_turns (
     queue text NOT NULL,
     fair  text NOT NULL,

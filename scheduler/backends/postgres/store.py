@@ -164,6 +164,29 @@ class PostgresStore:
                 raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
         raise AssertionError("unreachable")
 
+    def statement(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work``, which executes one statement (atomic by itself), outside any
+        transaction block: one round trip instead of three. On a borrowed connection it
+        still runs in a savepoint of the caller's transaction."""
+        borrowed = _BORROWED.get()
+        if borrowed is not None and borrowed[0] is self:
+            return self.write(work)
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._connection() as db:
+                    return work(db)
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            except psycopg.DataError as err:
+                raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
+        raise AssertionError("unreachable")
+
+    def counter_slot(self) -> int:
+        """This thread's row of each counter (``count``)."""
+        return threading.get_ident() % COUNTER_SLOTS
+
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` (reads only) on a connection: the caller's one if borrowed."""
         borrowed = _BORROWED.get()
@@ -243,7 +266,7 @@ class PostgresStore:
                     "ON CONFLICT (queue, name, slot) DO UPDATE "
                     "SET value = counters.value + excluded.value"
                 ),
-                (queue, name, threading.get_ident() % COUNTER_SLOTS, delta),
+                (queue, name, self.counter_slot(), delta),
             )
 
     def add_pending(self, db: Connection, queue: str, delta: int) -> None:

@@ -1,0 +1,1 @@
+"""tickwork, Oban for Python and procrastinate side by side on one local PostgreSQL."""
