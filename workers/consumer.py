@@ -78,6 +78,17 @@ class Consumer:
         self.done = threading.Event()
 
     def run(self) -> None:
+        """Claim until stopping; an idle wait is cut short by ``nudge`` (work made due
+        here) and by the backend's notifications where it sends them (PostgreSQL's
+        ``LISTEN/NOTIFY``) for the queues this worker claims from."""
+        stop_listening = self._backend.listen(self._config.queues, lambda _: self.nudge())
+        try:
+            self._claim_until_stopping()
+        finally:
+            if stop_listening is not None:
+                stop_listening()
+
+    def _claim_until_stopping(self) -> None:
         idle_s = 0.01
         last_flush = time.monotonic()
         try:

@@ -211,7 +211,7 @@ class Worker:
             pool = RoutingPool(self.app, pool, loop)
         self._pool = pool
         roles: list[tuple[str, Callable[[], None]]] = [
-            ("consumer", self._consume),
+            ("consumer", self._consumer.run),
             ("timer", self._timer.run),
             ("settler", self._settle),
             ("heartbeat", self._beat),
@@ -352,16 +352,6 @@ class Worker:
         if self._hooks.before_run:
             notify(self._hooks.before_run, info)
         pool.submit(work, message.task, args, message.kwargs, info)
-
-    def _consume(self) -> None:
-        """The consumer's loop, woken early by the backend's notifications where it sends
-        them (PostgreSQL's ``LISTEN/NOTIFY``) for the queues this worker claims from."""
-        stop_listening = self.backend.listen(self.config.queues, lambda _: self._consumer.nudge())
-        try:
-            self._consumer.run()
-        finally:
-            if stop_listening is not None:
-                stop_listening()
 
     def _settle(self) -> None:
         try:

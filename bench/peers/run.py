@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +60,27 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def run(systems: list[str], rounds: int, count: int, delayed: int, url: str) -> dict[str, Any]:
+Measure = Callable[[str, str, int, str], dict[str, Any]]
+
+
+def run(
+    systems: list[str],
+    rounds: int,
+    count: int,
+    delayed: int,
+    url: str,
+    measure: Measure = measure_once,
+    scenarios: Sequence[str] = SCENARIOS,
+) -> dict[str, Any]:
+    """Every scenario of every system, ``rounds`` times, interleaved; the medians (min
+    and max) of what each ``measure(system, scenario, count, url)`` returned."""
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {s: {} for s in systems}
     for round_ in range(rounds):
         order = systems[round_ % len(systems) :] + systems[: round_ % len(systems)]
-        for scenario in SCENARIOS:
+        for scenario in scenarios:
             for system in order:
                 n = delayed if scenario == "lateness" else count
-                result = measure_once(system, scenario, n, url)
+                result = measure(system, scenario, n, url)
                 print(json.dumps({"round": round_, **result}), file=sys.stderr, flush=True)
                 runs[system].setdefault(scenario, []).append(result)
     table: dict[str, dict[str, Any]] = {}

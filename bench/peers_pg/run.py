@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from bench.peers.run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = ("tickwork", "oban", "procrastinate")
@@ -62,37 +63,6 @@ def measure_once(system: str, scenario: str, count: int, server_url: str) -> dic
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
-def run(systems: list[str], rounds: int, count: int, delayed: int, url: str) -> dict[str, Any]:
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {s: {} for s in systems}
-    for round_ in range(rounds):
-        order = systems[round_ % len(systems) :] + systems[: round_ % len(systems)]
-        for scenario in SCENARIOS:
-            for system in order:
-                n = delayed if scenario == "lateness" else count
-                result = measure_once(system, scenario, n, url)
-                print(json.dumps({"round": round_, **result}), file=sys.stderr, flush=True)
-                runs[system].setdefault(scenario, []).append(result)
-    table: dict[str, dict[str, Any]] = {}
-    for system, scenarios in runs.items():
-        table[system] = {}
-        for scenario, results in scenarios.items():
-            good = [r for r in results if "error" not in r]
-            if not good:
-                table[system][scenario] = {"error": results[-1]["error"]}
-            elif scenario == "lateness":
-                table[system][scenario] = {
-                    field: summary([r[field] for r in good])
-                    for field in ("p50_ms", "p99_ms", "max_ms", "min_ms")
-                }
-            else:
-                table[system][scenario] = summary([r["per_second"] for r in good])
-    return {"summary": table, "runs": runs}
 
 
 def markdown(table: dict[str, dict[str, Any]]) -> str:
@@ -139,7 +109,9 @@ def main() -> None:
 
     server = PostgresServer()
     try:
-        result = run(systems, args.rounds, args.count, args.delayed, server.url)
+        result = run(
+            systems, args.rounds, args.count, args.delayed, server.url, measure_once, SCENARIOS
+        )
     finally:
         server.stop()
     settings = {"rounds": args.rounds, "count": args.count, "delayed": args.delayed}

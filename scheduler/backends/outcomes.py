@@ -5,6 +5,7 @@ re-sends, replacements, and the room left in bounded queues."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from scheduler.backends.base import Envelope, OnConflict, Outcome
 from scheduler.errors import KeyConflict
@@ -58,3 +59,44 @@ def decide(
             return Outcome.FULL
         room[e.queue] -= 1
     return outcome
+
+
+@dataclass
+class Plan:
+    """What a careful enqueue writes: each envelope's outcome, the envelopes to write in
+    order (``writes``), how many new messages each queue gets (``added``: a replacement
+    adds none) and how many writes each queue gets (``written``, for its counter)."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    writes: list[Envelope] = field(default_factory=list)
+    added: dict[str, int] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
+
+
+def plan(
+    envelopes: Sequence[Envelope],
+    holders: Holders,
+    present: set[str],
+    on_conflict: OnConflict,
+    room: dict[str, int],
+) -> Plan:
+    """Decide every envelope in order, as if the earlier ones were written already (a
+    later one with the same key or id sees them): ``holders`` and ``present`` are
+    updated as it goes. Raises ``KeyConflict`` first with ``ERROR`` (``refuse_taken_keys``)."""
+    refuse_taken_keys(envelopes, holders, on_conflict)
+    result = Plan()
+    for e in envelopes:
+        holder = holders.get((e.queue, e.key)) if e.key is not None else None
+        outcome = decide(e, holder, e.id in present, on_conflict, room)
+        result.outcomes.append(outcome)
+        if outcome not in WRITES:
+            continue
+        if outcome is Outcome.ENQUEUED:
+            result.added[e.queue] = result.added.get(e.queue, 0) + 1
+        if e.key is not None:
+            holders[(e.queue, e.key)] = (e.id, e.body)
+        else:
+            present.add(e.id)
+        result.writes.append(e)
+        result.written[e.queue] = result.written.get(e.queue, 0) + 1
+    return result

@@ -1,11 +1,34 @@
-"""The states of a stored message in the SQL backends (SQLite, PostgreSQL): due later,
-due (claimed by priority, then due time or turn), leased."""
+"""What the SQL backends (SQLite, PostgreSQL) share about a stored message: its states
+(due later, due: claimed by priority, then due time or turn, leased) and the columns a
+read of it selects."""
 
 from __future__ import annotations
 
-from scheduler.backends.values import Envelope
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.backends.values import Envelope, State, StoredMessage
 
 SCHEDULED, READY, LEASED = 0, 1, 2
+STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
+
+#: a stored message's columns, in ``stored_message``'s order
+COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body, fair"
+
+
+def stored_message(row: Sequence[Any]) -> StoredMessage:
+    """The message of a row selected as ``COLUMNS``."""
+    envelope = Envelope(
+        id=row[0],
+        queue=row[1],
+        key=row[2],
+        priority=row[3],
+        due_ms=row[5],
+        timeout_ms=row[6],
+        body=row[9],
+        fair=row[10],
+    )
+    return StoredMessage(envelope, STATE_NAMES[row[4]], row[7], row[8])
 
 
 def initial_state(envelope: Envelope, now: int) -> int:

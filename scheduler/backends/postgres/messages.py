@@ -13,11 +13,12 @@ from collections.abc import Sequence
 
 from psycopg import errors as pg_errors
 
-from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
+from scheduler.backends.outcomes import plan
 from scheduler.backends.postgres.notify import SOON_MS, announce, channel
-from scheduler.backends.postgres.rows import COLUMNS, insert_columns, stored_message
+from scheduler.backends.postgres.rows import insert_columns
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.roles import Messages
+from scheduler.backends.states import COLUMNS, stored_message
 from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 from scheduler.errors import BackendError
 
@@ -133,28 +134,19 @@ class PostgresMessages(Messages):
         room = self._room(db, envelopes) if bounded else {}
         holders = self._key_holders(db, envelopes)
         present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
-        refuse_taken_keys(envelopes, holders, on_conflict)
-        outcomes: list[Outcome] = []
+        planned = plan(envelopes, holders, present, on_conflict, room)
         written: dict[tuple[str, str | None] | str, Envelope] = {}  # the last write wins
-        added: dict[str, int] = {}  # new messages (a replacement adds none)
-        for e in envelopes:
-            holder = holders.get((e.queue, e.key)) if e.key is not None else None
-            outcome = decide(e, holder, e.id in present, on_conflict, room)
-            outcomes.append(outcome)
-            if outcome not in WRITES:
-                continue
-            if outcome is Outcome.ENQUEUED:
-                added[e.queue] = added.get(e.queue, 0) + 1
+        for e in planned.writes:
             if e.key is not None:
-                holders[(e.queue, e.key)] = (e.id, e.body)
                 written.pop(e.id, None)
                 written[(e.queue, e.key)] = e
             else:
-                present.add(e.id)
                 written[e.id] = e
         rows = list(written.values())
         replaced = [
-            e for e, outcome in zip(envelopes, outcomes, strict=True) if outcome is Outcome.REPLACED
+            e
+            for e, outcome in zip(envelopes, planned.outcomes, strict=True)
+            if outcome is Outcome.REPLACED
         ]
         if replaced:
             # a replacement removes the row holding its key under another id, and one with
@@ -174,15 +166,11 @@ class PostgresMessages(Messages):
         if rows:
             db.execute(self._insert_many, insert_columns(rows, now))
             announce(self._store, db, rows, now)
-        per_queue: dict[str, int] = {}
-        for e, outcome in zip(envelopes, outcomes, strict=True):
-            if outcome in WRITES:
-                per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
-        for queue, count in sorted(per_queue.items()):
+        for queue, count in sorted(planned.written.items()):
             self._store.count(db, queue, "enqueued", count)
-        for queue, count in sorted(added.items()):
+        for queue, count in sorted(planned.added.items()):
             self._store.add_pending(db, queue, count)
-        return outcomes
+        return planned.outcomes
 
     def _room(self, db: Connection, envelopes: Sequence[Envelope]) -> dict[str, int]:
         """How many more messages each bounded queue among ``envelopes`` takes (queues

@@ -5,30 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.states import LEASED, READY, SCHEDULED, initial_state
-from scheduler.backends.values import Claim, Envelope, State, StoredMessage
-
-STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
-
-#: a stored message's columns, in ``stored_message``'s order
-COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body, fair"
+from scheduler.backends.states import initial_state
+from scheduler.backends.values import Claim, Envelope
 
 #: a claimed row's columns, in ``claim_of``'s order
 RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority, turn"
-
-
-def stored_message(row: tuple[Any, ...]) -> StoredMessage:
-    envelope = Envelope(
-        id=row[0],
-        queue=row[1],
-        key=row[2],
-        priority=row[3],
-        due_ms=row[5],
-        timeout_ms=row[6],
-        body=row[9],
-        fair=row[10],
-    )
-    return StoredMessage(envelope, STATE_NAMES[row[4]], row[7], row[8])
 
 
 def claim_of(row: tuple[Any, ...], queue: str, token: str) -> Claim:

@@ -23,9 +23,7 @@ from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from scheduler.backends.base import Envelope
 from scheduler.backends.postgres.schema import MIGRATIONS, qualify
-from scheduler.backends.states import initial_state
 from scheduler.errors import BackendError, BackendUnavailable, InvalidMessage
 
 T = TypeVar("T")
@@ -139,23 +137,28 @@ class PostgresStore:
         caller's transaction, once."""
         borrowed = _BORROWED.get()
         if borrowed is not None and borrowed[0] is self:
-            db = borrowed[1]
-            try:
-                if not db.autocommit and db.info.transaction_status == TransactionStatus.IDLE:
-                    # open the connection's implicit transaction (what its own next
-                    # statement would do), so the block below is a savepoint of it rather
-                    # than a transaction of its own that would commit at once
-                    db.execute("SELECT 1")
-                with db.transaction():
-                    return work(db)
-            except psycopg.DataError as err:
-                raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
-            except psycopg.OperationalError as err:
-                raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
+            return self._in_callers_transaction(borrowed[1], work)
+        return self._retrying(work, block=True)
+
+    def statement(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work``, which executes one statement (atomic by itself), outside any
+        transaction block: one round trip instead of three. On a borrowed connection it
+        still runs in a savepoint of the caller's transaction."""
+        borrowed = _BORROWED.get()
+        if borrowed is not None and borrowed[0] is self:
+            return self._in_callers_transaction(borrowed[1], work)
+        return self._retrying(work, block=False)
+
+    def _retrying(self, work: Callable[[Connection], T], *, block: bool) -> T:
+        """``work`` on a pooled connection (in a transaction block if ``block``), run
+        again after a lost deadlock, with a short random pause."""
         for attempt in range(_ATTEMPTS):
             try:
-                with self._connection() as db, db.transaction():
-                    return work(db)
+                with self._connection() as db:
+                    if not block:
+                        return work(db)
+                    with db.transaction():
+                        return work(db)
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 if attempt == _ATTEMPTS - 1:
                     raise
@@ -164,24 +167,22 @@ class PostgresStore:
                 raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
         raise AssertionError("unreachable")
 
-    def statement(self, work: Callable[[Connection], T]) -> T:
-        """Run ``work``, which executes one statement (atomic by itself), outside any
-        transaction block: one round trip instead of three. On a borrowed connection it
-        still runs in a savepoint of the caller's transaction."""
-        borrowed = _BORROWED.get()
-        if borrowed is not None and borrowed[0] is self:
-            return self.write(work)
-        for attempt in range(_ATTEMPTS):
-            try:
-                with self._connection() as db:
-                    return work(db)
-            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
-                if attempt == _ATTEMPTS - 1:
-                    raise
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            except psycopg.DataError as err:
-                raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
-        raise AssertionError("unreachable")
+    @staticmethod
+    def _in_callers_transaction(db: Connection, work: Callable[[Connection], T]) -> T:
+        """``work`` in a savepoint of the caller's transaction on ``db`` (once: the
+        transaction is the caller's to retry)."""
+        try:
+            if not db.autocommit and db.info.transaction_status == TransactionStatus.IDLE:
+                # open the connection's implicit transaction (what its own next statement
+                # would do), so the block below is a savepoint of it rather than a
+                # transaction of its own that would commit at once
+                db.execute("SELECT 1")
+            with db.transaction():
+                return work(db)
+        except psycopg.DataError as err:
+            raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
+        except psycopg.OperationalError as err:
+            raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
 
     def counter_slot(self) -> int:
         """This thread's row of each counter (``count``)."""
@@ -277,27 +278,3 @@ class PostgresStore:
                 self.sql("UPDATE tw.queue_bounds SET pending = pending + %s WHERE queue = %s"),
                 (delta, queue),
             )
-
-    def insert_next(self, db: Connection, nxt: Envelope, now: int) -> None:
-        """Store a chain's next occurrence; its deterministic id makes a repeat a no-op."""
-        inserted = db.execute(
-            self.sql(
-                "INSERT INTO tw.messages "
-                "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
-            ),
-            (
-                nxt.id,
-                nxt.queue,
-                nxt.key,
-                nxt.priority,
-                initial_state(nxt, now),
-                nxt.due_ms,
-                nxt.due_ms,
-                nxt.timeout_ms,
-                nxt.body,
-                nxt.fair,
-            ),
-        ).rowcount
-        self.count(db, nxt.queue, "enqueued", inserted)
-        self.add_pending(db, nxt.queue, inserted)

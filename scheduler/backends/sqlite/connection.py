@@ -15,12 +15,12 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from scheduler.backends.base import Envelope, State, StoredMessage
+from scheduler.backends.base import Envelope
 from scheduler.backends.options import UrlOptions
 from scheduler.backends.records import LedgerEntry
 from scheduler.backends.sqlite import ledger_log, ledger_pages
 from scheduler.backends.sqlite.fairness import FAIR_SCHEMA
-from scheduler.backends.states import LEASED, READY, SCHEDULED, initial_state
+from scheduler.backends.states import initial_state
 from scheduler.clock import Clock, SystemClock
 from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
 
@@ -145,22 +145,6 @@ CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
 _PRUNE_EVERY_MS = 1000
 #: and expired ledger records (a full scan: the ledger has no index by expiry) this often
 _LEDGER_SWEEP_MS = 3_600_000
-STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}
-COLUMNS = "id, queue, key, priority, state, due_ms, timeout_ms, attempt, last_error, body, fair"
-
-
-def stored_message(row: sqlite3.Row) -> StoredMessage:
-    envelope = Envelope(
-        id=row[0],
-        queue=row[1],
-        key=row[2],
-        priority=row[3],
-        due_ms=row[5],
-        timeout_ms=row[6],
-        body=row[9],
-        fair=row[10],
-    )
-    return StoredMessage(envelope, STATE_NAMES[row[4]], row[7], row[8])
 
 
 class SQLiteOptions(UrlOptions):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
+from scheduler.backends.outcomes import plan
 from scheduler.backends.roles import Messages
 from scheduler.backends.sqlite import bounds
-from scheduler.backends.sqlite.connection import COLUMNS, SQLiteStore, stored_message
-from scheduler.backends.states import initial_state
+from scheduler.backends.sqlite.connection import SQLiteStore
+from scheduler.backends.states import COLUMNS, initial_state, stored_message
 from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 
 
@@ -39,38 +39,22 @@ class SQLiteMessages(Messages):
             room = bounds.room(db, envelopes) if bounded else {}
             holders = self._key_holders(db, envelopes)
             present = self._present_ids(db, [e.id for e in envelopes if e.key is None])
-            refuse_taken_keys(envelopes, holders, on_conflict)
-            outcomes: list[Outcome] = []
-            rows = []
-            per_queue: dict[str, int] = {}
-            added: dict[str, int] = {}  # new messages (a replacement adds none)
-            for e in envelopes:
-                holder = holders.get((e.queue, e.key)) if e.key is not None else None
-                outcome = decide(e, holder, e.id in present, on_conflict, room)
-                outcomes.append(outcome)
-                if outcome not in WRITES:
-                    continue
-                if outcome is Outcome.ENQUEUED:
-                    added[e.queue] = added.get(e.queue, 0) + 1
-                if e.key is not None:
-                    holders[(e.queue, e.key)] = (e.id, e.body)
-                else:
-                    present.add(e.id)
-                rows.append(
-                    (
-                        e.id,
-                        e.queue,
-                        e.key,
-                        e.priority,
-                        initial_state(e, now),
-                        e.due_ms,
-                        e.due_ms,
-                        e.timeout_ms,
-                        e.body,
-                        e.fair,
-                    )
+            planned = plan(envelopes, holders, present, on_conflict, room)
+            rows = [
+                (
+                    e.id,
+                    e.queue,
+                    e.key,
+                    e.priority,
+                    initial_state(e, now),
+                    e.due_ms,
+                    e.due_ms,
+                    e.timeout_ms,
+                    e.body,
+                    e.fair,
                 )
-                per_queue[e.queue] = per_queue.get(e.queue, 0) + 1
+                for e in planned.writes
+            ]
             # REPLACE also removes a row that holds the key under another id (even a leased
             # one: its holder's ack is then refused, so a replaced chain cannot resurrect)
             db.executemany(
@@ -79,11 +63,11 @@ class SQLiteMessages(Messages):
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            for queue, count in per_queue.items():
+            for queue, count in planned.written.items():
                 self._store.count(db, queue, "enqueued", count)
-            for queue, count in added.items():
+            for queue, count in planned.added.items():
                 self._store.add_pending(db, queue, count)
-        return outcomes
+        return planned.outcomes
 
     def _insert_fresh(
         self, db: sqlite3.Connection, envelopes: Sequence[Envelope], now: int, bounded: bool
