@@ -35,10 +35,10 @@ def app(tmp_path: Path) -> Iterator[App]:
 @pytest.fixture
 def conn(app: App) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
     """The application's own connection (not autocommit: psycopg's default), with a
-    business table."""
+    business table of its own (temporary: other tests share the database)."""
     url = app.settings.backend.split("?")[0]
     with psycopg.connect(url) as connection:
-        connection.execute("CREATE TABLE IF NOT EXISTS orders (id serial PRIMARY KEY, who text)")
+        connection.execute("CREATE TEMP TABLE orders (id serial PRIMARY KEY, who text)")
         connection.commit()
         yield connection
 

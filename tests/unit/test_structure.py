@@ -149,11 +149,12 @@ def test_backends_are_composed_not_chained() -> None:
     from scheduler.backends.base import Backend
     from scheduler.backends.cassandra import CassandraBackend
     from scheduler.backends.codec import CodedBackend
+    from scheduler.backends.postgres import PostgresBackend
     from scheduler.backends.redis import RedisBackend
     from scheduler.backends.sqlite import SQLiteBackend
 
-    backends = (SQLiteBackend, RedisBackend, CassandraBackend)
-    assert [len(backend.__mro__) for backend in backends] == [4, 4, 4]
+    backends = (SQLiteBackend, PostgresBackend, RedisBackend, CassandraBackend)
+    assert [len(backend.__mro__) for backend in backends] == [4, 4, 4, 4]
     stores = set(Backend.__subclasses__()) - {CodedBackend}  # the codec wraps any of them
     assert stores == set(backends) and len(CodedBackend.__mro__) == 4
     for role_name in roles.__all__:
