@@ -256,8 +256,9 @@ class App:
         ``schedule``, ``enqueue``, ``enqueue_many``, batches, chains, ``cancel``) goes
         through ``connection``, your own psycopg connection, inside its open transaction:
         workers see the messages when it commits; a rollback leaves nothing, and undoes
-        a cancel. PostgreSQL only (``Capability.TRANSACTIONS``); elsewhere it raises
-        ``ConfigurationError``."""
+        a cancel. An ``AsyncConnection`` carries ``await adelay()``, ``aschedule()`` and
+        ``aenqueue()`` of a single call. PostgreSQL only (``Capability.TRANSACTIONS``);
+        elsewhere it raises ``ConfigurationError``."""
         return self.backend.transaction(connection)
 
     def _within(self, connection: Any) -> AbstractContextManager[None]:
@@ -312,13 +313,16 @@ class App:
         *,
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> str:
         """``enqueue`` without blocking the event loop: the message is built on the loop
         and written through ``backend.messages.aenqueue`` (from the loop itself on Redis,
-        in a thread elsewhere)."""
-        return await self._producer.aenqueue(
-            call, on_conflict, block=block, block_timeout=block_timeout
-        )
+        in a thread elsewhere). With ``connection``, a psycopg ``AsyncConnection`` (or a
+        ``Connection``), it is written inside that connection's transaction."""
+        with self._within(connection):
+            return await self._producer.aenqueue(
+                call, on_conflict, block=block, block_timeout=block_timeout
+            )
 
     aenqueue_many = in_thread(enqueue_many)
 

@@ -72,6 +72,7 @@ class Producer(ResultReader, Protocol):
         *,
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> str: ...
 
 
@@ -217,14 +218,20 @@ class TaskFunction(Generic[P, R]):
         on_conflict: str = "error",
         block: bool = True,
         block_timeout: float | None = None,
+        connection: Any = None,
     ) -> TaskHandle:
         """``schedule`` for code on an event loop: the backend call (and any wait for room
-        in a full queue) runs in a thread."""
+        in a full queue) runs in a thread, or on the loop itself with ``connection`` (an
+        asynchronous psycopg connection whose transaction it joins)."""
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
         message_id = await self.app.aenqueue(
-            call, on_conflict=on_conflict, block=block, block_timeout=block_timeout
+            call,
+            on_conflict=on_conflict,
+            block=block,
+            block_timeout=block_timeout,
+            connection=connection,
         )
         return TaskHandle(message_id, self.app, self.name)
 

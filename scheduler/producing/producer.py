@@ -116,13 +116,16 @@ class Producer:
         block_timeout: float | None = None,
     ) -> str:
         """``enqueue`` without blocking the event loop: the message is built on the loop
-        and written through ``backend.messages.aenqueue`` (from the loop itself on Redis, in a
-        thread elsewhere); a batch, a group, or a clock due to be read again from the
-        backend go to a thread whole."""
-        if not isinstance(call, Call) or self.backend_clock.due():
+        and written through ``backend.messages.aenqueue`` (from the loop itself on Redis
+        and on a caller's asynchronous PostgreSQL connection, in a thread elsewhere); a
+        batch or a group goes to a thread whole, and so does a read of the backend's
+        clock when one is due."""
+        if not isinstance(call, Call):
             return await asyncio.to_thread(
                 self.enqueue, call, on_conflict, block=block, block_timeout=block_timeout
             )
+        if self.backend_clock.due():  # its read of the backend's clock, off the loop
+            await asyncio.to_thread(self.backend_clock.now_ms)
         mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
         await awrite_bounded(

@@ -5,6 +5,7 @@ Every check reads through a second, independent client, as a worker would."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ import psycopg
 import pytest
 
 from scheduler import App
-from scheduler.errors import ConfigurationError
+from scheduler.errors import ConfigurationError, KeyConflict
 from scheduler.model.tasks import TaskFunction
 from scheduler.workflows.batches import Batch
 from tests.support.backends import backend_url
@@ -146,3 +147,34 @@ def test_backends_without_transactions_say_so(sqlite_url: str) -> None:
 def test_only_a_psycopg_connection_is_taken(app: App) -> None:
     with pytest.raises(TypeError, match="psycopg"), app.transaction(object()):
         pass
+
+
+def test_an_async_connection_carries_adelay_and_aschedule(app: App) -> None:
+    """From an asyncio application's own ``AsyncConnection``: written on the loop inside
+    its transaction (a key conflict rolls back only its savepoint); a rollback leaves
+    nothing; what it cannot carry (a cancel, a batch) is one clear error."""
+    confirm, seen = _register(app)
+    url = app.settings.backend.split("?")[0]
+
+    async def scenario() -> tuple[str, str]:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            with app.transaction(conn):
+                lost = await confirm.adelay(1)
+            await conn.rollback()
+            kept = await confirm.aschedule((2,), key="k", connection=conn)
+            with pytest.raises(KeyConflict):
+                await confirm.aschedule((3,), key="k", connection=conn)
+            assert app.get(id=str(kept)) is None, "not visible before the commit"
+            await conn.commit()
+            with (
+                pytest.raises(ConfigurationError, match="asynchronous connection"),
+                app.transaction(conn),
+            ):
+                app.cancel(key="k")
+            return str(lost), str(kept)
+
+    lost, kept = asyncio.run(scenario())
+    assert app.get(id=lost) is None
+    assert app.get(id=kept) is not None
+    _run_all(app)
+    assert seen == [2]

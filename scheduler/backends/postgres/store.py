@@ -24,10 +24,16 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from scheduler.backends.postgres.schema import MIGRATIONS, qualify
-from scheduler.errors import BackendError, BackendUnavailable, InvalidMessage
+from scheduler.errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigurationError,
+    InvalidMessage,
+)
 
 T = TypeVar("T")
 Connection = psycopg.Connection[Any]
+AsyncConnection = psycopg.AsyncConnection[Any]
 
 #: a transaction that lost a deadlock (or a serialization check) is run again this often
 _ATTEMPTS = 8
@@ -41,8 +47,8 @@ PRUNE_EVERY_MS = 1000
 _NOW_SQL = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 #: (store, connection) of the caller's transaction in this context, if any
-_BORROWED: contextvars.ContextVar[tuple[PostgresStore, Connection] | None] = contextvars.ContextVar(
-    "tickwork_postgres_borrowed", default=None
+_BORROWED: contextvars.ContextVar[tuple[PostgresStore, Connection | AsyncConnection] | None] = (
+    contextvars.ContextVar("tickwork_postgres_borrowed", default=None)
 )
 
 
@@ -135,18 +141,18 @@ class PostgresStore:
         """Run ``work`` in one transaction and commit it; run again (from the start) when
         the transaction lost a deadlock. On a borrowed connection: in a savepoint of the
         caller's transaction, once."""
-        borrowed = _BORROWED.get()
-        if borrowed is not None and borrowed[0] is self:
-            return self._in_callers_transaction(borrowed[1], work)
+        borrowed = self._borrowed_sync()
+        if borrowed is not None:
+            return self._in_callers_transaction(borrowed, work)
         return self._retrying(work, block=True)
 
     def statement(self, work: Callable[[Connection], T]) -> T:
         """Run ``work``, which executes one statement (atomic by itself), outside any
         transaction block: one round trip instead of three. On a borrowed connection it
         still runs in a savepoint of the caller's transaction."""
-        borrowed = _BORROWED.get()
-        if borrowed is not None and borrowed[0] is self:
-            return self._in_callers_transaction(borrowed[1], work)
+        borrowed = self._borrowed_sync()
+        if borrowed is not None:
+            return self._in_callers_transaction(borrowed, work)
         return self._retrying(work, block=False)
 
     def _retrying(self, work: Callable[[Connection], T], *, block: bool) -> T:
@@ -171,7 +177,7 @@ class PostgresStore:
     def _in_callers_transaction(db: Connection, work: Callable[[Connection], T]) -> T:
         """``work`` in a savepoint of the caller's transaction on ``db`` (once: the
         transaction is the caller's to retry)."""
-        try:
+        with PostgresStore.errors_explained():
             if not db.autocommit and db.info.transaction_status == TransactionStatus.IDLE:
                 # open the connection's implicit transaction (what its own next statement
                 # would do), so the block below is a savepoint of it rather than a
@@ -179,6 +185,14 @@ class PostgresStore:
                 db.execute("SELECT 1")
             with db.transaction():
                 return work(db)
+
+    @staticmethod
+    @contextmanager
+    def errors_explained() -> Iterator[None]:
+        """psycopg's errors on a caller's connection as tickwork's: a refused value is
+        ``InvalidMessage``, a lost connection ``BackendUnavailable``."""
+        try:
+            yield
         except psycopg.DataError as err:
             raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
         except psycopg.OperationalError as err:
@@ -190,18 +204,41 @@ class PostgresStore:
 
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` (reads only) on a connection: the caller's one if borrowed."""
-        borrowed = _BORROWED.get()
-        if borrowed is not None and borrowed[0] is self:
-            return work(borrowed[1])
+        borrowed = self._borrowed_sync()
+        if borrowed is not None:
+            return work(borrowed)
         with self._connection() as db:
             return work(db)
 
+    def _borrowed_sync(self) -> Connection | None:
+        """The caller's connection in this context, if it is this store's and synchronous.
+        An asynchronous one carries only ``aenqueue`` (from the event loop): anything else
+        is refused, since its write cannot join the caller's transaction."""
+        borrowed = _BORROWED.get()
+        if borrowed is None or borrowed[0] is not self:
+            return None
+        if isinstance(borrowed[1], psycopg.AsyncConnection):
+            raise ConfigurationError(
+                "on an asynchronous connection, only await adelay(), aschedule() and "
+                "app.aenqueue() of a single call write inside your transaction (and not "
+                "while its queue is full); use a synchronous psycopg Connection for the rest"
+            )
+        return borrowed[1]
+
+    def borrowed_async(self) -> AsyncConnection | None:
+        """The caller's asynchronous connection in this context, if it is this store's."""
+        borrowed = _BORROWED.get()
+        if borrowed is None or borrowed[0] is not self:
+            return None
+        connection = borrowed[1]
+        return connection if isinstance(connection, psycopg.AsyncConnection) else None
+
     @contextmanager
-    def borrowed(self, connection: Connection) -> Iterator[None]:
+    def borrowed(self, connection: Connection | AsyncConnection) -> Iterator[None]:
         """Within this block (this thread or task), write and read on ``connection``."""
-        if not isinstance(connection, psycopg.Connection):
+        if not isinstance(connection, psycopg.Connection | psycopg.AsyncConnection):
             raise TypeError(
-                "transactional enqueue takes a psycopg (3) Connection, "
+                "transactional enqueue takes a psycopg (3) Connection or AsyncConnection, "
                 f"not {type(connection).__name__}"
             )
         token = _BORROWED.set((self, connection))
