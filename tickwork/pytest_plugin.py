@@ -1,5 +1,6 @@
 """tickwork's pytest plugin (registered through the ``pytest11`` entry point, so a project
-that installs tickwork has it): the ``tickwork_isolated`` fixture."""
+that installs tickwork has it): the ``tickwork_isolated`` fixture and the ``tickwork``
+marker that chooses its mode (``@pytest.mark.tickwork(mode="inline")``)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,25 @@ from scheduler import App
 from tickwork.testing import Isolated, IsolateFixture
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        'tickwork(mode="inline"|"manual"): the mode of the apps tickwork_isolated isolates',
+    )
+
+
 @pytest.fixture
-def tickwork_isolated() -> Iterator[IsolateFixture]:
+def tickwork_isolated(request: pytest.FixtureRequest) -> Iterator[IsolateFixture]:
     """Call it with your app (``tickwork_isolated(app)``, optionally a backend URL): the
     app runs on a fresh backend for the test (see ``tickwork.testing.Isolated``) and is
-    restored after it."""
+    restored after it. The test's ``tickwork`` marker gives the mode unless the call
+    does."""
+    marker = request.node.get_closest_marker("tickwork")
+    marked = dict(marker.kwargs) if marker is not None else {}
     opened: list[Isolated] = []
 
     def isolate(app: App, url: str | None = None, **options: Any) -> Isolated:
-        isolated = Isolated(app, url, **options)
+        isolated = Isolated(app, url, **{**marked, **options})
         opened.append(isolated)
         return isolated
 

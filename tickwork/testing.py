@@ -25,20 +25,24 @@ installed) does the same for a test and restores the app after it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import tempfile
 import threading
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic_core import from_json, to_json
 
 from scheduler import App
+from scheduler.backends.records import Failure
 from scheduler.clock import Clock, ManualClock
 from scheduler.hooks import Hook, Hooks
 from scheduler.model.message import Message, ScheduledMessage
@@ -54,6 +58,10 @@ class Drained:
 
     outcomes: Counter[str] = field(default_factory=Counter)
     runs: list[tuple[RunInfo, str]] = field(default_factory=list)
+    #: why each run that went to the poison queue failed
+    failures: list[tuple[RunInfo, Failure]] = field(default_factory=list)
+    #: the delay of each retry scheduled
+    retry_delays_s: list[float] = field(default_factory=list)
 
     @property
     def succeeded(self) -> int:
@@ -75,6 +83,25 @@ class Drained:
         """The outcomes of ``task``'s runs, in the order they were settled."""
         name = task if isinstance(task, str) else task.name
         return [outcome for run, outcome in self.runs if run.task == name]
+
+    def add(self, other: Drained) -> None:
+        self.outcomes.update(other.outcomes)
+        self.runs += other.runs
+        self.failures += other.failures
+        self.retry_delays_s += other.retry_delays_s
+
+
+class TaskFailed(Exception):
+    """A task run inline failed for good (it went to the poison queue, as a worker would
+    have put it): ``failure`` says why, ``run`` which message it was."""
+
+    def __init__(self, run: RunInfo, failure: Failure) -> None:
+        super().__init__(
+            f"{run.task} (message {run.message_id}) failed for good after {run.attempt} "
+            f"attempt(s): {failure.error_type}: {failure.message}"
+        )
+        self.run = run
+        self.failure = failure
 
 
 class _Recorder(Hook):
@@ -105,14 +132,41 @@ class _Outcomes(Hook):
                 self.drained.outcomes[outcome] += 1
                 self.drained.runs.append((run, outcome))
 
+    def on_retry(self, run: RunInfo, error: str, delay_s: float) -> None:
+        with self._lock:
+            if self.drained is not None:
+                self.drained.retry_delays_s.append(delay_s)
+
+    def on_poison(self, run: RunInfo, failure: Failure) -> None:
+        with self._lock:
+            if self.drained is not None:
+                self.drained.failures.append((run, failure))
+
 
 class Isolated:
     """``app`` on a fresh backend for the length of a block or a test: by default a
     temporary SQLite file on a ``ManualClock`` (``advance`` moves it), or the backend of
-    ``url`` (on its own clock). The app's backend, clock and hooks are restored after."""
+    ``url`` (on its own clock). The app's backend, clock and hooks are restored after.
 
-    def __init__(self, app: App, url: str | None = None, start_ms: int | None = None) -> None:
+    ``mode``: ``"manual"`` (the default) stores what is enqueued and runs nothing until
+    ``drain``; ``"inline"`` runs each enqueued message at once, in the caller's thread,
+    through a worker (arguments validated, JSON both ways, retries followed by moving
+    the clock, the poison decision, results kept), and raises ``TaskFailed`` from the
+    enqueuing call when it fails for good. ``inline()`` and ``manual()`` switch for a
+    block."""
+
+    def __init__(
+        self,
+        app: App,
+        url: str | None = None,
+        start_ms: int | None = None,
+        mode: Literal["manual", "inline"] = "manual",
+    ) -> None:
+        if mode not in ("manual", "inline"):
+            raise ValueError(f"mode must be 'manual' or 'inline', not {mode!r}")
         self.app = app
+        self.mode = mode
+        self._draining = threading.local()
         self._saved = (app.settings.backend, app.clock, app.hooks)
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.clock: ManualClock | None = None
@@ -124,10 +178,12 @@ class Isolated:
         self._outcomes = _Outcomes()
         app.hooks = Hooks([*app.hooks, self._recorder, self._outcomes])
         app.use_backend(url, clock=self.clock)
+        self._patched = _InlineEntries(self)
 
     def close(self) -> None:
         """Restore the app as it was (its backend reopened from its URL on next use)."""
         url, clock, hooks = self._saved
+        self._patched.remove()
         self.app.hooks = hooks
         self.app.use_backend(url, clock=clock)
         if self._scratch is not None:
@@ -144,6 +200,53 @@ class Isolated:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    # -- modes -------------------------------------------------------------------------------
+
+    @contextmanager
+    def inline(self) -> Iterator[None]:
+        """Within this block, each enqueued message runs at once (``mode="inline"``)."""
+        saved, self.mode = self.mode, "inline"
+        try:
+            yield
+        finally:
+            self.mode = saved
+
+    @contextmanager
+    def manual(self) -> Iterator[None]:
+        """Within this block, enqueued messages wait for ``drain`` (``mode="manual"``)."""
+        saved, self.mode = self.mode, "manual"
+        try:
+            yield
+        finally:
+            self.mode = saved
+
+    def run_inline(self) -> Drained:
+        """What inline mode does after an enqueue: drain what is due, follow retries
+        (moving the test's clock to each, or waiting on a server's clock), and raise
+        ``TaskFailed`` for a run that failed for good. Not from inside a run (a handler
+        that enqueues): the drain that runs it runs what it enqueued."""
+        total = Drained()
+        if getattr(self._draining, "on", False):
+            return total
+        self._draining.on = True
+        try:
+            while True:
+                drained = self.drain()
+                total.add(drained)
+                if not drained.retried:
+                    break
+                wait = timedelta(seconds=max(drained.retry_delays_s)) + timedelta(milliseconds=1)
+                if self.clock is not None:
+                    self.advance(wait)
+                else:
+                    time.sleep(wait.total_seconds())
+        finally:
+            self._draining.on = False
+        if total.failures:
+            run, failure = total.failures[0]
+            raise TaskFailed(run, failure)
+        return total
 
     # -- time and running ----------------------------------------------------------------
 
@@ -259,10 +362,59 @@ class Isolated:
         return "enqueued:\n  " + "\n  ".join(lines)
 
 
-def isolated(app: App, url: str | None = None, start_ms: int | None = None) -> Isolated:
+class _InlineEntries:
+    """The app's enqueue verbs wrapped while it is isolated: each, when the ``Isolated``
+    is in inline mode, runs what it enqueued before returning (``Isolated.run_inline``).
+    Instance attributes over the app's own methods, removed by ``remove``."""
+
+    _NAMES = ("enqueue", "enqueue_many", "aenqueue")
+
+    def __init__(self, isolated: Isolated) -> None:
+        self._app = isolated.app
+        self._batches = isolated.app.batches
+        for owner, name in self._places():
+            original = getattr(owner, name)
+            setattr(owner, name, self._wrapped(isolated, original))
+
+    def _places(self) -> list[tuple[Any, str]]:
+        return [(self._app, name) for name in self._NAMES] + [(self._batches, "enqueue")]
+
+    @staticmethod
+    def _wrapped(isolated: Isolated, original: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(original):
+
+            @functools.wraps(original)
+            async def aenqueue(*args: Any, **kwargs: Any) -> Any:
+                written = await original(*args, **kwargs)
+                if isolated.mode == "inline":  # a worker runs it: off the event loop
+                    await asyncio.to_thread(isolated.run_inline)
+                return written
+
+            return aenqueue
+
+        @functools.wraps(original)
+        def enqueue(*args: Any, **kwargs: Any) -> Any:
+            written = original(*args, **kwargs)
+            if isolated.mode == "inline":
+                isolated.run_inline()
+            return written
+
+        return enqueue
+
+    def remove(self) -> None:
+        for owner, name in self._places():
+            vars(owner).pop(name, None)
+
+
+def isolated(
+    app: App,
+    url: str | None = None,
+    start_ms: int | None = None,
+    mode: Literal["manual", "inline"] = "manual",
+) -> Isolated:
     """``app`` on a fresh backend until the returned ``Isolated`` is closed (a ``with``
     block): see ``Isolated``."""
-    return Isolated(app, url, start_ms)
+    return Isolated(app, url, start_ms, mode)
 
 
 def run_task(task: TaskFunction[..., Any], *args: Any, **kwargs: Any) -> Any:

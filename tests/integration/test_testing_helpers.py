@@ -3,6 +3,7 @@ assertions on what was enqueued, ``run_task``, and the pytest fixture."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 
 from scheduler import App, BatchOutcome, InvalidMessage, batch, chain, group
 from tests.support.backends import backend_url
-from tickwork.testing import IsolateFixture, isolated, run_task
+from tickwork.testing import IsolateFixture, TaskFailed, isolated, run_task
 from triggers import Cron
 
 
@@ -154,6 +155,18 @@ def test_the_fixture_isolates_and_restores(
     assert tw.drain().succeeded == 1
 
 
+@pytest.mark.tickwork(mode="inline")
+def test_the_marker_chooses_the_mode(
+    shop: tuple[App, dict[str, Any]], tickwork_isolated: IsolateFixture
+) -> None:
+    app, seen = shop
+    tw = tickwork_isolated(app)
+    assert tw.mode == "inline"
+    seen["tasks"]["store"].delay(3)
+    assert seen["steps"] == [("store", 3)], "ran at once"
+    assert tickwork_isolated(app, mode="manual").mode == "manual", "the call wins"
+
+
 def test_isolated_on_a_server_backend(shop: tuple[App, dict[str, Any]], tmp_path: Any) -> None:
     """The same helpers on Redis (its own clock: no ``advance``)."""
     app, seen = shop
@@ -163,3 +176,81 @@ def test_isolated_on_a_server_backend(shop: tuple[App, dict[str, Any]], tmp_path
         assert tw.drain().succeeded == 2 and seen["steps"] == ["fetch", ("store", 2)]
         with pytest.raises(RuntimeError, match="has a clock"):
             tw.advance(timedelta(minutes=1))
+
+
+def _flaky_app() -> tuple[App, dict[str, Any]]:
+    """Tasks whose runs inline mode must treat as a worker would."""
+    app = App("sqlite:////nonexistent-dir/never-opened.db")
+    seen: dict[str, Any] = {"attempts": 0, "sizes": []}
+
+    @app.task(retries=2, keep_result=True)
+    def flaky(fail_times: int) -> str:
+        seen["attempts"] += 1
+        if seen["attempts"] <= fail_times:
+            raise RuntimeError(f"attempt {seen['attempts']} failed")
+        return "done"
+
+    @app.task(keep_result=True)
+    def returns_an_object() -> Any:
+        return object()  # not JSON: a worker cannot keep it
+
+    @app.task
+    def size(n: int) -> None:
+        seen["sizes"].append(n)
+
+    @app.task
+    def fan_out(count: int) -> None:  # a handler that enqueues: run by the same drain
+        for n in range(count):
+            size.delay(n)
+
+    seen["tasks"] = {"flaky": flaky, "returns_an_object": returns_an_object, "size": size}
+    seen["fan_out"] = fan_out
+    return app, seen
+
+
+def test_inline_runs_at_once_through_a_worker_and_follows_retries() -> None:
+    app, seen = _flaky_app()
+    flaky, size = seen["tasks"]["flaky"], seen["tasks"]["size"]
+    with isolated(app, mode="inline") as tw:
+        handle = flaky.delay(2)  # fails twice, then succeeds on its last retry
+        assert seen["attempts"] == 3 and app.result(str(handle)).value == "done"
+        size.delay("7")  # coerced to 7 by the task's signature, as a worker would
+        assert seen["sizes"] == [7]
+        seen["fan_out"].delay(3)
+        assert seen["sizes"] == [7, 0, 1, 2], "what a handler enqueued ran in the same call"
+        with tw.manual():
+            size.delay(9)
+            assert seen["sizes"] == [7, 0, 1, 2], "manual in the block: nothing runs"
+            tw.assert_enqueued(size, args=[9])
+    app.close()
+
+
+def test_inline_rejects_what_a_worker_would() -> None:
+    app, seen = _flaky_app()
+    flaky, returns_an_object = seen["tasks"]["flaky"], seen["tasks"]["returns_an_object"]
+    size = seen["tasks"]["size"]
+    with isolated(app) as tw, tw.inline():
+        with pytest.raises(InvalidMessage):
+            size.delay("seven")  # does not validate: nothing is written, nothing runs
+        with pytest.raises(TaskFailed, match="RuntimeError: attempt 3 failed") as failed:
+            flaky.delay(5)  # fails three times: retried twice, then poisoned
+        assert failed.value.run.attempt == 3 and seen["attempts"] == 3
+        with pytest.raises(TaskFailed, match="not JSON-encodable"):
+            returns_an_object.delay()
+        poisoned = {r.envelope.id for r in app.backend.poison.list()}
+        assert failed.value.run.message_id in poisoned, "in the poison queue, as on a worker"
+    app.close()
+
+
+def test_inline_from_the_async_producer() -> None:
+    app, seen = _flaky_app()
+    size = seen["tasks"]["size"]
+
+    async def produce() -> None:
+        await size.adelay(4)
+        await size.aschedule(("5",))
+
+    with isolated(app, mode="inline"):
+        asyncio.run(produce())
+    assert seen["sizes"] == [4, 5]
+    app.close()
