@@ -167,10 +167,13 @@ def test_the_marker_chooses_the_mode(
     assert tickwork_isolated(app, mode="manual").mode == "manual", "the call wins"
 
 
-def test_isolated_on_a_server_backend(shop: tuple[App, dict[str, Any]], tmp_path: Any) -> None:
-    """The same helpers on Redis (its own clock: no ``advance``)."""
+@pytest.mark.parametrize("server", ["redis", "postgres"])
+def test_isolated_on_a_server_backend(
+    shop: tuple[App, dict[str, Any]], tmp_path: Any, server: str
+) -> None:
+    """The same helpers on Redis and on PostgreSQL (their own clock: no ``advance``)."""
     app, seen = shop
-    with isolated(app, backend_url("redis", tmp_path)) as tw:
+    with isolated(app, backend_url(server, tmp_path)) as tw:
         app.enqueue(chain(seen["tasks"]["fetch"].si(1), seen["tasks"]["store"].s()))
         tw.assert_enqueued(seen["tasks"]["fetch"], args=[1])
         assert tw.drain().succeeded == 2 and seen["steps"] == ["fetch", ("store", 2)]
