@@ -257,3 +257,26 @@ def test_inline_from_the_async_producer() -> None:
         asyncio.run(produce())
     assert seen["sizes"] == [4, 5]
     app.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.tickwork(mode="inline")
+async def test_an_async_test_with_async_tasks(tickwork_isolated: IsolateFixture) -> None:
+    """pytest-asyncio: an ``async def`` test enqueues ``async def`` tasks with the async
+    producer; inline mode runs them (on the worker's loop) before ``adelay`` returns."""
+    app = App("sqlite:////nonexistent-dir/never-opened.db")
+    seen: list[int] = []
+
+    @app.task
+    async def double(n: int) -> None:
+        await asyncio.sleep(0)
+        seen.append(2 * n)
+
+    tw = tickwork_isolated(app)
+    await double.adelay(21)
+    assert seen == [42]
+    with tw.manual():
+        await double.adelay(1)
+        tw.assert_enqueued(double, args=[1])
+    assert tw.drain().succeeded == 1 and seen == [42, 2]
+    app.close()

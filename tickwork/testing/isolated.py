@@ -1,146 +1,26 @@
-"""Testing code that enqueues: an app isolated on a fresh backend, drained in-process,
-with assertions that say what *was* enqueued.
-
-::
-
-    from tickwork.testing import isolated, run_task
-
-    def test_signup_sends_a_welcome_mail() -> None:
-        with isolated(app) as tw:          # a fresh SQLite file on a clock the test moves
-            signup("ada@example.com")      # code under test: calls send_welcome.delay(...)
-            tw.assert_enqueued(send_welcome, args=["ada@example.com"])
-            done = tw.drain()              # run what is due, chains and callbacks included
-            assert done.succeeded == 1
-
-    def test_send_welcome_renders() -> None:
-        assert run_task(send_welcome, "ada@example.com") == "sent"
-
-Everything goes through the same path as production: arguments validated against the
-task's signature and encoded to JSON at enqueue, decoded by a real worker (a burst
-worker in the test's process), results and retries by the task's options. The pytest
-fixture ``tickwork_isolated`` (``tickwork.pytest_plugin``, registered when tickwork is
-installed) does the same for a test and restores the app after it.
-"""
+"""``Isolated``: an app on a fresh backend for a block or a test, its modes, ``drain``,
+``advance`` and the assertions on what was enqueued."""
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import inspect
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from pydantic_core import from_json, to_json
-
 from scheduler import App
-from scheduler.backends.records import Failure
 from scheduler.clock import Clock, ManualClock
-from scheduler.hooks import Hook, Hooks
+from scheduler.hooks import Hooks
 from scheduler.model.message import Message, ScheduledMessage
 from scheduler.model.tasks import TaskFunction
-from scheduler.runs.context import RunContext, RunInfo, enter, leave
-from scheduler.runs.results import encode_value
+from tickwork.testing.inline import InlineEntries
+from tickwork.testing.outcomes import Drained, Outcomes, Recorder, TaskFailed
 from workers import Worker, WorkerConfig
-
-
-@dataclass
-class Drained:
-    """What one ``drain`` ran: how many runs ended each way, and each run."""
-
-    outcomes: Counter[str] = field(default_factory=Counter)
-    runs: list[tuple[RunInfo, str]] = field(default_factory=list)
-    #: why each run that went to the poison queue failed
-    failures: list[tuple[RunInfo, Failure]] = field(default_factory=list)
-    #: the delay of each retry scheduled
-    retry_delays_s: list[float] = field(default_factory=list)
-
-    @property
-    def succeeded(self) -> int:
-        return self.outcomes["succeeded"]
-
-    @property
-    def retried(self) -> int:
-        return self.outcomes["retried"]
-
-    @property
-    def poisoned(self) -> int:
-        return self.outcomes["poisoned"]
-
-    @property
-    def aborted(self) -> int:
-        return self.outcomes["aborted"]
-
-    def of(self, task: TaskFunction[..., Any] | str) -> list[str]:
-        """The outcomes of ``task``'s runs, in the order they were settled."""
-        name = task if isinstance(task, str) else task.name
-        return [outcome for run, outcome in self.runs if run.task == name]
-
-    def add(self, other: Drained) -> None:
-        self.outcomes.update(other.outcomes)
-        self.runs += other.runs
-        self.failures += other.failures
-        self.retry_delays_s += other.retry_delays_s
-
-
-class TaskFailed(Exception):
-    """A task run inline failed for good (it went to the poison queue, as a worker would
-    have put it): ``failure`` says why, ``run`` which message it was."""
-
-    def __init__(self, run: RunInfo, failure: Failure) -> None:
-        super().__init__(
-            f"{run.task} (message {run.message_id}) failed for good after {run.attempt} "
-            f"attempt(s): {failure.error_type}: {failure.message}"
-        )
-        self.run = run
-        self.failure = failure
-
-
-class _Recorder(Hook):
-    """Every body the app writes (enqueues, next occurrences, chain steps), as written:
-    ``enqueued`` keeps those still stored. An identity codec: bodies are unchanged."""
-
-    def __init__(self) -> None:
-        self.bodies: dict[str, bytes] = {}  # message id -> body, in the order written
-        self._lock = threading.Lock()
-
-    def encode_body(self, body: bytes) -> bytes:
-        message_id = from_json(body).get("id")
-        if isinstance(message_id, str):
-            with self._lock:
-                self.bodies.pop(message_id, None)
-                self.bodies[message_id] = body
-        return body
-
-
-class _Outcomes(Hook):
-    def __init__(self) -> None:
-        self.drained: Drained | None = None
-        self._lock = threading.Lock()
-
-    def after_run(self, run: RunInfo, outcome: str, duration_ms: float) -> None:
-        with self._lock:
-            if self.drained is not None:
-                self.drained.outcomes[outcome] += 1
-                self.drained.runs.append((run, outcome))
-
-    def on_retry(self, run: RunInfo, error: str, delay_s: float) -> None:
-        with self._lock:
-            if self.drained is not None:
-                self.drained.retry_delays_s.append(delay_s)
-
-    def on_poison(self, run: RunInfo, failure: Failure) -> None:
-        with self._lock:
-            if self.drained is not None:
-                self.drained.failures.append((run, failure))
 
 
 class Isolated:
@@ -174,11 +54,11 @@ class Isolated:
             self._scratch = tempfile.TemporaryDirectory(prefix="tickwork-test-")
             url = f"sqlite:///{Path(self._scratch.name) / 'tickwork.db'}"
             self.clock = ManualClock() if start_ms is None else ManualClock(start_ms)
-        self._recorder = _Recorder()
-        self._outcomes = _Outcomes()
+        self._recorder = Recorder()
+        self._outcomes = Outcomes()
         app.hooks = Hooks([*app.hooks, self._recorder, self._outcomes])
         app.use_backend(url, clock=self.clock)
-        self._patched = _InlineEntries(self)
+        self._patched = InlineEntries(self)
 
     def close(self) -> None:
         """Restore the app as it was (its backend reopened from its URL on next use)."""
@@ -362,50 +242,6 @@ class Isolated:
         return "enqueued:\n  " + "\n  ".join(lines)
 
 
-class _InlineEntries:
-    """The app's enqueue verbs wrapped while it is isolated: each, when the ``Isolated``
-    is in inline mode, runs what it enqueued before returning (``Isolated.run_inline``).
-    Instance attributes over the app's own methods, removed by ``remove``."""
-
-    _NAMES = ("enqueue", "enqueue_many", "aenqueue")
-
-    def __init__(self, isolated: Isolated) -> None:
-        self._app = isolated.app
-        self._batches = isolated.app.batches
-        for owner, name in self._places():
-            original = getattr(owner, name)
-            setattr(owner, name, self._wrapped(isolated, original))
-
-    def _places(self) -> list[tuple[Any, str]]:
-        return [(self._app, name) for name in self._NAMES] + [(self._batches, "enqueue")]
-
-    @staticmethod
-    def _wrapped(isolated: Isolated, original: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.iscoroutinefunction(original):
-
-            @functools.wraps(original)
-            async def aenqueue(*args: Any, **kwargs: Any) -> Any:
-                written = await original(*args, **kwargs)
-                if isolated.mode == "inline":  # a worker runs it: off the event loop
-                    await asyncio.to_thread(isolated.run_inline)
-                return written
-
-            return aenqueue
-
-        @functools.wraps(original)
-        def enqueue(*args: Any, **kwargs: Any) -> Any:
-            written = original(*args, **kwargs)
-            if isolated.mode == "inline":
-                isolated.run_inline()
-            return written
-
-        return enqueue
-
-    def remove(self) -> None:
-        for owner, name in self._places():
-            vars(owner).pop(name, None)
-
-
 def isolated(
     app: App,
     url: str | None = None,
@@ -415,29 +251,6 @@ def isolated(
     """``app`` on a fresh backend until the returned ``Isolated`` is closed (a ``with``
     block): see ``Isolated``."""
     return Isolated(app, url, start_ms, mode)
-
-
-def run_task(task: TaskFunction[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run one task the way a worker would, in this thread: its arguments validated and
-    through JSON, its ``current_run()`` context, an ``async def`` one awaited on a loop
-    of its own, what it returns through JSON; returns that, or raises what it raised. A
-    return value a worker could not keep fails here too (``TypeError``)."""
-    json_args, json_kwargs = task.arguments.to_json(args, kwargs)
-    json_args, json_kwargs = from_json(to_json((json_args, json_kwargs)))
-    info = RunInfo(f"test-{task.name}", task.name, task.options.queue, None, 1, True)
-    token = enter(RunContext(info))
-    try:
-        returned = task.run(json_args, json_kwargs)
-        if inspect.isawaitable(returned):
-            returned = asyncio.run(_awaited(returned))
-    finally:
-        leave(token)
-    max_bytes = task.app.settings.max_payload_bytes if isinstance(task.app, App) else 1 << 20
-    return from_json(encode_value(returned, max_bytes))
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
 
 
 def _describe(message: Message) -> str:
