@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from scheduler.backends.postgres import ledger as ledger_rows
 from scheduler.backends.postgres.fairness import make_fair_ready
@@ -22,8 +23,6 @@ from scheduler.backends.values import Claim, ClaimBatch, Envelope
 #: the state a message goes back to: the one given, but a message with a fair-share key
 #: waits scheduled (the next claim gives it a new turn: ``fairness.py``)
 _UNLESS_FAIR = "CASE WHEN fair IS NULL THEN %s ELSE 0 END"
-#: how many due messages one claim moves from scheduled to ready at most
-_PROMOTE = 10_000
 
 # Rows are picked in a MATERIALIZED common table expression, never in ``WHERE id IN
 # (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)``: the planner may run such a subquery more
@@ -35,19 +34,6 @@ _EXPIRE = (
     "FROM picked WHERE m.id = picked.id"
 )
 
-_PREPARE = (
-    "WITH expiring AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %(queue)s "
-    "AND state = 2 AND at_ms <= %(now)s FOR UPDATE SKIP LOCKED), "
-    "coming AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %(queue)s "
-    "AND state = 0 AND at_ms <= %(until)s AND fair IS NULL "
-    f"ORDER BY at_ms, id LIMIT {_PROMOTE} FOR UPDATE SKIP LOCKED), "
-    "expired AS (UPDATE tw.messages AS m SET state = 1, at_ms = COALESCE(m.turn, m.due_ms), "
-    "token = NULL FROM expiring WHERE m.id = expiring.id RETURNING 1), "
-    "due AS (UPDATE tw.messages AS m SET state = 1 FROM coming WHERE m.id = coming.id "
-    "RETURNING 1) "
-    "SELECT (SELECT count(*) FROM expired), (SELECT count(*) FROM due)"
-)
-
 _CLAIM = (
     "WITH picked AS MATERIALIZED (SELECT id FROM tw.messages WHERE queue = %s AND state = 1 "
     "ORDER BY priority DESC, at_ms, id LIMIT %s FOR UPDATE SKIP LOCKED) "
@@ -56,11 +42,23 @@ _CLAIM = (
     f"RETURNING {', '.join('m.' + c.strip() for c in RETURNED.split(','))}"
 )
 
-_NEXT_DUE = (
-    "SELECT LEAST("
-    "(SELECT min(at_ms) FROM tw.messages WHERE queue = %s AND state = 0), "
-    "(SELECT min(at_ms) FROM tw.messages WHERE queue = %s AND state = 2))"
+#: acks without a next occurrence or a ledger entry, in one statement: the fenced
+#: deletes, the counters, the bounded queues' counts
+_ACK = (
+    "WITH gone AS (DELETE FROM tw.messages AS m USING unnest(%b::text[], %b::text[]) "
+    "AS c(id, token) WHERE m.id = c.id AND m.token = c.token RETURNING m.id, m.queue), "
+    "per AS (SELECT queue, count(*) AS n FROM gone GROUP BY queue), "
+    "counted AS (INSERT INTO tw.counters AS k (queue, name, slot, value) "
+    "SELECT queue, 'acked', %s, n FROM per ORDER BY queue ON CONFLICT (queue, name, slot) "
+    "DO UPDATE SET value = k.value + excluded.value RETURNING 1), "
+    "bounded AS (UPDATE tw.queue_bounds AS b SET pending = b.pending - per.n FROM per "
+    "WHERE b.queue = per.queue RETURNING 1) "
+    "SELECT ARRAY(SELECT id FROM gone), (SELECT count(*) FROM counted) "
+    "+ (SELECT count(*) FROM bounded)"
 )
+
+#: ``tw.claim`` (``schema.py``): the claim's rows, then a summary row
+_CLAIM_FUNCTION = "SELECT * FROM tw.claim(%s, %s, %s, %s, %s, %s::smallint)"
 
 _INSERT_NEXT = (
     "INSERT INTO tw.messages "
@@ -78,7 +76,8 @@ class PostgresLeases(Leases):
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
         sql = store.sql
-        self._prepare, self._claim, self._next_due = sql(_PREPARE), sql(_CLAIM), sql(_NEXT_DUE)
+        self._claim, self._claim_fn = sql(_CLAIM), sql(_CLAIM_FUNCTION)
+        self._ack = sql(_ACK)
         self._insert_next = sql(_INSERT_NEXT)
 
     def claim(
@@ -88,29 +87,34 @@ class PostgresLeases(Leases):
         lookahead_ms: int = 0,
         slots: Mapping[str, int] | None = None,  # slots are taken by Limits.acquire here
     ) -> ClaimBatch:
-        def work(db: Connection) -> ClaimBatch:
-            now = self._store.now_ms()
-            until = now + lookahead_ms
-            row = db.execute(self._prepare, {"queue": queue, "now": now, "until": until})
-            counts = row.fetchone()
-            redelivered = 0 if counts is None else int(counts[0])
-            make_fair_ready(self._store, db, queue, until)
-            # one statement leases the whole batch; the batch's token fences each message
-            token = secrets.token_hex(8)
-            rows = (
-                db.execute(self._claim, (queue, limit, token, now)).fetchall() if limit > 0 else []
+        """One round trip (``tw.claim``, the schema's function); a second transaction
+        only when fair messages are due, to give them their turns and lease them."""
+        store = self._store
+        now = store.now_ms()
+        until = now + lookahead_ms
+        # one statement leases the whole batch; the batch's token fences each message
+        token = secrets.token_hex(8)
+        params = (queue, max(limit, 0), now, until, token, store.counter_slot())
+        rows = store.statement(lambda db: db.execute(self._claim_fn, params).fetchall())
+        summary = rows.pop()  # the function's last row: next due time, fair messages due
+        if summary[8] and len(rows) < limit:
+            rows += store.write(
+                lambda db: self._claim_fair(db, queue, limit - len(rows), now, until, token)
             )
-            rows.sort(key=order)  # RETURNING order is unspecified
-            claims = [claim_of(r, queue, token) for r in rows]
-            self._store.count(db, queue, "redelivered", redelivered)
-            self._store.count(db, queue, "claimed", len(claims))
-            next_due = None
-            if not claims:
-                found = db.execute(self._next_due, (queue, queue)).fetchone()
-                next_due = None if found is None or found[0] is None else int(found[0])
-            return ClaimBatch(claims, next_due)
+        rows.sort(key=order)  # RETURNING order is unspecified
+        claims = [claim_of(r, queue, token) for r in rows]
+        next_due = None if claims or summary[4] is None else int(summary[4])
+        return ClaimBatch(claims, next_due)
 
-        return self._store.write(work)
+    def _claim_fair(
+        self, db: Connection, queue: str, limit: int, now: int, until: int, token: str
+    ) -> list[tuple[Any, ...]]:
+        """Give due fair messages their turns (``fairness.py``), then lease up to ``limit``
+        ready ones under ``token``."""
+        make_fair_ready(self._store, db, queue, until)
+        rows = db.execute(self._claim, (queue, limit, token, now)).fetchall()
+        self._store.count(db, queue, "claimed", len(rows))
+        return rows
 
     def requeue_expired(self, queue: str) -> int:
         def work(db: Connection) -> int:
@@ -127,7 +131,29 @@ class PostgresLeases(Leases):
     ) -> list[bool]:
         if not items:
             return []
+        if all(nxt is None for _, nxt in items) and not any(ledger):
+            return self._store.statement(lambda db: self._ack_plain(db, items))
         return self._store.write(lambda db: self._ack_in(db, items, ledger))
+
+    def _ack_plain(
+        self, db: Connection, items: Sequence[tuple[Claim, Envelope | None]]
+    ) -> list[bool]:
+        """Acks with no next occurrence and no ledger entry: one statement (``_ACK``)."""
+        row = db.execute(
+            self._ack,
+            (
+                [c.id for c, _ in items],
+                [c.token for c, _ in items],
+                self._store.counter_slot(),
+            ),
+        ).fetchone()
+        assert row is not None
+        deleted = set(row[0])
+        results = []
+        for claim, _ in items:
+            results.append(claim.id in deleted)
+            deleted.discard(claim.id)  # the same claim twice in one call is acked once
+        return results
 
     def ack_releasing(
         self,
@@ -136,6 +162,9 @@ class PostgresLeases(Leases):
         ledger: Sequence[LedgerEntry | None] = (),
     ) -> tuple[list[bool], list[Waiter]]:
         """Both in one transaction."""
+
+        if not held:
+            return self.ack(items, ledger), []
 
         def work(db: Connection) -> tuple[list[bool], list[Waiter]]:
             return self._ack_in(db, items, ledger), release_in(self._store, db, held)
