@@ -1,6 +1,7 @@
 """tickwork's pytest plugin (registered through the ``pytest11`` entry point, so a project
-that installs tickwork has it): the ``tickwork_isolated`` fixture and the ``tickwork``
-marker that chooses its mode (``@pytest.mark.tickwork(mode="inline")``)."""
+that installs tickwork has it): the ``tickwork_isolated`` fixture, the ``tickwork_clock``
+fixture (the test's clock, which isolated apps then run on) and the ``tickwork`` marker
+that chooses their mode (``@pytest.mark.tickwork(mode="inline")``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from scheduler import App
+from scheduler.clock import ManualClock
 from tickwork.testing import Isolated, IsolateFixture
 
 
@@ -21,13 +23,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
+def tickwork_clock() -> ManualClock:
+    """A clock that moves only when told (``advance(ms)``), starting at a fixed instant
+    (2027-01-15 08:00 UTC): apps that ``tickwork_isolated`` isolates in the same test run
+    on it, so the test can read and move the time its schedules see."""
+    return ManualClock()
+
+
+@pytest.fixture
 def tickwork_isolated(request: pytest.FixtureRequest) -> Iterator[IsolateFixture]:
     """Call it with your app (``tickwork_isolated(app)``, optionally a backend URL): the
     app runs on a fresh backend for the test (see ``tickwork.testing.Isolated``) and is
     restored after it. The test's ``tickwork`` marker gives the mode unless the call
-    does."""
+    does; a test that also asks for ``tickwork_clock`` gets its apps on that clock."""
     marker = request.node.get_closest_marker("tickwork")
     marked = dict(marker.kwargs) if marker is not None else {}
+    if "tickwork_clock" in request.fixturenames:
+        marked["clock"] = request.getfixturevalue("tickwork_clock")
     opened: list[Isolated] = []
 
     def isolate(app: App, url: str | None = None, **options: Any) -> Isolated:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from scheduler import App, BatchOutcome, InvalidMessage, batch, chain, group
+from scheduler.clock import ManualClock
 from tests.support.backends import backend_url
 from tickwork.testing import IsolateFixture, TaskFailed, isolated, run_task
 from triggers import Cron
@@ -153,6 +154,19 @@ def test_the_fixture_isolates_and_restores(
     seen["tasks"]["welcome"].delay("ada@example.com")
     assert len(tw.enqueued()) == 1
     assert tw.drain().succeeded == 1
+
+
+def test_the_clock_fixture_is_the_isolated_apps_clock(
+    shop: tuple[App, dict[str, Any]],
+    tickwork_isolated: IsolateFixture,
+    tickwork_clock: ManualClock,
+) -> None:
+    app, seen = shop
+    tw = tickwork_isolated(app)
+    assert tw.clock is tickwork_clock and app.clock is tickwork_clock
+    seen["tasks"]["tick"].schedule(trigger=Cron("0 * * * *"), key="hourly")
+    tickwork_clock.advance(3_600_000)
+    assert tw.drain().succeeded == 1 and seen["ticks"] == 1
 
 
 @pytest.mark.tickwork(mode="inline")

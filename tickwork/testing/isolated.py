@@ -41,6 +41,7 @@ class Isolated:
         url: str | None = None,
         start_ms: int | None = None,
         mode: Literal["manual", "inline"] = "manual",
+        clock: ManualClock | None = None,
     ) -> None:
         if mode not in ("manual", "inline"):
             raise ValueError(f"mode must be 'manual' or 'inline', not {mode!r}")
@@ -53,7 +54,10 @@ class Isolated:
         if url is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="tickwork-test-")
             url = f"sqlite:///{Path(self._scratch.name) / 'tickwork.db'}"
-            self.clock = ManualClock() if start_ms is None else ManualClock(start_ms)
+            if clock is not None:
+                self.clock = clock
+            else:
+                self.clock = ManualClock() if start_ms is None else ManualClock(start_ms)
         self._recorder = Recorder()
         self._outcomes = Outcomes()
         app.hooks = Hooks([*app.hooks, self._recorder, self._outcomes])
