@@ -159,7 +159,9 @@ def load_app(reference: str) -> App:
         if not isinstance(found, App):
             raise TypeError(f"{reference!r} is not a tickwork App")
         return found
-    apps = [value for value in vars(module).values() if isinstance(value, App)]
+    # ``type()``, not ``isinstance``: a lazy proxy (Django's ``settings``) answers
+    # ``isinstance`` by loading what it stands for, which may fail at import time
+    apps: list[App] = [v for v in vars(module).values() if issubclass(type(v), App)]
     if len(apps) != 1:
         raise TypeError(
             f"module {module_name!r} defines {len(apps)} App objects; "

@@ -17,7 +17,8 @@ EXAMPLES = sorted(
     if p.stem != "__init__" and not p.stem.startswith("test_")
 )
 APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app lives elsewhere
-ON_POSTGRES = {"postgres_orders", "postgres_sqlalchemy"}  # examples that need a PostgreSQL server
+#: examples that need a PostgreSQL server
+ON_POSTGRES = {"postgres_orders", "postgres_sqlalchemy", "postgres_django"}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

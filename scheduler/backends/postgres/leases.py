@@ -1,7 +1,8 @@
-"""The PostgreSQL backend's leases: a claim leases a whole batch in one transaction with
-``FOR UPDATE SKIP LOCKED`` (workers claiming at once take different rows and never wait
-for each other), and acks, retries, releases and poisons are fenced by the batch's
-token."""
+"""The PostgreSQL backend's leases: a claim leases a whole batch in one round trip
+(``tw.claim``, a function of the schema) with ``FOR UPDATE SKIP LOCKED`` (workers
+claiming at once take different rows and never wait for each other); acks, retries,
+releases and poisons are fenced by the batch's token, and a plain ack is one
+statement."""
 
 from __future__ import annotations
 
