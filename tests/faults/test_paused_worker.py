@@ -47,6 +47,7 @@ def test_a_paused_workers_acks_are_refused_and_its_chain_does_not_fork(
         assert wait_until(lambda: len(_lines(runs)) >= 3, 60), "the chain never ran"
         for _ in range(40):  # pause it while it holds the chain's lease
             paused.send_signal(signal.SIGSTOP)
+            assert wait_until(lambda: _stopped(paused.pid), 5), "SIGSTOP did not stop it"
             if app.backend.queues.stats("default")[0].in_flight > 0 and _writable(url):
                 break
             paused.send_signal(signal.SIGCONT)
@@ -71,6 +72,21 @@ def test_a_paused_workers_acks_are_refused_and_its_chain_does_not_fork(
     assert max(per_occurrence.values()) <= 2, "an occurrence runs at most once more"
     app.cancel(key="stall")
     app.close()
+
+
+def _stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` has stopped: a signal stops the threads of a
+    process one by one, and one still running could begin a write transaction after
+    ``_writable`` looked (CI saw it: the other worker then waited on SQLite's lock)."""
+    tasks = Path(f"/proc/{pid}/task")
+    states = []
+    for task in tasks.iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue  # the thread ended
+        states.append(stat.rsplit(")", 1)[1].split()[0])
+    return bool(states) and all(state in ("T", "t") for state in states)
 
 
 def _writable(url: str) -> bool:
