@@ -16,65 +16,24 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
-import signal
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.peers.common import DONE, LATENESS, URL, client
+from bench.peers.shared import bulk, single, start_worker, stop_worker
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _worker(adapter: Any, delayed_jobs: bool) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BENCH_REDIS_URL": URL, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        adapter.worker_command(delayed_jobs),
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
-    except ProcessLookupError:
-        pass
 
 
 def _done() -> int:
     return int(client.get(DONE) or 0)
 
 
-def single(adapter: Any, count: int) -> dict[str, Any]:
-    for _ in range(10):
-        adapter.enqueue_one()
-    started = time.perf_counter()
-    for _ in range(count):
-        adapter.enqueue_one()
-    return {"per_second": round(count / (time.perf_counter() - started))}
-
-
-def bulk(adapter: Any, count: int) -> dict[str, Any]:
-    adapter.enqueue_many(10)
-    started = time.perf_counter()
-    adapter.enqueue_many(count)
-    return {"per_second": round(count / (time.perf_counter() - started))}
-
-
 def process(adapter: Any, count: int) -> dict[str, Any]:
     adapter.enqueue_many(count)
-    worker = _worker(adapter, False)
+    worker = start_worker(adapter.worker_command(False), {"BENCH_REDIS_URL": URL})
     first: tuple[float, int] | None = None
     deadline = time.monotonic() + 600
     try:
@@ -86,13 +45,13 @@ def process(adapter: Any, count: int) -> dict[str, Any]:
             time.sleep(0.002)
         last = time.perf_counter()
     finally:
-        _stop(worker)
+        stop_worker(worker)
     assert first is not None
     return {"per_second": round((count - first[1]) / (last - first[0]))}
 
 
 def lateness(adapter: Any, count: int) -> dict[str, Any]:
-    worker = _worker(adapter, True)
+    worker = start_worker(adapter.worker_command(True), {"BENCH_REDIS_URL": URL})
     try:
         adapter.enqueue_one()
         deadline = time.monotonic() + 120
@@ -109,7 +68,7 @@ def lateness(adapter: Any, count: int) -> dict[str, Any]:
                 raise RuntimeError(f"{client.llen(LATENESS)} of {count} delayed jobs ran")
             time.sleep(0.05)
     finally:
-        _stop(worker)
+        stop_worker(worker)
     late_ms = sorted(float(v) * 1000 for v in client.lrange(LATENESS, 0, -1))
     return {
         "p50_ms": round(statistics.median(late_ms), 2),

@@ -18,61 +18,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
-import signal
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.peers.shared import bulk, single, start_worker, stop_worker
 from bench.peers_pg.common import URL, lateness_s, prepare, updates_done
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _worker(adapter: Any) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "BENCH_PG_URL": URL, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        adapter.worker_command(),
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _stop(worker: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
-    except ProcessLookupError:
-        pass
-
-
-def single(adapter: Any, count: int) -> dict[str, Any]:
-    for _ in range(10):
-        adapter.enqueue_one()
-    started = time.perf_counter()
-    for _ in range(count):
-        adapter.enqueue_one()
-    return {"per_second": round(count / (time.perf_counter() - started))}
-
-
-def bulk(adapter: Any, count: int) -> dict[str, Any]:
-    adapter.enqueue_many(10)
-    started = time.perf_counter()
-    adapter.enqueue_many(count)
-    return {"per_second": round(count / (time.perf_counter() - started))}
-
-
 def _drain(adapter: Any, count: int, done: Callable[[], int], every_s: float) -> dict[str, Any]:
-    worker = _worker(adapter)
+    worker = start_worker(adapter.worker_command(), {"BENCH_PG_URL": URL})
     first: tuple[float, int] | None = None
     deadline = time.monotonic() + 600
     try:
@@ -84,7 +43,7 @@ def _drain(adapter: Any, count: int, done: Callable[[], int], every_s: float) ->
             time.sleep(every_s)
         last = time.perf_counter()
     finally:
-        _stop(worker)
+        stop_worker(worker)
     assert first is not None
     return {"per_second": round((count - first[1]) / (last - first[0]))}
 
@@ -100,7 +59,7 @@ def process_noop(adapter: Any, count: int) -> dict[str, Any]:
 
 
 def lateness(adapter: Any, count: int) -> dict[str, Any]:
-    worker = _worker(adapter)
+    worker = start_worker(adapter.worker_command(), {"BENCH_PG_URL": URL})
     try:
         adapter.enqueue_one()
         deadline = time.monotonic() + 120
@@ -117,7 +76,7 @@ def lateness(adapter: Any, count: int) -> dict[str, Any]:
                 raise RuntimeError(f"{len(late)} of {count} delayed jobs ran")
             time.sleep(0.1)
     finally:
-        _stop(worker)
+        stop_worker(worker)
     late_ms = sorted(v * 1000 for v in lateness_s())
     return {
         "p50_ms": round(statistics.median(late_ms), 2),

@@ -14,7 +14,13 @@ from scheduler.backends.postgres import ledger as ledger_rows
 from scheduler.backends.postgres.fairness import make_fair_ready
 from scheduler.backends.postgres.limits import release_in
 from scheduler.backends.postgres.notify import SOON_MS, announce, announce_queues
-from scheduler.backends.postgres.rows import RETURNED, claim_of, insert_columns, order
+from scheduler.backends.postgres.rows import (
+    INSERT_MANY,
+    RETURNED,
+    claim_of,
+    insert_columns,
+    order,
+)
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.records import Failure, LedgerEntry, Waiter
 from scheduler.backends.roles import Leases
@@ -61,15 +67,6 @@ _ACK = (
 #: ``tw.claim`` (``schema.py``): the claim's rows, then a summary row
 _CLAIM_FUNCTION = "SELECT * FROM tw.claim(%s, %s, %s, %s, %s, %s::smallint)"
 
-_INSERT_NEXT = (
-    "INSERT INTO tw.messages "
-    "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
-    "SELECT i, q, k, p, s, d, d, t, b, f FROM unnest("
-    "%b::text[], %b::text[], %b::text[], %b::int[], %b::smallint[], %b::bigint[], "
-    "%b::bigint[], %b::bytea[], %b::text[]) AS u(i, q, k, p, s, d, t, b, f) "
-    "ON CONFLICT DO NOTHING RETURNING queue"
-)
-
 
 class PostgresLeases(Leases):
     """Claims and their settling."""
@@ -79,7 +76,7 @@ class PostgresLeases(Leases):
         sql = store.sql
         self._claim, self._claim_fn = sql(_CLAIM), sql(_CLAIM_FUNCTION)
         self._ack = sql(_ACK)
-        self._insert_next = sql(_INSERT_NEXT)
+        self._insert_next = sql(INSERT_MANY + " ON CONFLICT DO NOTHING RETURNING queue")
 
     def claim(
         self,

@@ -151,25 +151,21 @@ class PostgresLimits(Limits):
         )
 
     def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
+        """Every waiter in one statement (a round trip per waiter before)."""
         if not waiters:
             return []
         now = self._store.now_ms()
         sql = self._store.sql(
-            "UPDATE tw.messages SET state = %s, due_ms = LEAST(due_ms, %s), "
-            "at_ms = LEAST(due_ms, %s) WHERE id = %s AND queue = %s AND state != %s"
+            "UPDATE tw.messages AS m SET state = %s, due_ms = LEAST(m.due_ms, %s), "
+            "at_ms = LEAST(m.due_ms, %s) FROM unnest(%b::text[], %b::text[]) AS w(id, queue) "
+            "WHERE m.id = w.id AND m.queue = w.queue AND m.state != %s RETURNING m.id, m.queue"
         )
+        ids, queues = [w.message_id for w in waiters], [w.queue for w in waiters]
 
         def work(db: Connection) -> list[bool]:
-            woken = [
-                db.execute(sql, (READY, now, now, w.message_id, w.queue, LEASED)).rowcount == 1
-                for w in waiters
-            ]
-            announce_queues(
-                self._store,
-                db,
-                sorted({w.queue for w, ok in zip(waiters, woken, strict=True) if ok}),
-            )
-            return woken
+            woken = set(db.execute(sql, (READY, now, now, ids, queues, LEASED)).fetchall())
+            announce_queues(self._store, db, sorted({queue for _, queue in woken}))
+            return [(w.message_id, w.queue) in woken for w in waiters]
 
         return self._store.write(work)
 

@@ -25,6 +25,16 @@ def order(row: tuple[Any, ...]) -> tuple[int, int, str]:
     return (-priority, turn if turn is not None else due_ms, row[0])
 
 
+#: a batch of envelopes inserted in one statement, its arrays from ``insert_columns``
+INSERT_MANY = (
+    "INSERT INTO tw.messages "
+    "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
+    "SELECT i, q, k, p, s, d, d, t, b, f FROM unnest("
+    "%b::text[], %b::text[], %b::text[], %b::int[], %b::smallint[], %b::bigint[], "
+    "%b::bigint[], %b::bytea[], %b::text[]) AS u(i, q, k, p, s, d, t, b, f)"
+)
+
+
 def insert_columns(envelopes: Sequence[Envelope], now: int) -> list[list[Any]]:
     """The envelopes as the column arrays of an ``INSERT ... SELECT FROM unnest``: id,
     queue, key, priority, state, due time, timeout, body, fair-share key."""

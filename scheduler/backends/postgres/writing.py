@@ -24,7 +24,7 @@ from psycopg.pq import TransactionStatus
 
 from scheduler.backends.outcomes import plan
 from scheduler.backends.postgres.notify import SOON_MS, channel
-from scheduler.backends.postgres.rows import insert_columns
+from scheduler.backends.postgres.rows import INSERT_MANY, insert_columns
 from scheduler.backends.postgres.store import Connection, PostgresStore
 from scheduler.backends.values import Envelope, OnConflict, Outcome
 from scheduler.errors import BackendError
@@ -36,14 +36,6 @@ Steps = Generator[Query, Rows, T]
 
 #: how often the careful path runs again after losing a race for a key
 RACES = 5
-
-_INSERT_MANY = (
-    "INSERT INTO tw.messages "
-    "(id, queue, key, priority, state, at_ms, due_ms, timeout_ms, body, fair) "
-    "SELECT i, q, k, p, s, d, d, t, b, f FROM unnest("
-    "%b::text[], %b::text[], %b::text[], %b::int[], %b::smallint[], %b::bigint[], "
-    "%b::bigint[], %b::bytea[], %b::text[]) AS u(i, q, k, p, s, d, t, b, f)"
-)
 
 #: the fast path of a batch of unkeyed messages, in one statement (one round trip, its
 #: own transaction): lock the bounds of its queues (``locked``), write nothing if one
@@ -163,7 +155,7 @@ def careful(
         )
     if written:
         rows_written = list(written.values())
-        yield sql(_INSERT_MANY), insert_columns(rows_written, now)
+        yield sql(INSERT_MANY), insert_columns(rows_written, now)
         soon = sorted({e.queue for e in rows_written if e.due_ms <= now + SOON_MS})
         if soon:
             yield _NOTIFY, (channel(store.schema), soon)
