@@ -8,6 +8,7 @@ parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
@@ -256,9 +257,10 @@ class App:
         ``schedule``, ``enqueue``, ``enqueue_many``, batches, chains, ``cancel``) goes
         through ``connection``, your own psycopg connection, inside its open transaction:
         workers see the messages when it commits; a rollback leaves nothing, and undoes
-        a cancel. An ``AsyncConnection`` carries ``await adelay()``, ``aschedule()`` and
-        ``aenqueue()`` of a single call. PostgreSQL only (``Capability.TRANSACTIONS``);
-        elsewhere it raises ``ConfigurationError``."""
+        a cancel. With an ``AsyncConnection``, enter it in a coroutine and await the
+        asynchronous verbs (``adelay``, ``aschedule``, ``aenqueue``, ``aenqueue_many``,
+        ``acancel``). PostgreSQL only (``Capability.TRANSACTIONS``); elsewhere it raises
+        ``ConfigurationError``."""
         return self.backend.transaction(connection)
 
     def _within(self, connection: Any) -> AbstractContextManager[None]:
@@ -324,7 +326,28 @@ class App:
                 call, on_conflict, block=block, block_timeout=block_timeout
             )
 
-    aenqueue_many = in_thread(enqueue_many)
+    async def aenqueue_many(
+        self,
+        calls: Iterable[Call],
+        on_conflict: str | OnConflict = OnConflict.ERROR,
+        batch_size: int = 1000,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+        connection: Any = None,
+    ) -> EnqueueReport:
+        """``enqueue_many`` without blocking the event loop (it runs in a thread). With
+        ``connection``, a psycopg ``AsyncConnection`` (or a ``Connection``), every batch
+        is written inside that connection's transaction."""
+        with self._within(connection):
+            return await asyncio.to_thread(
+                self._producer.enqueue_many,
+                calls,
+                on_conflict,
+                batch_size,
+                block=block,
+                block_timeout=block_timeout,
+            )
 
     # -- reading and cancelling ----------------------------------------------------------
 
@@ -343,6 +366,20 @@ class App:
         (``transaction``): a rollback leaves the message scheduled."""
         with self._within(connection):
             return self.schedules.cancel(id=id, key=key, queue=queue)
+
+    async def acancel(
+        self,
+        *,
+        id: str | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        connection: Any = None,
+    ) -> bool:
+        """``cancel`` without blocking the event loop (it runs in a thread). With
+        ``connection``, a psycopg ``AsyncConnection`` (or a ``Connection``), the cancel
+        happens inside that connection's transaction."""
+        with self._within(connection):
+            return await asyncio.to_thread(self.schedules.cancel, id=id, key=key, queue=queue)
 
     def run_history(
         self, message_id: str, *, queue: str | None = None, limit: int | None = None
@@ -414,7 +451,6 @@ class App:
     # -- the same from an event loop: the blocking call runs in a thread ---------------
 
     aget = in_thread(get)
-    acancel = in_thread(cancel)
     aabort = in_thread(abort)
 
     # -- what workers need ---------------------------------------------------------------

@@ -6,6 +6,8 @@ Every check reads through a second, independent client, as a worker would."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +20,7 @@ from scheduler.errors import ConfigurationError, KeyConflict
 from scheduler.model.tasks import TaskFunction
 from scheduler.workflows.batches import Batch
 from tests.support.backends import backend_url
+from tests.support.helpers import running, wait_for
 from workers.config import WorkerConfig
 from workers.worker import Worker
 
@@ -152,7 +155,7 @@ def test_only_a_psycopg_connection_is_taken(app: App) -> None:
 def test_an_async_connection_carries_adelay_and_aschedule(app: App) -> None:
     """From an asyncio application's own ``AsyncConnection``: written on the loop inside
     its transaction (a key conflict rolls back only its savepoint); a rollback leaves
-    nothing; what it cannot carry (a cancel, a batch) is one clear error."""
+    nothing; a blocking verb on the loop is one clear error."""
     confirm, seen = _register(app)
     url = app.settings.backend.split("?")[0]
 
@@ -167,7 +170,7 @@ def test_an_async_connection_carries_adelay_and_aschedule(app: App) -> None:
             assert app.get(id=str(kept)) is None, "not visible before the commit"
             await conn.commit()
             with (
-                pytest.raises(ConfigurationError, match="asynchronous connection"),
+                pytest.raises(ConfigurationError, match="await the asynchronous verbs"),
                 app.transaction(conn),
             ):
                 app.cancel(key="k")
@@ -178,3 +181,114 @@ def test_an_async_connection_carries_adelay_and_aschedule(app: App) -> None:
     assert app.get(id=kept) is not None
     _run_all(app)
     assert seen == [2]
+
+
+def test_an_async_connection_carries_every_producer_verb(app: App) -> None:
+    """``aenqueue_many``, a batch and ``acancel`` on an ``AsyncConnection`` run in a thread
+    whose statements go to the connection's loop: all of it inside the caller's
+    transaction, while the loop goes on serving other coroutines."""
+    confirm, seen = _register(app)
+    url = app.settings.backend.split("?")[0]
+    confirm.schedule((7,), key="reminder", delay=timedelta(hours=1))
+
+    async def ticking(stop: asyncio.Event) -> int:
+        ticks = 0
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.001)
+        return ticks
+
+    async def verbs(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+        await app.aenqueue_many([confirm.call(n) for n in range(5)], connection=conn)
+        await app.aenqueue(Batch((confirm.call(10), confirm.call(11))), connection=conn)
+        assert await app.acancel(key="reminder", connection=conn)
+
+    async def scenario() -> int:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            await conn.execute("CREATE TEMP TABLE orders (id serial PRIMARY KEY, who text)")
+            await conn.execute("INSERT INTO orders (who) VALUES ('ada')")
+            stop = asyncio.Event()
+            ticker = asyncio.create_task(ticking(stop))
+            await verbs(conn)
+            stop.set()
+            assert app.backend.queues.stats("default")[0].pending == 1, "only the reminder"
+            await conn.rollback()
+            assert app.get(key="reminder") is not None, "the rolled-back cancel undone"
+            await verbs(conn)
+            await conn.commit()
+            return await ticker
+
+    ticks = asyncio.run(scenario())
+    assert ticks > 1, "the loop ran other coroutines while the verbs waited"
+    assert app.get(key="reminder") is None
+    assert app.backend.queues.stats("default")[0].pending == 7
+    _run_all(app)
+    assert sorted(seen) == [0, 1, 2, 3, 4, 10, 11]
+
+
+def test_an_async_connection_is_taken_from_its_loop(app: App) -> None:
+    url = app.settings.backend.split("?")[0]
+
+    async def connect() -> psycopg.AsyncConnection[tuple[object, ...]]:
+        return await psycopg.AsyncConnection.connect(url)
+
+    conn = asyncio.run(connect())
+    try:
+        with pytest.raises(ConfigurationError, match="in a coroutine"), app.transaction(conn):
+            pass
+    finally:
+        asyncio.run(conn.close())
+
+
+def _full_billing_queue(app: App) -> tuple[TaskFunction[[int], None], threading.Event, list[int]]:
+    """A queue bounded to 2 holding 2 messages whose runs wait for ``gate``."""
+    gate = threading.Event()
+    seen: list[int] = []
+
+    @app.task(queue="billing")
+    def charge(n: int) -> None:
+        gate.wait(30)
+        seen.append(n)
+
+    app.queues.configure("billing", max_pending=2)
+    charge.delay(0)
+    charge.delay(1)
+    return charge, gate, seen
+
+
+def test_a_full_queue_makes_the_transaction_wait_for_room(
+    app: App, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """A bounded write that finds its queue full inside the caller's transaction writes
+    nothing and lets go of the queue's count row, so workers can finish messages and make
+    the room it then waits for (holding the row, it would wait out its timeout)."""
+    charge, gate, seen = _full_billing_queue(app)
+    with running(app, queues=("billing",)):
+        threading.Timer(0.5, gate.set).start()
+        started = time.monotonic()
+        conn.execute("INSERT INTO orders (who) VALUES ('ada')")
+        charge.schedule((2,), connection=conn, block_timeout=20)
+        assert time.monotonic() - started >= 0.4, "it waited for room"
+        conn.commit()
+        wait_for(lambda: len(seen) == 3, 20)
+    assert sorted(seen) == [0, 1, 2]
+
+
+def test_an_async_connection_waits_for_room_too(app: App) -> None:
+    charge, gate, seen = _full_billing_queue(app)
+    url = app.settings.backend.split("?")[0]
+
+    async def scenario() -> float:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            started = time.monotonic()
+            asyncio.get_running_loop().call_later(0.5, gate.set)
+            await charge.aschedule((2,), connection=conn, block_timeout=20)
+            waited = time.monotonic() - started
+            await conn.rollback()
+            return waited
+
+    with running(app, queues=("billing",)):
+        assert asyncio.run(scenario()) >= 0.4, "it waited for room"
+        wait_for(lambda: len(seen) == 2, 20)
+    assert sorted(seen) == [0, 1], "the rolled-back message never runs"
+    assert app.backend.queues.stats("billing")[0].pending == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.postgres.writing import aenqueue_on, enqueue_on, fresh, run
+from scheduler.backends.postgres.writing import NoRoom, aenqueue_on, enqueue_on, fresh, run
 from scheduler.backends.roles import Messages
 from scheduler.backends.states import COLUMNS, stored_message
 from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
@@ -28,11 +28,25 @@ class PostgresMessages(Messages):
         if not envelopes:
             return []
         store = self._store
+        # in a caller's transaction a bounded write is all or nothing (writing.NoRoom)
+        all_or_nothing = bounded and store.borrows()
         if on_conflict is not OnConflict.REPLACE and all(e.key is None for e in envelopes):
-            done = store.statement(lambda db: run(db, fresh(store, envelopes, bounded)))
+
+            def fast(db: Connection) -> list[Outcome] | None:
+                done = run(db, fresh(store, envelopes, bounded))
+                if done is None and all_or_nothing:
+                    raise NoRoom([])  # undo its savepoint: let go of the count rows
+                return done
+
+            try:
+                done = store.statement(fast)
+            except NoRoom:
+                done = None
             if done is not None:
                 return done
-        return store.write(lambda db: enqueue_on(db, store, envelopes, on_conflict, bounded))
+        return store.write(
+            lambda db: enqueue_on(db, store, envelopes, on_conflict, bounded, all_or_nothing)
+        )
 
     async def aenqueue(
         self,

@@ -5,24 +5,28 @@ table, and the caller's own connection for transactional enqueue.
 Transactional enqueue: inside ``borrowed(connection)`` (a context of this thread or
 task), every write and read of this store runs on that connection, inside the caller's
 open transaction (a savepoint of it), and commits or rolls back with it; nothing is
-retried there, since the transaction is the caller's.
+retried there, since the transaction is the caller's. An ``AsyncConnection`` is written
+on its event loop: by ``aenqueue`` directly, by the other ``a``-verbs from a worker
+thread through a ``LoopBridge``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from scheduler.backends.postgres.bridge import LoopBridge
 from scheduler.backends.postgres.schema import MIGRATIONS, qualify
 from scheduler.errors import (
     BackendError,
@@ -46,9 +50,24 @@ COUNTER_SLOTS = 16
 PRUNE_EVERY_MS = 1000
 _NOW_SQL = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
-#: (store, connection) of the caller's transaction in this context, if any
-_BORROWED: contextvars.ContextVar[tuple[PostgresStore, Connection | AsyncConnection] | None] = (
-    contextvars.ContextVar("tickwork_postgres_borrowed", default=None)
+
+class Borrowed:
+    """The caller's connection in this context (``PostgresStore.borrowed``): whose store
+    it writes for, and for an ``AsyncConnection``, the event loop it belongs to."""
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        connection: Connection | AsyncConnection,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self.store = store
+        self.connection = connection
+        self.loop = loop
+
+
+_BORROWED: contextvars.ContextVar[Borrowed | None] = contextvars.ContextVar(
+    "tickwork_postgres_borrowed", default=None
 )
 
 
@@ -211,37 +230,57 @@ class PostgresStore:
             return work(db)
 
     def _borrowed_sync(self) -> Connection | None:
-        """The caller's connection in this context, if it is this store's and synchronous.
-        An asynchronous one carries only ``aenqueue`` (from the event loop): anything else
-        is refused, since its write cannot join the caller's transaction."""
+        """The caller's connection in this context, if it is this store's, as a blocking
+        one: an ``AsyncConnection`` through a ``LoopBridge`` to its loop, refused on the
+        loop's own thread (a blocking call there would wait for the loop it stops)."""
         borrowed = _BORROWED.get()
-        if borrowed is None or borrowed[0] is not self:
+        if borrowed is None or borrowed.store is not self:
             return None
-        if isinstance(borrowed[1], psycopg.AsyncConnection):
+        if borrowed.loop is None:
+            return cast(Connection, borrowed.connection)
+        if _running_loop() is borrowed.loop:
             raise ConfigurationError(
-                "on an asynchronous connection, only await adelay(), aschedule() and "
-                "app.aenqueue() of a single call write inside your transaction (and not "
-                "while its queue is full); use a synchronous psycopg Connection for the rest"
+                "on an asynchronous connection, await the asynchronous verbs (adelay, "
+                "aschedule, app.aenqueue, app.aenqueue_many, app.acancel): a blocking call "
+                "on the event loop cannot wait for its own loop"
             )
-        return borrowed[1]
+        bridge = LoopBridge(cast(AsyncConnection, borrowed.connection), borrowed.loop)
+        # what the roles use of a Connection (execute, transaction, autocommit, info)
+        return cast(Connection, bridge)
+
+    def borrows(self) -> bool:
+        """Whether this context writes inside a caller's transaction on this store."""
+        borrowed = _BORROWED.get()
+        return borrowed is not None and borrowed.store is self
 
     def borrowed_async(self) -> AsyncConnection | None:
-        """The caller's asynchronous connection in this context, if it is this store's."""
+        """The caller's asynchronous connection in this context, if it is this store's
+        and this is its loop's thread."""
         borrowed = _BORROWED.get()
-        if borrowed is None or borrowed[0] is not self:
+        if borrowed is None or borrowed.store is not self or borrowed.loop is None:
             return None
-        connection = borrowed[1]
-        return connection if isinstance(connection, psycopg.AsyncConnection) else None
+        if _running_loop() is not borrowed.loop:
+            return None
+        return cast(AsyncConnection, borrowed.connection)
 
     @contextmanager
     def borrowed(self, connection: Connection | AsyncConnection) -> Iterator[None]:
-        """Within this block (this thread or task), write and read on ``connection``."""
-        if not isinstance(connection, psycopg.Connection | psycopg.AsyncConnection):
+        """Within this block (this thread or task), write and read on ``connection``. An
+        ``AsyncConnection`` is taken from a coroutine on its event loop."""
+        loop = None
+        if isinstance(connection, psycopg.AsyncConnection):
+            loop = _running_loop()
+            if loop is None:
+                raise ConfigurationError(
+                    "an AsyncConnection is used from its event loop: enter "
+                    "app.transaction(connection) (or pass connection=) in a coroutine"
+                )
+        elif not isinstance(connection, psycopg.Connection):
             raise TypeError(
                 "transactional enqueue takes a psycopg (3) Connection or AsyncConnection, "
                 f"not {type(connection).__name__}"
             )
-        token = _BORROWED.set((self, connection))
+        token = _BORROWED.set(Borrowed(self, connection, loop))
         try:
             yield
         finally:
@@ -315,3 +354,11 @@ class PostgresStore:
                 self.sql("UPDATE tw.queue_bounds SET pending = pending + %s WHERE queue = %s"),
                 (delta, queue),
             )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -11,7 +11,12 @@ inside an asyncio application's own transaction).
   inserts. Two producers may race for one key: the loser's insert meets the unique
   index, its savepoint rolls back and the careful path runs again, now seeing the
   winner as the key's holder (``ERROR`` raises ``KeyConflict``, ``IGNORE`` ignores,
-  ``REPLACE`` replaces)."""
+  ``REPLACE`` replaces).
+
+Inside a caller's transaction a bounded write is all or nothing: when a queue lacks room
+for some of its messages, its savepoint rolls back (``NoRoom``), which also lets go of
+the queue's count row it locked, so that workers finishing messages can make the room
+the producer then waits for; every message it would have written answers ``FULL``."""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
-from scheduler.backends.outcomes import plan
+from scheduler.backends.outcomes import WRITES, plan
 from scheduler.backends.postgres.notify import SOON_MS, channel
 from scheduler.backends.postgres.rows import INSERT_MANY, insert_columns
 from scheduler.backends.postgres.store import Connection, PostgresStore
@@ -88,6 +93,22 @@ _PENDING = (
     "FROM unnest(%b::text[], %b::bigint[]) AS u(q, n) WHERE b.queue = u.q"
 )
 _NOTIFY = "SELECT pg_notify(%s, q) FROM unnest(%b::text[]) AS q"
+
+
+class NoRoom(Exception):
+    """Raised inside a savepoint to undo a bounded write that found a queue full; carries
+    the answers: ``FULL`` for every message it would have written."""
+
+    def __init__(self, outcomes: list[Outcome]) -> None:
+        super().__init__("a queue lacks room")
+        self.outcomes = [Outcome.FULL if o in WRITES else o for o in outcomes]
+
+
+def whole(outcomes: list[Outcome]) -> list[Outcome]:
+    """``outcomes``, or ``NoRoom`` raised when any is ``FULL`` (see ``NoRoom``)."""
+    if Outcome.FULL in outcomes:
+        raise NoRoom(outcomes)
+    return outcomes
 
 
 def fresh(
@@ -199,14 +220,19 @@ def enqueue_on(
     envelopes: Sequence[Envelope],
     on_conflict: OnConflict,
     bounded: bool,
+    all_or_nothing: bool = False,
 ) -> list[Outcome]:
-    """The careful path inside the current transaction, a savepoint per attempt."""
+    """The careful path inside the current transaction, a savepoint per attempt (undone
+    when a queue lacks room, with ``all_or_nothing``)."""
     for _ in range(RACES):
         try:
             with db.transaction():
-                return run(db, careful(store, envelopes, on_conflict, bounded))
+                outcomes = run(db, careful(store, envelopes, on_conflict, bounded))
+                return whole(outcomes) if all_or_nothing else outcomes
         except pg_errors.UniqueViolation:
             continue  # another producer took a key meanwhile: decide again
+        except NoRoom as refused:
+            return refused.outcomes
     raise BackendError("enqueue lost the race for its keys too often; try again")
 
 
@@ -218,18 +244,25 @@ async def aenqueue_on(
     bounded: bool,
 ) -> list[Outcome]:
     """Fast path then careful path on the caller's asynchronous connection, each in a
-    savepoint of its open transaction (or a transaction of its own if none is open)."""
+    savepoint of its open transaction (or a transaction of its own if none is open); a
+    bounded write is all or nothing (``NoRoom``)."""
     if not db.autocommit and db.info.transaction_status == TransactionStatus.IDLE:
         await db.execute("SELECT 1")  # open its implicit transaction: ours are savepoints
     if on_conflict is not OnConflict.REPLACE and all(e.key is None for e in envelopes):
-        async with db.transaction():
-            done = await arun(db, fresh(store, envelopes, bounded))
-        if done is not None:
+        try:
+            async with db.transaction():
+                done = await arun(db, fresh(store, envelopes, bounded))
+                if done is None:
+                    raise NoRoom([])  # let go of the count rows it locked
             return done
+        except NoRoom:
+            pass  # the careful path answers for each message
     for _ in range(RACES):
         try:
             async with db.transaction():
-                return await arun(db, careful(store, envelopes, on_conflict, bounded))
+                return whole(await arun(db, careful(store, envelopes, on_conflict, bounded)))
         except pg_errors.UniqueViolation:
             continue
+        except NoRoom as refused:
+            return refused.outcomes
     raise BackendError("enqueue lost the race for its keys too often; try again")
