@@ -49,10 +49,16 @@ bench: $(STAMP)
 # never dependencies of tickwork
 PEERS := .venv-peers
 ARQ := .venv-arq
+CHART := .venv-chart
 
 $(PEERS)/.installed:
 	$(PYTHON) -m venv $(PEERS)
-	$(PEERS)/bin/pip install --quiet "celery[redis]==5.7.0" "rq==3.0.0" "dramatiq[redis]==2.2.1" "huey==3.5.4" "hiredis>=3" "matplotlib>=3.8"
+	$(PEERS)/bin/pip install --quiet "celery[redis]==5.7.0" "rq==3.0.0" "dramatiq[redis]==2.2.1" "huey==3.5.4" "hiredis>=3"
+	touch $@
+
+$(CHART)/.installed:  # the charts of the peer benchmarks
+	$(PYTHON) -m venv $(CHART)
+	$(CHART)/bin/pip install --quiet "matplotlib>=3.8"
 	touch $@
 
 $(ARQ)/.installed:
@@ -60,9 +66,9 @@ $(ARQ)/.installed:
 	$(ARQ)/bin/pip install --quiet "arq==0.28.0" "hiredis>=3"
 	touch $@
 
-bench-peers: $(STAMP) $(PEERS)/.installed $(ARQ)/.installed  # tickwork and 5 peers, interleaved (~25 min)
+bench-peers: $(STAMP) $(PEERS)/.installed $(ARQ)/.installed $(CHART)/.installed  # tickwork and 5 peers, interleaved (~25 min)
 	$(BIN)/python -m bench.peers.run --out bench/results/peers.json
-	$(PEERS)/bin/python -m bench.peers.chart bench/results/peers.json docs/peers.png
+	$(CHART)/bin/python -m bench.peers.chart bench/results/peers.json docs/peers.png Redis
 
 # the PostgreSQL peers, each in an environment of its own (both need Python 3.12)
 PYTHON312 ?= python3.12
@@ -79,9 +85,10 @@ $(PROCRASTINATE)/.installed:
 	$(PROCRASTINATE)/bin/pip install --quiet "procrastinate==3.10.0" "psycopg[binary]>=3.2"
 	touch $@
 
-bench-peers-postgres: $(STAMP) $(OBAN)/.installed $(PROCRASTINATE)/.installed  # ~20 min
+bench-peers-postgres: $(STAMP) $(OBAN)/.installed $(PROCRASTINATE)/.installed $(CHART)/.installed  # ~20 min
 	$(BIN)/python -m bench.peers_pg.run --out bench/results/peers-postgres.json
+	$(CHART)/bin/python -m bench.peers.chart bench/results/peers-postgres.json docs/peers-postgres.png PostgreSQL
 	$(BIN)/python -m bench.postgres --out bench/results/postgres.json
 
 clean:
-	rm -rf $(VENV) $(PEERS) $(ARQ) $(OBAN) $(PROCRASTINATE) .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS) $(ARQ) $(CHART) $(OBAN) $(PROCRASTINATE) .demo .pytest_cache .mypy_cache .ruff_cache
