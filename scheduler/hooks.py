@@ -22,6 +22,10 @@ The steps, in order:
   and every backend feature work unchanged. ``encode_body`` must give the same bytes for
   the same body (a re-sent keyed message is recognised by its stored bytes).
 - ``before_run(run)``: in the worker, as a claimed message is handed to the pool.
+- ``before_handler(run)`` / ``after_handler(run)``: in the thread, process or event
+  loop that runs the handler, right before it is called and right after it returned or
+  raised (what a framework does around a unit of work: Django closes its stale database
+  connections there).
 - ``after_run(run, outcome, duration_ms)``: in the worker, once a run is settled;
   ``outcome`` is ``"succeeded"``, ``"retried"``, ``"poisoned"``, ``"aborted"`` or
   ``"redelivered"`` (the handler returned False).
@@ -49,7 +53,7 @@ from scheduler.runs.context import RunInfo
 log = logging.getLogger("tickwork.hooks")
 
 #: the methods of ``Hook`` that observe (their errors are logged, never raised)
-EVENTS = ("before_run", "after_run", "on_retry", "on_poison")
+EVENTS = ("before_run", "before_handler", "after_handler", "after_run", "on_retry", "on_poison")
 
 
 class Hook:
@@ -67,6 +71,12 @@ class Hook:
 
     def before_run(self, run: RunInfo) -> None:
         """A claimed message is handed to the pool to run."""
+
+    def before_handler(self, run: RunInfo) -> None:
+        """The handler is about to be called, in the thread (process, loop) it runs in."""
+
+    def after_handler(self, run: RunInfo) -> None:
+        """The handler returned or raised, in the thread (process, loop) it ran in."""
 
     def after_run(self, run: RunInfo, outcome: str, duration_ms: float) -> None:
         """A run was settled: succeeded, retried, poisoned, aborted or redelivered."""
@@ -89,6 +99,8 @@ class Hooks:
     def __init__(self, hooks: Iterable[Hook] = ()) -> None:
         self._hooks: list[Hook] = []
         self.before_run: tuple[Callable[[RunInfo], None], ...] = ()
+        self.before_handler: tuple[Callable[[RunInfo], None], ...] = ()
+        self.after_handler: tuple[Callable[[RunInfo], None], ...] = ()
         self.after_run: tuple[Callable[[RunInfo, str, float], None], ...] = ()
         self.on_retry: tuple[Callable[[RunInfo, str, float], None], ...] = ()
         self.on_poison: tuple[Callable[[RunInfo, Failure], None], ...] = ()

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from scheduler import Aborted, App, InvalidMessage, UnknownTask
+from scheduler.hooks import notify
 from scheduler.model.tasks import TaskFunction
 from scheduler.runs.context import RunContext, enter, leave
 from scheduler.runs.results import encode_value
@@ -57,6 +58,9 @@ def _run_handler(
 ) -> HandlerResult:
     started = time.perf_counter()
     token = enter(run)
+    hooks = app.hooks
+    if hooks.before_handler:
+        notify(hooks.before_handler, run.info)
     try:
         task = app.lookup(task_name)
         returned = task.run(args, kwargs)
@@ -70,6 +74,8 @@ def _run_handler(
     except Exception as err:
         return _failed(err, started)
     finally:
+        if hooks.after_handler:
+            notify(hooks.after_handler, run.info)
         leave(token)
     return _returned(returned, started, value)
 
@@ -91,6 +97,9 @@ async def _run_async_handler(
 ) -> HandlerResult:
     started = time.perf_counter()
     token = enter(run)
+    hooks = app.hooks
+    if hooks.before_handler:
+        notify(hooks.before_handler, run.info)
     try:
         task = app.lookup(task_name)
         returned = task.run(args, kwargs)
@@ -104,6 +113,8 @@ async def _run_async_handler(
     except Exception as err:
         return _failed(err, started)
     finally:
+        if hooks.after_handler:
+            notify(hooks.after_handler, run.info)
         leave(token)
     return _returned(returned, started, value)
 

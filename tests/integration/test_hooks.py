@@ -171,3 +171,44 @@ def test_codecs_compose_in_order_and_undo_in_reverse() -> None:
     encoded = hooks.encode(b'{"id":"m"}')
     assert encoded.startswith(PREFIX) and encoded.endswith(b"!")
     assert hooks.decode(encoded) == b'{"id":"m"}'
+
+
+class AroundHandler(Hook):
+    """Records, for each run, the threads its handler steps ran in."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, int]] = []
+
+    def before_handler(self, run: RunInfo) -> None:
+        self.seen.append(("before", run.task.rsplit(".", 1)[-1], threading.get_ident()))
+
+    def after_handler(self, run: RunInfo) -> None:
+        self.seen.append(("after", run.task.rsplit(".", 1)[-1], threading.get_ident()))
+
+
+def test_handler_steps_run_around_the_handler_in_its_thread(sqlite_app: App) -> None:
+    """``before_handler`` and ``after_handler`` run where the handler runs (a pool thread,
+    the worker's event loop), right around it, also when it raises."""
+    around = AroundHandler()
+    sqlite_app.add_hook(around)
+    inside: list[tuple[str, int]] = []
+
+    @sqlite_app.task
+    def fine() -> None:
+        inside.append(("fine", threading.get_ident()))
+
+    @sqlite_app.task
+    async def broken() -> None:
+        inside.append(("broken", threading.get_ident()))
+        raise RuntimeError("no")
+
+    fine.delay()
+    broken.delay()
+    with running(sqlite_app):
+        wait_for(lambda: len(around.seen) == 4)
+    for name, thread in inside:
+        assert ("before", name, thread) in around.seen
+        assert ("after", name, thread) in around.seen
+    order = [(step, name) for step, name, _ in around.seen]
+    assert order.index(("before", "fine")) < order.index(("after", "fine"))
+    assert order.index(("before", "broken")) < order.index(("after", "broken"))
