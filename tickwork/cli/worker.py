@@ -13,6 +13,7 @@ from tickwork.cli.common import (
     State,
     backend_option,
     clean_errors,
+    fail,
     pass_state,
 )
 from tickwork.logs import configure as configure_logs
@@ -20,10 +21,18 @@ from workers import Worker, WorkerConfig
 from workers.pools import POOL_KINDS
 from workers.supervisor import Supervisor
 
+#: the app of a Django project (``--django``): importing it sets Django up
+DJANGO_APP = "tickwork.django.current:app"
+
 
 @click.command()
+@click.option("-A", "--app", "module", help="Module (or module:attr) defining the App.")
 @click.option(
-    "-A", "--app", "module", required=True, help="Module (or module:attr) defining the App."
+    "--django",
+    "django_settings",
+    metavar="SETTINGS",
+    help="A Django project's settings module: Django is set up in every worker process "
+    "and the app is the project's (tickwork.django); -A is then not needed.",
 )
 @click.option("-Q", "--queue", "queues", multiple=True, help="Queue to consume (repeatable).")
 @click.option(
@@ -103,7 +112,8 @@ from workers.supervisor import Supervisor
 @clean_errors
 def worker(
     state: State,
-    module: str,
+    module: str | None,
+    django_settings: str | None,
     queues: tuple[str, ...],
     concurrency: int,
     async_concurrency: int,
@@ -123,6 +133,12 @@ def worker(
 ) -> None:
     """Run a worker daemon for the app in MODULE."""
     configure_logs(log_level, log_format)
+    if django_settings is not None:
+        # inherited by the worker processes of --processes, which import the same app
+        os.environ["DJANGO_SETTINGS_MODULE"] = django_settings
+        module = module or DJANGO_APP
+    if module is None:
+        fail("-A/--app MODULE is required (or --django SETTINGS for a Django project)")
     if processes > 1:
         state.app(module)  # a module that cannot load fails here, not in N restart loops
         ctx = click.get_current_context()

@@ -1,0 +1,35 @@
+"""A small Django project for the tests of ``tickwork.django``: Django's tasks framework on
+tickwork, tickwork's own tasks, a database of its own (a file: worker threads share it).
+The tests point ``TICKWORK`` at each backend with ``override_settings``."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+SECRET_KEY = "tickwork-tests"
+USE_TZ = True
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django_tasks",
+    "tickwork.django",
+    "tests.support.django_site.shop",
+]
+DATABASE_FILE = os.environ.get("TICKWORK_TEST_DJANGO_DB") or os.path.join(
+    tempfile.mkdtemp(prefix="tickwork-django-"), "site.db"
+)
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATABASE_FILE,
+        "CONN_MAX_AGE": 0,
+    }
+}
+TASKS = {
+    "default": {
+        "BACKEND": "tickwork.django.TickworkBackend",
+        "QUEUES": ["default", "emails"],
+    }
+}
+TICKWORK = {"BACKEND": os.environ.get("TICKWORK_BACKEND", f"sqlite:///{DATABASE_FILE}.tickwork")}

@@ -1,0 +1,16 @@
+"""The Django app ``tickwork.django``: imports every installed app's ``tasks`` module
+when Django starts, so their tasks are registered before a worker or a view needs them."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
+
+
+class TickworkConfig(AppConfig):
+    name = "tickwork.django"
+    label = "tickwork"
+    verbose_name = "tickwork"
+
+    def ready(self) -> None:
+        autodiscover_modules("tasks")
