@@ -55,7 +55,7 @@ def test_enqueue_on_commit_writes_at_the_commit_and_never_on_rollback(app: App) 
 
 def test_enqueue_on_commit_refuses_a_bad_call_at_once(app: App) -> None:
     with pytest.raises(InvalidMessage), transaction.atomic():
-        enqueue_on_commit(tasks.which_connection.call(1))  # it takes no argument
+        enqueue_on_commit(tasks.which_connection.call(1))  # type: ignore[call-arg]
     assert all(s.ready + s.scheduled == 0 for s in app.backend.queues.stats())
 
 
