@@ -4,6 +4,6 @@ application of one's own; ``tickwork dashboard`` serves it with uvicorn. Needs t
 ``dashboard`` extra."""
 
 from tickwork.dashboard.pages import create_dashboard
-from tickwork.dashboard.security import Access
+from tickwork.dashboard.security import Access, Guard, HostChecked
 
-__all__ = ["Access", "create_dashboard"]
+__all__ = ["Access", "Guard", "HostChecked", "create_dashboard"]

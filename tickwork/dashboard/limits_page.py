@@ -12,10 +12,10 @@ from starlette.routing import Route
 from scheduler import App
 from scheduler.limits.view import declared_limits, limit_usage, merged
 from tickwork.dashboard.plumbing import page
-from tickwork.dashboard.security import Access
+from tickwork.dashboard.security import Guard
 
 
-def limits_routes(app: App, access: Access) -> list[Route]:
+def limits_routes(app: App, access: Guard) -> list[Route]:
     """The limits page, guarded by ``access`` (its actions are the queues' own)."""
     return [Route("/limits", page(access, "limits.html", lambda request: _gather(app, request)))]
 

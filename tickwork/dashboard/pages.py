@@ -1,6 +1,6 @@
 """The dashboard's pages and actions. Each page reads through the ``App`` (never the
-backend's internals); each action is a POST that passes ``Access.allow_action`` (token,
-read-only mode, CSRF) and redirects back to the page it came from."""
+backend's internals); each action is a POST that passes its guard's ``allow_action``
+(token, read-only mode, CSRF) and redirects back to the page it came from."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from tickwork.dashboard.charts import lateness_chart, throughput_chart
 from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
-from tickwork.dashboard.security import Access, Refused
+from tickwork.dashboard.security import Access, Guard, Refused
 
 _BACKFILL_LIMIT = 1000  # occurrences one backfill from the page may enqueue
 
 
-def create_dashboard(app: App, access: Access | None = None) -> Starlette:
+def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
     """The dashboard of ``app``'s backend, guarded by ``access`` (default: no token,
     actions allowed: bind it to loopback only, as ``tickwork dashboard`` does)."""
     guard = access or Access()

@@ -19,7 +19,7 @@ from starlette.templating import Jinja2Templates
 
 from scheduler import TickworkError
 from scheduler.clock import to_datetime
-from tickwork.dashboard.security import CSRF_COOKIE, Access, Refused, csrf_token
+from tickwork.dashboard.security import CSRF_COOKIE, Guard, Refused
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 Handler = Callable[[Request], Awaitable[Response]]
@@ -41,7 +41,7 @@ Gather = Callable[[Request], dict[str, Any]]
 Act = Callable[[dict[str, str], Form], str]
 
 
-def page(access: Access, template: str, gather: Gather) -> Handler:
+def page(access: Guard, template: str, gather: Gather) -> Handler:
     """A GET handler rendering ``template`` with what ``gather`` reads (in a thread)."""
 
     async def handler(request: Request) -> Response:
@@ -50,31 +50,33 @@ def page(access: Access, template: str, gather: Gather) -> Handler:
         except Refused as refused:
             return refusal(refused)
         context = await run_in_threadpool(gather, request)
-        token = csrf_token(request)
+        token, as_cookie = access.csrf_token(request)
         root = str(request.scope.get("root_path", ""))  # where it is mounted ("": at /)
         path = request.url.path
         context.update(
             csrf=token,
-            read_only=access.read_only,
+            csrf_field=access.csrf_field,
+            read_only=not access.may_act(request),
             path=path,  # the whole path: where an action comes back to
             root=root,  # every link and form starts with it
             here=path.removeprefix(root) or "/",  # the page, as the navigation names it
         )
         response = TEMPLATES.TemplateResponse(request, template, context)
-        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
+        if as_cookie:
+            response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
         return response
 
     return handler
 
 
-def action(access: Access, act: Act) -> Handler:
+def action(access: Guard, act: Act) -> Handler:
     """A POST handler: ``act(path parameters, form)`` says what it did, and the browser
     goes back to the form's ``next`` page with that as ``done``."""
 
     async def handler(request: Request) -> Response:
         form = Form(await request.form())
         try:
-            access.allow_action(request, form.get("csrf"))
+            access.allow_action(request, form.get(access.csrf_field))
             done = await run_in_threadpool(act, dict(request.path_params), form)
         except Refused as refused:
             return refusal(refused)

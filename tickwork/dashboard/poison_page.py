@@ -13,7 +13,7 @@ from scheduler import App
 from scheduler.clock import to_datetime
 from scheduler.views import poison as poisoned
 from tickwork.dashboard.plumbing import Form, action, page
-from tickwork.dashboard.security import Access, Refused
+from tickwork.dashboard.security import Guard, Refused
 
 #: records the page lists at most (a filter narrows them; actions on a filter reach further)
 SHOWN = 200
@@ -21,7 +21,7 @@ FILTER_FIELDS = ("queue", "reason", "task", "text")
 _DONE = {"replay": "replayed", "purge": "purged"}
 
 
-def poison_routes(app: App, access: Access) -> list[Route]:
+def poison_routes(app: App, access: Guard) -> list[Route]:
     """The poison page and its actions, guarded by ``access``."""
     views = _PoisonViews(app)
     post = ["POST"]

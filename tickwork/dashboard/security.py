@@ -1,6 +1,13 @@
-"""Who may use the dashboard: authentication (a token, sent as HTTP basic's password or
-as a bearer token), a read-only mode, and CSRF protection of every action (a random token
-in a ``SameSite=Strict`` cookie that each form sends back)."""
+"""Who may use the dashboard, as a ``Guard``: who is let in, who may act, and how each
+action proves it comes from the dashboard's own page (CSRF).
+
+- ``Access``, the dashboard's own: a token (sent as HTTP basic's password or as a bearer
+  token), a read-only mode, and a random CSRF token in a ``SameSite=Strict`` cookie that
+  each form sends back. ``tickwork dashboard`` and a mount in an ASGI application of
+  one's own use it.
+- ``HostChecked``: inside a host application that has done all of that itself (Django's
+  login, permissions and CSRF middleware: ``tickwork.django.urls``), which says so in
+  the request's ASGI scope."""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import binascii
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Protocol
 
 from starlette.requests import Request
 
@@ -24,6 +32,26 @@ class Refused(Exception):
         self.status = status
 
 
+class Guard(Protocol):
+    """What the dashboard asks of whoever guards it."""
+
+    @property
+    def csrf_field(self) -> str:
+        """The form field each action's CSRF token is posted in."""
+
+    def authenticate(self, request: Request) -> None:
+        """Raise ``Refused`` unless the request may see the dashboard."""
+
+    def may_act(self, request: Request) -> bool:
+        """Whether this request's user may act (else the pages show no action)."""
+
+    def allow_action(self, request: Request, form_token: str | None) -> None:
+        """Raise ``Refused`` unless this POST may act, with the CSRF token it carries."""
+
+    def csrf_token(self, request: Request) -> tuple[str, bool]:
+        """The CSRF token the page's forms carry, and whether to set it as the cookie."""
+
+
 @dataclass(frozen=True)
 class Access:
     """``token``: the secret every request must carry (None: no authentication, allowed
@@ -31,6 +59,7 @@ class Access:
 
     token: str | None = None
     read_only: bool = False
+    csrf_field: str = "csrf"
 
     def check_binding(self, host: str) -> None:
         """Refuse to serve actions without authentication anywhere but loopback."""
@@ -46,6 +75,13 @@ class Access:
         given = _presented(request.headers.get("authorization", ""))
         if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
             raise Refused(401, "authentication required")
+
+    def may_act(self, request: Request) -> bool:
+        return not self.read_only
+
+    def csrf_token(self, request: Request) -> tuple[str, bool]:
+        """This browser's token (a new one if it has none yet), kept in its cookie."""
+        return request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32), True
 
     def allow_action(self, request: Request, form_token: str | None) -> None:
         """An action (a POST): authenticated, not read-only, and carrying the CSRF token
@@ -71,6 +107,30 @@ def _presented(header: str) -> str | None:
     return None
 
 
-def csrf_token(request: Request) -> str:
-    """This browser's CSRF token (a new one if it has none yet)."""
-    return request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+#: what a host application puts in the ASGI scope of a request it forwards
+MAY_ACT_SCOPE, CSRF_SCOPE = "tickwork.may_act", "tickwork.csrf"
+
+
+@dataclass(frozen=True)
+class HostChecked:
+    """The dashboard behind a host application's own checks: the host let the user in,
+    decided whether they may act (``tickwork.may_act`` in the request's scope) and checks
+    each action's CSRF token itself (the page's forms carry ``tickwork.csrf`` in
+    ``csrf_field``). A request that did not come through the host is refused."""
+
+    csrf_field: str = "csrfmiddlewaretoken"
+
+    def authenticate(self, request: Request) -> None:
+        if MAY_ACT_SCOPE not in request.scope:
+            raise Refused(403, "the dashboard is served through its host application")
+
+    def may_act(self, request: Request) -> bool:
+        return bool(request.scope.get(MAY_ACT_SCOPE))
+
+    def allow_action(self, request: Request, form_token: str | None) -> None:
+        self.authenticate(request)
+        if not self.may_act(request):
+            raise Refused(403, "you may not act on the dashboard")
+
+    def csrf_token(self, request: Request) -> tuple[str, bool]:
+        return str(request.scope.get(CSRF_SCOPE, "")), False

@@ -12,10 +12,19 @@ USE_TZ = True
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
+    "django.contrib.sessions",
     "django_tasks",
     "tickwork.django",
     "tests.support.django_site.shop",
 ]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+]
+ROOT_URLCONF = "tests.support.django_site.urls"
+LOGIN_URL = "/login/"
+ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
 DATABASE_FILE = os.environ.get("TICKWORK_TEST_DJANGO_DB") or os.path.join(
     tempfile.mkdtemp(prefix="tickwork-django-"), "site.db"
 )
