@@ -451,6 +451,7 @@ class App:
     # -- the same from an event loop: the blocking call runs in a thread ---------------
 
     aget = in_thread(get)
+    aresult = in_thread(result)
     aabort = in_thread(abort)
 
     # -- what workers need ---------------------------------------------------------------
