@@ -18,6 +18,7 @@ import django
 from django.conf import settings
 
 from tickwork import App
+from tickwork.django import same_transaction
 
 URL = os.environ.get("TICKWORK_BACKEND", "postgresql://localhost/tickwork")
 app = App(URL)
@@ -54,7 +55,7 @@ def bill(customer: str, *, fail: bool = False) -> None:
         with connection.cursor() as cursor:
             cursor.execute("INSERT INTO invoices (customer) VALUES (%s) RETURNING id", [customer])
             (invoice_id,) = cursor.fetchone()
-        with app.transaction(connection.connection):  # Django's own psycopg connection
+        with same_transaction(app=app):  # through Django's own psycopg connection
             send_invoice.delay(invoice_id)
         if fail:
             raise RuntimeError(f"payment for invoice {invoice_id} was refused")
