@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit suite faults bench bench-peers bench-peers-postgres clean
+.PHONY: demo test lint typecheck unit suite django6 faults bench bench-peers bench-peers-postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,21 @@ unit: $(STAMP)  # the fast tests only: no server, a few seconds
 suite: $(STAMP)  # every test: unit, contract, integration, faults (starts real servers)
 	$(BIN)/pytest -q --durations=25
 
-test: lint typecheck suite
+# the Django tests again on Django 6, whose tasks framework is built in (Python 3.12)
+# (python3.12 on the PATH, else pyenv's newest 3.12)
+PYTHON312 ?= $(or $(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null),$(shell PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep '^3\.12' | tail -1) python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null),python3.12)
+DJANGO6 := .venv-django6
+DJANGO_TESTS := tests/integration/test_django_tasks.py tests/integration/test_django_project.py tests/integration/test_django_dashboard.py
+
+$(DJANGO6)/.installed: pyproject.toml
+	$(PYTHON312) -m venv $(DJANGO6)
+	$(DJANGO6)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[redis,postgres,dashboard]' "django>=6,<7" "pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "httpx2>=2.0"
+	touch $@
+
+django6: $(STAMP) $(DJANGO6)/.installed
+	$(DJANGO6)/bin/pytest -q -p no:cacheprovider $(DJANGO_TESTS)
+
+test: lint typecheck suite django6
 
 FAULTS_OUT := bench/results/faults.jsonl
 
@@ -71,7 +85,6 @@ bench-peers: $(STAMP) $(PEERS)/.installed $(ARQ)/.installed $(CHART)/.installed 
 	$(CHART)/bin/python -m bench.peers.chart bench/results/peers.json docs/peers.png Redis
 
 # the PostgreSQL peers, each in an environment of its own (both need Python 3.12)
-PYTHON312 ?= python3.12
 OBAN := .venv-oban
 PROCRASTINATE := .venv-procrastinate
 
@@ -91,4 +104,4 @@ bench-peers-postgres: $(STAMP) $(OBAN)/.installed $(PROCRASTINATE)/.installed $(
 	$(BIN)/python -m bench.postgres --out bench/results/postgres.json
 
 clean:
-	rm -rf $(VENV) $(PEERS) $(ARQ) $(CHART) $(OBAN) $(PROCRASTINATE) .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DJANGO6) $(PEERS) $(ARQ) $(CHART) $(OBAN) $(PROCRASTINATE) .demo .pytest_cache .mypy_cache .ruff_cache

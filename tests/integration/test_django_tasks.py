@@ -1,5 +1,6 @@
 """Django's tasks framework on tickwork (``tickwork.django.TickworkBackend``), with the
-real Django and its ``django_tasks`` backport, on SQLite, PostgreSQL and Redis: Django's
+real Django (5.2 with the ``django_tasks`` backport; Django 6's own ``django.tasks`` in
+``make django6``), on SQLite, PostgreSQL and Redis: Django's
 ``@task`` functions enqueue through tickwork, run on a tickwork worker, and read back
 with ``get_result`` in Django's statuses."""
 
@@ -19,9 +20,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.support.django_site.setti
 django.setup()
 
 from django.utils import timezone  # noqa: E402
-from django_tasks import TaskResultStatus, task_backends  # noqa: E402
-from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist  # noqa: E402
-from django_tasks.signals import task_enqueued, task_finished, task_started  # noqa: E402
 
 from scheduler import App  # noqa: E402
 from tests.support.backends import backend_url  # noqa: E402
@@ -29,6 +27,15 @@ from tests.support.django_site.shop import tasks  # noqa: E402
 from tests.support.helpers import running, wait_for  # noqa: E402
 from tickwork.django import get_app  # noqa: E402
 from tickwork.django.backend import TickworkBackend  # noqa: E402
+from tickwork.django.compat import (  # noqa: E402
+    InvalidTaskError,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 from workers import Worker, WorkerConfig  # noqa: E402
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django_tasks import task
-
 from shop.models import Order
 from tickwork import Repeating
 from tickwork.django import get_app
+from tickwork.django.compat import task  # Django 6: django.tasks.task; before: the backport
 
 app = get_app()
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import django
+
 DATA = Path(os.environ.get("DJANGO_SITE_DATA", Path(__file__).resolve().parents[1]))
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "only-for-the-example")
 DEBUG = True
@@ -19,7 +21,8 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
-    "django_tasks",
+    # Django 6 has its tasks framework built in; before, the backport is an app
+    *(["django_tasks"] if django.VERSION < (6,) else []),
     "tickwork.django",  # discovers tasks.py modules; manage.py tickwork; the permission
     "shop",
 ]

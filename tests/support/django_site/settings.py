@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 import tempfile
 
+import django
+
 SECRET_KEY = "tickwork-tests"
 USE_TZ = True
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
     "django.contrib.sessions",
-    "django_tasks",
+    # Django 6 has its tasks framework built in; before, the backport is an app
+    *(["django_tasks"] if django.VERSION < (6,) else []),
     "tickwork.django",
     "tests.support.django_site.shop",
 ]

@@ -8,9 +8,9 @@ import threading
 from typing import Any
 
 from django.db import connection
-from django_tasks import TaskContext, task
 
 from tickwork.django import get_app
+from tickwork.django.compat import TaskContext, task  # django.tasks, or the backport
 
 
 class PaymentRefused(Exception):
