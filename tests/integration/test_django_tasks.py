@@ -165,3 +165,13 @@ def test_database_connections_are_renewed_around_each_run(app: App) -> None:
     with running(app, concurrency=1):
         wait_for(lambda: len(tasks.CONNECTIONS) == 3)
     assert len({id(c) for c in tasks.CONNECTIONS}) == 3
+
+
+def test_the_backends_options_are_checked(app: App) -> None:
+    with pytest.raises(InvalidTaskError, match="unknown option"):
+        TickworkBackend("other", {"OPTIONS": {"URL": "redis://elsewhere"}})
+    elsewhere = TickworkBackend("other", {"OPTIONS": {"url": "redis://elsewhere:6379/0"}})
+    (error,) = list(elsewhere.check())
+    assert error.id == "tickwork.E001" and "differs from the project's" in error.msg
+    same = TickworkBackend("same", {"OPTIONS": {"url": app.settings.backend}})
+    assert list(same.check()) == []
