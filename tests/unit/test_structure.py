@@ -24,9 +24,10 @@ ALLOWED = {
 MAX_LINES = 400  # past it, a module asks whether it is one job
 #: modules past ``MAX_LINES`` that are one job all the same, each with why
 LONG_MODULES: dict[str, str] = {
-    "scheduler.app": "the facade users import: each producer verb is a docstring and a "
-    "delegation to the producer or a service, and splitting it would only move the "
-    "signatures users read into a second class",
+    "scheduler.app": "the facade users import: each producer verb (and its asynchronous "
+    "twin, which takes the caller's connection) is a docstring and a delegation to the "
+    "producer or a service, and splitting it would only move the signatures users read "
+    "into a second class",
 }
 
 
