@@ -30,9 +30,8 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, HTTPException
 from pydantic import BaseModel
 
-from tickwork import App
+from tickwork import App, Worker, WorkerConfig
 from tickwork.fastapi import TickworkApp, dashboard_router, lifespan
-from workers import Worker, WorkerConfig
 
 app = App()  # TICKWORK_BACKEND, else sqlite:///tickwork.db
 API_KEY = os.environ.get("OPS_API_KEY", "let-me-in")
