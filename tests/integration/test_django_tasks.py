@@ -147,6 +147,11 @@ def test_what_is_not_a_django_task_does_not_exist(app: App) -> None:
     handle = tasks.which_connection.delay()
     with pytest.raises(TaskResultDoesNotExist):
         task_backends["default"].get_result(str(handle))
+    lookalike = tasks.lookalike.delay()
+    _run_all(app)
+    assert app.result(str(lookalike)).value["task"].endswith(".add")
+    with pytest.raises(TaskResultDoesNotExist):
+        task_backends["default"].get_result(str(lookalike))
 
 
 def test_bad_input_is_refused_and_writes_nothing(app: App) -> None:

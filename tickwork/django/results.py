@@ -70,7 +70,12 @@ def read_result(app: App, alias: str, result_id: str) -> TaskResult[Any]:
 
 
 def _is_call(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("task"), str)
+    """Whether ``value`` is what a runner keeps (not any task's value that looks alike)."""
+    return (
+        isinstance(value, dict)
+        and value.get("runner") in RUNNERS
+        and isinstance(value.get("task"), str)
+    )
 
 
 def _result(

@@ -139,6 +139,7 @@ def _succeeded(result: TaskResult[Any], value: Any) -> dict[str, Any]:
     object.__setattr__(result, "_return_value", normalized)
     _finished(result, None)
     return {
+        "runner": RUN,  # what get_result checks before it reads the rest
         "value": normalized,
         "task": result.task.module_path,
         "args": result.args,

@@ -52,3 +52,9 @@ def which_connection() -> None:
     connection.ensure_connection()
     with _lock:
         CONNECTIONS.append(connection.connection)
+
+
+@app.task(name="shop.lookalike", keep_result=True)
+def lookalike() -> dict[str, Any]:
+    """A tickwork task whose value looks like what a Django task's run keeps."""
+    return {"task": f"{__name__}.add", "args": [1, 2], "kwargs": {}, "value": 3}
