@@ -27,7 +27,7 @@ from scheduler.limits.declared import ConcurrencyLimit, RateLimit
 from scheduler.model.message import Message, ScheduledMessage
 from scheduler.model.tasks import Call, TaskClass, TaskFunction
 from scheduler.producing.reports import EnqueueReport
-from scheduler.runs.context import Aborted, RunContext, current_run
+from scheduler.runs.context import Aborted, RunContext, TimeLimitExceeded, current_run
 from scheduler.runs.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
 from scheduler.runs.retry import RetryPolicy
 from scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
@@ -86,6 +86,7 @@ __all__ = [
     "TaskHandle",
     "TaskInfo",
     "TickworkError",
+    "TimeLimitExceeded",
     "UnknownTask",
     "WorkflowNotFound",
     "batch",

@@ -172,6 +172,7 @@ class App:
         queue: str | None = None,
         retries: int = 0,
         timeout: float | None = None,
+        time_limit: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
         unique_for: timedelta | None = None,
@@ -187,6 +188,8 @@ class App:
         """Register a function as a task. ``retries``: extra attempts after an exception
         (exponential backoff from 1 s, doubling, capped at 5 min, jittered); ``timeout``:
         lease length in seconds, kept alive by heartbeats while the handler runs;
+        ``time_limit``: a run still going this many seconds after it started is stopped
+        (``TimeLimitExceeded``, a failure retried or poisoned like any other);
         ``unique_for``: after a keyed message succeeds, its key stays taken this long
         (enqueueing it again is ignored or a conflict, per ``on_conflict``);
         ``concurrency_limit``: at most this many run at once across every worker (an int,

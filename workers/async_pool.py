@@ -36,6 +36,7 @@ from scheduler.runs.context import RunContext, RunInfo
 from scheduler.runs.results import report_progress
 from workers.execution import HandlerResult, Verdict, aborted, run_async_handler
 from workers.pool import Done, HandlerPool
+from workers.time_limits import over_limit_message
 
 W = TypeVar("W")
 Job = tuple[Any, str, list[Any], dict[str, Any], RunInfo]
@@ -180,6 +181,10 @@ class AsyncPool(HandlerPool[W], Generic[W]):
             timeout_s = self._app.lookup(task).options.timeout_s
         except UnknownTask:
             timeout_s = float("inf")  # it is poisoned at once below
+        limited = info.time_limit_s is not None and info.time_limit_s < timeout_s
+        if limited:
+            assert info.time_limit_s is not None
+            timeout_s = info.time_limit_s  # stopped at its time limit, sooner
         run = RunContext(info, partial(report_progress, self._app))
         running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
@@ -191,6 +196,10 @@ class AsyncPool(HandlerPool[W], Generic[W]):
             me.uncancel()
             if run.aborted:
                 return aborted("the handler was cancelled by an abort")
+            if running.timed_out and limited:
+                return HandlerResult(
+                    Verdict.FAIL, "TimeLimitExceeded", over_limit_message(timeout_s)
+                )
             if running.timed_out:
                 return HandlerResult(
                     Verdict.FAIL,

@@ -30,6 +30,11 @@ class WorkerConfig(BaseModel):
     abort_check_s: float = Field(default=0.5, gt=0)
     #: how long an aborted process-pool handler has to stop before its process is killed
     abort_grace_s: float = Field(default=10.0, ge=0)
+    #: the time limit of tasks that set none of their own (s; None: no limit)
+    time_limit_s: float | None = Field(default=None, gt=0)
+    #: how long a handler past its time limit has to stop, once told, before its process
+    #: is killed (process pool) or it is abandoned and its thread replaced (thread pool)
+    time_limit_grace_s: float = Field(default=5.0, ge=0)
     #: how often the worker refreshes its record in the worker registry (s)
     registry_interval_s: float = Field(default=5.0, gt=0)
     #: how often the worker appends what it did to each queue's activity log, the data of

@@ -9,14 +9,15 @@ import time
 import traceback
 from collections.abc import Awaitable
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from scheduler import Aborted, App, InvalidMessage, UnknownTask
 from scheduler.hooks import notify
 from scheduler.model.tasks import TaskFunction
-from scheduler.runs.context import RunContext, enter, leave
+from scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
 from scheduler.runs.results import encode_value
 from scheduler.runs.tracing import handler_span
+from workers.time_limits import over_limit_message
 
 
 class Verdict(StrEnum):
@@ -38,23 +39,42 @@ class HandlerResult(NamedTuple):
     value: bytes | None = None  # what it returned, as JSON, when its task keeps results
 
 
+class LimitGuard(Protocol):
+    """What stops a sync handler at its time limit (``workers/time_limits.py``): opened
+    right around the handler's call only."""
+
+    def enter(self) -> None: ...
+
+    def leave(self) -> None: ...
+
+
 def run_handler(
-    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+    app: App,
+    task_name: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    run: RunContext,
+    guard: LimitGuard | None = None,
 ) -> HandlerResult:
     """Run a task's handler, with ``run`` as its ``current_run()``, and classify the
-    outcome. Never raises.
+    outcome. Never raises. ``guard``: the run's time limit, around a sync handler.
 
     An ``async def`` handler that reaches this synchronous path (a process pool, or a
     thread pool without an event loop) runs to completion here on a fresh event loop,
     under its timeout: a coroutine is never acknowledged without having run."""
     with handler_span(run.info) as outcome:
-        result = _run_handler(app, task_name, args, kwargs, run)
+        result = _run_handler(app, task_name, args, kwargs, run, guard)
         outcome(result.verdict.value, result.error_type, result.error)
     return result
 
 
 def _run_handler(
-    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+    app: App,
+    task_name: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    run: RunContext,
+    guard: LimitGuard | None,
 ) -> HandlerResult:
     started = time.perf_counter()
     token = enter(run)
@@ -63,10 +83,22 @@ def _run_handler(
         notify(hooks.before_handler, run.info)
     try:
         task = app.lookup(task_name)
-        returned = task.run(args, kwargs)
+        if guard is not None and not task.is_async:
+            guard.enter()
+            try:
+                returned = task.run(args, kwargs)
+            finally:
+                guard.leave()
+        else:
+            returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
             returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
         value = _kept(app, task, returned, run.info.keep_value)
+    except TimeLimitExceeded as err:
+        if guard is not None:
+            guard.leave()  # again, if it landed while the guard was closing
+        limit = run.info.time_limit_s or 0.0
+        return _failed(TimeLimitExceeded(over_limit_message(limit)), started, err)
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Aborted as err:
@@ -135,12 +167,16 @@ def aborted(why: str, started: float | None = None) -> HandlerResult:
     return HandlerResult(Verdict.ABORTED, "Aborted", why, duration_ms=elapsed)
 
 
-def _failed(err: Exception, started: float) -> HandlerResult:
+def _failed(
+    err: BaseException, started: float, raised: BaseException | None = None
+) -> HandlerResult:
+    """A failed run's result (``raised``: the exception whose traceback it keeps, when
+    ``err`` is a clearer one made from it)."""
     return HandlerResult(
         Verdict.FAIL,
         type(err).__qualname__,
         str(err),
-        traceback.format_exc(),
+        traceback.format_exc() if raised is None else "".join(traceback.format_exception(raised)),
         (time.perf_counter() - started) * 1000,
     )
 

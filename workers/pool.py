@@ -58,3 +58,4 @@ class PoolSpec:
     app_reference: str | None
     size: int
     abort_grace_s: float = 10.0  # how long an aborted process-pool handler has to stop
+    time_limit_grace_s: float = 5.0  # how long a handler past its time limit has to stop

@@ -12,13 +12,20 @@ from workers.thread_pool import ThreadPool
 
 
 def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
-    return ThreadPool(spec.app, spec.size, on_done)
+    return ThreadPool(spec.app, spec.size, on_done, spec.time_limit_grace_s)
 
 
 def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
     if not spec.app_reference:
         raise ConfigurationError("the process pool needs app_reference ('module' or 'module:app')")
-    return ProcessPool(spec.app, spec.app_reference, spec.size, on_done, spec.abort_grace_s)
+    return ProcessPool(
+        spec.app,
+        spec.app_reference,
+        spec.size,
+        on_done,
+        spec.abort_grace_s,
+        spec.time_limit_grace_s,
+    )
 
 
 #: pool kind (``WorkerConfig.pool``) -> factory

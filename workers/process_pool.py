@@ -21,13 +21,14 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.sharedctypes import SynchronizedArray
 from types import FrameType
 from typing import Any
 
-from scheduler import Aborted, App, TickworkError
+from scheduler import Aborted, App, TickworkError, TimeLimitExceeded
 from scheduler.runs.context import RunContext, RunInfo
 from scheduler.runs.results import report_progress, running_record
 from workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
@@ -55,12 +56,36 @@ def init_child(reference: str, started: Any, aborting: SynchronizedArray[int]) -
 
 
 def _on_abort_signal(_signum: int, _frame: FrameType | None) -> None:
+    """An abort (the job's number in the shared array) or a time limit (its negative),
+    raised in the handler of the job this child runs, if it is still that one."""
     run, job, aborting = _child_run, _child_job, _child_aborting
     if run is None or job == 0 or aborting is None or run.aborted:
         return
-    if job in aborting[:]:
+    named = aborting[:]
+    if job in named:
         run.request_abort()
         raise Aborted(f"message {run.message_id} was aborted")
+    if -job in named and _child_guard.inside:
+        _child_guard.inside = False  # once
+        raise TimeLimitExceeded
+
+
+class _ChildGuard:
+    """The time limit's window in a child: open right around the handler's call, so the
+    signal raises only there (a signal handler runs between the main thread's bytecodes:
+    the flag needs no lock)."""
+
+    def __init__(self) -> None:
+        self.inside = False
+
+    def enter(self) -> None:
+        self.inside = True
+
+    def leave(self) -> None:
+        self.inside = False
+
+
+_child_guard = _ChildGuard()
 
 
 def _report_to_parent(info: RunInfo, fraction: float, note: str | None) -> None:
@@ -80,7 +105,8 @@ def run_in_child(
     _child_job, _child_run = job, run  # set before reporting: a signal may follow at once
     _child_started.put((job, os.getpid()))
     try:
-        return run_handler(_child_app, task, args, kwargs, run)
+        guard = _child_guard if info.time_limit_s is not None else None
+        return run_handler(_child_app, task, args, kwargs, run, guard)
     finally:
         _child_job, _child_run = 0, None
 
@@ -98,12 +124,14 @@ class ProcessPool(HandlerPool[W]):
         size: int,
         on_done: Done[W],
         abort_grace_s: float = 10.0,
+        time_limit_grace_s: float = 5.0,
     ) -> None:
         self._app = app  # writes the progress children report
         self._reference = app_reference
         self._size = size
         self._on_done = on_done
         self._abort_grace_s = abort_grace_s
+        self._time_limit_grace_s = time_limit_grace_s
         context = multiprocessing.get_context()
         self._started = context.SimpleQueue()
         self._aborting: SynchronizedArray[int] = context.Array("q", _ABORT_SLOTS)
@@ -114,6 +142,8 @@ class ProcessPool(HandlerPool[W]):
         self._job_of: dict[int, int] = {}  # id(item) -> job
         self._pids: dict[int, int] = {}  # job -> pid of the child running it
         self._aborted: set[int] = set()  # jobs whose abort was asked
+        self._limits: dict[int, float] = {}  # job -> its time limit (s), for limited jobs
+        self._over_limit: set[int] = set()  # jobs told they ran past their time limit
         self._executor = self._new_executor()
         self._listener = threading.Thread(
             target=self._listen, name="tickwork-process-starts", daemon=True
@@ -141,6 +171,8 @@ class ProcessPool(HandlerPool[W]):
                 future = self._executor.submit(run_in_child, job, task, args, kwargs, info)
             self._pending[job] = (item, future)
             self._job_of[id(item)] = job
+            if info.time_limit_s is not None:
+                self._limits[job] = info.time_limit_s
         future.add_done_callback(lambda done: self._finished(job, done))
 
     def _finished(self, job: int, future: Future[HandlerResult]) -> None:
@@ -151,11 +183,20 @@ class ProcessPool(HandlerPool[W]):
                 self._job_of.pop(id(entry[0]), None)
             was_aborted = job in self._aborted
             self._aborted.discard(job)
+            self._limits.pop(job, None)
+            over_limit = job in self._over_limit
+            self._over_limit.discard(job)
         if entry is None or future.cancelled():
             return
         error = future.exception()
         if error is None:
             result = future.result()
+        elif over_limit:  # killed: it did not stop at its time limit
+            result = HandlerResult(
+                Verdict.FAIL,
+                "TimeLimitExceeded",
+                "the handler ran past its time limit and did not stop: its process was killed",
+            )
         elif was_aborted:
             result = HandlerResult(Verdict.ABORTED, "Aborted", f"{type(error).__name__}: {error}")
         else:  # e.g. a pool process died
@@ -177,10 +218,13 @@ class ProcessPool(HandlerPool[W]):
                 if job in self._pending:
                     self._pids[job] = pid
                     signal_now = job in self._aborted
+                    limit = self._limits.get(job)
                 else:
-                    signal_now = False
+                    signal_now, limit = False, None
             if signal_now:  # the abort was asked before the child had said where it runs
                 self._signal(job, signal.SIGUSR1)
+            if limit is not None:
+                self._later(limit, self._past_limit, job)
 
     def _write_progress(self, job: int, info: RunInfo, fraction: float, note: str | None) -> None:
         """Write a child's progress while its job runs. Under the pool's lock, which
@@ -211,10 +255,38 @@ class ProcessPool(HandlerPool[W]):
                 self._aborted.discard(job)
             return True
         self._signal(job, signal.SIGUSR1)
-        timer = threading.Timer(self._abort_grace_s, self._kill_if_running, (job,))
+        self._later(self._abort_grace_s, self._kill_if_running, job)
+        return True
+
+    def _past_limit(self, job: int) -> None:
+        """``job`` ran past its time limit: raise ``TimeLimitExceeded`` in it (its
+        negative number in the shared array, then the signal), and kill its process if
+        it has not stopped within the grace."""
+        with self._lock:
+            entry = self._pending.get(job)
+            if entry is None or entry[1].done():
+                return
+            self._over_limit.add(job)
+        with self._aborting.get_lock():
+            self._aborting[next(self._abort_slot) % _ABORT_SLOTS] = -job
+        self._signal(job, signal.SIGUSR1)
+        self._later(self._time_limit_grace_s, self._kill_past_limit, job)
+
+    def _kill_past_limit(self, job: int) -> None:
+        with self._lock:
+            entry = self._pending.get(job)
+        if entry is not None and not entry[1].done():
+            log.warning(
+                "a handler did not stop within %.1f s of its time limit: killing its process",
+                self._time_limit_grace_s,
+            )
+            self._signal(job, signal.SIGKILL)
+
+    @staticmethod
+    def _later(delay_s: float, action: Callable[[int], None], job: int) -> None:
+        timer = threading.Timer(delay_s, action, (job,))
         timer.daemon = True
         timer.start()
-        return True
 
     def _kill_if_running(self, job: int) -> None:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from functools import partial
@@ -10,28 +11,41 @@ from typing import Any
 from scheduler import App
 from scheduler.runs.context import RunContext, RunInfo
 from scheduler.runs.results import report_progress
-from workers.execution import aborted, run_handler
+from workers.execution import HandlerResult, Verdict, aborted, run_handler
 from workers.pool import Done, HandlerPool, W
+from workers.time_limits import ThreadLimits, over_limit_message
 
 
 class ThreadPool(HandlerPool[W]):
     """A fixed set of threads fed by one queue (lighter than ``ThreadPoolExecutor``: no
     future per message). Abort sets the run's flag (``current_run().aborted``): a thread
-    cannot be stopped from outside, so a handler that never looks runs to its end."""
+    cannot be stopped from outside, so a handler that never looks runs to its end. A run
+    past its time limit gets ``TimeLimitExceeded`` raised in it, and is abandoned (its
+    thread replaced) if it does not stop (``workers/time_limits.py``)."""
 
-    def __init__(self, app: App, size: int, on_done: Done[W]) -> None:
+    def __init__(
+        self, app: App, size: int, on_done: Done[W], time_limit_grace_s: float = 5.0
+    ) -> None:
         self._app = app
         self._on_done = on_done
         self._queue: queue.SimpleQueue[
             tuple[W, str, list[Any], dict[str, Any], RunContext] | None
         ] = queue.SimpleQueue()
         self._runs: dict[int, RunContext] = {}  # id(item) -> its run, from submit to done
-        self._threads = [
-            threading.Thread(target=self._run, name=f"tickwork-pool-{i}", daemon=True)
-            for i in range(size)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._limits = ThreadLimits(time_limit_grace_s)
+        self._names = itertools.count()
+        self._threads_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        for _ in range(size):
+            self._add_thread()
+
+    def _add_thread(self) -> None:
+        thread = threading.Thread(
+            target=self._run, name=f"tickwork-pool-{next(self._names)}", daemon=True
+        )
+        with self._threads_lock:
+            self._threads.append(thread)
+        thread.start()
 
     def submit(
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
@@ -53,12 +67,31 @@ class ThreadPool(HandlerPool[W]):
             if job is None:
                 return
             item, task, args, kwargs, run = job
+            guard = None
             if run.aborted:  # aborted while it waited for a thread: it never starts
                 result = aborted("aborted before it started")
+            elif run.info.time_limit_s is not None:
+                limit = run.info.time_limit_s
+                stuck = partial(self._abandon, item, limit, threading.current_thread())
+                guard = self._limits.guard(limit, stuck)
+                result = run_handler(self._app, task, args, kwargs, run, guard)
             else:
                 result = run_handler(self._app, task, args, kwargs, run)
+            if guard is not None and guard.abandoned:
+                return  # its run was reported failed and another thread serves in its place
             self._runs.pop(id(item), None)
             self._on_done(item, result)
+
+    def _abandon(self, item: W, limit_s: float, thread: threading.Thread) -> None:
+        """A handler past its time limit did not stop: report its run failed (its slot
+        and its message are settled) and put a new thread in the place of ``thread``,
+        which is left to itself (shutdown does not wait for it)."""
+        with self._threads_lock:
+            self._threads.remove(thread)
+        self._add_thread()
+        self._runs.pop(id(item), None)
+        message = over_limit_message(limit_s) + ", and did not stop: abandoned"
+        self._on_done(item, HandlerResult(Verdict.FAIL, "TimeLimitExceeded", message))
 
     def unstarted(self) -> list[W]:
         taken: list[W] = []
@@ -72,8 +105,10 @@ class ThreadPool(HandlerPool[W]):
                 self._runs.pop(id(job[0]), None)
 
     def shutdown(self, wait: bool) -> None:
-        for _ in self._threads:
+        with self._threads_lock:
+            threads = list(self._threads)
+        for _ in threads:
             self._queue.put(None)
         if wait:
-            for thread in self._threads:
+            for thread in threads:
                 thread.join()

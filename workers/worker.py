@@ -204,6 +204,7 @@ class Worker:
             self.config.app_reference,
             self.config.concurrency,
             self.config.abort_grace_s,
+            self.config.time_limit_grace_s,
         )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
         if self._has_async:
@@ -347,11 +348,18 @@ class Worker:
             keep_value,
             message.headers.get(TRACEPARENT),
             work.lateness_ms,
+            self._time_limit_s(message.task),
         )
         work.info = info
         if self._hooks.before_run:
             notify(self._hooks.before_run, info)
         pool.submit(work, message.task, args, message.kwargs, info)
+
+    def _time_limit_s(self, task_name: str) -> float | None:
+        """The time limit of a run of ``task_name``: its own, else the worker's default."""
+        task = self.app.registry.tasks.get(task_name)
+        own = task.options.time_limit_s if task is not None else None
+        return own if own is not None else self.config.time_limit_s
 
     def _settle(self) -> None:
         try:

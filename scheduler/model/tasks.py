@@ -91,6 +91,8 @@ class TaskOptions(BaseModel):
     queue: str = "default"
     retry: RetryPolicy = RetryPolicy()
     timeout_s: float = 300.0
+    #: a run still going this long after it started is stopped (``TimeLimitExceeded``)
+    time_limit_s: float | None = Field(default=None, gt=0)
     priority: int = Field(default=0, ge=-1000, le=1000)
     #: after a keyed one-off message of this task succeeds, its key stays taken this long
     unique_for: timedelta | None = None
@@ -246,8 +248,8 @@ class TaskClass:
     """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
 
     Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes ``name``,
-    ``queue``, ``retries``, ``timeout``, ``priority``, ``keep_result`` and ``history`` set
-    the options.
+    ``queue``, ``retries``, ``timeout``, ``time_limit``, ``priority``, ``keep_result`` and
+    ``history`` set the options.
     Each message gets a fresh instance.
     """
 
@@ -256,6 +258,7 @@ class TaskClass:
     queue: ClassVar[str] = "default"
     retries: ClassVar[int] = 0
     timeout: ClassVar[float] = 300.0
+    time_limit: ClassVar[float | None] = None
     priority: ClassVar[int] = 0
     keep_result: ClassVar[bool | timedelta | None] = None
     history: ClassVar[bool] = False

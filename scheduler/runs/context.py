@@ -4,13 +4,16 @@ Inside a handler, ``current_run()`` returns the ``RunContext`` of the message be
 its id, key, queue, attempt, and whether someone asked to abort it (``app.abort``). A
 sync handler that can stop early polls ``aborted`` or calls ``raise_if_aborted()`` at
 safe points; an ``async def`` handler is cancelled instead; a process-pool handler gets
-``Aborted`` raised in it (and is killed if it does not stop). The worker sets the context
-(a ``ContextVar``, so each thread and each asyncio task sees its own).
+``Aborted`` raised in it (and is killed if it does not stop). A task with a
+``time_limit`` is stopped at it (``TimeLimitExceeded``); ``time_left()`` says how long it
+has. The worker sets the context (a ``ContextVar``, so each thread and each asyncio task
+sees its own).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import NamedTuple
@@ -24,6 +27,12 @@ class Aborted(TickworkError):
     ``aborted``."""
 
 
+class TimeLimitExceeded(BaseException):
+    """Raised in a handler that ran past its task's ``time_limit``: the run fails, and is
+    retried or poisoned by its retry policy. A ``BaseException``, so that a handler's own
+    ``except Exception`` does not swallow it."""
+
+
 class RunInfo(NamedTuple):
     """The message a handler is running (a named tuple: one is made per message)."""
 
@@ -35,6 +44,7 @@ class RunInfo(NamedTuple):
     keep_value: bool = False  # what the handler returns is needed (a chain's next step)
     traceparent: str | None = None  # the producer's span (OpenTelemetry), from the headers
     lateness_ms: int = 0  # from the message's due time to this run's start
+    time_limit_s: float | None = None  # the run is stopped this long after it starts
 
 
 #: writes a run's progress: (run, fraction, note)
@@ -44,7 +54,7 @@ ProgressReporter = Callable[[RunInfo, float, str | None], None]
 class RunContext:
     """One handler's run: what it is running and whether it was asked to stop."""
 
-    __slots__ = ("_aborted", "_event", "_reporter", "info")
+    __slots__ = ("_aborted", "_event", "_reporter", "_started", "info")
 
     _event_lock = threading.Lock()
 
@@ -53,6 +63,7 @@ class RunContext:
         self._reporter = reporter  # writes progress (the worker gives one)
         self._aborted = False
         self._event: threading.Event | None = None  # made only if a handler waits on it
+        self._started = 0.0  # when its handler started (monotonic), set by ``enter``
 
     @property
     def message_id(self) -> str:
@@ -92,6 +103,14 @@ class RunContext:
             return True
         return event.wait(timeout_s) or self._aborted
 
+    def time_left(self) -> float | None:
+        """Seconds before this run is stopped by its task's ``time_limit`` (None: it has
+        none); a handler with a long loop checks it to stop cleanly first."""
+        limit = self.info.time_limit_s
+        if limit is None:
+            return None
+        return max(0.0, limit - (time.monotonic() - self._started))
+
     def progress(self, fraction: float, note: str | None = None) -> None:
         """Report how far this run has come (a fraction from 0 to 1, and a short note),
         readable with its handle while it runs; for a task that keeps its results (one
@@ -123,6 +142,7 @@ def current_run() -> RunContext:
 def enter(run: RunContext) -> Token[RunContext | None]:
     """Make ``run`` the current run until ``leave(token)`` (the worker calls both around
     a handler; a plain pair, not a context manager, as it runs once per message)."""
+    run._started = time.monotonic()
     return _current.set(run)
 
 

@@ -74,6 +74,20 @@ DJANGO_APP = "tickwork.django.current:app"
     help="Seconds an aborted process-pool handler has to stop before its process is killed.",
 )
 @click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds a run of a task without a time_limit of its own may take before it is "
+    "stopped (TimeLimitExceeded) [default: no limit].",
+)
+@click.option(
+    "--time-limit-grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds a handler past its time limit has to stop before its process is killed "
+    "(--pool process) or it is abandoned and its thread replaced.",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(min=0, max=65535),
     help="Serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port).",
@@ -123,6 +137,8 @@ def worker(
     lookahead_ms: int,
     grace: float,
     abort_grace: float,
+    time_limit: float | None,
+    time_limit_grace: float,
     metrics_port: int | None,
     metrics_host: str,
     processes: int,
@@ -165,6 +181,8 @@ def worker(
         lookahead_ms=lookahead_ms,
         grace_s=grace,
         abort_grace_s=abort_grace,
+        time_limit_s=time_limit,
+        time_limit_grace_s=time_limit_grace,
         burst=burst,
         app_reference=module,
         metrics_port=metrics_port,

@@ -1,0 +1,132 @@
+"""Stopping sync handlers at their task's time limit (``time_limit``).
+
+The pool thread running a handler opens a ``Guard`` right around the handler's call. A
+watchdog thread (``ThreadLimits``) raises ``TimeLimitExceeded`` in that thread when the
+limit passes (``PyThreadState_SetAsyncExc``: it lands at the handler's next Python
+bytecode, as Dramatiq's time limit does), and only while the guard is open, so it can
+never land in the worker's own code after the handler returned. A handler that does not
+stop within the grace (it sits in C code, or swallowed the exception) is abandoned: the
+pool reports its run failed, which frees its slot and settles its message, and replaces
+the thread; whatever the thread does later is ignored.
+
+The process pool does the same with a signal in the child (``process_pool.py``), and
+kills the child after the grace.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from scheduler.runs.context import TimeLimitExceeded
+
+log = logging.getLogger("tickwork.worker")
+
+#: how often the watchdog looks at the running handlers (s)
+CHECK_EVERY_S = 0.05
+
+
+def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Make ``exception`` pending in thread ``thread_id`` (None: cancel a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception else None
+    )
+
+
+def over_limit_message(limit_s: float) -> str:
+    return f"the handler ran past its time limit of {limit_s:g} s"
+
+
+class Guard:
+    """One run's time limit, opened right around its handler's call (``run_handler``
+    calls ``enter`` and ``leave``; ``leave`` may be called again)."""
+
+    __slots__ = (
+        "_limits",
+        "abandoned",
+        "deadline",
+        "inside",
+        "limit_s",
+        "on_abandon",
+        "signalled",
+        "thread",
+    )
+
+    def __init__(self, limits: ThreadLimits, limit_s: float, on_abandon: Callable[[], None]):
+        self._limits = limits
+        self.limit_s = limit_s
+        self.thread = threading.get_ident()
+        self.deadline = 0.0
+        self.inside = False
+        self.signalled = 0.0  # when TimeLimitExceeded was raised in it (monotonic; 0: not)
+        self.abandoned = False
+        self.on_abandon = on_abandon
+
+    def enter(self) -> None:
+        self.deadline = time.monotonic() + self.limit_s
+        self._limits.watch(self)
+
+    def leave(self) -> None:
+        self._limits.unwatch(self)
+
+
+class ThreadLimits:
+    """The watchdog of a thread pool's time limits (its thread starts with the first
+    limited run)."""
+
+    def __init__(self, grace_s: float) -> None:
+        self._grace_s = grace_s
+        self._lock = threading.Lock()
+        self._guards: set[Guard] = set()
+        self._thread: threading.Thread | None = None
+
+    def guard(self, limit_s: float, on_abandon: Callable[[], None]) -> Guard:
+        return Guard(self, limit_s, on_abandon)
+
+    def watch(self, guard: Guard) -> None:
+        with self._lock:
+            guard.inside = True
+            self._guards.add(guard)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="tickwork-time-limits", daemon=True
+                )
+                self._thread.start()
+
+    def unwatch(self, guard: Guard) -> None:
+        """Close ``guard``: no exception is raised in its thread any more, and one still
+        pending is cancelled (it could otherwise land after the handler returned)."""
+        with self._lock:
+            if guard.signalled and guard.inside:
+                _raise_in(guard.thread, None)
+            guard.inside = False
+            self._guards.discard(guard)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(CHECK_EVERY_S)
+            now = time.monotonic()
+            abandon: list[Guard] = []
+            with self._lock:
+                for guard in list(self._guards):
+                    if not guard.inside or now < guard.deadline:
+                        continue
+                    if not guard.signalled:
+                        guard.signalled = now
+                        _raise_in(guard.thread, TimeLimitExceeded)
+                    elif now >= guard.signalled + self._grace_s:
+                        guard.abandoned = True
+                        guard.inside = False
+                        self._guards.discard(guard)
+                        abandon.append(guard)
+            for guard in abandon:
+                log.warning(
+                    "a handler did not stop within %.1f s of its time limit of %g s: "
+                    "its run fails and its thread is replaced",
+                    self._grace_s,
+                    guard.limit_s,
+                )
+                guard.on_abandon()
