@@ -182,6 +182,7 @@ class App:
         fair_key: LimitKey | None = None,
         keep_result: bool | timedelta | None = None,
         history: bool = False,
+        expires: timedelta | None = None,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -203,7 +204,9 @@ class App:
         ``keep_result``: keep what it returns (True: for the setting
         ``result_retention_s``; a ``timedelta``: that long), readable by the handle
         ``delay()`` returns; ``history``: record each attempt of its one-off messages in
-        the ledger (``app.run_history(id)``; a keyed schedule's runs are always recorded)."""
+        the ledger (``app.run_history(id)``; a keyed schedule's runs are always recorded);
+        ``expires``: a message not started this long after its time is not run, and is
+        recorded as expired."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)

@@ -1,8 +1,10 @@
 """Admission: which claimed work that is due may start now. The worker hands every due
 claim here (from the consumer or the timer) before it starts any.
 
-In order: work whose abort was requested before it started never runs (it is settled
-as aborted); then a rate-limited one reserves its start (``workers/rates.py``: one over
+In order: work not started within its ``expires`` of when it became due (its time, or a
+retry's or a replay's) never runs (it is settled as expired);
+work whose abort was requested before it started never runs (it is settled as
+aborted); then a rate-limited one reserves its start (``workers/rates.py``: one over
 its rate goes back to storage, due at the start reserved for it); then a
 concurrency-limited one takes a slot (``workers/limits.py``: one over its limit goes
 back to wait for a slot). Rate first: a start reserved is a start counted, and a slot
@@ -13,10 +15,10 @@ rate-limited (or no concurrency-limited) message does not enter that gate at all
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from workers.aborts import AbortWatcher
-from workers.execution import aborted
+from workers.execution import HandlerResult, Verdict, aborted
 from workers.holdings import Work
 from workers.limits import LimitGate
 from workers.rates import RateGate
@@ -27,8 +29,14 @@ class Admission:
     """The gate between claimed work and the pool."""
 
     def __init__(
-        self, aborts: AbortWatcher, rates: RateGate, limits: LimitGate, settler: Settler
+        self,
+        aborts: AbortWatcher,
+        rates: RateGate,
+        limits: LimitGate,
+        settler: Settler,
+        now_ms: Callable[[], int],
     ) -> None:
+        self._now_ms = now_ms
         self._aborts = aborts
         self._rates = rates
         self._limits = limits
@@ -37,7 +45,14 @@ class Admission:
     def admit(self, works: Sequence[Work]) -> list[Work]:
         """The works that may start now, in order; the rest are settled or sent back."""
         runnable = []
+        now = None
         for work in works:
+            after_ms = work.message.expire_after_ms
+            if after_ms is not None:
+                now = self._now_ms() if now is None else now
+                if now > work.claim.due_ms + after_ms:  # its time, a retry's or a replay's
+                    self._settler.finished(work, _expired(after_ms))
+                    continue
             request = work.abort or self._aborts.requested(work.claim.id)
             if request is not None:  # aborted before it started: it never runs
                 work.abort = request
@@ -53,3 +68,9 @@ class Admission:
             kept = {id(work) for work in admitted}
             self._settler.forget([work for work in runnable if id(work) not in kept])
         return admitted
+
+
+def _expired(after_ms: int) -> HandlerResult:
+    return HandlerResult(
+        Verdict.EXPIRED, "Expired", f"not started within {after_ms / 1000:g} s of its time"
+    )

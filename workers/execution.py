@@ -26,6 +26,7 @@ class Verdict(StrEnum):
     FAIL = "fail"  # the handler raised: retry with backoff, or poison
     POISON = "poison"  # the message can never run (unknown task, arguments no longer valid)
     ABORTED = "aborted"  # the run was aborted (app.abort, or the handler raised Aborted)
+    EXPIRED = "expired"  # not started before it expired: never run
 
 
 class HandlerResult(NamedTuple):

@@ -141,6 +141,7 @@ class WorkerStats:
     retried: int = 0
     poisoned: int = 0
     aborted: int = 0
+    expired: int = 0  # not started before it expired: never run
     released: int = 0
     limited: int = 0  # sent back to storage to wait for a slot of its concurrency limit
     rate_limited: int = 0  # sent back to storage to wait for the start its rate limit reserved

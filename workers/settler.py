@@ -164,25 +164,24 @@ class Settler:
             self._limits.release(held)
         for retried in plan.retried:
             self._retry(retried)
-        aborted: dict[str, int] = {}  # queue -> runs settled as aborted
+        # (queue, "aborted" or "expired") -> runs so settled, counted besides "poisoned"
+        counted: dict[tuple[str, str], int] = {}
         for poisoned in plan.poisoned:
-            queue = poisoned.work.claim.queue
+            queue, outcome = poisoned.work.claim.queue, poisoned.outcome
             if self._metrics is not None:
                 self._metrics.settled(
-                    poisoned.work,
-                    "aborted" if poisoned.aborted else "poisoned",
-                    _run_s(poisoned.work, poisoned.result),
+                    poisoned.work, outcome, _run_s(poisoned.work, poisoned.result)
                 )
-            if self._poison(poisoned) and poisoned.aborted:
-                aborted[queue] = aborted.get(queue, 0) + 1
+            if self._poison(poisoned) and outcome != "poisoned":
+                counted[(queue, outcome)] = counted.get((queue, outcome), 0) + 1
         aborts = [work.claim.id for work in done if work.abort is not None]
         if aborts:  # their runs are settled: drop the requests
             self._clear_aborts(aborts)
-        for queue, count in aborted.items():  # one counter write per queue and batch
+        for (queue, outcome), count in counted.items():  # one write per queue and outcome
             try:
-                self._backend.queues.add_counters(queue, {"aborted": count})
+                self._backend.queues.add_counters(queue, {outcome: count})
             except BackendError as err:
-                log.warning("cannot count %d aborted run(s) of %s: %s", count, queue, err)
+                log.warning("cannot count %d %s run(s) of %s: %s", count, outcome, queue, err)
         if self._hooks.after_run:
             for work, result, outcome in plan.outcomes():
                 notify(self._hooks.after_run, work.run_info(), outcome, result.duration_ms)
@@ -258,6 +257,14 @@ class Settler:
                 "; its chain ends" if poisoned.ends_chain and message.trigger else "",
                 extra=log_fields(work),
             )
+        elif poisoned.outcome == "expired":
+            log.warning(
+                "%s id=%s expired: %s",
+                message.task,
+                message.id,
+                result.error,
+                extra=log_fields(work),
+            )
         else:
             log.error(
                 "%s id=%s goes to the poison queue after %d attempt(s): %s: %s",
@@ -279,8 +286,7 @@ class Settler:
         ok = bool(
             self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         )
-        outcome = "aborted" if poisoned.aborted else "poisoned"
-        self._counters.add(outcome if ok else "stale")
+        self._counters.add(poisoned.outcome if ok else "stale")
         return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:

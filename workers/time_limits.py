@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from scheduler import App
 from scheduler.runs.context import TimeLimitExceeded
 
 log = logging.getLogger("tickwork.worker")
@@ -34,6 +35,14 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
         ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception else None
     )
+
+
+def time_limit_of(app: App, task_name: str, default_s: float | None) -> float | None:
+    """The time limit of a run of ``task_name``: its task's own, else ``default_s`` (the
+    worker's)."""
+    task = app.registry.tasks.get(task_name)
+    own = task.options.time_limit_s if task is not None else None
+    return own if own is not None else default_s
 
 
 def over_limit_message(limit_s: float) -> str:

@@ -10,7 +10,9 @@ For each run, by its verdict (``workers/execution.py``):
   valid) is poisoned at once;
 - aborted (``app.abort``, or a handler that raised ``Aborted``; also a run that failed
   after its abort was asked): never retried, to the poison store as ``aborted``, with
-  its chain's next occurrence unless the abort ended the chain.
+  its chain's next occurrence unless the abort ended the chain;
+- expired (not started before its ``expires``): never run, to the poison store as
+  ``expired`` (a replay runs it after all), its chain going on.
 
 Each planned item carries everything its write needs (the next occurrence built, the
 ledger entry, the records), so ``workers/settler.py`` only writes, in its order.
@@ -88,6 +90,12 @@ class Poisoned:
     def aborted(self) -> bool:
         return self.failure.reason == "aborted"
 
+    @property
+    def outcome(self) -> str:
+        """How the run is counted: ``aborted``, ``expired`` or ``poisoned``."""
+        reason = self.failure.reason
+        return reason if reason in ("aborted", "expired") else "poisoned"
+
 
 @dataclass(slots=True)
 class Plan:
@@ -104,7 +112,7 @@ class Plan:
             [(a.work, a.result, "succeeded") for a in self.acked]
             + [(work, result, "redelivered") for work, result in self.redelivered]
             + [(r.work, r.result, "retried") for r in self.retried]
-            + [(p.work, p.result, "aborted" if p.aborted else "poisoned") for p in self.poisoned]
+            + [(p.work, p.result, p.outcome) for p in self.poisoned]
         )
 
 
@@ -144,7 +152,9 @@ class Decider:
     def plan(self, batch: list[tuple[Work, HandlerResult]], now: int) -> Plan:
         plan = Plan()
         for work, result in batch:
-            if result.verdict is Verdict.ABORTED or (
+            if result.verdict is Verdict.EXPIRED:
+                plan.poisoned.append(self._expired(work, result, now))
+            elif result.verdict is Verdict.ABORTED or (
                 work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER)
             ):
                 plan.poisoned.append(self._aborted(work, result, now))
@@ -214,6 +224,16 @@ class Decider:
         kept = self._failure_record(work, "Aborted", why, now)
         member = member_outcome(work, now, error=("Aborted", why))
         return Poisoned(work, result, failure, nxt, entry, kept, member, not continue_chain)
+
+    def _expired(self, work: Work, result: HandlerResult, now: int) -> Poisoned:
+        failure = Failure("expired", result.error_type, result.error)
+        if self.plain(work.message):
+            return Poisoned(work, result, failure, None, None, None, None)
+        nxt, dropped = self.next(work, now, succeeded=False)
+        entry = self._ledger.entry(work, RunOutcome.EXPIRED, now, result.error, dropped)
+        kept = self._failure_record(work, result.error_type, result.error, now)
+        member = member_outcome(work, now, error=(result.error_type, result.error))
+        return Poisoned(work, result, failure, nxt, entry, kept, member)
 
     def _failure_record(self, work: Work, error_type: str, error: str, now: int) -> Kept | None:
         """The record of a run that failed for good, if its task keeps results."""

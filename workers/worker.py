@@ -67,6 +67,7 @@ from workers.pools import make_pool
 from workers.presence import Presence
 from workers.rates import RateGate
 from workers.settler import Settler
+from workers.time_limits import time_limit_of
 from workers.timer import Timer
 
 log = logging.getLogger("tickwork.worker")
@@ -175,7 +176,9 @@ class Worker:
             else None
         )
         self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)
-        self._admission = Admission(self._aborts, self._rates, self._limits, self._settler)
+        self._admission = Admission(
+            self._aborts, self._rates, self._limits, self._settler, self._now_ms
+        )
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
         if self.config.pool == "process" and not self.config.app_reference:
@@ -348,18 +351,12 @@ class Worker:
             keep_value,
             message.headers.get(TRACEPARENT),
             work.lateness_ms,
-            self._time_limit_s(message.task),
+            time_limit_of(self.app, message.task, self.config.time_limit_s),
         )
         work.info = info
         if self._hooks.before_run:
             notify(self._hooks.before_run, info)
         pool.submit(work, message.task, args, message.kwargs, info)
-
-    def _time_limit_s(self, task_name: str) -> float | None:
-        """The time limit of a run of ``task_name``: its own, else the worker's default."""
-        task = self.app.registry.tasks.get(task_name)
-        own = task.options.time_limit_s if task is not None else None
-        return own if own is not None else self.config.time_limit_s
 
     def _settle(self) -> None:
         try:

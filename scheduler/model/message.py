@@ -126,6 +126,7 @@ class Message(BaseModel):
     start: ChainStart | None = None  # in a recurring chain's later step: how it starts
     member: Membership | None = None  # a member of a batch: its outcome is counted
     callback: Callback | None = None  # a batch's callback: parked until the batch settles
+    expire_after_ms: int | None = None  # not run if not started this long after it is due
 
     @field_validator("trigger", mode="wrap")
     @classmethod
@@ -222,6 +223,7 @@ def encode_fields(
     then: list[dict[str, Any]] | None = None,
     member: dict[str, Any] | None = None,
     callback: dict[str, Any] | None = None,
+    expire_after_ms: int | None = None,
 ) -> bytes:
     """Encode already-validated message fields without building a model: the path of
     every enqueue. The same message as ``Message.encode`` writes (fields at their
@@ -266,6 +268,8 @@ def encode_fields(
         fields["member"] = member
     if callback is not None:
         fields["callback"] = callback
+    if expire_after_ms is not None:
+        fields["expire_after_ms"] = expire_after_ms
     return to_json(fields)
 
 

@@ -80,6 +80,7 @@ class TaskRegistry:
         fair_key: LimitKey | None = None,
         keep_result: bool | timedelta | None = None,
         history: bool = False,
+        expires: timedelta | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
@@ -108,6 +109,7 @@ class TaskRegistry:
             fair_key=fair_key,
             result_retention=self.retention(task_name, keep_result),
             history=history,
+            expires=expires,
         )
         return self.add(
             TaskFunction(self.producer, function, options, Arguments(function, task_name))
@@ -130,6 +132,7 @@ class TaskRegistry:
             priority=cls.priority,
             result_retention=self.retention(task_name, cls.keep_result),
             history=cls.history,
+            expires=cls.expires,
         )
         arguments = Arguments(cls.run, task_name, skip_self=True)
         is_async = inspect.iscoroutinefunction(cls.run)

@@ -46,6 +46,9 @@ class Call:
     takes_result: bool = False
     #: The steps after this one (see ``scheduler.workflows.chains.chain``)
     then: tuple[Call, ...] = ()
+    #: Not run at all if not started by then: a ``timedelta`` after each occurrence's
+    #: time, or (a one-off) a ``datetime``; default: the task's ``expires``
+    expires: timedelta | datetime | None = None
 
     def options(self, **changes: Any) -> Call:
         """A copy with other options (``key=``, ``at=``, ``trigger=``, ...)."""
@@ -107,12 +110,21 @@ class TaskOptions(BaseModel):
     result_retention: timedelta | None = None
     #: record each attempt of its one-off messages in the ledger (``app.run_history``)
     history: bool = False
+    #: its messages not started this long after their time are not run (expired)
+    expires: timedelta | None = None
 
     @field_validator("unique_for")
     @classmethod
     def _positive_window(cls, value: timedelta | None) -> timedelta | None:
         if value is not None and value <= timedelta(0):
             raise ValueError("unique_for must be a positive duration")
+        return value
+
+    @field_validator("expires")
+    @classmethod
+    def _positive_expiry(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("expires must be a positive duration")
         return value
 
 
@@ -177,13 +189,16 @@ class TaskFunction(Generic[P, R]):
         queue: str | None = None,
         priority: int | None = None,
         headers: Mapping[str, str] | None = None,
+        expires: timedelta | datetime | None = None,
         on_conflict: str = "error",
         block: bool = True,
         block_timeout: float | None = None,
         connection: Any = None,
     ) -> TaskHandle:
         """Enqueue with a time (``at``/``delay``) or a ``trigger``, optionally under ``key``;
-        returns its handle (the message id). ``on_conflict``: "error" | "ignore" | "replace".
+        returns its handle (the message id). ``expires``: not run if not started by then
+        (a ``timedelta`` after each occurrence's time, or a ``datetime`` for a one-off).
+        ``on_conflict``: "error" | "ignore" | "replace".
         A full bounded queue: wait up to ``block_timeout`` s for room (default: the
         ``enqueue_block_s`` setting), or with ``block=False`` raise ``QueueFull`` at once.
         With ``connection`` (PostgreSQL), it is written inside that connection's open
@@ -191,6 +206,8 @@ class TaskFunction(Generic[P, R]):
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
+        if expires is not None:
+            call = call.options(expires=expires)
         message_id = self.app.enqueue(
             call,
             on_conflict=on_conflict,
@@ -217,6 +234,7 @@ class TaskFunction(Generic[P, R]):
         queue: str | None = None,
         priority: int | None = None,
         headers: Mapping[str, str] | None = None,
+        expires: timedelta | datetime | None = None,
         on_conflict: str = "error",
         block: bool = True,
         block_timeout: float | None = None,
@@ -228,6 +246,8 @@ class TaskFunction(Generic[P, R]):
         call = Call(
             self.name, args, kwargs or {}, key, at, delay, trigger, queue, priority, headers
         )
+        if expires is not None:
+            call = call.options(expires=expires)
         message_id = await self.app.aenqueue(
             call,
             on_conflict=on_conflict,
@@ -259,6 +279,7 @@ class TaskClass:
     retries: ClassVar[int] = 0
     timeout: ClassVar[float] = 300.0
     time_limit: ClassVar[float | None] = None
+    expires: ClassVar[timedelta | None] = None
     priority: ClassVar[int] = 0
     keep_result: ClassVar[bool | timedelta | None] = None
     history: ClassVar[bool] = False

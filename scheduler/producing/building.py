@@ -115,6 +115,7 @@ class MessageBuilder:
             chain = new_chain_id(now_ms)
         message_id = occurrence_id(chain, fire.occurrence)
         priority = task.options.priority if call.priority is None else call.priority
+        expire_after_ms = _expiry(call, task.options.expires, fire.at, stored is not None)
         # every field was validated above, so encode directly instead of through a model
         body = encode_fields(
             id=message_id,
@@ -141,6 +142,7 @@ class MessageBuilder:
             then=self._steps(call, queue),
             member=None if member is None else member.model_dump(),
             callback=None if callback is None else callback.model_dump(),
+            expire_after_ms=expire_after_ms,
         )
         return message_id, self.envelope(
             message_id,
@@ -353,3 +355,28 @@ class MessageBuilder:
             limit=head.limit,
         )
         return envelope, fire.misfires
+
+
+def _expiry(
+    call: Call, default: timedelta | None, scheduled_at: datetime, recurring: bool
+) -> int | None:
+    """How long after its time a message may still start (ms), from the call's
+    ``expires`` or the task's; ``InvalidMessage`` for one that would expire at once."""
+    expires = call.expires if call.expires is not None else default
+    if expires is None:
+        return None
+    if isinstance(expires, datetime):
+        if recurring:
+            raise InvalidMessage(
+                "a recurring message expires a while after each occurrence: give expires "
+                "as a timedelta, not a datetime"
+            )
+        if expires.tzinfo is None:
+            raise InvalidMessage("expires must be an aware datetime (with a timezone)")
+        expires = expires - scheduled_at
+    if not isinstance(expires, timedelta):
+        raise InvalidMessage(f"expires is a timedelta or a datetime, not {expires!r}")
+    after_ms = expires // timedelta(milliseconds=1)
+    if after_ms <= 0:
+        raise InvalidMessage(f"the message would expire before its time ({expires})")
+    return after_ms

@@ -48,6 +48,7 @@ class RunOutcome(StrEnum):
     SKIPPED_PAUSED = "skipped_paused"  # fell while the schedule was paused
     EXCLUDED = "excluded"  # on a date the schedule's calendar excludes
     CANCELLED = "cancelled"  # the schedule was cancelled before it ran
+    EXPIRED = "expired"  # never run: not started before it expired (``expires``)
 
 
 #: outcomes that describe occurrences that never ran (a record may stand for ``count``)
@@ -59,6 +60,7 @@ NOT_RUN = frozenset(
         RunOutcome.SKIPPED_PAUSED,
         RunOutcome.EXCLUDED,
         RunOutcome.CANCELLED,
+        RunOutcome.EXPIRED,
     }
 )
 
