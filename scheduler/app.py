@@ -8,7 +8,6 @@ parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
@@ -332,28 +331,7 @@ class App:
                 call, on_conflict, block=block, block_timeout=block_timeout
             )
 
-    async def aenqueue_many(
-        self,
-        calls: Iterable[Call],
-        on_conflict: str | OnConflict = OnConflict.ERROR,
-        batch_size: int = 1000,
-        *,
-        block: bool = True,
-        block_timeout: float | None = None,
-        connection: Any = None,
-    ) -> EnqueueReport:
-        """``enqueue_many`` without blocking the event loop (it runs in a thread). With
-        ``connection``, a psycopg ``AsyncConnection`` (or a ``Connection``), every batch
-        is written inside that connection's transaction."""
-        with self._within(connection):
-            return await asyncio.to_thread(
-                self._producer.enqueue_many,
-                calls,
-                on_conflict,
-                batch_size,
-                block=block,
-                block_timeout=block_timeout,
-            )
+    aenqueue_many = in_thread(enqueue_many)
 
     # -- reading and cancelling ----------------------------------------------------------
 
@@ -372,20 +350,6 @@ class App:
         (``transaction``): a rollback leaves the message scheduled."""
         with self._within(connection):
             return self.schedules.cancel(id=id, key=key, queue=queue)
-
-    async def acancel(
-        self,
-        *,
-        id: str | None = None,
-        key: str | None = None,
-        queue: str | None = None,
-        connection: Any = None,
-    ) -> bool:
-        """``cancel`` without blocking the event loop (it runs in a thread). With
-        ``connection``, a psycopg ``AsyncConnection`` (or a ``Connection``), the cancel
-        happens inside that connection's transaction."""
-        with self._within(connection):
-            return await asyncio.to_thread(self.schedules.cancel, id=id, key=key, queue=queue)
 
     def run_history(
         self, message_id: str, *, queue: str | None = None, limit: int | None = None
@@ -457,6 +421,7 @@ class App:
     # -- the same from an event loop: the blocking call runs in a thread ---------------
 
     aget = in_thread(get)
+    acancel = in_thread(cancel)
     aresult = in_thread(result)
     aabort = in_thread(abort)
 
