@@ -32,8 +32,9 @@ from scheduler.runs.results import ResultTimeout, RunStatus, TaskFailed, TaskHan
 from scheduler.runs.retry import RetryPolicy
 from scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.settings import Settings
-from scheduler.workflows.batches import Batch, Group, batch, group
 from scheduler.workflows.chains import chain
+from scheduler.workflows.graphs import Graph, after, graph
+from scheduler.workflows.shapes import Batch, Group, batch, group
 from scheduler.workflows.status import (
     BatchFailed,
     BatchHandle,
@@ -60,6 +61,7 @@ __all__ = [
     "ConfigurationError",
     "DecodeError",
     "EnqueueReport",
+    "Graph",
     "Group",
     "InvalidMessage",
     "KeyConflict",
@@ -89,9 +91,11 @@ __all__ = [
     "TimeLimitExceeded",
     "UnknownTask",
     "WorkflowNotFound",
+    "after",
     "batch",
     "chain",
     "current_run",
+    "graph",
     "group",
     "open_backend",
 ]

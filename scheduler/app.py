@@ -43,7 +43,7 @@ from scheduler.schedules.service import Schedules
 from scheduler.settings import Settings
 from scheduler.views.presence import Workers
 from scheduler.views.queues import Queues
-from scheduler.workflows.batches import Batch, Group
+from scheduler.workflows.graphs import Workflow
 from scheduler.workflows.service import Batches
 from triggers import Trigger
 from triggers.preview import Occurrence, preview
@@ -273,7 +273,7 @@ class App:
 
     def enqueue(
         self,
-        call: Call | Batch | Group,
+        call: Call | Workflow,
         on_conflict: str | OnConflict = OnConflict.ERROR,
         *,
         block: bool = True,
@@ -315,7 +315,7 @@ class App:
 
     async def aenqueue(
         self,
-        call: Call | Batch | Group,
+        call: Call | Workflow,
         on_conflict: str | OnConflict = OnConflict.ERROR,
         *,
         block: bool = True,

@@ -3,7 +3,7 @@ Redis or Cassandra.
 
 Import what you use from here::
 
-    from tickwork import App, Cron, Repeating, chain, current_run
+    from tickwork import App, Cron, Repeating, chain, current_run, graph
 
 These names are the public API. The packages below them (``scheduler``, ``workers``,
 ``triggers``) stay importable, but their other names may change between releases. The
@@ -27,9 +27,11 @@ from scheduler import (
     TaskHandle,
     TickworkError,
     UnknownTask,
+    after,
     batch,
     chain,
     current_run,
+    graph,
     group,
 )
 from scheduler.hooks import Hook
@@ -64,9 +66,11 @@ __all__ = [
     "UnknownTask",
     "Worker",
     "WorkerConfig",
+    "after",
     "batch",
     "chain",
     "current_run",
+    "graph",
     "group",
     "preview",
 ]

@@ -18,6 +18,7 @@ from scheduler.model.message import Message
 from scheduler.runs.results import failed_record, succeeded_record
 from scheduler.workflows.batches import BatchDescription, CallbackPlace
 from scheduler.workflows.status import callback_argument
+from workers.graph_fanin import GraphFanIn
 from workers.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
@@ -45,6 +46,27 @@ def callback_args(backend: Backend, message: Message) -> list[Any]:
     if callback is None or not callback.takes_result:
         return message.args
     return [callback_argument(backend, callback.batch, callback.when), *message.args]
+
+
+def run_args(backend: Backend, graphs: GraphFanIn, message: Message) -> list[Any]:
+    """The arguments a run starts with: a callback's batch outcome or a graph step's
+    parents' results first, when it takes them. Raises ``Held`` (a step of a stopped
+    graph) and ``BackendError`` (the records cannot be read: it is due again)."""
+    if message.node is not None:
+        return graphs.start_args(message)
+    if message.callback is not None:
+        return callback_args(backend, message)
+    return message.args
+
+
+def value_needed(message: Message) -> bool:
+    """Whether what ``message``'s handler returns is needed after it: by the next step
+    of its chain (made with ``.s()``), its batch's callbacks, or the steps of its graph."""
+    return (
+        bool(message.then and message.then[0].takes_result)
+        or message.member is not None
+        or message.node is not None
+    )
 
 
 class FanIn:

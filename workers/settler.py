@@ -34,13 +34,14 @@ from scheduler.hooks import notify
 from scheduler.model.message import Message
 from scheduler.runs.context import RunInfo
 from scheduler.schedules.overlap import run_of
+from scheduler.workflows.graph_records import PARKED_MS
 from workers.execution import HandlerResult
-from workers.fanin import FanIn, member_outcome
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics, WorkerMetrics
-from workers.verdicts import Acked, Decider, Poisoned, Retried
+from workers.verdicts import Decider, Poisoned, Retried
+from workers.workflow_counts import WorkflowCounts
 
 log = logging.getLogger("tickwork.worker")
 
@@ -92,7 +93,7 @@ class Settler:
         self._results: queue_module.SimpleQueue[tuple[Work, HandlerResult]] = (
             queue_module.SimpleQueue()
         )
-        self._fanin = FanIn(backend, self._with_retries, nudge)
+        self.counts = WorkflowCounts(backend, self._with_retries, nudge, now_ms)
         self._decider = Decider(app)
         self._hooks = app.hooks
 
@@ -152,7 +153,7 @@ class Settler:
         kept = [item.kept for item in plan.acked if item.kept is not None]
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
             self._with_retries(lambda: self._backend.results.put(kept))
-        acked = self._members_counted(plan.acked)
+        acked = self.counts.acked(plan.acked)
         # the slots of this batch's runs go back with the acks (one round trip where the
         # backend can); forget() then finds none left to give back
         held = self._limits.take_slots(done) if any(w.slot is not None for w in done) else []
@@ -186,15 +187,6 @@ class Settler:
             for work, result, outcome in plan.outcomes():
                 notify(self._hooks.after_run, work.run_info(), outcome, result.duration_ms)
         self.forget(done)
-
-    def _members_counted(self, acked: list[Acked]) -> list[Acked]:
-        """Count the batch members among ``acked`` before their acks; on a forced stop
-        that leaves them uncounted, they are not acked (left to be redelivered)."""
-        members = [(item.work, item.member) for item in acked if item.member is not None]
-        if not members or self._fanin.settle(members):
-            return acked
-        unsettled = {work.claim.id for work, _ in members}
-        return [item for item in acked if item.work.claim.id not in unsettled]
 
     def _ack(
         self,
@@ -280,7 +272,10 @@ class Settler:
         if poisoned.kept is not None:
             kept = [poisoned.kept]
             self._with_retries(lambda: self._backend.results.put(kept))
-        if poisoned.member is not None and not self._fanin.settle([(work, poisoned.member)]):
+        error = (failure.error_type, failure.message)
+        if (poisoned.member is not None or message.node is not None) and not self.counts.failed(
+            work, error, poisoned.member
+        ):
             return False  # forced stop: it is left to be redelivered
         claim, nxt, entry = work.claim, poisoned.nxt, poisoned.entry
         ok = bool(
@@ -295,23 +290,17 @@ class Settler:
         except BackendError as err:
             log.warning("cannot drop settled abort requests (they lapse on their own): %s", err)
 
-    def _settle_member(self, work: Work, now: int, error: tuple[str, str]) -> bool:
-        """Count a batch member that failed for good (before it is poisoned); False if
-        that could not be written (forced stop: it is left to be redelivered)."""
-        outcome = member_outcome(work, now, error=error)
-        return outcome is None or self._fanin.settle([(work, outcome)])
-
     def poison_now(self, claim: Claim, failure: Failure, message: Message | None = None) -> None:
         """Poison a claim that can never run (undecodable, unknown task) at once; a batch
-        member among them (``message`` decoded) counts as failed."""
+        member or graph step among them (``message`` decoded) counts as failed."""
         log.error("poisoning %s: %s", claim.id, failure.message)
         if self._hooks.on_poison:
             task = message.task if message is not None else ""
             info = RunInfo(claim.id, task, claim.queue, claim.key, claim.attempt)
             notify(self._hooks.on_poison, info, failure)
-        if message is not None and message.member is not None:
+        if message is not None and (message.member is not None or message.node is not None):
             work = Work(claim, message, holds_permit=False)
-            if not self._settle_member(work, self._now_ms(), (failure.error_type, failure.message)):
+            if not self.counts.failed(work, (failure.error_type, failure.message)):
                 self._permits.give(1)
                 return
         try:
@@ -347,12 +336,19 @@ class Settler:
             )
         self._permits.give(1)
 
-    def release(self, works: list[Work]) -> None:
-        """Give back claims that never started: due again at once, attempt not counted."""
+    def hold(self, work: Work) -> None:
+        """A step of a stopped graph that was about to start: parked again, its attempt
+        not counted, until the graph resumes (``workers/graph_fanin.py``)."""
+        log.info("%s id=%s is held: its graph is stopped", work.message.task, work.message.id)
+        self.release([work], PARKED_MS)
+
+    def release(self, works: list[Work], due_ms: int | None = None) -> None:
+        """Give back claims that never started: due again at once (or at ``due_ms``),
+        attempt not counted."""
         if not works:
             return
         try:
-            released = self._backend.leases.release([w.claim for w in works])
+            released = self._backend.leases.release([w.claim for w in works], due_ms)
         except BackendError as err:
             log.warning("release failed (leases will expire instead): %s", err)
             released = 0

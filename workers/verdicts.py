@@ -133,6 +133,7 @@ class Decider:
             or message.then
             or message.member is not None
             or message.callback is not None
+            or message.node is not None
             or SCHEDULE in message.headers
         ):
             return False

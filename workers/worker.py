@@ -55,8 +55,9 @@ from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
 from workers.execution import HandlerResult, Verdict
-from workers.fanin import callback_args
+from workers.fanin import run_args, value_needed
 from workers.flow import Counters, Pace, Permits, WorkerStats
+from workers.graph_fanin import Held
 from workers.heartbeat import Heartbeat
 from workers.holdings import Holdings, Work, log_fields
 from workers.lifecycle import guarded, stop_signals
@@ -313,12 +314,13 @@ class Worker:
         pool = self._pool
         assert pool is not None
         message = work.message
-        try:  # a batch's outcome first, for a callback that takes it
-            args = (
-                message.args if message.callback is None else callback_args(self.backend, message)
-            )
+        try:  # a batch's outcome or a graph step's parents' results first, if it takes them
+            args = run_args(self.backend, self._settler.counts.graphs, message)
+        except Held:
+            self._settler.hold(work)
+            return
         except BackendError as err:
-            log.warning("cannot read the batch of callback %s (due again): %s", message.id, err)
+            log.warning("cannot read the workflow of %s (due again): %s", message.id, err)
             self._settler.release([work])
             return
         except TickworkError as err:
@@ -341,7 +343,7 @@ class Worker:
                 extra=log_fields(work),
             )
         # a chain's next step or a batch's callbacks take what the handler returns
-        keep_value = bool(message.then and message.then[0].takes_result) or bool(message.member)
+        keep_value = value_needed(message)
         info = RunInfo(
             message.id,
             message.task,

@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -28,66 +28,8 @@ from scheduler.backends.base import Envelope, State, StoredMessage
 from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import DecodeError
 from scheduler.model import headers as header_names
+from scheduler.model.places import Callback, ChainStart, Membership, Node, Step
 from triggers import AnyTrigger
-
-
-class Step(BaseModel):
-    """A step after the first, stored in the message of the step before it, with every
-    option resolved when the chain was enqueued (a worker need not know its task)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    task: str
-    args: list[Any] = Field(default_factory=list)
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    takes_result: bool = False
-    queue: str
-    priority: int = 0
-    timeout_s: float = 300.0
-    max_attempts: int = 1
-    #: its task's limit and fair-share keys, as ``Message`` carries them; for a step that
-    #: takes the previous result and whose keys come from its arguments, worked out when
-    #: it is written (``MessageBuilder.next_step``)
-    limit: str | None = None
-    rate: str | None = None
-    fair: str | None = None
-
-
-class ChainStart(BaseModel):
-    """How a recurring chain starts each occurrence: its first step and the steps after it
-    (carried by every later step, whose ack writes the chain's next occurrence)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    first: Step
-    then: list[Step] = Field(default_factory=list)
-    limit: str | None = None
-    rate: str | None = None
-    fair: str | None = None
-
-
-class Membership(BaseModel):
-    """Where a message stands in a batch: member ``index`` of ``size``; the batch's
-    records are kept until ``expires_ms`` (see ``scheduler.workflows.batches``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    batch: str
-    index: int
-    size: int
-    expires_ms: int
-
-
-class Callback(BaseModel):
-    """A batch's callback: which batch, when it fires (every member succeeded, all
-    settled, or some failed) and whether it takes the batch's outcome first."""
-
-    model_config = ConfigDict(frozen=True)
-
-    batch: str
-    when: Literal["success", "complete", "failure"]
-    takes_result: bool = False
-
 
 #: stored triggers (their JSON) and what they validated to, at most _TRIGGERS_MOST of them
 _TRIGGERS: dict[bytes, Any] = {}
@@ -127,6 +69,7 @@ class Message(BaseModel):
     member: Membership | None = None  # a member of a batch: its outcome is counted
     callback: Callback | None = None  # a batch's callback: parked until the batch settles
     expire_after_ms: int | None = None  # not run if not started this long after it is due
+    node: Node | None = None  # a node of a graph: its outcome feeds its children's fan-ins
 
     @field_validator("trigger", mode="wrap")
     @classmethod
@@ -224,6 +167,7 @@ def encode_fields(
     member: dict[str, Any] | None = None,
     callback: dict[str, Any] | None = None,
     expire_after_ms: int | None = None,
+    node: dict[str, Any] | None = None,
 ) -> bytes:
     """Encode already-validated message fields without building a model: the path of
     every enqueue. The same message as ``Message.encode`` writes (fields at their
@@ -270,6 +214,8 @@ def encode_fields(
         fields["callback"] = callback
     if expire_after_ms is not None:
         fields["expire_after_ms"] = expire_after_ms
+    if node is not None:
+        fields["node"] = node
     return to_json(fields)
 
 

@@ -20,13 +20,12 @@ from scheduler.model.ids import identity_chain_id, keyed_chain_id, new_chain_id,
 from scheduler.model.message import (
     UNIQUE_FOR,
     UNIQUE_UNTIL,
-    Callback,
-    Membership,
     Message,
     encode_fields,
     is_unique_window,
     reencode,
 )
+from scheduler.model.places import Callback, Membership, Node
 from scheduler.model.registry import TaskRegistry
 from scheduler.model.tasks import Call
 from scheduler.producing.planning import check_scalars, plan
@@ -68,19 +67,23 @@ class MessageBuilder:
         chain: str | None = None,
         member: Membership | None = None,
         callback: Callback | None = None,
+        node: Node | None = None,
     ) -> tuple[str, Envelope]:
         """Validate ``call`` and build its first message: (id, envelope). Raises
         ``InvalidMessage``; writes nothing. ``now_ms``/``now`` let a bulk caller pass the
         clock reading once. A batch (``scheduler.workflows.batches``) names its members and
-        callbacks itself (``chain``) and marks them (``member``, ``callback``); a callback
-        that takes the batch's outcome first has its other arguments checked for arity."""
+        callbacks itself (``chain``) and marks them (``member``, ``callback``), a graph its
+        nodes (``node``); a callback or node that takes results first has its other
+        arguments checked for arity."""
         task = self.registry.lookup(call.task)
         if now_ms is None:
             now_ms = self.clock.now_ms()
             now = None
         if now is None:
             now = to_datetime(now_ms)
-        if call.takes_result:
+        if call.takes_result and node is not None and node.takes is not None:
+            args, kwargs = result_taking_arguments(call, task, "its parents' results")
+        elif call.takes_result:
             if callback is None:
                 raise InvalidMessage(
                     f"{task.name} was made with .s(), to take a previous result, but it "
@@ -142,6 +145,7 @@ class MessageBuilder:
             then=self._steps(call, queue),
             member=None if member is None else member.model_dump(),
             callback=None if callback is None else callback.model_dump(),
+            node=None if node is None else node.model_dump(exclude_defaults=True),
             expire_after_ms=expire_after_ms,
         )
         return message_id, self.envelope(

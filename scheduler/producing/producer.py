@@ -17,7 +17,7 @@ from scheduler.errors import QueueFull
 from scheduler.model.tasks import Call
 from scheduler.producing.backpressure import awrite_bounded, write_bounded
 from scheduler.producing.reports import EnqueueReport, conflict_mode
-from scheduler.workflows.batches import Batch, Group
+from scheduler.workflows.graphs import Workflow
 
 if TYPE_CHECKING:
     from scheduler.backends import Backend
@@ -48,7 +48,7 @@ class Producer:
 
     def enqueue(
         self,
-        call: Call | Batch | Group,
+        call: Call | Workflow,
         on_conflict: str | OnConflict = OnConflict.ERROR,
         *,
         block: bool = True,
@@ -109,7 +109,7 @@ class Producer:
 
     async def aenqueue(
         self,
-        call: Call | Batch | Group,
+        call: Call | Workflow,
         on_conflict: str | OnConflict = OnConflict.ERROR,
         *,
         block: bool = True,

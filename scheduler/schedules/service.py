@@ -28,6 +28,7 @@ from scheduler.schedules.ledger import (
     read_history,
     schedule_subject,
 )
+from scheduler.workflows.graph_records import cancel_graph, graph_of_anchor
 from triggers import Misfire, Overlap
 
 #: the records a schedule listing reads to find the last run's outcome
@@ -76,10 +77,12 @@ class Schedules:
             assert id is not None
             return self.backend.messages.delete(id, queue)
         queue = queue or self.settings.default_queue
-        keeps = self.settings.history_keep > 0
-        stored = self.backend.messages.get_by_key(queue, key) if keeps else None
+        stored = self.backend.messages.get_by_key(queue, key)
+        graph = None if stored is None else graph_of_anchor(stored.envelope.body)
+        if graph is not None:  # the key of a running graph: cancel each of its steps
+            return cancel_graph(self.backend, graph) is not None
         cancelled = self.backend.messages.delete_by_key(queue, key)
-        if cancelled and stored is not None:
+        if cancelled and stored is not None and self.settings.history_keep > 0:
             message = Message.decode(stored.envelope.body)
             if message.trigger is not None:
                 cancel = HistoryEntry(

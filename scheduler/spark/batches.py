@@ -22,7 +22,8 @@ from scheduler.errors import InvalidMessage, TickworkError
 from scheduler.model.ids import new_chain_id
 from scheduler.model.tasks import Call
 from scheduler.spark.rows import RowMapping, resolve_task
-from scheduler.workflows.batches import BatchDescription, When, build_callbacks
+from scheduler.workflows.batches import BatchDescription, build_callbacks
+from scheduler.workflows.shapes import When
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.clock import SystemClock, to_datetime
 from scheduler.errors import InvalidMessage, TickworkError
 from scheduler.model.arguments import Arguments
-from scheduler.model.message import Membership
+from scheduler.model.places import Membership
 from scheduler.model.tasks import Call, TaskFunction, TaskOptions
 from scheduler.producing.backpressure import write_bounded
 from scheduler.runs.retry import RetryPolicy

@@ -25,10 +25,9 @@ callbacks are ``{batch}.success``, ``{batch}.complete`` and ``{batch}.failure``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,64 +35,12 @@ from scheduler.backends import Envelope
 from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.model.ids import new_chain_id
-from scheduler.model.message import Callback, Membership
+from scheduler.model.places import Callback, Membership
 from scheduler.model.tasks import Call
 from scheduler.producing.building import MessageBuilder
 from scheduler.producing.planning import plan
 from scheduler.schedules.control import PAUSED_DUE
-
-When = Literal["success", "complete", "failure"]
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """Calls that run independently (in parallel on as many workers as there are) and
-    settle together: enqueue it alone, or give it to ``batch`` for callbacks."""
-
-    calls: tuple[Call, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """A group with callbacks (see ``batch``)."""
-
-    members: tuple[Call, ...]
-    callbacks: dict[When, Call] = field(default_factory=dict)
-    retention: timedelta | None = None
-
-
-def group(calls: Iterable[Call]) -> Group:
-    """The calls, as one group (at least one)."""
-    found = tuple(calls)
-    if not found:
-        raise InvalidMessage("a group needs at least one call")
-    return Group(found)
-
-
-def batch(
-    members: Group | Iterable[Call],
-    *,
-    on_success: Call | None = None,
-    on_complete: Call | None = None,
-    on_failure: Call | None = None,
-    retention: timedelta | None = None,
-) -> Batch:
-    """A group whose callbacks fire once, when its last member settles: ``on_success`` if
-    every member succeeded, ``on_failure`` if one failed for good (poisoned or aborted),
-    ``on_complete`` either way. A callback made with ``task.s()`` takes the outcome as its
-    first argument (``on_success``: the members' results in order; the others: a
-    ``BatchOutcome`` dict), one made with ``task.si()`` does not. ``retention``: how long
-    the batch's records are kept after its last member's due time (default: the
-    ``batch_retention_s`` setting, 7 days); it must outlast the batch."""
-    calls = members.calls if isinstance(members, Group) else group(members).calls
-    callbacks: dict[When, Call] = {}
-    if on_success is not None:
-        callbacks["success"] = on_success
-    if on_complete is not None:
-        callbacks["complete"] = on_complete
-    if on_failure is not None:
-        callbacks["failure"] = on_failure
-    return Batch(calls, callbacks, retention)
+from scheduler.workflows.shapes import Batch, Group, Sequenced, When
 
 
 class CallbackPlace(BaseModel):
@@ -149,13 +96,16 @@ def build_batch(
     now = to_datetime(now_ms)
     batch_id = "b" + new_chain_id(now_ms)
     latest = now
-    for index, call in enumerate(spec.members):
+    calls = [call for call in spec.members if isinstance(call, Call)]
+    if len(calls) != len(spec.members):
+        raise InvalidMessage("a batch with a chain of groups in it runs as a graph")
+    for index, call in enumerate(calls):
         _check_member(index, call)
         latest = max(latest, plan(call, now)[1].at)
     expires_ms = to_ms(latest + (spec.retention or retention))
     size = len(spec.members)
     members = []
-    for index, call in enumerate(spec.members):
+    for index, call in enumerate(calls):
         place = Membership(batch=batch_id, index=index, size=size, expires_ms=expires_ms)
         chain = member_id(batch_id, index)
         members.append(builder.build(call, now_ms, now, chain=chain, member=place)[1])
@@ -166,13 +116,17 @@ def build_batch(
 
 
 def build_callbacks(
-    builder: MessageBuilder, batch_id: str, callbacks: dict[When, Call], now_ms: int
+    builder: MessageBuilder,
+    batch_id: str,
+    callbacks: Mapping[When, Call | Group | Sequenced],
+    now_ms: int,
 ) -> tuple[list[Envelope], dict[When, CallbackPlace]]:
     """Validate a batch's callbacks and build their envelopes, parked (due at
     ``PAUSED_DUE``), with where each waits."""
     now = to_datetime(now_ms)
     envelopes, places = [], {}
     for when, call in callbacks.items():
+        assert isinstance(call, Call)  # others make the batch a graph
         _check_callback(when, call)
         mark = Callback(batch=batch_id, when=when, takes_result=call.takes_result)
         chain = f"{batch_id}.{when}"
@@ -193,8 +147,6 @@ def _check_member(index: int, call: Call) -> None:
             f"member {index} ({call.task}) of a batch cannot have a key, an identity or a "
             "trigger: a member runs once, named by the batch"
         )
-    if call.then:
-        raise InvalidMessage(f"member {index} ({call.task}) of a batch cannot be a chain yet")
 
 
 def _check_callback(when: When, call: Call) -> None:

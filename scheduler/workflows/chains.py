@@ -17,30 +17,46 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from pydantic_core import PydanticSerializationError, from_json, to_jsonable_python
 
 from scheduler.errors import InvalidMessage
 from scheduler.limits.declared import fair_value, limit_keys
 from scheduler.model.ids import occurrence_id
-from scheduler.model.message import ChainStart, Message, Step
+from scheduler.model.message import Message
+from scheduler.model.places import ChainStart, Step
 from scheduler.model.tasks import Call, TaskFunction
+from scheduler.workflows.shapes import Batch, Group, Sequenced
 
 log = logging.getLogger("tickwork.worker")
 
 
-def chain(*calls: Call) -> Call:
+@overload
+def chain(*calls: Call) -> Call: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def chain(*calls: Call | Group | Batch | Sequenced) -> Sequenced: ...
+
+
+def chain(*calls: Call | Group | Batch | Sequenced) -> Call | Sequenced:
     """The first call, carrying the others as the steps after it. The first step keeps its
     own options (``at``, ``delay``, ``queue``, ``priority``); a later step may only choose
     its priority (every step runs in the first step's queue). The first step takes a
-    previous result (``.s()``) only as a batch's callback, which takes the batch's."""
+    previous result (``.s()``) only as a batch's callback, which takes the batch's. A
+    chain nested in a chain is spliced in; a chain with a group or a batch in it runs as
+    a graph (``scheduler.workflows.graphs``), in which a step after a group takes the
+    group's results as a list."""
     if not calls:
         raise InvalidMessage("a chain needs at least one step")
-    first, rest = calls[0], calls[1:]
+    if not all(isinstance(call, Call) for call in calls):
+        return Sequenced(tuple(calls))
+    steps: list[Call] = []
     for call in calls:
-        if call.then:
-            raise InvalidMessage(f"step {call.task} is a chain itself: chains do not nest yet")
+        assert isinstance(call, Call)
+        steps += [call.options(then=()), *call.then]  # a nested chain is spliced in
+    first, rest = steps[0], steps[1:]
     for call in rest:
         if call.key or call.trigger or call.at or call.delay or call.identity:
             raise InvalidMessage(

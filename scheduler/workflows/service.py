@@ -5,12 +5,21 @@ it back in ``scheduler.workflows.status``."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from scheduler.backends import OnConflict
-from scheduler.errors import WorkflowNotFound
+from scheduler.errors import BatchNotFound, WorkflowNotFound
 from scheduler.producing.backpressure import write_bounded
-from scheduler.workflows.batches import Batch, BuiltBatch, Group, build_batch, member_id
+from scheduler.workflows.batches import BuiltBatch, build_batch, member_id
+from scheduler.workflows.graph_records import (
+    build_graph,
+    cancel_graph,
+    graph_of_anchor,
+    is_graph_id,
+)
+from scheduler.workflows.graph_view import GraphHandle, graph_view
+from scheduler.workflows.graphs import Graph, Workflow, compile_spec, nests
+from scheduler.workflows.shapes import Batch, Group, Sequenced
 from scheduler.workflows.status import BatchHandle, BatchStatus, read_description, read_status
 from scheduler.workflows.view import WorkflowView, batch_view, chain_view, keyed_view
 
@@ -31,6 +40,7 @@ class Batches:
     def backend(self) -> Backend:
         return self._parts.backend
 
+    @overload
     def enqueue(
         self,
         spec: Batch | Group,
@@ -38,7 +48,26 @@ class Batches:
         block: bool = True,
         block_timeout: float | None = None,
         connection: Any = None,
-    ) -> BatchHandle:
+    ) -> BatchHandle: ...
+
+    @overload
+    def enqueue(
+        self,
+        spec: Graph | Sequenced,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+        connection: Any = None,
+    ) -> GraphHandle: ...
+
+    def enqueue(
+        self,
+        spec: Workflow,
+        *,
+        block: bool = True,
+        block_timeout: float | None = None,
+        connection: Any = None,
+    ) -> BatchHandle | GraphHandle:
         """Validate every member and callback, then store the batch: its description, its
         callbacks (parked until it settles), its members (``1000`` per call, waiting for
         room in a bounded queue as ``enqueue_many`` does). If the members cannot all be
@@ -49,6 +78,11 @@ class Batches:
         if connection is not None:
             with self.backend.transaction(connection):
                 return self.enqueue(spec, block=block, block_timeout=block_timeout)
+        if isinstance(spec, Graph | Sequenced):
+            whole = spec if isinstance(spec, Graph) else compile_spec(spec)
+            return self._enqueue_graph(whole, block, block_timeout)
+        if nests(spec):  # read back as a batch: its members' last steps are its members
+            return BatchHandle(self._enqueue_graph(compile_spec(spec), block, block_timeout), self)
         settings = self._parts.settings
         retention = timedelta(seconds=settings.batch_retention_s)
         built = build_batch(
@@ -72,6 +106,37 @@ class Batches:
             raise
         return BatchHandle(built.id, self)
 
+    def _enqueue_graph(self, spec: Graph, block: bool, block_timeout: float | None) -> GraphHandle:
+        """Store a graph: its anchor (which holds its key, or raises ``KeyConflict``), its
+        record, then its steps, parked ones first. If the steps cannot all be written,
+        the graph is cancelled (none of it runs on) and the error raised."""
+        settings = self._parts.settings
+        built = build_graph(
+            self._parts.builder,
+            spec,
+            self._parts.backend_clock.now_ms(),
+            timedelta(seconds=settings.batch_retention_s),
+            settings.default_queue,
+        )
+        backend = self.backend
+        if built.anchor is not None:
+            backend.messages.enqueue([built.anchor], OnConflict.ERROR)
+        try:
+            backend.batches.open(built.id, built.description.encode(), built.expires_ms)
+            timeout_s = settings.enqueue_block_s if block_timeout is None else block_timeout
+            waited_s = 0.0
+            for start in range(0, len(built.steps), _CHUNK):
+                chunk = built.steps[start : start + _CHUNK]
+                waited_s += write_bounded(
+                    backend, chunk, OnConflict.ERROR, block=block, timeout_s=timeout_s - waited_s
+                )[1]
+        except BaseException:
+            cancel_graph(backend, built.id)
+            if built.anchor is not None:
+                backend.messages.delete(built.anchor.id, built.anchor.queue)
+            raise
+        return GraphHandle(built.id, self)
+
     def _drop_callbacks(self, built: BuiltBatch) -> None:
         for envelope in built.callbacks:
             self.backend.messages.delete(envelope.id, envelope.queue)
@@ -84,8 +149,14 @@ class Batches:
     def cancel(self, batch_id: str) -> int:
         """Cancel a batch: its callbacks are deleted (none fires) and its members that
         have not settled are cancelled (running ones finish, as ``cancel`` lets them).
-        Returns how many members were cancelled. Raises ``BatchNotFound``."""
+        Returns how many members were cancelled. Raises ``BatchNotFound``. A graph: every
+        step not yet run is deleted, and none is woken after (``cancel_graph``)."""
         backend = self.backend
+        if is_graph_id(batch_id):
+            cancelled = cancel_graph(backend, batch_id)
+            if cancelled is None:
+                raise BatchNotFound(f"no graph {batch_id} is stored (a wrong id, or it expired)")
+            return cancelled
         description, record = read_description(backend, batch_id, outcomes=True)
         for place in description.callbacks.values():
             backend.messages.delete(place.id, place.queue)
@@ -106,17 +177,28 @@ class Batches:
         key: str | None = None,
         queue: str | None = None,
     ) -> WorkflowView:
-        """A batch (by its id) or a chain (by its first step's id, or by its ``key`` in
-        ``queue``: the live occurrence of a recurring chain) with each member, callback or
-        step: state, attempts, timing, result or error. Raises ``WorkflowNotFound``."""
+        """A batch or a graph (by its id) or a chain (by its first step's id), or what
+        holds ``key`` in ``queue`` (a graph, or the live occurrence of a recurring chain),
+        with each member, callback or step: state, attempts, timing, result or error.
+        Raises ``WorkflowNotFound``."""
         backend = self.backend
         if key is not None:
-            keyed = keyed_view(backend, queue or self._parts.settings.default_queue, key)
+            queue = queue or self._parts.settings.default_queue
+            anchor = backend.messages.get_by_key(queue, key)
+            graph_id = None if anchor is None else graph_of_anchor(anchor.envelope.body)
+            if graph_id is not None:
+                return self.workflow(graph_id)
+            keyed = keyed_view(backend, queue, key)
             if keyed is None:
                 raise WorkflowNotFound(f"no chain holds the key {key!r}")
             return keyed
         if workflow_id is None:
             raise WorkflowNotFound("give a batch or chain id, or a key")
+        if is_graph_id(workflow_id):
+            view = graph_view(backend, workflow_id)
+            if view is None:
+                raise WorkflowNotFound(f"no graph {workflow_id} is stored (or it expired)")
+            return view
         if backend.batches.read(workflow_id, outcomes=False) is not None:
             return batch_view(backend, workflow_id)
         found = chain_view(backend, workflow_id, max_steps)

@@ -15,7 +15,10 @@ from scheduler.backends import Backend, BatchRecord
 from scheduler.clock import to_datetime
 from scheduler.errors import BatchNotFound, TickworkError
 from scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
-from scheduler.workflows.batches import BatchDescription, When, member_id
+from scheduler.workflows.batches import BatchDescription, member_id
+from scheduler.workflows.graph_records import is_graph_id
+from scheduler.workflows.graph_records import read_description as read_graph
+from scheduler.workflows.shapes import When
 
 
 class BatchFailed(TickworkError):
@@ -107,6 +110,8 @@ def read_description(
 
 def read_status(backend: Backend, batch_id: str, members: bool = False) -> BatchStatus:
     """The batch's counts (and each member's state if ``members``); ``BatchNotFound``."""
+    if is_graph_id(batch_id):
+        return _graph_status(backend, batch_id, members)
     description, record = read_description(backend, batch_id, members)
     states = (
         [_member(batch_id, i, record.outcomes.get(i)) for i in range(description.size)]
@@ -128,6 +133,11 @@ def _member(batch_id: str, index: int, outcome: bytes | None) -> MemberState:
     mid = member_id(batch_id, index)
     if outcome is None:
         return MemberState(index=index, id=mid, status="pending")
+    return _member_state(index, mid, outcome)
+
+
+def _member_state(index: int, mid: str, outcome: bytes) -> MemberState:
+    """A settled member from its outcome record."""
     record = ResultRecord.decode(outcome)
     return MemberState(
         index=index,
@@ -138,6 +148,42 @@ def _member(batch_id: str, index: int, outcome: bytes | None) -> MemberState:
         error=record.error,
         attempt=record.attempt,
         settled_at=to_datetime(record.at_ms) if record.at_ms else None,
+    )
+
+
+def _graph_status(backend: Backend, graph_id: str, members: bool) -> BatchStatus:
+    """A group or batch that runs as a graph, as a batch: member ``i`` succeeded when its
+    last step did (its result is that step's), failed when one of its steps failed for
+    good (and was not replayed since), else pending."""
+    found = read_graph(backend, graph_id, outcomes=True)
+    if found is None:
+        raise BatchNotFound(f"no batch {graph_id} is stored (a wrong id, or it expired)")
+    description, record = found
+    index = {step.name: i for i, step in enumerate(description.steps)}
+    ids = {step.name: step.id for step in description.steps}
+    states = []
+    for position, names in enumerate(description.members):
+        last = 2 * index[names[-1]]
+        failed = [
+            record.outcomes[2 * index[name] + 1]
+            for name in names
+            if 2 * index[name] + 1 in record.outcomes and 2 * index[name] not in record.outcomes
+        ]
+        if last in record.outcomes:
+            states.append(_member_state(position, ids[names[-1]], record.outcomes[last]))
+        elif failed:
+            states.append(_member_state(position, ids[names[-1]], failed[0]))
+        else:
+            states.append(MemberState(index=position, id=ids[names[-1]], status="pending"))
+    settled = sum(state.status != "pending" for state in states)
+    return BatchStatus(
+        id=graph_id,
+        size=len(description.members),
+        settled=settled,
+        failed=sum(state.status == "failed" for state in states),
+        created_at=to_datetime(description.created_ms),
+        callbacks={when: ids[name] for when, name in description.callbacks.items()},
+        members=states if members else [],
     )
 
 

@@ -38,6 +38,7 @@ class StepView(BaseModel):
     at: datetime | None = None  # when it settled, or when it is due
     value: Any = None
     error: str | None = None
+    after: list[str] = []  # in a graph: the steps it waits for
 
 
 class WorkflowView(BaseModel):
@@ -46,7 +47,7 @@ class WorkflowView(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    kind: Literal["batch", "chain"]
+    kind: Literal["batch", "chain", "graph"]
     state: str
     summary: str
     steps: list[StepView]

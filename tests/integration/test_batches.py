@@ -183,7 +183,12 @@ def test_bad_batches_are_one_clear_error_and_store_nothing(sqlite_app: App) -> N
         (lambda: batch([step.call("nope")]), "step"),  # type: ignore[arg-type]
         (lambda: batch([step.s()]), "no previous result"),
         (lambda: batch([step.call(1).options(key="k")]), "cannot have a key"),
-        (lambda: batch([chain(step.si(1), step.s())]), "cannot be a chain"),
+        (  # a batch of chains runs as a graph, whose steps are checked as well
+            lambda: batch(
+                [chain(step.si(1), step.s())], on_success=group([step.si(1).options(key="k")])
+            ),
+            "cannot have its own key",
+        ),
         (lambda: batch([step.call(1)], on_success=callback.s()), "do not match"),
         (lambda: batch([step.call(1)], on_complete=callback.s(1).options(key="k")), "key"),
     ]

@@ -18,7 +18,7 @@ import pytest
 from scheduler import App
 from scheduler.errors import ConfigurationError, KeyConflict
 from scheduler.model.tasks import TaskFunction
-from scheduler.workflows.batches import Batch
+from scheduler.workflows.shapes import Batch
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
 from workers.config import WorkerConfig

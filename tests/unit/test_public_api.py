@@ -11,7 +11,9 @@ from tests.conftest import ROOT
 def test_every_public_name_is_there_and_the_list_stays_short() -> None:
     missing = [name for name in tickwork.__all__ if not hasattr(tickwork, name)]
     assert missing == []
-    assert len(tickwork.__all__) <= 31, "keep the front door small: add to a sub-package"
+    # 34: every workflow verb (chain, group, batch, graph, after) and what a handler may
+    # return (Snooze) are at the front door; anything else goes to a sub-package
+    assert len(tickwork.__all__) <= 34, "keep the front door small: add to a sub-package"
 
 
 def test_the_readme_and_examples_import_from_tickwork() -> None:

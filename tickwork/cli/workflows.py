@@ -6,6 +6,8 @@ import json
 
 import click
 
+from scheduler.workflows.graph_view import levels
+from scheduler.workflows.view import StepView, WorkflowView
 from tickwork.cli.common import (
     State,
     backend_option,
@@ -19,7 +21,7 @@ from tickwork.cli.common import (
 
 @click.group()
 def workflow() -> None:
-    """Inspect batches and chains."""
+    """Inspect batches, chains and graphs."""
 
 
 @workflow.command()
@@ -45,9 +47,10 @@ def show(
     max_steps: int,
     as_json: bool,
 ) -> None:
-    """Show a batch (by its id) with each member and callback, or a chain (by its first
-    step's id, or by its --key: a recurring chain's current occurrence) with each step:
-    state, attempts, timing, result or error. Exit code 1 if none is stored."""
+    """Show a batch (by its id) with each member and callback, a graph (by its id) level
+    by level with what each step comes after, or a chain (by its first step's id, or by
+    its --key: a recurring chain's current occurrence) with each step: state, attempts,
+    timing, result or error. Exit code 1 if none is stored."""
     if (key is None) == (workflow_id is None):
         fail("give exactly one of ID and --key")
     view = state.app().batches.workflow(workflow_id, max_steps, key=key, queue=queue)
@@ -55,16 +58,36 @@ def show(
         emit_json(view.model_dump(mode="json"))
         return
     click.echo(f"{view.kind} {view.id}: {view.state}; {view.summary}")
+    if view.kind == "graph":
+        _draw(view)
+        return
     for step in view.steps:
-        parts = [f"  {step.name:<12} {step.id}", step.state]
-        if step.task:
-            parts.append(step.task)
-        if step.attempt:
-            parts.append(f"attempt {step.attempt}")
-        if step.at is not None:
-            parts.append(step.at.isoformat(timespec="milliseconds"))
-        if step.error:
-            parts.append(step.error)
-        elif step.value is not None:
-            parts.append(f"-> {json.dumps(step.value)}")
-        click.echo("  ".join(parts))
+        click.echo("  ".join(_described(step, f"  {step.name:<12} {step.id}")))
+
+
+def _draw(view: WorkflowView) -> None:
+    """A graph level by level: each step under the level of its depth, with the steps it
+    comes after."""
+    depth = levels(view)
+    for level in range(max(depth.values(), default=-1) + 1):
+        click.echo(f"  level {level}")
+        for step in view.steps:
+            if depth[step.name] == level:
+                after = f" <- {', '.join(step.after)}" if step.after else ""
+                click.echo("  ".join(_described(step, f"    {step.name}{after}")))
+
+
+def _described(step: StepView, head: str) -> list[str]:
+    """A step's line: its head, then state, task, attempt, time, and result or error."""
+    parts = [head, step.state]
+    if step.task:
+        parts.append(step.task)
+    if step.attempt:
+        parts.append(f"attempt {step.attempt}")
+    if step.at is not None:
+        parts.append(step.at.isoformat(timespec="milliseconds"))
+    if step.error:
+        parts.append(step.error)
+    elif step.value is not None:
+        parts.append(f"-> {json.dumps(step.value)}")
+    return parts

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from scheduler import App, InvalidMessage, TickworkError
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
+from tickwork.dashboard.graph_drawing import drawing
 from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
@@ -132,7 +133,14 @@ class _Views:
                 view = self.app.batches.workflow(wanted, key=key, queue=params.get("queue") or None)
             except TickworkError as err:
                 error = str(err)
-        return {"title": "Workflow", "view": view, "error": error, "asked": wanted or key}
+        picture = drawing(view) if view is not None and view.kind == "graph" else None
+        return {
+            "title": "Workflow",
+            "view": view,
+            "error": error,
+            "asked": wanted or key,
+            "drawing": picture,
+        }
 
     # -- actions -------------------------------------------------------------------------
 

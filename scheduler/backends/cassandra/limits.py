@@ -159,7 +159,11 @@ class CassandraLimits(Limits):
 
     def wake(self, waiters: Sequence[Waiter]) -> list[bool]:
         groups: dict[tuple[str, int], list[int]] = {}
+        seen: set[tuple[str, str]] = set()
         for index, waiter in enumerate(waiters):
+            if (waiter.queue, waiter.message_id) in seen:
+                continue  # moved once: a second move in the same batch would copy its row
+            seen.add((waiter.queue, waiter.message_id))
             shard = self._store.shard(waiter.queue, waiter.message_id, waiter.key)
             groups.setdefault((waiter.queue, shard), []).append(index)
         woken = [False] * len(waiters)

@@ -1,0 +1,287 @@
+"""Graphs: workflows of steps where a step may have several parents.
+
+``graph({"fetch": fetch.si(url), "parse": after("fetch", parse.s()), ...})`` names each
+step; a step made with ``after(parents, call)`` starts once every parent succeeded, and
+if it was made with ``.s()`` it takes their results first, as a dict by parent name.
+Chains, groups and batches that nest (a chain of groups, a group of chains, a batch whose
+member is a chain, a callback that is a group) are compiled into a graph as well
+(``compile_spec``): a step after a group takes the group's results as a list, in order,
+as Celery's chords do.
+
+How a graph runs (``workers/graph_fanin.py``): every step is stored when the graph is
+enqueued; the steps without parents are due at once, the others parked (stored, never
+claimed). Each step with parents has a fan-in counter, a batch record kept under its own
+message id, in which each parent counts once when it succeeds, in the same atomic step
+that records its result (the backend's ``Batches.settle``: one script, transaction or
+lightweight transaction); whoever sees the count reach the number of parents wakes the
+step. The graph itself has a record too (``GraphDescription``, under the graph's id),
+where every step counts its success, or its failure for good, so the graph's state reads
+in one place and a replayed failure lifts the stop.
+
+Failure rules: ``failure="stop"`` (the default): once a step failed for good, no step of
+the graph that has not started starts, until the failed step is replayed from the poison
+queue (``app.poison.replay``) and succeeds, and the graph resumes where it stood.
+``failure="continue"``: the branches that do not depend on the failed step run on; the
+steps after it wait for its replay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from scheduler.errors import InvalidMessage
+from scheduler.model.tasks import Call
+from scheduler.workflows.shapes import Batch, Group, Sequenced, When
+
+FailureRule = Literal["stop", "continue"]
+Takes = Literal["dict", "value", "list", "outcome"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class After:
+    """A call that starts once its ``parents`` (step names of its graph) succeeded."""
+
+    parents: tuple[str, ...]
+    call: Call
+
+
+def after(parents: str | Iterable[str], call: Call) -> After:
+    """``call`` as a step of a graph that starts once every step named in ``parents``
+    succeeded; made with ``.s()``, it takes their results first, as a dict by name."""
+    names = (parents,) if isinstance(parents, str) else tuple(parents)
+    if not names:
+        raise InvalidMessage(f"step {call.task}: after() needs at least one parent")
+    return After(names, call)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """One step of a compiled graph: its call, its parents and how it takes them."""
+
+    name: str
+    call: Call
+    parents: tuple[str, ...] = ()
+    takes: Takes | None = None  # how a call made with .s() takes its parents' results
+    when: When = "success"  # when it runs: its parents succeeded, settled, or one failed
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A workflow of named steps (``graph``); enqueue it with ``app.enqueue``."""
+
+    nodes: tuple[GraphNode, ...]
+    failure: FailureRule = "stop"
+    key: str | None = None  # held while the graph runs: cancel(key=...) cancels it
+    queue: str | None = None  # where the key is held (default: the app's default queue)
+    #: compiled from a group or a batch: each member's steps (its result is its last
+    #: step's) and the first step of each callback, read back as the batch's status
+    members: tuple[tuple[str, ...], ...] = ()
+    callbacks: Mapping[When, str] = field(default_factory=dict)
+
+
+def graph(
+    steps: Mapping[str, Call | After],
+    *,
+    failure: FailureRule = "stop",
+    key: str | None = None,
+    queue: str | None = None,
+) -> Graph:
+    """A workflow of named steps: a plain call has no parents and starts at once; one
+    made with ``after(parents, call)`` starts when each of its parents succeeded.
+    ``failure``: ``"stop"`` (no step starts after a failure for good until it is
+    replayed) or ``"continue"`` (independent branches finish). ``key``: held while the
+    graph runs (``app.cancel(key=...)`` cancels every step not yet run; a second graph
+    under a key that is held raises ``KeyConflict``)."""
+    if failure not in ("stop", "continue"):
+        raise InvalidMessage(f"failure must be 'stop' or 'continue', not {failure!r}")
+    nodes = []
+    for name, step in steps.items():
+        call, parents = (step.call, step.parents) if isinstance(step, After) else (step, ())
+        takes: Takes | None = "dict" if call.takes_result and parents else None
+        nodes.append(GraphNode(name, call, parents, takes))
+    return checked(Graph(tuple(nodes), failure, key, queue))
+
+
+def checked(spec: Graph) -> Graph:
+    """``spec`` if it is a graph that can run: named steps, known parents, no cycle, no
+    step that cannot be a step. Raises ``InvalidMessage`` naming the first fault."""
+    if not spec.nodes:
+        raise InvalidMessage("a graph needs at least one step")
+    names = {node.name for node in spec.nodes}
+    if len(names) != len(spec.nodes):
+        raise InvalidMessage("two steps of the graph have the same name")
+    for node in spec.nodes:
+        _check_node(node, names)
+    _check_acyclic(spec.nodes)
+    return spec
+
+
+def _check_node(node: GraphNode, names: set[str]) -> None:
+    call = node.call
+    if not _NAME.match(node.name):
+        raise InvalidMessage(f"step name {node.name!r}: use 1-64 letters, digits, '_' or '-'")
+    if call.key or call.identity or call.trigger or call.at or call.delay:
+        raise InvalidMessage(
+            f"step {node.name} ({call.task}) of a graph cannot have its own key, identity, "
+            "trigger or time: it runs when its parents succeeded (give the graph its key)"
+        )
+    if call.then:
+        raise InvalidMessage(
+            f"step {node.name} ({call.task}) is a chain: give its steps to the graph"
+        )
+    if call.takes_result and not node.parents:
+        raise InvalidMessage(
+            f"step {node.name} ({call.task}) has no parents whose results it could take: "
+            "make it with .si() or .call(), or give it parents with after()"
+        )
+    for parent in node.parents:
+        if parent not in names:
+            raise InvalidMessage(f"step {node.name} comes after {parent!r}, which is no step")
+    if len(set(node.parents)) != len(node.parents) or node.name in node.parents:
+        raise InvalidMessage(f"step {node.name} names a parent twice, or itself")
+
+
+def _check_acyclic(nodes: Sequence[GraphNode]) -> None:
+    """Kahn's algorithm: a step left when no step without waiting parents remains is on
+    a cycle."""
+    waiting = {node.name: len(node.parents) for node in nodes}
+    children: dict[str, list[str]] = {}
+    for node in nodes:
+        for parent in node.parents:
+            children.setdefault(parent, []).append(node.name)
+    ready = [name for name, count in waiting.items() if count == 0]
+    seen = 0
+    while ready:
+        name = ready.pop()
+        seen += 1
+        for child in children.get(name, ()):
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    if seen != len(nodes):
+        stuck = sorted(name for name, count in waiting.items() if count > 0)
+        raise InvalidMessage(f"the graph has a cycle through {', '.join(stuck[:5])}")
+
+
+# -- nesting: chains, groups and batches compiled into a graph ---------------------------
+
+Spec = Call | Group | Batch
+
+#: what ``app.enqueue`` takes besides a call: stored whole by ``app.batches.enqueue``
+Workflow = Batch | Group | Graph | Sequenced
+
+
+def nests(spec: Spec | Sequenced) -> bool:
+    """Whether ``spec`` runs as a graph: a chain with a group or batch in it, a group
+    whose member is a chain, a batch with such a member or a group as a callback."""
+    if isinstance(spec, Sequenced):
+        return True
+    if isinstance(spec, Call):
+        return False
+    members = spec.calls if isinstance(spec, Group) else spec.members
+    if any(not isinstance(call, Call) or call.then for call in members):
+        return True
+    return isinstance(spec, Batch) and any(
+        not isinstance(callback, Call) for callback in spec.callbacks.values()
+    )
+
+
+def compile_spec(spec: Spec | Sequenced, failure: FailureRule = "stop") -> Graph:
+    """The graph a nested chain, group or batch runs as (steps named by their place)."""
+    compiler = _Compiler()
+    if isinstance(spec, Sequenced | Call):
+        compiler.add(spec, (), None, "success")
+        return checked(Graph(tuple(compiler.nodes), failure))
+    members: list[tuple[str, ...]] = []
+    calls = spec.calls if isinstance(spec, Group) else spec.members
+    for call in calls:
+        first = len(compiler.nodes)
+        compiler.add(call, (), None, "success")
+        members.append(tuple(node.name for node in compiler.nodes[first:]))
+    callbacks: dict[When, str] = {}
+    if isinstance(spec, Batch):
+        leaves = tuple(names[-1] for names in members)
+        for when, callback in spec.callbacks.items():
+            callbacks[when] = str(len(compiler.nodes))
+            compiler.add(callback, leaves, "list", when)
+    nodes = tuple(compiler.nodes)
+    return checked(Graph(nodes, failure, members=tuple(members), callbacks=callbacks))
+
+
+#: what flows out of a compiled part: the names of its last steps, and whether a step
+#: after it takes one value (a single call) or a list (a group, a batch)
+_Out = tuple[tuple[str, ...], Literal["value", "list"] | None]
+
+
+class _Compiler:
+    def __init__(self) -> None:
+        self.nodes: list[GraphNode] = []
+
+    def add(
+        self,
+        spec: Spec | Sequenced,
+        parents: tuple[str, ...],
+        flow: Literal["value", "list"] | None,
+        when: When,
+    ) -> _Out:
+        if isinstance(spec, Sequenced):
+            return self._sequence(spec.parts, parents, flow, when)
+        if isinstance(spec, Call):
+            if spec.then:
+                first = spec.options(then=())
+                return self._sequence((first, *spec.then), parents, flow, when)
+            return self._call(spec, parents, flow, when)
+        if isinstance(spec, Group):
+            return self._group(spec.calls, parents, flow, when)
+        return self._batch(spec, parents, flow, when)
+
+    def _call(self, call: Call, parents: tuple[str, ...], flow: str | None, when: When) -> _Out:
+        name = str(len(self.nodes))
+        takes: Takes | None = None
+        if call.takes_result and parents:
+            takes = "outcome" if when != "success" else ("value" if flow == "value" else "list")
+        self.nodes.append(GraphNode(name, call, parents, takes, when))
+        return (name,), "value"
+
+    def _sequence(
+        self,
+        parts: Sequence[Spec | Sequenced],
+        parents: tuple[str, ...],
+        flow: Literal["value", "list"] | None,
+        when: When,
+    ) -> _Out:
+        for index, part in enumerate(parts):
+            parents, flow = self.add(part, parents, flow, when if index == 0 else "success")
+        return parents, flow
+
+    def _group(
+        self,
+        members: Sequence[Call | Sequenced],
+        parents: tuple[str, ...],
+        flow: Literal["value", "list"] | None,
+        when: When,
+    ) -> _Out:
+        leaves: list[str] = []
+        for member in members:
+            leaves.extend(self.add(member, parents, flow, when)[0])
+        return tuple(leaves), "list"
+
+    def _batch(
+        self,
+        spec: Batch,
+        parents: tuple[str, ...],
+        flow: Literal["value", "list"] | None,
+        when: When,
+    ) -> _Out:
+        leaves, out = self._group(spec.members, parents, flow, when)
+        last: _Out = (leaves, out)
+        for callback_when, callback in spec.callbacks.items():
+            ends = self.add(callback, leaves, "list", callback_when)
+            if callback_when == "success":
+                last = ends
+        return last

@@ -1,0 +1,231 @@
+"""The fan-in of graphs, worker side (see ``scheduler.workflows.graphs``).
+
+When a step succeeds, before its ack, its result is counted in the graph's record and in
+the fan-in of each step after it, in one ``Batches.settle`` call (each counted once, in
+one atomic step per record); each step whose fan-in that completes is woken. When a
+step fails for good, before it goes to the poison queue, its failure is counted in the
+graph's record (and in the fan-in of a batch callback that runs on failure). Each step
+is idempotent, so a crash anywhere before the ack only repeats it on redelivery.
+
+In a graph that stops on failure, a step about to start first reads the graph's record:
+if the graph is stopped it is held (parked again, its attempt not counted), unless it is
+the failed step replayed, and a step that succeeds wakes none after it. When the failed
+step, replayed, succeeds, the graph resumes: every parked step whose parents all
+succeeded (and every parked step without parents) is woken.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from scheduler.backends import Backend, BatchRecord, MemberOutcome, Waiter
+from scheduler.model.message import Message
+from scheduler.model.places import Edge, Node
+from scheduler.runs.results import ResultRecord, failed_record, succeeded_record
+from scheduler.workflows.graph_records import (
+    CANCELLED,
+    PARKED_MS,
+    GraphDescription,
+    drop_anchor,
+    halted,
+)
+
+log = logging.getLogger("tickwork.worker")
+
+
+class Held(Exception):
+    """A step of a stopped graph: it does not start now (parked until the graph
+    resumes)."""
+
+
+def parents_argument(backend: Backend, message: Message) -> Any:
+    """What a step made with ``.s()`` takes first: its parents' results, read now from
+    its fan-in record (a dict by parent name, the one value, a list, or a batch
+    outcome)."""
+    node = message.node
+    assert node is not None and node.takes is not None
+    record = backend.batches.read(message.id, outcomes=True)
+    outcomes = {} if record is None else record.outcomes
+    records = {index: ResultRecord.decode(outcomes[index]) for index in outcomes}
+    values = [records[i].value if i in records else None for i in range(len(node.parents))]
+    if node.takes == "dict":
+        return dict(zip(node.parents, values, strict=True))
+    if node.takes == "value":
+        return values[0]
+    if node.takes == "list":
+        return values
+    failures = [
+        {"index": i, "id": "", "error_type": r.error_type or "", "error": r.error or ""}
+        for i, r in sorted(records.items())
+        if r.status != "succeeded"
+    ]
+    return {
+        "batch": node.graph,
+        "size": len(node.parents),
+        "succeeded": len(records) - len(failures),
+        "failed": len(failures),
+        "results": values,
+        "failures": failures,
+    }
+
+
+class GraphFanIn:
+    """Counts graph steps' outcomes, wakes the steps they make ready, holds the steps
+    of a stopped graph."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        with_retries: Callable[[Callable[[], Any]], Any],
+        nudge: Callable[[], None],
+    ) -> None:
+        self._backend = backend
+        self._with_retries = with_retries
+        self._nudge = nudge
+
+    def start_args(self, message: Message) -> list[Any]:
+        """The arguments step ``message`` runs with (its parents' results first if it
+        takes them). Raises ``Held`` if its graph is stopped, ``BackendError`` if the
+        records cannot be read (it is due again)."""
+        node = message.node
+        assert node is not None
+        if node.stop and node.when == "success":
+            counts = self._backend.batches.read(node.graph, outcomes=False)
+            if counts is not None and counts.failed > 0:
+                record = self._backend.batches.read(node.graph, outcomes=True)
+                replayed = record is not None and 2 * node.index + 1 in record.outcomes
+                if record is not None and halted(record) and not replayed:
+                    raise Held(node.graph)
+        if node.takes is None:
+            return message.args
+        return [parents_argument(self._backend, message), *message.args]
+
+    def succeeded(self, message: Message, attempt: int, value: bytes | None, now: int) -> bool:
+        """Count step ``message``'s success (before its ack) and wake what it makes
+        ready. False if that could not be written (a forced stop): leave it unacked."""
+        node = message.node
+        assert node is not None
+        record = succeeded_record(value if value is not None else b"null", attempt, now)
+        outcomes = [MemberOutcome(node.graph, 2 * node.index, False, record, node.expires_ms)]
+        outcomes += [_counted(edge, False, record, node) for edge in node.children]
+        counts = self._with_retries(lambda: self._backend.batches.settle(outcomes))
+        if counts is None:
+            return False
+        settled, failed = counts[0]
+        graph: BatchRecord | None = None
+        if failed > 0:  # a failure or a cancel in the graph: is it stopped?
+            graph = self._with_retries(partial(self._backend.batches.read, node.graph))
+            if graph is None:  # expired (or a forced stop): nothing to stop for
+                pass
+            elif CANCELLED in graph.outcomes or (node.stop and halted(graph)):
+                log.info("graph %s is stopped: %s wakes no step", node.graph, message.id)
+                return True
+        wake, drop = _ready(node.children, counts[1:])
+        if graph is not None and node.stop and 2 * node.index + 1 in graph.outcomes:
+            wake += self._resumed(node, graph)  # this step had failed: the graph resumes
+        if drop:
+            dropped = self._dropped(node, drop, now)
+            if dropped is None:
+                return False
+            settled, failed = dropped
+        if wake and not self._wake(wake):
+            return False
+        if settled - failed >= node.size:
+            return self._completed(node.graph)
+        return True
+
+    def failed(self, message: Message, attempt: int, error: tuple[str, str], now: int) -> bool:
+        """Count step ``message``'s failure for good (before it is poisoned) and wake a
+        batch callback it completes. False if that could not be written."""
+        node = message.node
+        assert node is not None
+        record = failed_record(error[0], error[1], attempt, now)
+        handlers = [edge for edge in node.children if edge.when != "success"]
+        outcomes = [MemberOutcome(node.graph, 2 * node.index + 1, True, record, node.expires_ms)]
+        outcomes += [_counted(edge, True, record, node) for edge in handlers]
+        counts = self._with_retries(lambda: self._backend.batches.settle(outcomes))
+        if counts is None:
+            return False
+        if node.stop:
+            log.warning("graph %s stops: step %s failed for good", node.graph, node.name)
+        wake, _ = _ready(handlers, counts[1:])
+        return not wake or self._wake(wake)
+
+    def _wake(self, steps: Sequence[tuple[str, str]]) -> bool:
+        waiters = [Waiter("", queue, None, step) for step, queue in dict.fromkeys(steps)]
+        if self._with_retries(lambda: self._backend.limits.wake(waiters)) is None:
+            return False
+        self._nudge()
+        return True
+
+    def _dropped(self, node: Node, drop: list[Edge], now: int) -> tuple[int, int] | None:
+        """Delete the failure callbacks that will not run (every parent succeeded) and
+        count them as done in the graph's record; the graph's counts after, or None."""
+        delete = self._backend.messages.delete
+        for edge in drop:
+            if self._with_retries(partial(delete, edge.id, edge.queue)) is None:
+                return None
+        done = succeeded_record(b"null", 0, now)
+        outcomes = [
+            MemberOutcome(node.graph, 2 * e.step, False, done, node.expires_ms) for e in drop
+        ]
+        counts = self._with_retries(lambda: self._backend.batches.settle(outcomes))
+        return None if counts is None else max(counts)
+
+    def _resumed(self, node: Node, graph: BatchRecord) -> list[tuple[str, str]]:
+        """Every step of a graph that resumes that is parked and whose parents all
+        succeeded (or that has none): to wake."""
+        if graph.description is None:
+            return []
+        description = GraphDescription.decode(graph.description)
+        ready = []
+        for index, step in enumerate(description.steps):
+            if step.when != "success" or 2 * index in graph.outcomes:
+                continue
+            stored = self._with_retries(partial(self._backend.messages.get, step.id, step.queue))
+            if stored is None or stored.envelope.due_ms < PARKED_MS:
+                continue  # run, cancelled, or due already: not held
+            if step.parents:
+                fan = self._with_retries(partial(self._backend.batches.read, step.id, False))
+                if fan is None or fan.settled < len(step.parents) or fan.failed:
+                    continue
+            ready.append((step.id, step.queue))
+        log.info("graph %s resumes: %d step(s) ready", node.graph, len(ready))
+        return ready
+
+    def _completed(self, graph_id: str) -> bool:
+        """Every step succeeded: let go of the graph's key."""
+        found = self._with_retries(partial(self._backend.batches.read, graph_id, False))
+        if found is None or found.description is None:
+            return True  # its records expired: no key is held for it
+        description = GraphDescription.decode(found.description)
+        log.info("graph %s completed: %d step(s)", graph_id, len(description.steps))
+        if description.key is None:
+            return True
+        ok = self._with_retries(partial(drop_anchor, self._backend, description, graph_id))
+        return ok is not None
+
+
+def _counted(edge: Edge, failed: bool, record: bytes, node: Node) -> MemberOutcome:
+    return MemberOutcome(edge.id, edge.index, failed, record, node.expires_ms)
+
+
+def _ready(
+    edges: Sequence[Edge], counts: Sequence[tuple[int, int]]
+) -> tuple[list[tuple[str, str]], list[Edge]]:
+    """Of the steps after a step (``edges``, with their fan-ins' counts after its
+    outcome): those to wake (``(id, queue)``), and the failure callbacks that will not
+    run (every parent succeeded)."""
+    wake: list[tuple[str, str]] = []
+    drop: list[Edge] = []
+    for edge, (settled, failed) in zip(edges, counts, strict=True):
+        if settled < edge.size:
+            continue
+        if edge.when == "failure" and not failed:
+            drop.append(edge)
+        elif edge.when != "success" or not failed:
+            wake.append((edge.id, edge.queue))
+    return wake, drop
