@@ -33,7 +33,8 @@ from scheduler.runs.retry import RetryPolicy
 from scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.settings import Settings
 from scheduler.workflows.chains import chain
-from scheduler.workflows.graphs import Graph, after, graph
+from scheduler.workflows.graph_view import GraphFailed, GraphHandle
+from scheduler.workflows.graphs import After, Graph, after, graph
 from scheduler.workflows.shapes import Batch, Group, batch, group
 from scheduler.workflows.status import (
     BatchFailed,
@@ -45,6 +46,7 @@ from scheduler.workflows.status import (
 __all__ = [
     "AbortResult",
     "Aborted",
+    "After",
     "App",
     "Backend",
     "BackendError",
@@ -62,6 +64,8 @@ __all__ = [
     "DecodeError",
     "EnqueueReport",
     "Graph",
+    "GraphFailed",
+    "GraphHandle",
     "Group",
     "InvalidMessage",
     "KeyConflict",

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from scheduler import App, Call, RetryPolicy
+from scheduler import App, Call, RetryPolicy, graph
 from tests.support.browser import browser, served
+from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
 from triggers import Cron
@@ -113,3 +114,30 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
         for page in ("/workers", "/limits", "/message?key=daily-report", "/workflow"):
             driver.get(base + page)
             assert "tickwork ·" in driver.title and "Traceback" not in driver.page_source
+
+
+def test_the_workflow_page_draws_a_graph_of_200_steps(sqlite_app: App) -> None:
+    app = sqlite_app
+
+    @app.task
+    def step(level: int, place: int) -> int:
+        if (level, place) == (19, 3):
+            raise ValueError("the last level fails once")
+        return level
+
+    handle = app.enqueue(graph(mesh(10, 20, lambda lv, p: step.si(lv, p))))
+    with running(app, concurrency=8):
+        wait_for(lambda: len(app.backend.poison.list()) == 1, 60)
+    with served(create_dashboard(app)) as base, browser() as driver:
+        driver.get(f"{base}/workflow?id={handle}")
+        steps = driver.find_elements(By.CSS_SELECTOR, "#graph g.step")
+        assert len(steps) == 200
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#graph line.edge")) == 380
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#graph g.failed")) == 1
+        failed = driver.find_element(By.CSS_SELECTOR, f'#graph g[data-step="{mesh_name(19, 3)}"]')
+        assert "the last level fails once" in failed.find_element(
+            By.TAG_NAME, "title"
+        ).get_attribute("textContent")
+        summary = driver.find_element(By.ID, "summary").text
+        assert "199 succeeded, 1 failed" in summary and "stopped" in summary
+        _shot(driver, "graph")

@@ -11,10 +11,15 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 from scheduler import App, InvalidMessage, KeyConflict, after, batch, chain, graph, group
 from scheduler.workflows.graph_view import GraphFailed, GraphHandle
+from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import running, wait_for
+from tickwork.cli import cli
+from tickwork.dashboard import create_dashboard
 
 
 class Runs:
@@ -429,3 +434,30 @@ def test_a_step_made_ready_before_the_failure_is_held_until_the_replay(app: App)
     with running(app, queues=("default", "later")):
         assert handle.results(timeout=30) == {"a": "a", "b": "b", "x": "x"}
     assert runs.names() == Counter(a=1, b=1, x=1)
+
+
+def test_a_graph_of_200_steps_is_drawn_by_the_cli_and_the_dashboard(
+    sqlite_app: App, sqlite_url: str
+) -> None:
+    app = sqlite_app
+
+    @app.task
+    def step(level: int, place: int) -> int:
+        return level * 10 + place
+
+    handle = handle_of(app.enqueue(graph(mesh(10, 20, lambda lv, p: step.si(lv, p)))))
+    with running(app, concurrency=8):
+        handle.wait(timeout=60)
+    shown = CliRunner().invoke(cli, ["--backend", sqlite_url, "workflow", "show", handle])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].startswith(f"graph {handle}: succeeded; 200 steps: 200 succeeded")
+    assert sum(line.strip().startswith("level ") for line in lines) == 20
+    assert any(
+        line.strip().startswith(f"{mesh_name(19, 9)} <- {mesh_name(18, 0)}, {mesh_name(18, 9)}")
+        for line in lines
+    )
+    page = TestClient(create_dashboard(app)).get("/workflow", params={"id": handle})
+    assert page.status_code == 200
+    assert page.text.count('<g class="step succeeded"') == 200
+    assert page.text.count('class="edge"') == 19 * 10 * 2
