@@ -34,3 +34,14 @@ def increment(n: int) -> int:
 def last(n: int) -> None:
     finished_at.append(time.perf_counter())
     finished.set()
+
+
+@app.task(queue="bench")
+def node(level: int, place: int) -> int:
+    return level
+
+
+@app.task(queue="bench")
+def sink() -> None:
+    finished_at.append(time.perf_counter())
+    finished.set()
