@@ -98,5 +98,3 @@ def _idle(app: App) -> bool:
 
 def _reached(done: Path, target: int) -> bool:
     return len(_runs(done)) >= target
-
-
