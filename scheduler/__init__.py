@@ -30,6 +30,7 @@ from scheduler.producing.reports import EnqueueReport
 from scheduler.runs.context import Aborted, RunContext, TimeLimitExceeded, current_run
 from scheduler.runs.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
 from scheduler.runs.retry import RetryPolicy
+from scheduler.runs.snooze import Snooze
 from scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from scheduler.settings import Settings
 from scheduler.workflows.chains import chain
@@ -85,6 +86,7 @@ __all__ = [
     "ScheduleNotFound",
     "ScheduledMessage",
     "Settings",
+    "Snooze",
     "State",
     "TaskClass",
     "TaskFailed",

@@ -16,6 +16,7 @@ from scheduler.hooks import notify
 from scheduler.model.tasks import TaskFunction
 from scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
 from scheduler.runs.results import encode_value
+from scheduler.runs.snooze import Snooze
 from scheduler.runs.tracing import handler_span
 from workers.time_limits import over_limit_message
 
@@ -27,6 +28,7 @@ class Verdict(StrEnum):
     POISON = "poison"  # the message can never run (unknown task, arguments no longer valid)
     ABORTED = "aborted"  # the run was aborted (app.abort, or the handler raised Aborted)
     EXPIRED = "expired"  # not started before it expired: never run
+    SNOOZED = "snoozed"  # the handler returned Snooze: due again later, attempt not counted
 
 
 class HandlerResult(NamedTuple):
@@ -38,6 +40,7 @@ class HandlerResult(NamedTuple):
     traceback: str = ""
     duration_ms: float = 0.0
     value: bytes | None = None  # what it returned, as JSON, when its task keeps results
+    snooze_s: float = 0.0  # a snoozed run: how long until it is due again
 
 
 class LimitGuard(Protocol):
@@ -186,7 +189,11 @@ def _kept(app: App, task: TaskFunction[..., Any], returned: Any, needed: bool) -
     """What ``returned`` is kept as, if its task keeps results or the value is ``needed``
     (by a chain's next step); a value that cannot be kept raises (the run fails: it is
     retried or poisoned like any failure)."""
-    if (task.options.result_retention is None and not needed) or returned is False:
+    if (
+        (task.options.result_retention is None and not needed)
+        or returned is False
+        or isinstance(returned, Snooze)
+    ):
         return None
     return encode_value(returned, app.settings.max_payload_bytes)
 
@@ -195,6 +202,8 @@ def _returned(returned: Any, started: float, value: bytes | None) -> HandlerResu
     elapsed = (time.perf_counter() - started) * 1000
     if returned is False:
         return HandlerResult(Verdict.REDELIVER, duration_ms=elapsed)
+    if isinstance(returned, Snooze):
+        return HandlerResult(Verdict.SNOOZED, duration_ms=elapsed, snooze_s=returned.delay_s)
     return HandlerResult(Verdict.ACK, duration_ms=elapsed, value=value)
 
 

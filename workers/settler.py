@@ -17,9 +17,7 @@ from __future__ import annotations
 import logging
 import queue as queue_module
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from scheduler import App, BackendError
 from scheduler.backends import (
@@ -40,7 +38,8 @@ from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics, WorkerMetrics
-from workers.verdicts import Decider, Poisoned, Retried
+from workers.retrying import Retrying
+from workers.verdicts import Decider, Poisoned, Retried, Snoozed
 from workers.workflow_counts import WorkflowCounts
 
 log = logging.getLogger("tickwork.worker")
@@ -89,7 +88,8 @@ class Settler:
         self._permits = permits
         self._counters = counters
         self._now_ms = now_ms
-        self._forced = forced
+        #: a backend write retried until it is written (or the worker is forced to stop)
+        self._with_retries = Retrying(counters, forced)
         self._results: queue_module.SimpleQueue[tuple[Work, HandlerResult]] = (
             queue_module.SimpleQueue()
         )
@@ -165,6 +165,8 @@ class Settler:
             self._limits.release(held)
         for retried in plan.retried:
             self._retry(retried)
+        for snoozed in plan.snoozed:
+            self._snooze(snoozed)
         # (queue, "aborted" or "expired") -> runs so settled, counted besides "poisoned"
         counted: dict[tuple[str, str], int] = {}
         for poisoned in plan.poisoned:
@@ -235,6 +237,26 @@ class Settler:
         claim, due_ms, error, entry = work.claim, retried.due_ms, retried.error, retried.entry
         ok = self._with_retries(lambda: self._backend.leases.retry(claim, due_ms, error, entry))
         self._counters.add("retried" if ok else "stale")
+
+    def _snooze(self, snoozed: Snoozed) -> None:
+        """Give a snoozed run back, due again after its delay, attempt not counted; its
+        ledger entry after (a lost entry loses a line of history, never the message)."""
+        work = snoozed.work
+        if self._metrics is not None:
+            self._metrics.settled(work, "snoozed", _run_s(work, snoozed.result))
+        log.info(
+            "%s id=%s snoozed for %gs",
+            work.message.task,
+            work.message.id,
+            snoozed.result.snooze_s,
+            extra=log_fields(work),
+        )
+        claim, due_ms = work.claim, snoozed.due_ms
+        released = self._with_retries(lambda: self._backend.leases.release([claim], due_ms))
+        self._counters.add("snoozed" if released else "stale")
+        entry = snoozed.entry
+        if released and entry is not None:
+            self._with_retries(lambda: self._backend.ledger.append([entry]))
 
     def _poison(self, poisoned: Poisoned) -> bool:
         """To the poison store, after keeping its record and counting it as a batch
@@ -363,18 +385,3 @@ class Settler:
         self._holdings.remove(works)
         self._permits.give(sum(work.holds_permit for work in works))
         self._permits.repaid(sum(work.lent for work in works))
-
-    def _with_retries(self, operation: Callable[[], Any]) -> Any:
-        """Run a backend write, retrying on backend errors until it works or we are forced."""
-        delay = 0.05
-        while True:
-            try:
-                return operation()
-            except BackendError as err:
-                self._counters.add("backend_errors")
-                if self._forced.is_set():
-                    log.error("giving up a backend write on forced stop: %s", err)
-                    return None
-                log.warning("backend write failed, retrying in %.2fs: %s", delay, err)
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)

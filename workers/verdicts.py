@@ -12,7 +12,9 @@ For each run, by its verdict (``workers/execution.py``):
   after its abort was asked): never retried, to the poison store as ``aborted``, with
   its chain's next occurrence unless the abort ended the chain;
 - expired (not started before its ``expires``): never run, to the poison store as
-  ``expired`` (a replay runs it after all), its chain going on.
+  ``expired`` (a replay runs it after all), its chain going on;
+- returned ``Snooze``: given back, due again after its delay, its attempt not counted,
+  with a ledger entry (``snoozed``) for a message that keeps history.
 
 Each planned item carries everything its write needs (the next occurrence built, the
 ledger entry, the records), so ``workers/settler.py`` only writes, in its order.
@@ -26,6 +28,7 @@ batch outcome is built.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 from scheduler import App, TickworkError
@@ -73,6 +76,16 @@ class Retried:
 
 
 @dataclass(slots=True)
+class Snoozed:
+    """A run that returned ``Snooze``: due again at ``due_ms``, attempt not counted."""
+
+    work: Work
+    result: HandlerResult
+    due_ms: int
+    entry: LedgerEntry | None
+
+
+@dataclass(slots=True)
 class Poisoned:
     """A run that failed for good, or was aborted: to the poison store with ``failure``,
     its chain going on with ``nxt``, after keeping ``kept`` and counting ``member``."""
@@ -105,6 +118,7 @@ class Plan:
     redelivered: list[tuple[Work, HandlerResult]] = field(default_factory=list)
     retried: list[Retried] = field(default_factory=list)
     poisoned: list[Poisoned] = field(default_factory=list)
+    snoozed: list[Snoozed] = field(default_factory=list)
 
     def outcomes(self) -> list[tuple[Work, HandlerResult, str]]:
         """Each run with how it was settled, as the hooks' ``after_run`` names it."""
@@ -113,6 +127,7 @@ class Plan:
             + [(work, result, "redelivered") for work, result in self.redelivered]
             + [(r.work, r.result, "retried") for r in self.retried]
             + [(p.work, p.result, p.outcome) for p in self.poisoned]
+            + [(s.work, s.result, "snoozed") for s in self.snoozed]
         )
 
 
@@ -156,13 +171,16 @@ class Decider:
             if result.verdict is Verdict.EXPIRED:
                 plan.poisoned.append(self._expired(work, result, now))
             elif result.verdict is Verdict.ABORTED or (
-                work.abort is not None and result.verdict in (Verdict.FAIL, Verdict.REDELIVER)
+                work.abort is not None
+                and result.verdict in (Verdict.FAIL, Verdict.REDELIVER, Verdict.SNOOZED)
             ):
                 plan.poisoned.append(self._aborted(work, result, now))
             elif result.verdict is Verdict.ACK:
                 plan.acked.append(self._acked(work, result, now))
             elif result.verdict is Verdict.REDELIVER:
                 plan.redelivered.append((work, result))
+            elif result.verdict is Verdict.SNOOZED:
+                plan.snoozed.append(self._snoozed(work, result, now))
             else:
                 failed = self._failed(work, result, now)
                 if isinstance(failed, Retried):
@@ -209,6 +227,16 @@ class Decider:
         entry = None if plain else self._ledger.entry(work, RunOutcome.RETRIED, now, error)
         max_attempts = task.options.retry.max_attempts if task is not None else claim.attempt
         return Retried(work, result, decision.delay_s, due_ms, error, entry, max_attempts)
+
+    def _snoozed(self, work: Work, result: HandlerResult, now: int) -> Snoozed:
+        due_ms = now + math.ceil(result.snooze_s * 1000)
+        why = f"snoozed for {result.snooze_s:g} s"
+        entry = (
+            None
+            if self.plain(work.message)
+            else self._ledger.entry(work, RunOutcome.SNOOZED, now, why)
+        )
+        return Snoozed(work, result, due_ms, entry)
 
     def _aborted(self, work: Work, result: HandlerResult, now: int) -> Poisoned:
         continue_chain = work.abort.continue_chain if work.abort is not None else True

@@ -49,6 +49,7 @@ class RunOutcome(StrEnum):
     EXCLUDED = "excluded"  # on a date the schedule's calendar excludes
     CANCELLED = "cancelled"  # the schedule was cancelled before it ran
     EXPIRED = "expired"  # never run: not started before it expired (``expires``)
+    SNOOZED = "snoozed"  # the handler asked to run again later (``Snooze``): not an attempt
 
 
 #: outcomes that describe occurrences that never ran (a record may stand for ``count``)
