@@ -52,10 +52,40 @@ class Overlap(StrEnum):
       policy (coalesced by default) and are recorded as skipped by overlap.
     - ``allow``: each occurrence starts on time, running or not: it runs as its own
       message, and the schedule goes on at once.
+    - ``buffer_one``: an occurrence that falls while a run is running waits for it and
+      starts when it ends; one more that falls while one already waits is skipped.
+    - ``buffer_all``: every occurrence runs, one after another: those that fall while a
+      run is running wait their turn.
+    - ``cancel_other``: an occurrence that falls while a run is running aborts it (as
+      ``app.abort`` does) and starts once it has stopped.
+    - ``terminate_other``: as ``cancel_other``, but a run on the process pool is killed
+      at once instead of being given its abort grace.
+
+    Every policy but ``serial`` runs each occurrence as a message of its own (the
+    schedule goes on on time); all but ``allow`` run them one at a time.
     """
 
     SERIAL = "serial"
     ALLOW = "allow"
+    BUFFER_ONE = "buffer_one"
+    BUFFER_ALL = "buffer_all"
+    CANCEL_OTHER = "cancel_other"
+    TERMINATE_OTHER = "terminate_other"
+
+    @property
+    def meaning(self) -> str:
+        """What the policy does, in a few words (``tickwork schedules preview``)."""
+        return _OVERLAP_MEANINGS[self]
+
+
+_OVERLAP_MEANINGS = {
+    Overlap.SERIAL: "the next occurrence waits for the run before it to end",
+    Overlap.ALLOW: "each occurrence starts on time, running or not",
+    Overlap.BUFFER_ONE: "one run at a time; one more waits, the others are skipped",
+    Overlap.BUFFER_ALL: "one run at a time; every occurrence waits its turn",
+    Overlap.CANCEL_OTHER: "an occurrence aborts the run before it, then starts",
+    Overlap.TERMINATE_OTHER: "an occurrence kills the run before it, then starts",
+}
 
 
 class Fire(NamedTuple):

@@ -14,6 +14,8 @@ import threading
 
 from scheduler import BackendError
 from scheduler.backends import AbortRequest, Backend
+from scheduler.model.headers import OVERLAP
+from triggers import Overlap
 from workers.holdings import Holdings, Work
 from workers.pool import HandlerPool
 
@@ -63,5 +65,6 @@ class AbortWatcher:
                 log.info("aborting %s id=%s", work.message.task, work.claim.id)
             # until the pool confirms (work on its way to the pool is not there yet; if
             # it reaches it, the next check stops it)
-            if self._pool is not None and self._pool.abort(work):
+            terminate = work.message.headers.get(OVERLAP) == Overlap.TERMINATE_OTHER
+            if self._pool is not None and self._pool.abort(work, 0 if terminate else None):
                 self._delivered.add(work.handle)

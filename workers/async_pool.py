@@ -91,7 +91,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
             self._wake_pending = True
         self._loop.call_soon_threadsafe(self._wake)
 
-    def abort(self, item: W) -> bool:
+    def abort(self, item: W, grace_s: float | None = None) -> bool:
         with self._lock:
             queued = next((job for job in self._jobs if job[0] is item), None)
             if queued is not None:
@@ -268,8 +268,8 @@ class RoutingPool(HandlerPool[W], Generic[W]):
             is_async = False
         (self._async if is_async else self._sync).submit(item, task, args, kwargs, info)
 
-    def abort(self, item: W) -> bool:
-        return self._async.abort(item) or self._sync.abort(item)
+    def abort(self, item: W, grace_s: float | None = None) -> bool:
+        return self._async.abort(item) or self._sync.abort(item, grace_s)
 
     def unstarted(self) -> list[W]:
         return self._sync.unstarted() + self._async.unstarted()

@@ -253,7 +253,7 @@ class Consumer:
             self._settler.poison_now(claim, failure, message)
             return None
         if is_ticker(message):  # overlap="allow": its occurrence runs as its own message
-            self._settler.fire_ticker(claim, message)
+            self._settler.tickers.fire(claim, message)
             return None
         return message
 

@@ -94,13 +94,22 @@ class RunLedger:
         records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
         return retention.entry(message.queue, subject, records)
 
-    def not_run(self, message: Message, dropped: int, now_ms: int) -> LedgerEntry | None:
+    def not_run(
+        self, message: Message, dropped: int, now_ms: int, skipped: bool = False
+    ) -> LedgerEntry | None:
         """The entry of the occurrences a schedule's next one steps over when nothing of
-        it ran here (an overlapping schedule's ticker: its runs record themselves)."""
+        it ran here (an overlapping schedule's ticker: its runs record themselves), with
+        ``message``'s own occurrence first when its policy ``skipped`` it (a run of the
+        schedule waits already: ``buffer_one``)."""
         subject = self.subject(message)
         if subject is None or self._retention is None or message.trigger is None:
             return None
         records = dropped_records(message, dropped, None, now_ms)
+        if skipped:
+            note = "a run of the schedule waits already (overlap buffer_one)"
+            records.insert(
+                0, HistoryEntry(RunOutcome.SKIPPED_OVERLAP, message.scheduled_at, note=note)
+            )
         if not records:
             return None
         return self._retention.entry(message.queue, subject, [r.encode() for r in records])

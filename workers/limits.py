@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from scheduler import App, BackendError
 from scheduler.backends import Backend, SlotRequest, Waiter
+from scheduler.schedules.overlap import is_overlap_limit
 from workers.flow import Counters
 from workers.holdings import Work
 
@@ -52,13 +53,17 @@ class LimitGate:
         message = work.message
         if message.limit is None:
             return None
-        task = self._app.tasks.get(message.task)
-        limit = task.options.concurrency_limit if task is not None else None
-        if limit is None:
-            return None
+        if is_overlap_limit(message.limit):  # a run of a schedule that runs one at a time
+            capacity = 1
+        else:
+            task = self._app.tasks.get(message.task)
+            limit = task.options.concurrency_limit if task is not None else None
+            if limit is None:
+                return None
+            capacity = limit.capacity
         claim = work.claim
         return SlotRequest(
-            message.limit, limit.capacity, claim.id, claim.queue, claim.key, claim.timeout_ms
+            message.limit, capacity, claim.id, claim.queue, claim.key, claim.timeout_ms
         )
 
     def admit(self, works: Sequence[Work]) -> list[Work]:

@@ -36,9 +36,11 @@ class HandlerPool(ABC, Generic[W]):
         report ``(item, result)`` when done. Never blocks on the handler."""
 
     @abstractmethod
-    def abort(self, item: W) -> bool:
+    def abort(self, item: W, grace_s: float | None = None) -> bool:
         """Ask ``item``'s handler to stop (how depends on the pool); an item not started
-        yet is reported aborted without running. False if this pool does not hold it."""
+        yet is reported aborted without running. False if this pool does not hold it.
+        ``grace_s``: how long a process-pool handler has to stop before its process is
+        killed (None: the pool's abort grace; 0 kills it at once)."""
 
     @abstractmethod
     def unstarted(self) -> list[W]:

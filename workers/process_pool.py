@@ -238,7 +238,7 @@ class ProcessPool(HandlerPool[W]):
             except TickworkError as err:
                 log.warning("cannot keep the progress of %s: %s", info.message_id, err)
 
-    def abort(self, item: W) -> bool:
+    def abort(self, item: W, grace_s: float | None = None) -> bool:
         with self._lock:
             job = self._job_of.get(id(item))
             if job is None or job in self._aborted:
@@ -254,8 +254,12 @@ class ProcessPool(HandlerPool[W]):
                 self._job_of.pop(id(item), None)
                 self._aborted.discard(job)
             return True
+        if grace_s == 0:  # terminated (overlap terminate_other): no grace to stop on its own
+            log.warning("terminating an aborted handler: killing its process")
+            self._signal(job, signal.SIGKILL)
+            return True
         self._signal(job, signal.SIGUSR1)
-        self._later(self._abort_grace_s, self._kill_if_running, job)
+        self._later(self._abort_grace_s if grace_s is None else grace_s, self._kill_if_running, job)
         return True
 
     def _past_limit(self, job: int) -> None:

@@ -26,12 +26,10 @@ from scheduler.backends import (
     Envelope,
     Failure,
     LedgerEntry,
-    OnConflict,
 )
 from scheduler.hooks import notify
 from scheduler.model.message import Message
 from scheduler.runs.context import RunInfo
-from scheduler.schedules.overlap import run_of
 from scheduler.workflows.graph_records import PARKED_MS
 from workers.execution import HandlerResult
 from workers.flow import Counters, Permits
@@ -39,6 +37,7 @@ from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics, WorkerMetrics
 from workers.retrying import Retrying
+from workers.tickers import Tickers
 from workers.verdicts import Decider, Poisoned, Retried, Snoozed
 from workers.workflow_counts import WorkflowCounts
 
@@ -95,6 +94,9 @@ class Settler:
         )
         self.counts = WorkflowCounts(backend, self._with_retries, nudge, now_ms)
         self._decider = Decider(app)
+        self.tickers = Tickers(
+            app, backend, self._decider, self._with_retries, permits, nudge, now_ms
+        )
         self._hooks = app.hooks
 
     def finished(self, work: Work, result: HandlerResult) -> None:
@@ -331,21 +333,6 @@ class Settler:
             log.warning("poison of %s failed (its lease will expire): %s", claim.id, err)
             done = False
         self._counters.add("poisoned" if done else "stale")
-        self._permits.give(1)
-
-    def fire_ticker(self, claim: Claim, message: Message) -> None:
-        """An occurrence of a schedule with ``overlap="allow"`` is due: enqueue its run,
-        then ack it with its next occurrence (``scheduler.schedules.overlap``)."""
-        now = self._now_ms()
-        run = run_of(self._app.builder, message, claim.due_ms, now)
-        enqueued = self._with_retries(
-            lambda: self._backend.messages.enqueue([run], OnConflict.IGNORE)
-        )
-        nxt, dropped = self._decider.next(Work(claim, message, holds_permit=False), now, False)
-        if enqueued is not None:  # else a forced stop: the ticker is delivered again
-            entry = self._decider.ledger.not_run(message, dropped, now)
-            self._with_retries(lambda: self._backend.leases.ack([(claim, nxt)], [entry]))
-            self._nudge()  # the run is due now, or soon: the consumer need not wait a poll
         self._permits.give(1)
 
     def close_window(self, claim: Claim) -> None:

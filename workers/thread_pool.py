@@ -54,7 +54,7 @@ class ThreadPool(HandlerPool[W]):
         self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 
-    def abort(self, item: W) -> bool:
+    def abort(self, item: W, grace_s: float | None = None) -> bool:
         run = self._runs.get(id(item))
         if run is None:
             return False

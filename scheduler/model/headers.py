@@ -20,3 +20,12 @@ UNIQUE_FOR = "tickwork-unique-for"
 
 #: the producer's span (OpenTelemetry's W3C ``traceparent``), carried to the worker
 TRACEPARENT = "traceparent"
+
+#: on an overlapping schedule's message (its ticker, ``scheduler.schedules.overlap``):
+#: the ids of the last two runs it enqueued (space-separated, oldest first), which the
+#: next occurrence buffers behind, aborts or kills, by its policy
+LAST_RUN = "tickwork-last-run"
+
+#: on a run of an overlapping schedule: the schedule's overlap policy (a run of
+#: ``terminate_other`` is killed at once when the next occurrence aborts it)
+OVERLAP = "tickwork-overlap"

@@ -39,6 +39,15 @@ from scheduler.workflows.chains import (
 )
 from triggers import Overlap
 
+#: the overlap policies whose runs hold their schedule's own limit, one at a time
+#: (``scheduler.schedules.overlap``)
+_ONE_BY_ONE = (
+    Overlap.BUFFER_ONE,
+    Overlap.BUFFER_ALL,
+    Overlap.CANCEL_OTHER,
+    Overlap.TERMINATE_OTHER,
+)
+
 
 class MessageBuilder:
     """Builds first and next occurrences for the tasks of one registry.
@@ -107,6 +116,12 @@ class MessageBuilder:
         )
         queue = call.queue or task.options.queue
         check_scalars(call, queue)
+        if limit is not None and call.trigger is not None and call.trigger.overlap in _ONE_BY_ONE:
+            raise InvalidMessage(
+                f"{task.name} has a concurrency limit, and overlap="
+                f"{str(call.trigger.overlap)!r} runs the schedule's runs under a limit of its "
+                "own (one at a time): give the schedule overlap='serial' or 'allow'"
+            )
         stored, fire, jitter_s = plan(call, now)
         if chain is not None:
             pass
@@ -169,10 +184,11 @@ class MessageBuilder:
         acked: on Redis, in its queue's shard)."""
         if not call.then:
             return None
-        if call.trigger is not None and call.trigger.overlap is Overlap.ALLOW:
+        if call.trigger is not None and call.trigger.overlap is not Overlap.SERIAL:
             raise InvalidMessage(
                 "a chain with a trigger runs whole occurrences one after another: "
-                "overlap='allow' is for a single task (give the chain overlap='serial')"
+                f"overlap={str(call.trigger.overlap)!r} is for a single task (give the chain "
+                "overlap='serial')"
             )
         steps = [resolve_step(step, self.registry.lookup(step.task)) for step in call.then]
         for step in steps:

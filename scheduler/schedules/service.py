@@ -229,7 +229,7 @@ def _with_history(info: ScheduleInfo, recent: list[HistoryEntry]) -> ScheduleInf
     its last success too."""
     outcome = next((h.outcome.value for h in recent if h.outcome not in NOT_RUN), None)
     last_success = info.last_success
-    if info.trigger.overlap is Overlap.ALLOW:
+    if info.trigger.overlap is not Overlap.SERIAL:
         succeeded = (h.scheduled_at for h in recent if h.outcome is RunOutcome.SUCCEEDED)
         last_success = next(succeeded, last_success)
     return replace(info, last_outcome=outcome, last_success=last_success)

@@ -101,8 +101,15 @@ def local_time(moment: datetime, zone: ZoneInfo) -> str:
 @backend_option
 @clean_errors
 def preview_schedule(state: State, key: str, count: int, queue: str | None, as_json: bool) -> None:
-    """The next fire times of the schedule under KEY, in its timezone, with DST notes."""
-    print_occurrences(state.app().preview(key, count, queue=queue), as_json)
+    """The next fire times of the schedule under KEY, in its timezone, with DST notes,
+    under what its trigger is and how its runs overlap."""
+    app = state.app()
+    occurrences = app.preview(key, count, queue=queue)
+    found = app.get(key=key, queue=queue)
+    if not as_json and found is not None and found.message.trigger is not None:
+        trigger = found.message.trigger
+        click.echo(f"{trigger.describe()}; overlap: {trigger.overlap.meaning}")
+    print_occurrences(occurrences, as_json)
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

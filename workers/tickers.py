@@ -1,0 +1,114 @@
+"""A due occurrence of a schedule whose runs are messages of their own (every overlap
+policy but ``serial``, ``scheduler.schedules.overlap``): its run enqueued (or, by its
+policy, the run before it aborted first, or the occurrence skipped), then the ticker
+acked with its next occurrence, which remembers the run it enqueued."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from scheduler import App, TickworkError
+from scheduler.backends import Backend, Claim, OnConflict, StoredMessage
+from scheduler.model.message import Message
+from scheduler.schedules import control
+from scheduler.schedules.overlap import last_runs, run_of, with_last_run
+from triggers import Overlap
+from workers.flow import Permits
+from workers.verdicts import Decider
+
+log = logging.getLogger("tickwork.worker")
+
+
+class Tickers:
+    """Fires the due occurrences of overlapping schedules for a worker's settler."""
+
+    def __init__(
+        self,
+        app: App,
+        backend: Backend,
+        decider: Decider,
+        with_retries: Callable[[Callable[[], Any]], Any],
+        permits: Permits,
+        nudge: Callable[[], None],
+        now_ms: Callable[[], int],
+    ) -> None:
+        self._app = app
+        self._backend = backend
+        self._decider = decider
+        self._with_retries = with_retries
+        self._permits = permits
+        self._nudge = nudge
+        self._now_ms = now_ms
+
+    def fire(self, claim: Claim, message: Message) -> None:
+        """Enqueue the run of ``message``'s occurrence as its policy says, then ack the
+        ticker with its next occurrence (a forced stop between the two: the ticker is
+        delivered again, and the run, named by its occurrence, is not enqueued twice)."""
+        now = self._now_ms()
+        assert message.trigger is not None
+        policy = message.trigger.overlap
+        run = run_of(self._app.builder, message, claim.due_ms, now)
+        skip = self._before(policy, message, now)
+        if skip is None:  # a forced stop
+            self._permits.give(1)
+            return
+        if not skip:
+            enqueue = partial(self._backend.messages.enqueue, [run], OnConflict.IGNORE)
+            if self._with_retries(enqueue) is None:
+                self._permits.give(1)
+                return
+        ticker = message if policy is Overlap.ALLOW or skip else with_last_run(message, run.id)
+        build = self._app.builder.following_run
+        try:
+            nxt, dropped = build(ticker, now, False)
+        except TickworkError as err:  # a trigger that cannot plan: the schedule ends here
+            log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
+            nxt, dropped = None, 0
+        entry = self._decider.ledger.not_run(message, dropped, now, skipped=skip)
+        self._with_retries(lambda: self._backend.leases.ack([(claim, nxt)], [entry]))
+        if not skip:
+            self._nudge()  # the run is due now, or soon: the consumer need not wait a poll
+        self._permits.give(1)
+
+    def _before(self, policy: Overlap, message: Message, now: int) -> bool | None:
+        """What the runs before this one mean for it, by ``policy``: True to skip this
+        occurrence (``buffer_one``: the run before the last one is still stored, so the
+        last one waits behind it), False to enqueue it (after aborting the runs before for
+        ``cancel_other`` and ``terminate_other``); None on a forced stop."""
+        if policy in (Overlap.ALLOW, Overlap.BUFFER_ALL):
+            return False
+        before = last_runs(message)
+        if policy is Overlap.BUFFER_ONE:
+            if len(before) < 2:
+                return False
+            found = self._read(before[0], message.queue)
+            return None if found is None else found[0] is not None
+        for run_id in before:
+            found = self._read(run_id, message.queue)
+            if found is None:
+                return None
+            stored = found[0]
+            if stored is None:
+                continue
+            done = partial(control.abort, self._backend, stored, True, now)
+            aborted = self._with_retries(done)
+            if aborted is None:
+                return None
+            log.info(
+                "%s: the occurrence at %s %s the run before it (%s: %s)",
+                message.key or message.chain,
+                message.scheduled_at.isoformat(),
+                "cancels" if policy is Overlap.CANCEL_OTHER else "terminates",
+                run_id,
+                aborted,
+            )
+        return False
+
+    def _read(self, run_id: str, queue: str) -> tuple[StoredMessage | None] | None:
+        """``(the stored run or None,)``, or None on a forced stop."""
+        get = partial(self._backend.messages.get, run_id, queue)
+        found: tuple[StoredMessage | None] | None = self._with_retries(lambda: (get(),))
+        return found
