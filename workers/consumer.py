@@ -20,6 +20,7 @@ from scheduler import App, BackendError, DecodeError
 from scheduler.backends import Backend, Claim, Failure
 from scheduler.model.message import Message, is_unique_window
 from scheduler.schedules.overlap import is_ticker
+from scheduler.workflows.graph_schedules import is_graph_schedule
 from workers.config import WorkerConfig
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work
@@ -245,6 +246,9 @@ class Consumer:
             return None
         if is_unique_window(message):  # a unique_for window ended: free the key, run nothing
             self._settler.close_window(claim)
+            return None
+        if is_graph_schedule(message):  # a scheduled graph: its occurrence starts a run of it
+            self._settler.tickers.start_graph(claim, message)
             return None
         if message.task not in self._app.tasks:
             failure = Failure(

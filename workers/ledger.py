@@ -95,20 +95,19 @@ class RunLedger:
         return retention.entry(message.queue, subject, records)
 
     def not_run(
-        self, message: Message, dropped: int, now_ms: int, skipped: bool = False
+        self, message: Message, dropped: int, now_ms: int, skipped: str | None = None
     ) -> LedgerEntry | None:
         """The entry of the occurrences a schedule's next one steps over when nothing of
         it ran here (an overlapping schedule's ticker: its runs record themselves), with
-        ``message``'s own occurrence first when its policy ``skipped`` it (a run of the
-        schedule waits already: ``buffer_one``)."""
+        ``message``'s own occurrence first when it was ``skipped`` (why: a run of the
+        schedule waits already, ``buffer_one``; a scheduled graph's run still goes on)."""
         subject = self.subject(message)
         if subject is None or self._retention is None or message.trigger is None:
             return None
         records = dropped_records(message, dropped, None, now_ms)
-        if skipped:
-            note = "a run of the schedule waits already (overlap buffer_one)"
+        if skipped is not None:
             records.insert(
-                0, HistoryEntry(RunOutcome.SKIPPED_OVERLAP, message.scheduled_at, note=note)
+                0, HistoryEntry(RunOutcome.SKIPPED_OVERLAP, message.scheduled_at, note=skipped)
             )
         if not records:
             return None

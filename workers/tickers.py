@@ -15,6 +15,13 @@ from scheduler.backends import Backend, Claim, OnConflict, StoredMessage
 from scheduler.model.message import Message
 from scheduler.schedules import control
 from scheduler.schedules.overlap import last_runs, run_of, with_last_run
+from scheduler.workflows.graph_records import GraphDescription, halted
+from scheduler.workflows.graph_schedules import (
+    instance_id,
+    live_instance,
+    stored_graph,
+    with_live_instance,
+)
 from triggers import Overlap
 from workers.flow import Permits
 from workers.verdicts import Decider
@@ -67,11 +74,73 @@ class Tickers:
         except TickworkError as err:  # a trigger that cannot plan: the schedule ends here
             log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
             nxt, dropped = None, 0
-        entry = self._decider.ledger.not_run(message, dropped, now, skipped=skip)
+        why = "a run of the schedule waits already (overlap buffer_one)" if skip else None
+        entry = self._decider.ledger.not_run(message, dropped, now, skipped=why)
         self._with_retries(lambda: self._backend.leases.ack([(claim, nxt)], [entry]))
         if not skip:
             self._nudge()  # the run is due now, or soon: the consumer need not wait a poll
         self._permits.give(1)
+
+    def start_graph(self, claim: Claim, message: Message) -> None:
+        """A scheduled graph's occurrence is due: start its run (named by the occurrence,
+        so a schedule delivered twice starts it once), unless the run before it is still
+        going (skipped, ``skipped_overlap``), then ack the schedule with its next
+        occurrence, which remembers the run. A run that cannot be stored (its queue full,
+        the backend failing) is skipped too, with an error logged."""
+        now = self._now_ms()
+        graph_id = instance_id(message, message.scheduled_at)
+        previous = live_instance(message)
+        going = previous is not None and previous != graph_id and self._going(previous)
+        if going is None:
+            self._permits.give(1)
+            return
+        if not going and not self._started(graph_id):
+            try:
+                spec = stored_graph(message).graph()
+                self._app.batches.start_run(spec, graph_id, claim.due_ms)
+                log.info("%s: started graph %s", message.key, graph_id)
+                self._nudge()
+            except TickworkError as err:
+                log.error("%s: graph run %s not started (skipped): %s", message.key, graph_id, err)
+                going = True
+        remembered = previous if going and previous is not None else graph_id
+        try:
+            nxt, dropped = self._app.builder.following_run(
+                with_live_instance(message, remembered), now, True
+            )
+        except TickworkError as err:
+            log.error("cannot schedule the next occurrence of %s: %s", message.id, err)
+            nxt, dropped = None, 0
+        why = f"the graph's run {remembered} is still going" if going else None
+        entry = self._decider.ledger.not_run(message, dropped, now, skipped=why)
+        self._with_retries(lambda: self._backend.leases.ack([(claim, nxt)], [entry]))
+        self._permits.give(1)
+
+    def _going(self, graph_id: str) -> bool | None:
+        """Whether graph run ``graph_id`` is still going: stored, not complete, neither
+        cancelled nor stopped at a failure (None on a forced stop)."""
+        read = partial(self._backend.batches.read, graph_id, False)
+        found = self._with_retries(lambda: (read(),))
+        if found is None:
+            return None
+        record = found[0]
+        if record is None or record.description is None:
+            return False
+        size = len(GraphDescription.decode(record.description).steps)
+        if record.settled - record.failed >= size:
+            return False
+        if not record.failed:
+            return True
+        full = self._with_retries(lambda: (self._backend.batches.read(graph_id),))
+        if full is None:
+            return None
+        return full[0] is not None and not halted(full[0])
+
+    def _started(self, graph_id: str) -> bool:
+        """Whether run ``graph_id`` was stored already (a schedule delivered again)."""
+        read = partial(self._backend.batches.read, graph_id, False)
+        found = self._with_retries(lambda: (read(),))
+        return found is None or found[0] is not None
 
     def _before(self, policy: Overlap, message: Message, now: int) -> bool | None:
         """What the runs before this one mean for it, by ``policy``: True to skip this

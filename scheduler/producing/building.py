@@ -28,7 +28,7 @@ from scheduler.model.message import (
 from scheduler.model.places import Callback, Membership, Node
 from scheduler.model.registry import TaskRegistry
 from scheduler.model.tasks import Call
-from scheduler.producing.planning import check_scalars, plan
+from scheduler.producing.planning import check_overlap, check_scalars, plan
 from scheduler.runs.tracing import with_traceparent
 from scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
 from scheduler.workflows.chains import (
@@ -36,16 +36,6 @@ from scheduler.workflows.chains import (
     resolve_step,
     result_taking_arguments,
     step_after,
-)
-from triggers import Overlap
-
-#: the overlap policies whose runs hold their schedule's own limit, one at a time
-#: (``scheduler.schedules.overlap``)
-_ONE_BY_ONE = (
-    Overlap.BUFFER_ONE,
-    Overlap.BUFFER_ALL,
-    Overlap.CANCEL_OTHER,
-    Overlap.TERMINATE_OTHER,
 )
 
 
@@ -116,12 +106,7 @@ class MessageBuilder:
         )
         queue = call.queue or task.options.queue
         check_scalars(call, queue)
-        if limit is not None and call.trigger is not None and call.trigger.overlap in _ONE_BY_ONE:
-            raise InvalidMessage(
-                f"{task.name} has a concurrency limit, and overlap="
-                f"{str(call.trigger.overlap)!r} runs the schedule's runs under a limit of its "
-                "own (one at a time): give the schedule overlap='serial' or 'allow'"
-            )
+        check_overlap(call, task.name, limited=limit is not None)
         stored, fire, jitter_s = plan(call, now)
         if chain is not None:
             pass
@@ -184,12 +169,6 @@ class MessageBuilder:
         acked: on Redis, in its queue's shard)."""
         if not call.then:
             return None
-        if call.trigger is not None and call.trigger.overlap is not Overlap.SERIAL:
-            raise InvalidMessage(
-                "a chain with a trigger runs whole occurrences one after another: "
-                f"overlap={str(call.trigger.overlap)!r} is for a single task (give the chain "
-                "overlap='serial')"
-            )
         steps = [resolve_step(step, self.registry.lookup(step.task)) for step in call.then]
         for step in steps:
             if step.queue != queue:

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from scheduler.errors import InvalidMessage
 from scheduler.model.message import Message
 from scheduler.model.tasks import Call
-from triggers import Cron, Repeating
+from triggers import Cron, Overlap, Repeating
 from triggers.base import Fire, require_aware
 from triggers.preview import Occurrence, preview
 
@@ -55,6 +55,28 @@ def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, floa
         raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
     stored = anchored if isinstance(anchored, Repeating | Cron) else None
     return stored, fire, anchored.jitter.total_seconds()
+
+
+def check_overlap(call: Call, task: str, limited: bool) -> None:
+    """Refuse an overlap policy ``call``'s trigger cannot have: a chain runs whole
+    occurrences one after another (``serial`` only), and the runs of the policies that
+    go one at a time hold a concurrency limit of their schedule's own, so a task
+    (``limited``) with one of its own keeps ``serial`` or ``allow``."""
+    trigger = call.trigger
+    if trigger is None or trigger.overlap is Overlap.SERIAL:
+        return
+    policy = str(trigger.overlap)
+    if call.then:
+        raise InvalidMessage(
+            "a chain with a trigger runs whole occurrences one after another: "
+            f"overlap={policy!r} is for a single task (give the chain overlap='serial')"
+        )
+    if limited and trigger.overlap is not Overlap.ALLOW:
+        raise InvalidMessage(
+            f"{task} has a concurrency limit, and overlap={policy!r} runs the schedule's "
+            "runs under a limit of its own (one at a time): give the schedule "
+            "overlap='serial' or 'allow'"
+        )
 
 
 def upcoming(message: Message, count: int) -> list[Occurrence]:

@@ -79,9 +79,13 @@ class Schedules:
         queue = queue or self.settings.default_queue
         stored = self.backend.messages.get_by_key(queue, key)
         graph = None if stored is None else graph_of_anchor(stored.envelope.body)
-        if graph is not None:  # the key of a running graph: cancel each of its steps
+        message = None if graph is None or stored is None else Message.decode(stored.envelope.body)
+        if graph is not None and message is not None and message.trigger is None:
+            # the key of a running graph: cancel each of its steps
             return cancel_graph(self.backend, graph) is not None
         cancelled = self.backend.messages.delete_by_key(queue, key)
+        if cancelled and graph is not None:  # a scheduled graph: and the run it started
+            cancel_graph(self.backend, graph)
         if cancelled and stored is not None and self.settings.history_keep > 0:
             message = Message.decode(stored.envelope.body)
             if message.trigger is not None:

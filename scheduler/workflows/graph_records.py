@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from scheduler.backends import Backend, BatchRecord, Envelope, MemberOutcome
 from scheduler.clock import to_datetime, to_ms
 from scheduler.errors import DecodeError
+from scheduler.model.headers import LAST_RUN
 from scheduler.model.ids import keyed_chain_id, new_chain_id
 from scheduler.model.message import Message
 from scheduler.model.places import Edge, Node
@@ -98,12 +99,18 @@ def step_id(graph_id: str, name: str) -> str:
 
 
 def build_graph(
-    builder: MessageBuilder, spec: Graph, now_ms: int, retention: timedelta, default_queue: str
+    builder: MessageBuilder,
+    spec: Graph,
+    now_ms: int,
+    retention: timedelta,
+    default_queue: str,
+    graph_id: str | None = None,
 ) -> BuiltGraph:
     """Validate every step and build its envelope; writes nothing. Raises
-    ``InvalidMessage`` naming the first bad call."""
+    ``InvalidMessage`` naming the first bad call. ``graph_id``: a run of a scheduled
+    graph is named by its occurrence (else a fresh id)."""
     now = to_datetime(now_ms)
-    graph_id = "g" + new_chain_id(now_ms)
+    graph_id = graph_id or "g" + new_chain_id(now_ms)
     expires_ms = now_ms + retention // timedelta(milliseconds=1)
     queues = {
         node.name: node.call.queue or builder.registry.lookup(node.call.task).options.queue
@@ -186,7 +193,8 @@ def anchor_envelope(graph_id: str, key: str, queue: str, now: datetime) -> Envel
 
 
 def graph_of_anchor(body: bytes) -> str | None:
-    """The graph an anchor's stored body names, or None if it is no anchor."""
+    """The graph an anchor's stored body names, or None if it is no anchor (a scheduled
+    graph's schedule names the run it started last in its ``LAST_RUN`` header)."""
     if GRAPH_TASK.encode() not in body:
         return None
     try:
@@ -195,6 +203,8 @@ def graph_of_anchor(body: bytes) -> str | None:
         return None
     if message.task != GRAPH_TASK or not message.args:
         return None
+    if message.trigger is not None:
+        return message.headers.get(LAST_RUN)
     return str(message.args[0])
 
 

@@ -14,7 +14,13 @@ from scheduler.clock import to_datetime
 from scheduler.errors import TickworkError, WorkflowNotFound
 from scheduler.model.message import Message
 from scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
-from scheduler.workflows.graph_records import CANCELLED, PARKED_MS, halted, read_description
+from scheduler.workflows.graph_records import (
+    CANCELLED,
+    PARKED_MS,
+    graph_of_anchor,
+    halted,
+    read_description,
+)
 from scheduler.workflows.status import BatchReader
 from scheduler.workflows.view import StepView, WorkflowView
 
@@ -98,18 +104,33 @@ class GraphHandle(IdHandle):
     """The id of an enqueued graph (a ``str``), and what its caller can ask of it."""
 
     _app: BatchReader
+    _schedule: tuple[str, str] | None  # a scheduled graph's (queue, key)
 
-    def __new__(cls, graph_id: str, app: BatchReader) -> GraphHandle:
+    def __new__(
+        cls, graph_id: str, app: BatchReader, schedule: tuple[str, str] | None = None
+    ) -> GraphHandle:
         handle = super().__new__(cls, graph_id)
         handle._app = app
+        handle._schedule = schedule
         return handle
 
     def status(self) -> WorkflowView:
-        """Each step's state, read now; ``WorkflowNotFound`` if it is not stored."""
-        view = graph_view(self._app.backend, str(self))
+        """Each step's state, read now; ``WorkflowNotFound`` if it is not stored. The
+        handle of a scheduled graph follows the run it started last."""
+        graph_id = self._graph_id()
+        view = graph_view(self._app.backend, graph_id)
         if view is None:
-            raise WorkflowNotFound(f"no graph {self} is stored (a wrong id, or it expired)")
+            raise WorkflowNotFound(f"no graph {graph_id} is stored (a wrong id, or it expired)")
         return view
+
+    def _graph_id(self) -> str:
+        if self._schedule is None:
+            return str(self)
+        stored = self._app.backend.messages.get_by_key(*self._schedule)
+        live = None if stored is None else graph_of_anchor(stored.envelope.body)
+        if live is None:
+            raise WorkflowNotFound(f"the scheduled graph {self} has no run (yet, or any more)")
+        return live
 
     def wait(self, timeout: float | None = None) -> WorkflowView:
         """Wait until the graph succeeded, was cancelled, or can go no further (a step

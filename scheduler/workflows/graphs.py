@@ -35,6 +35,7 @@ from typing import Literal
 from scheduler.errors import InvalidMessage
 from scheduler.model.tasks import Call
 from scheduler.workflows.shapes import Batch, Group, Sequenced, When
+from triggers import Trigger
 
 FailureRule = Literal["stop", "continue"]
 Takes = Literal["dict", "value", "list", "outcome"]
@@ -78,6 +79,7 @@ class Graph:
     failure: FailureRule = "stop"
     key: str | None = None  # held while the graph runs: cancel(key=...) cancels it
     queue: str | None = None  # where the key is held (default: the app's default queue)
+    trigger: Trigger | None = None  # a graph that runs at each occurrence (under its key)
     #: compiled from a group or a batch: each member's steps (its result is its last
     #: step's) and the first step of each callback, read back as the batch's status
     members: tuple[tuple[str, ...], ...] = ()
@@ -90,13 +92,19 @@ def graph(
     failure: FailureRule = "stop",
     key: str | None = None,
     queue: str | None = None,
+    trigger: Trigger | None = None,
 ) -> Graph:
     """A workflow of named steps: a plain call has no parents and starts at once; one
     made with ``after(parents, call)`` starts when each of its parents succeeded.
     ``failure``: ``"stop"`` (no step starts after a failure for good until it is
     replayed) or ``"continue"`` (independent branches finish). ``key``: held while the
     graph runs (``app.cancel(key=...)`` cancels every step not yet run; a second graph
-    under a key that is held raises ``KeyConflict``)."""
+    under a key that is held raises ``KeyConflict``). ``trigger`` (with a ``key``): the
+    graph runs at each occurrence, a new run of it each time, unless the one before is
+    still running (that occurrence is skipped); cancelling the key ends the schedule and
+    cancels the run in progress."""
+    if trigger is not None and key is None:
+        raise InvalidMessage("a graph with a trigger needs a key (to read and cancel it by)")
     if failure not in ("stop", "continue"):
         raise InvalidMessage(f"failure must be 'stop' or 'continue', not {failure!r}")
     nodes = []
@@ -104,7 +112,7 @@ def graph(
         call, parents = (step.call, step.parents) if isinstance(step, After) else (step, ())
         takes: Takes | None = "dict" if call.takes_result and parents else None
         nodes.append(GraphNode(name, call, parents, takes))
-    return checked(Graph(tuple(nodes), failure, key, queue))
+    return checked(Graph(tuple(nodes), failure, key, queue, trigger))
 
 
 def checked(spec: Graph) -> Graph:

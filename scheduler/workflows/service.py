@@ -4,19 +4,25 @@ it back in ``scheduler.workflows.status``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, overload
 
 from scheduler.backends import OnConflict
+from scheduler.clock import to_datetime
 from scheduler.errors import BatchNotFound, WorkflowNotFound
+from scheduler.model.message import Message
 from scheduler.producing.backpressure import write_bounded
 from scheduler.workflows.batches import BuiltBatch, build_batch, member_id
 from scheduler.workflows.graph_records import (
+    PARKED_MS,
+    BuiltGraph,
     build_graph,
     cancel_graph,
     graph_of_anchor,
     is_graph_id,
 )
+from scheduler.workflows.graph_schedules import is_graph_schedule, schedule_envelope
 from scheduler.workflows.graph_view import GraphHandle, graph_view
 from scheduler.workflows.graphs import Graph, Workflow, compile_spec, nests
 from scheduler.workflows.shapes import Batch, Group, Sequenced
@@ -111,19 +117,55 @@ class Batches:
         record, then its steps, parked ones first. If the steps cannot all be written,
         the graph is cancelled (none of it runs on) and the error raised."""
         settings = self._parts.settings
+        now_ms = self._parts.backend_clock.now_ms()
+        built = build_graph(
+            self._parts.builder,
+            spec,
+            now_ms,
+            timedelta(seconds=settings.batch_retention_s),
+            settings.default_queue,
+        )  # every step checked, for a scheduled graph too (its runs are built alike)
+        backend = self.backend
+        if spec.trigger is not None:  # its schedule holds its key and fires its runs
+            schedule = schedule_envelope(
+                spec, spec.queue or settings.default_queue, to_datetime(now_ms)
+            )
+            backend.messages.enqueue([schedule], OnConflict.ERROR)
+            assert schedule.key is not None
+            return GraphHandle(schedule.id, self, (schedule.queue, schedule.key))
+        if built.anchor is not None:
+            backend.messages.enqueue([built.anchor], OnConflict.ERROR)
+        timeout_s = settings.enqueue_block_s if block_timeout is None else block_timeout
+        self._write_graph(built, block, timeout_s)
+        return GraphHandle(built.id, self)
+
+    def start_run(self, spec: Graph, graph_id: str, due_ms: int) -> None:
+        """Store one run of a scheduled graph (``spec`` without key or trigger), named
+        ``graph_id``, its first steps due at ``due_ms`` (its occurrence's due time): what
+        a worker does at each occurrence. Raises ``QueueFull`` at once (it does not wait
+        for room) and what a backend raises, with nothing of the run left to go on."""
+        settings = self._parts.settings
         built = build_graph(
             self._parts.builder,
             spec,
             self._parts.backend_clock.now_ms(),
             timedelta(seconds=settings.batch_retention_s),
             settings.default_queue,
+            graph_id,
         )
+        steps = [
+            e if e.due_ms == PARKED_MS else e._replace(due_ms=max(e.due_ms, due_ms))
+            for e in built.steps
+        ]
+        self._write_graph(replace(built, steps=steps), block=False, timeout_s=0.0)
+
+    def _write_graph(self, built: BuiltGraph, block: bool, timeout_s: float) -> None:
+        """Write a built graph's record, then its steps (``_CHUNK`` per call, waiting up to
+        ``timeout_s`` for room in a bounded queue). If they cannot all be written, the
+        graph is cancelled (none of it runs on), its anchor deleted, the error raised."""
         backend = self.backend
-        if built.anchor is not None:
-            backend.messages.enqueue([built.anchor], OnConflict.ERROR)
         try:
             backend.batches.open(built.id, built.description.encode(), built.expires_ms)
-            timeout_s = settings.enqueue_block_s if block_timeout is None else block_timeout
             waited_s = 0.0
             for start in range(0, len(built.steps), _CHUNK):
                 chunk = built.steps[start : start + _CHUNK]
@@ -135,7 +177,6 @@ class Batches:
             if built.anchor is not None:
                 backend.messages.delete(built.anchor.id, built.anchor.queue)
             raise
-        return GraphHandle(built.id, self)
 
     def _drop_callbacks(self, built: BuiltBatch) -> None:
         for envelope in built.callbacks:
@@ -188,6 +229,8 @@ class Batches:
             graph_id = None if anchor is None else graph_of_anchor(anchor.envelope.body)
             if graph_id is not None:
                 return self.workflow(graph_id)
+            if anchor is not None and is_graph_schedule(Message.decode(anchor.envelope.body)):
+                raise WorkflowNotFound(f"the graph scheduled under {key!r} has not run yet")
             keyed = keyed_view(backend, queue, key)
             if keyed is None:
                 raise WorkflowNotFound(f"no chain holds the key {key!r}")
