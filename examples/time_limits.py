@@ -5,13 +5,15 @@ fails (retried or poisoned by its policy) and the worker goes on with the next m
     tickwork worker -A examples.time_limits --duration 5
     tickwork poison list            # the stuck run, as TimeLimitExceeded
 
-A long loop can look at how long it has left and stop cleanly first.
+A long loop can look at how long it has left and stop cleanly first, or be warned at a
+soft limit (``SoftTimeLimitExceeded``, raised once) and wrap up there.
 """
 
 from __future__ import annotations
 
 import time
 
+from scheduler import SoftTimeLimitExceeded
 from tickwork import App, current_run
 
 app = App()  # TICKWORK_BACKEND, else sqlite:///tickwork.db
@@ -39,6 +41,19 @@ def careful_export(rows: int) -> int:
     return done
 
 
+@app.task(soft_time_limit=1, time_limit=5)
+def reindex(documents: int) -> int:
+    """Warned at 1 s, it saves what it has and stops, well before its 5 s limit."""
+    done = 0
+    try:
+        while done < documents:
+            time.sleep(0.001)  # one document
+            done += 1
+    except SoftTimeLimitExceeded:
+        print(f"  -> reindex warned at its soft limit: saved {done} documents")
+    return done
+
+
 @app.task
 def hello(name: str) -> None:
     print(f"  -> hello {name}: the worker goes on serving", flush=True)
@@ -47,6 +62,7 @@ def hello(name: str) -> None:
 def main() -> None:
     print("stuck report:   ", stuck_report.delay())
     print("careful export: ", careful_export.delay(10_000))
+    print("reindex:        ", reindex.delay(1_000_000))
     print("hello:          ", hello.delay("ada"))
 
 

@@ -27,7 +27,13 @@ from scheduler.limits.declared import ConcurrencyLimit, RateLimit
 from scheduler.model.message import Message, ScheduledMessage
 from scheduler.model.tasks import Call, TaskClass, TaskFunction
 from scheduler.producing.reports import EnqueueReport
-from scheduler.runs.context import Aborted, RunContext, TimeLimitExceeded, current_run
+from scheduler.runs.context import (
+    Aborted,
+    RunContext,
+    SoftTimeLimitExceeded,
+    TimeLimitExceeded,
+    current_run,
+)
 from scheduler.runs.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
 from scheduler.runs.retry import RetryPolicy
 from scheduler.runs.snooze import Snooze
@@ -87,6 +93,7 @@ __all__ = [
     "ScheduledMessage",
     "Settings",
     "Snooze",
+    "SoftTimeLimitExceeded",
     "State",
     "TaskClass",
     "TaskFailed",

@@ -172,6 +172,7 @@ class App:
         retries: int = 0,
         timeout: float | None = None,
         time_limit: float | None = None,
+        soft_time_limit: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
         unique_for: timedelta | None = None,
@@ -190,6 +191,8 @@ class App:
         lease length in seconds, kept alive by heartbeats while the handler runs;
         ``time_limit``: a run still going this many seconds after it started is stopped
         (``TimeLimitExceeded``, a failure retried or poisoned like any other);
+        ``soft_time_limit``: before that, a sync run gets ``SoftTimeLimitExceeded`` raised
+        in it once, which it may catch to stop cleanly;
         ``unique_for``: after a keyed message succeeds, its key stays taken this long
         (enqueueing it again is ignored or a conflict, per ``on_conflict``);
         ``concurrency_limit``: at most this many run at once across every worker (an int,

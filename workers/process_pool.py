@@ -29,7 +29,7 @@ from types import FrameType
 from typing import Any
 
 from scheduler import Aborted, App, TickworkError, TimeLimitExceeded
-from scheduler.runs.context import RunContext, RunInfo
+from scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitExceeded
 from scheduler.runs.results import report_progress, running_record
 from workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
 from workers.pool import Done, HandlerPool, W
@@ -37,6 +37,9 @@ from workers.pool import Done, HandlerPool, W
 log = logging.getLogger("tickwork.worker")
 
 _ABORT_SLOTS = 64  # job numbers of the latest aborts, shared with every child
+#: added to a job's number in the shared array: its soft time limit passed (a time limit
+#: is its negative, an abort the number itself)
+SOFT = 1 << 40
 
 # -- the child's side --------------------------------------------------------------------------
 
@@ -56,8 +59,9 @@ def init_child(reference: str, started: Any, aborting: SynchronizedArray[int]) -
 
 
 def _on_abort_signal(_signum: int, _frame: FrameType | None) -> None:
-    """An abort (the job's number in the shared array) or a time limit (its negative),
-    raised in the handler of the job this child runs, if it is still that one."""
+    """An abort (the job's number in the shared array), a time limit (its negative) or a
+    soft time limit (its number plus ``SOFT``), raised in the handler of the job this
+    child runs, if it is still that one."""
     run, job, aborting = _child_run, _child_job, _child_aborting
     if run is None or job == 0 or aborting is None or run.aborted:
         return
@@ -68,6 +72,9 @@ def _on_abort_signal(_signum: int, _frame: FrameType | None) -> None:
     if -job in named and _child_guard.inside:
         _child_guard.inside = False  # once
         raise TimeLimitExceeded
+    if job + SOFT in named and _child_guard.inside and not _child_guard.warned:
+        _child_guard.warned = True  # once
+        raise SoftTimeLimitExceeded
 
 
 class _ChildGuard:
@@ -77,9 +84,11 @@ class _ChildGuard:
 
     def __init__(self) -> None:
         self.inside = False
+        self.warned = False  # SoftTimeLimitExceeded was raised in this run
 
     def enter(self) -> None:
         self.inside = True
+        self.warned = False
 
     def leave(self) -> None:
         self.inside = False
@@ -105,7 +114,8 @@ def run_in_child(
     _child_job, _child_run = job, run  # set before reporting: a signal may follow at once
     _child_started.put((job, os.getpid()))
     try:
-        guard = _child_guard if info.time_limit_s is not None else None
+        limited = info.time_limit_s is not None or info.soft_time_limit_s is not None
+        guard = _child_guard if limited else None
         return run_handler(_child_app, task, args, kwargs, run, guard)
     finally:
         _child_job, _child_run = 0, None
@@ -143,6 +153,7 @@ class ProcessPool(HandlerPool[W]):
         self._pids: dict[int, int] = {}  # job -> pid of the child running it
         self._aborted: set[int] = set()  # jobs whose abort was asked
         self._limits: dict[int, float] = {}  # job -> its time limit (s), for limited jobs
+        self._soft: dict[int, float] = {}  # job -> its soft time limit (s)
         self._over_limit: set[int] = set()  # jobs told they ran past their time limit
         self._executor = self._new_executor()
         self._listener = threading.Thread(
@@ -173,6 +184,8 @@ class ProcessPool(HandlerPool[W]):
             self._job_of[id(item)] = job
             if info.time_limit_s is not None:
                 self._limits[job] = info.time_limit_s
+            if info.soft_time_limit_s is not None:
+                self._soft[job] = info.soft_time_limit_s
         future.add_done_callback(lambda done: self._finished(job, done))
 
     def _finished(self, job: int, future: Future[HandlerResult]) -> None:
@@ -184,6 +197,7 @@ class ProcessPool(HandlerPool[W]):
             was_aborted = job in self._aborted
             self._aborted.discard(job)
             self._limits.pop(job, None)
+            self._soft.pop(job, None)
             over_limit = job in self._over_limit
             self._over_limit.discard(job)
         if entry is None or future.cancelled():
@@ -219,12 +233,15 @@ class ProcessPool(HandlerPool[W]):
                     self._pids[job] = pid
                     signal_now = job in self._aborted
                     limit = self._limits.get(job)
+                    soft = self._soft.get(job)
                 else:
-                    signal_now, limit = False, None
+                    signal_now, limit, soft = False, None, None
             if signal_now:  # the abort was asked before the child had said where it runs
                 self._signal(job, signal.SIGUSR1)
             if limit is not None:
                 self._later(limit, self._past_limit, job)
+            if soft is not None:
+                self._later(soft, self._past_soft_limit, job)
 
     def _write_progress(self, job: int, info: RunInfo, fraction: float, note: str | None) -> None:
         """Write a child's progress while its job runs. Under the pool's lock, which
@@ -261,6 +278,16 @@ class ProcessPool(HandlerPool[W]):
         self._signal(job, signal.SIGUSR1)
         self._later(self._abort_grace_s if grace_s is None else grace_s, self._kill_if_running, job)
         return True
+
+    def _past_soft_limit(self, job: int) -> None:
+        """``job`` ran past its soft time limit: raise ``SoftTimeLimitExceeded`` in it
+        (``job + SOFT`` in the shared array, then the signal), if it still runs."""
+        with self._lock:
+            if job not in self._pending:
+                return
+        with self._aborting.get_lock():
+            self._aborting[next(self._abort_slot) % _ABORT_SLOTS] = job + SOFT
+        self._signal(job, signal.SIGUSR1)
 
     def _past_limit(self, job: int) -> None:
         """``job`` ran past its time limit: raise ``TimeLimitExceeded`` in it (its

@@ -70,10 +70,10 @@ class ThreadPool(HandlerPool[W]):
             guard = None
             if run.aborted:  # aborted while it waited for a thread: it never starts
                 result = aborted("aborted before it started")
-            elif run.info.time_limit_s is not None:
+            elif run.info.time_limit_s is not None or run.info.soft_time_limit_s is not None:
                 limit = run.info.time_limit_s
-                stuck = partial(self._abandon, item, limit, threading.current_thread())
-                guard = self._limits.guard(limit, stuck)
+                stuck = partial(self._abandon, item, limit or 0.0, threading.current_thread())
+                guard = self._limits.guard(limit, stuck, run.info.soft_time_limit_s)
                 result = run_handler(self._app, task, args, kwargs, run, guard)
             else:
                 result = run_handler(self._app, task, args, kwargs, run)

@@ -1,4 +1,5 @@
-"""Stopping sync handlers at their task's time limit (``time_limit``).
+"""Stopping sync handlers at their task's time limit (``time_limit``), and warning them
+first at its soft limit (``soft_time_limit``).
 
 The pool thread running a handler opens a ``Guard`` right around the handler's call. A
 watchdog thread (``ThreadLimits``) raises ``TimeLimitExceeded`` in that thread when the
@@ -9,6 +10,9 @@ stop within the grace (it sits in C code, or swallowed the exception) is abandon
 pool reports its run failed, which frees its slot and settles its message, and replaces
 the thread; whatever the thread does later is ignored.
 
+At the soft limit, the watchdog raises ``SoftTimeLimitExceeded`` in the thread once (an
+``Exception``: the handler may catch it and stop cleanly; not caught, the run fails).
+
 The process pool does the same with a signal in the child (``process_pool.py``), and
 kills the child after the grace.
 """
@@ -17,12 +21,13 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 
 from scheduler import App
-from scheduler.runs.context import TimeLimitExceeded
+from scheduler.runs.context import SoftTimeLimitExceeded, TimeLimitExceeded
 
 log = logging.getLogger("tickwork.worker")
 
@@ -45,6 +50,12 @@ def time_limit_of(app: App, task_name: str, default_s: float | None) -> float | 
     return own if own is not None else default_s
 
 
+def soft_limit_of(app: App, task_name: str) -> float | None:
+    """The soft time limit of a run of ``task_name`` (its task's own; None: none)."""
+    task = app.registry.tasks.get(task_name)
+    return task.options.soft_time_limit_s if task is not None else None
+
+
 def over_limit_message(limit_s: float) -> str:
     return f"the handler ran past its time limit of {limit_s:g} s"
 
@@ -61,21 +72,34 @@ class Guard:
         "limit_s",
         "on_abandon",
         "signalled",
+        "soft_deadline",
+        "soft_s",
         "thread",
+        "warned",
     )
 
-    def __init__(self, limits: ThreadLimits, limit_s: float, on_abandon: Callable[[], None]):
+    def __init__(
+        self,
+        limits: ThreadLimits,
+        limit_s: float | None,
+        on_abandon: Callable[[], None],
+        soft_s: float | None = None,
+    ):
         self._limits = limits
-        self.limit_s = limit_s
+        self.limit_s = limit_s  # None: a soft limit only
+        self.soft_s = soft_s
         self.thread = threading.get_ident()
-        self.deadline = 0.0
+        self.deadline = self.soft_deadline = 0.0
         self.inside = False
         self.signalled = 0.0  # when TimeLimitExceeded was raised in it (monotonic; 0: not)
+        self.warned = False  # SoftTimeLimitExceeded was raised in it
         self.abandoned = False
         self.on_abandon = on_abandon
 
     def enter(self) -> None:
-        self.deadline = time.monotonic() + self.limit_s
+        now = time.monotonic()
+        self.deadline = now + self.limit_s if self.limit_s is not None else math.inf
+        self.soft_deadline = now + self.soft_s if self.soft_s is not None else math.inf
         self._limits.watch(self)
 
     def leave(self) -> None:
@@ -92,8 +116,10 @@ class ThreadLimits:
         self._guards: set[Guard] = set()
         self._thread: threading.Thread | None = None
 
-    def guard(self, limit_s: float, on_abandon: Callable[[], None]) -> Guard:
-        return Guard(self, limit_s, on_abandon)
+    def guard(
+        self, limit_s: float | None, on_abandon: Callable[[], None], soft_s: float | None = None
+    ) -> Guard:
+        return Guard(self, limit_s, on_abandon, soft_s)
 
     def watch(self, guard: Guard) -> None:
         with self._lock:
@@ -109,7 +135,7 @@ class ThreadLimits:
         """Close ``guard``: no exception is raised in its thread any more, and one still
         pending is cancelled (it could otherwise land after the handler returned)."""
         with self._lock:
-            if guard.signalled and guard.inside:
+            if (guard.signalled or guard.warned) and guard.inside:
                 _raise_in(guard.thread, None)
             guard.inside = False
             self._guards.discard(guard)
@@ -121,6 +147,10 @@ class ThreadLimits:
             abandon: list[Guard] = []
             with self._lock:
                 for guard in list(self._guards):
+                    if guard.inside and not guard.warned and now >= guard.soft_deadline:
+                        guard.warned = True
+                        _raise_in(guard.thread, SoftTimeLimitExceeded)
+                        continue
                     if not guard.inside or now < guard.deadline:
                         continue
                     if not guard.signalled:

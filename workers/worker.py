@@ -68,7 +68,7 @@ from workers.pools import make_pool
 from workers.presence import Presence
 from workers.rates import RateGate
 from workers.settler import Settler
-from workers.time_limits import time_limit_of
+from workers.time_limits import soft_limit_of, time_limit_of
 from workers.timer import Timer
 
 log = logging.getLogger("tickwork.worker")
@@ -354,6 +354,7 @@ class Worker:
             message.headers.get(TRACEPARENT),
             work.lateness_ms,
             time_limit_of(self.app, message.task, self.config.time_limit_s),
+            soft_limit_of(self.app, message.task),
         )
         work.info = info
         if self._hooks.before_run:

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from scheduler.errors import InvalidMessage, UnknownTask
+from scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
 from scheduler.limits.declared import (
     ConcurrencyLimit,
     LimitKey,
@@ -71,6 +71,7 @@ class TaskRegistry:
         retries: int = 0,
         timeout: float | None = None,
         time_limit: float | None = None,
+        soft_time_limit: float | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
         unique_for: timedelta | None = None,
@@ -101,6 +102,7 @@ class TaskRegistry:
             retry=retry or RetryPolicy(retries=retries),
             timeout_s=timeout or self.default_timeout_s,
             time_limit_s=time_limit,
+            soft_time_limit_s=_soft(task_name, soft_time_limit, time_limit),
             priority=priority,
             unique_for=unique_for,
             concurrency_limit=limit,
@@ -129,6 +131,7 @@ class TaskRegistry:
             retry=RetryPolicy(retries=cls.retries),
             timeout_s=cls.timeout,
             time_limit_s=cls.time_limit,
+            soft_time_limit_s=_soft(task_name, cls.soft_time_limit, cls.time_limit),
             priority=cls.priority,
             result_retention=self.retention(task_name, cls.keep_result),
             history=cls.history,
@@ -207,3 +210,13 @@ def module_name(name: str) -> str:
         if path:  # ``python app.py``: the name a worker gets with ``-A app``
             return Path(path).stem
     return name
+
+
+def _soft(task: str, soft_s: float | None, hard_s: float | None) -> float | None:
+    """A task's soft time limit, which must come before its time limit."""
+    if soft_s is not None and hard_s is not None and soft_s >= hard_s:
+        raise ConfigurationError(
+            f"{task}: soft_time_limit ({soft_s:g} s) must be shorter than time_limit "
+            f"({hard_s:g} s): it warns the handler before the limit stops it"
+        )
+    return soft_s

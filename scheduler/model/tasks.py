@@ -96,6 +96,9 @@ class TaskOptions(BaseModel):
     timeout_s: float = 300.0
     #: a run still going this long after it started is stopped (``TimeLimitExceeded``)
     time_limit_s: float | None = Field(default=None, gt=0)
+    #: a sync run still going this long after it started gets ``SoftTimeLimitExceeded``
+    #: raised in it, once: a warning it may catch to stop cleanly (before ``time_limit``)
+    soft_time_limit_s: float | None = Field(default=None, gt=0)
     priority: int = Field(default=0, ge=-1000, le=1000)
     #: after a keyed one-off message of this task succeeds, its key stays taken this long
     unique_for: timedelta | None = None
@@ -268,8 +271,8 @@ class TaskClass:
     """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
 
     Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes ``name``,
-    ``queue``, ``retries``, ``timeout``, ``time_limit``, ``priority``, ``keep_result`` and
-    ``history`` set the options.
+    ``queue``, ``retries``, ``timeout``, ``time_limit``, ``soft_time_limit``, ``priority``,
+    ``keep_result`` and ``history`` set the options.
     Each message gets a fresh instance.
     """
 
@@ -279,6 +282,7 @@ class TaskClass:
     retries: ClassVar[int] = 0
     timeout: ClassVar[float] = 300.0
     time_limit: ClassVar[float | None] = None
+    soft_time_limit: ClassVar[float | None] = None
     expires: ClassVar[timedelta | None] = None
     priority: ClassVar[int] = 0
     keep_result: ClassVar[bool | timedelta | None] = None

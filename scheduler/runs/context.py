@@ -33,6 +33,12 @@ class TimeLimitExceeded(BaseException):
     ``except Exception`` does not swallow it."""
 
 
+class SoftTimeLimitExceeded(Exception):
+    """Raised once in a sync handler that ran past its task's ``soft_time_limit``: a
+    warning it may catch to stop cleanly before its ``time_limit`` stops it. Not caught,
+    the run fails like any error (retried or poisoned by its policy)."""
+
+
 class RunInfo(NamedTuple):
     """The message a handler is running (a named tuple: one is made per message)."""
 
@@ -45,6 +51,7 @@ class RunInfo(NamedTuple):
     traceparent: str | None = None  # the producer's span (OpenTelemetry), from the headers
     lateness_ms: int = 0  # from the message's due time to this run's start
     time_limit_s: float | None = None  # the run is stopped this long after it starts
+    soft_time_limit_s: float | None = None  # SoftTimeLimitExceeded this long after it starts
 
 
 #: writes a run's progress: (run, fraction, note)

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from scheduler import App
+from scheduler import App, ConfigurationError
 from tests.support.helpers import wait_for
 from workers import Worker, WorkerConfig
 
@@ -140,3 +140,33 @@ def test_an_async_handler_is_cancelled_at_its_time_limit(sqlite_app: App) -> Non
         assert worker.join(30)
     (record,) = sqlite_app.backend.poison.list()
     assert record.failure.error_type == "TimeLimitExceeded"
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_a_soft_limit_warns_the_handler_which_may_stop_cleanly(
+    tasks: ModuleType, tmp_path: Path, pool: str
+) -> None:
+    """At its soft limit a sync handler gets ``SoftTimeLimitExceeded`` once: caught, the
+    run ends as the handler says (here it succeeds); not caught, the run fails with it."""
+    polite, deaf = str(tmp_path / "polite"), str(tmp_path / "deaf")
+    handle = tasks.cleans_up.delay(polite)
+    tasks.ignores_the_warning.delay(deaf)
+    worker = _worker(tasks.app, pool, concurrency=2)
+    worker.start()
+    try:
+        wait_for(lambda: worker.stats.acked == 1, 30)
+        wait_for(lambda: len(tasks.app.backend.poison.list()) == 1, 30)
+    finally:
+        worker.stop()
+        assert worker.join(30)
+    assert Path(polite + ".warned").exists()
+    assert tasks.app.get(id=handle) is None, "the warned run succeeded"
+    (record,) = tasks.app.backend.poison.list()
+    assert record.failure.error_type == "SoftTimeLimitExceeded"
+
+
+def test_a_soft_limit_must_come_before_the_time_limit(sqlite_app: App) -> None:
+    with pytest.raises(ConfigurationError, match="must be shorter than time_limit"):
+
+        @sqlite_app.task(soft_time_limit=5, time_limit=5)
+        def late() -> None: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from scheduler import App, current_run
+from scheduler import App, SoftTimeLimitExceeded, current_run
 
 app = App()
 
@@ -56,3 +56,22 @@ def unlimited(marker: str) -> None:
 def quick(marker: str) -> None:
     with open(marker + ".runs", "a") as runs:
         runs.write("run\n")
+
+
+@app.task(soft_time_limit=0.5, time_limit=10)
+def cleans_up(marker: str) -> str:
+    """Warned at its soft limit, it stops cleanly, well before its time limit."""
+    try:
+        while True:
+            pass
+    except SoftTimeLimitExceeded:
+        Path(marker + ".warned").touch()
+        return "stopped cleanly"
+
+
+@app.task(soft_time_limit=0.5)
+def ignores_the_warning(marker: str) -> None:
+    """No time limit: the warning, not caught, fails the run."""
+    Path(marker + ".started").touch()
+    while True:
+        pass
