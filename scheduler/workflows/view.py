@@ -10,6 +10,7 @@ timing. Finding the live step reads up to ``max_steps`` step ids.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -39,6 +40,21 @@ class StepView(BaseModel):
     value: Any = None
     error: str | None = None
     after: list[str] = []  # in a graph: the steps it waits for
+
+    def facts(self) -> list[str]:
+        """What is known of it, as words: state, task, attempt, time, result or error."""
+        parts = [self.state]
+        if self.task:
+            parts.append(self.task)
+        if self.attempt:
+            parts.append(f"attempt {self.attempt}")
+        if self.at is not None:
+            parts.append(self.at.isoformat(timespec="milliseconds"))
+        if self.error:
+            parts.append(self.error)
+        elif self.value is not None:
+            parts.append(f"-> {json.dumps(self.value)}")
+        return parts
 
 
 class WorkflowView(BaseModel):

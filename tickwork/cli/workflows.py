@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from scheduler.workflows.graph_view import levels
-from scheduler.workflows.view import StepView, WorkflowView
+from scheduler.workflows.view import WorkflowView
 from tickwork.cli.common import (
     State,
     backend_option,
@@ -62,7 +60,7 @@ def show(
         _draw(view)
         return
     for step in view.steps:
-        click.echo("  ".join(_described(step, f"  {step.name:<12} {step.id}")))
+        click.echo("  ".join([f"  {step.name:<12} {step.id}", *step.facts()]))
 
 
 def _draw(view: WorkflowView) -> None:
@@ -74,20 +72,4 @@ def _draw(view: WorkflowView) -> None:
         for step in view.steps:
             if depth[step.name] == level:
                 after = f" <- {', '.join(step.after)}" if step.after else ""
-                click.echo("  ".join(_described(step, f"    {step.name}{after}")))
-
-
-def _described(step: StepView, head: str) -> list[str]:
-    """A step's line: its head, then state, task, attempt, time, and result or error."""
-    parts = [head, step.state]
-    if step.task:
-        parts.append(step.task)
-    if step.attempt:
-        parts.append(f"attempt {step.attempt}")
-    if step.at is not None:
-        parts.append(step.at.isoformat(timespec="milliseconds"))
-    if step.error:
-        parts.append(step.error)
-    elif step.value is not None:
-        parts.append(f"-> {json.dumps(step.value)}")
-    return parts
+                click.echo("  ".join([f"    {step.name}{after}", *step.facts()]))

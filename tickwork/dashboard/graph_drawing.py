@@ -61,13 +61,7 @@ def drawing(view: WorkflowView) -> Drawing:
         x = MARGIN + column * (BOX_W + GAP_X)
         y = MARGIN + row * (BOX_H + GAP_Y)
         places[step.name] = (x, y)
-        facts = [step.name, step.task or "", step.state]
-        if step.attempt:
-            facts.append(f"attempt {step.attempt}")
-        if step.at is not None:
-            facts.append(step.at.isoformat(timespec="milliseconds"))
-        if step.error:
-            facts.append(step.error)
+        facts = [step.name, *step.facts()]
         state = step.state.split(", ")[-1]  # "replayed, ready" is drawn as ready
         boxes.append(Box(step.name, x, y, state, step.name[:16], "\n".join(facts)))
     lines = []
