@@ -125,6 +125,31 @@ def _parsed_walls(expr: str, seconds_first: bool) -> croniter:
     )
 
 
+#: the nicknames cron implementations share (Vixie cron's), as the 5 fields they stand for
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+def expand_macro(expr: str) -> str:
+    """``expr`` with a nickname (``@hourly``, ``@daily``, ``@weekly``, ``@monthly``,
+    ``@yearly``) replaced by its 5 fields; anything else as given (stripped). ``@reboot``
+    has no time: ``ValueError``."""
+    text = expr.strip()
+    if not text.startswith("@"):
+        return text
+    fields = MACROS.get(text.lower())
+    if fields is None:
+        raise ValueError(f"cron nickname {text!r} is not one of {', '.join(sorted(MACROS))}")
+    return fields
+
+
 @lru_cache(maxsize=4096)
 def normalise_expression(expr: str) -> Parsed:
     """The expression as croniter takes it, or ``ValueError`` (remembered per expression:
@@ -180,8 +205,9 @@ class Cron(Trigger):
     @field_validator("expr")
     @classmethod
     def _valid_expr(cls, value: str) -> str:
-        normalise_expression(value)
-        return value.strip()
+        expanded = expand_macro(value)  # stored as its fields: what it means, plainly
+        normalise_expression(expanded)
+        return expanded
 
     @model_validator(mode="after")
     def _has_a_match(self) -> Cron:

@@ -24,6 +24,7 @@ from tickwork.cli.common import (
     parse_json,
     pass_state,
 )
+from tickwork.cli.cron import dst_gap_option, dst_repeat_option
 from triggers import Cron, Repeating, Trigger
 
 
@@ -45,8 +46,14 @@ from triggers import Cron, Repeating, Trigger
     "--every", type=click.FloatRange(min=0.001), metavar="SECONDS", help="Repeat every S seconds."
 )
 @click.option("--times", type=click.IntRange(min=1), help="With --every: total number of runs.")
-@click.option("--cron", metavar="EXPR", help="Cron expression (5 fields, or 6 with seconds first).")
+@click.option(
+    "--cron",
+    metavar="EXPR",
+    help="Cron expression (5 fields, 6 or 7 with seconds first, or @hourly, @daily, ...).",
+)
 @click.option("--tz", default="UTC", show_default=True, help="With --cron: IANA timezone.")
+@dst_gap_option
+@dst_repeat_option
 @click.option(
     "--on-conflict",
     type=click.Choice([m.value for m in OnConflict]),
@@ -78,6 +85,8 @@ def enqueue(
     times: int | None,
     cron: str | None,
     tz: str,
+    dst_gap: str | None,
+    dst_repeat: str | None,
     on_conflict: str,
     block_timeout: float | None,
     no_block: bool,
@@ -92,6 +101,8 @@ def enqueue(
         fail(f"give at most one of --at, --delay, --every, --cron (got {', '.join(chosen)})")
     if times is not None and every is None:
         fail("--times needs --every")
+    if (dst_gap is not None or dst_repeat is not None) and cron is None:
+        fail("--dst-gap and --dst-repeat need --cron")
     app = state.app(module)
     when: datetime | None = None
     if at is not None:
@@ -105,7 +116,7 @@ def enqueue(
     if every is not None:
         trigger = Repeating(interval=timedelta(seconds=every), repeat_count=times)
     elif cron is not None:
-        trigger = Cron(cron, tz=tz)
+        trigger = Cron(cron, tz=tz, dst_gap=dst_gap, dst_repeat=dst_repeat)
     call = Call(
         task,
         parse_json(args_json, list, "--args"),
