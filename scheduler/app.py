@@ -345,14 +345,17 @@ class App:
         key: str | None = None,
         queue: str | None = None,
         connection: Any = None,
+        note: str | None = None,
+        actor: str | None = None,
     ) -> bool:
         """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
         Returns False when there was nothing to cancel. Cancelling a recurring schedule
-        records its pending occurrence as cancelled in the schedule's history. With
-        ``connection``, the cancel happens inside that connection's transaction
-        (``transaction``): a rollback leaves the message scheduled."""
+        records its pending occurrence as cancelled in the schedule's history, and the
+        cancel with ``note`` and ``actor`` in its action log. With ``connection``, the
+        cancel happens inside that connection's transaction (``transaction``): a rollback
+        leaves the message scheduled."""
         with self._within(connection):
-            return self.schedules.cancel(id=id, key=key, queue=queue)
+            return self.schedules.cancel(id=id, key=key, queue=queue, note=note, actor=actor)
 
     def run_history(
         self, message_id: str, *, queue: str | None = None, limit: int | None = None

@@ -17,6 +17,7 @@ from scheduler.errors import InvalidMessage
 from scheduler.model.message import Message
 from scheduler.model.tasks import Call
 from scheduler.schedules import control
+from scheduler.schedules.actions import Action, ActionLog, Verb
 from scheduler.schedules.control import Backfill, Overdue, Resumed, ScheduleInfo
 from scheduler.schedules.ledger import (
     NOT_RUN,
@@ -66,11 +67,18 @@ class Schedules:
         return self._parts.backend.now_ms()
 
     def cancel(
-        self, *, id: str | None = None, key: str | None = None, queue: str | None = None
+        self,
+        *,
+        id: str | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        note: str | None = None,
+        actor: str | None = None,
     ) -> bool:
         """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
         Returns False when there was nothing to cancel. Cancelling a recurring schedule
-        records its pending occurrence as cancelled in the schedule's history."""
+        records its pending occurrence as cancelled in the schedule's history, and the
+        cancel (with ``note`` and ``actor``) in its action log."""
         if (id is None) == (key is None):
             raise InvalidMessage("give exactly one of id= and key=")
         if key is None:
@@ -93,6 +101,7 @@ class Schedules:
                     RunOutcome.CANCELLED, message.scheduled_at, message_id=message.id
                 )
                 self._record(queue, key, cancel)
+                self._act(queue, key, "cancel", actor, note)
         return cancelled
 
     def history(
@@ -124,13 +133,46 @@ class Schedules:
             entry = retention.entry(queue, schedule_subject(key), [record.encode()])
             self.backend.ledger.append([entry])
 
-    def pause(self, key: str, *, queue: str | None = None) -> bool:
+    def _act(
+        self,
+        queue: str,
+        key: str,
+        action: Verb,
+        actor: str | None,
+        note: str | None,
+        detail: str | None = None,
+    ) -> None:
+        """Record a steering action in ``key``'s action log (``actions``)."""
+        at = to_datetime(self._now_ms())
+        ActionLog(self.backend, self.settings).record(queue, key, action, at, actor, note, detail)
+
+    def actions(
+        self, key: str, *, queue: str | None = None, limit: int | None = None
+    ) -> builtins.list[Action]:
+        """Who steered schedule ``key`` and why, newest first: each pause, resume, run
+        now, backfill and cancel, with its time, actor and note."""
+        queue = queue or self.settings.default_queue
+        limit = self.settings.history_keep if limit is None else limit
+        return ActionLog(self.backend, self.settings).read(queue, key, limit)
+
+    def pause(
+        self,
+        key: str,
+        *,
+        queue: str | None = None,
+        note: str | None = None,
+        actor: str | None = None,
+    ) -> bool:
         """Pause the recurring schedule ``key``: nothing of it runs until it is resumed
         (stored in the backend: every worker, restarts included). It can still be read,
         replaced, cancelled and previewed. False if it was paused already; raises
-        ``ScheduleNotFound``."""
+        ``ScheduleNotFound``. ``note`` and ``actor`` go to its action log (``actions``;
+        the actor defaults to this process's ``user@host``)."""
         queue = queue or self.settings.default_queue
-        return control.pause_schedule(self.backend, self.builder, queue, key, self._now_ms())
+        paused = control.pause_schedule(self.backend, self.builder, queue, key, self._now_ms())
+        if paused:
+            self._act(queue, key, "pause", actor, note)
+        return paused
 
     def resume(
         self,
@@ -140,10 +182,13 @@ class Schedules:
         misfire: Misfire | str = Misfire.SKIP,
         limit: int | None = None,
         spacing: timedelta = timedelta(0),
+        note: str | None = None,
+        actor: str | None = None,
     ) -> Resumed | None:
         """Resume a paused schedule (None if it was not paused). What fell in the pause is
         skipped (``"skip"``, the default), run once now (``"coalesce"``), or run one by
-        one (``"catch_up"``: at most ``limit``, ``spacing`` apart)."""
+        one (``"catch_up"``: at most ``limit``, ``spacing`` apart). Recorded in its action
+        log with ``note`` and ``actor``."""
         queue = queue or self.settings.default_queue
         policy = Misfire(misfire)
         resumed = control.resume_schedule(
@@ -157,13 +202,25 @@ class Schedules:
                 last_at=resumed.last_skipped,
             )
             self._record(queue, key, skipped)
+        if resumed is not None:
+            self._act(queue, key, "resume", actor, note, f"misfire {policy}")
         return resumed
 
-    def trigger_now(self, key: str, *, queue: str | None = None) -> str:
+    def trigger_now(
+        self,
+        key: str,
+        *,
+        queue: str | None = None,
+        note: str | None = None,
+        actor: str | None = None,
+    ) -> str:
         """Run the schedule ``key``'s task once now, apart from its grid (which does not
-        move); returns the run's message id (header ``tickwork-origin: manual``)."""
+        move); returns the run's message id (header ``tickwork-origin: manual``).
+        Recorded in its action log with ``note`` and ``actor``."""
         queue = queue or self.settings.default_queue
-        return control.trigger_now(self.backend, self.builder, queue, key, self._now_ms())
+        run = control.trigger_now(self.backend, self.builder, queue, key, self._now_ms())
+        self._act(queue, key, "run_now", actor, note, f"run {run}")
+        return run
 
     def backfill(
         self,
@@ -175,16 +232,25 @@ class Schedules:
         limit: int = 1000,
         spacing: timedelta = timedelta(0),
         remember: timedelta = timedelta(days=30),
+        note: str | None = None,
+        actor: str | None = None,
     ) -> Backfill:
         """Run the occurrences of schedule ``key`` from ``start`` to ``end`` (past ones):
         enqueued now, ``spacing`` apart, at most ``limit`` (else nothing, one error). Asked
-        again within ``remember`` it enqueues none twice (see ``control.backfill``)."""
+        again within ``remember`` it enqueues none twice (see ``control.backfill``).
+        Recorded in its action log with ``note`` and ``actor``."""
         queue = queue or self.settings.default_queue
         now = self._now_ms()
         span = (start, end)
-        return control.backfill(
+        filled = control.backfill(
             self.backend, self.builder, queue, key, span, now, limit, spacing, remember
         )
+        detail = (
+            f"{start.isoformat()} to {end.isoformat()}: {filled.enqueued} enqueued, "
+            f"{filled.already} backfilled before"
+        )
+        self._act(queue, key, "backfill", actor, note, detail)
+        return filled
 
     def list(self, queue: str | None = None) -> builtins.list[ScheduleInfo]:
         """Keyed recurring messages with their next run, last run, misfires and how their

@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 
 from scheduler.errors import DecodeError
+from scheduler.schedules.actions import Action
 from scheduler.schedules.ledger import HistoryEntry
 from tickwork.cli.common import (
     State,
@@ -29,20 +30,45 @@ from tickwork.cli.schedules import local_time, schedules
 @click.option("--queue", default=None, help="Queue of the key [default].")
 @click.option("-n", "limit", type=click.IntRange(1, 10_000), default=None,
               help="At most N records [all kept: the setting history_keep].")  # fmt: skip
+@click.option(
+    "--actions",
+    is_flag=True,
+    help="Who steered it instead: pauses, resumes, runs now, backfills, cancels.",
+)
 @json_option
 @pass_state
 @backend_option
 @clean_errors
 def schedule_history(
-    state: State, key: str, queue: str | None, limit: int | None, as_json: bool
+    state: State, key: str, queue: str | None, limit: int | None, actions: bool, as_json: bool
 ) -> None:
     """What happened to each occurrence of the schedule under KEY, newest first: runs
     (succeeded, retried, poisoned, aborted) with their times, lateness, attempts, worker
     and error, and occurrences that did not run (missed, coalesced, skipped by overlap or
-    in a pause, excluded, cancelled)."""
+    in a pause, excluded, cancelled). With --actions: who paused, resumed, ran, backfilled
+    or cancelled it, when, and why."""
     app = state.app()
+    zone = _zone_of(state, key, queue)
+    if actions:
+        print_actions(app.schedules.actions(key, queue=queue, limit=limit), as_json, zone)
+        return
     entries = app.schedules.history(key, queue=queue, limit=limit)
-    print_history(entries, as_json, _zone_of(state, key, queue))
+    print_history(entries, as_json, zone)
+
+
+def print_actions(actions: list[Action], as_json: bool, zone: ZoneInfo) -> None:
+    """Steering actions as a table (times in ``zone``) or as JSON (UTC)."""
+    if as_json:
+        emit_json([action.model_dump(mode="json", exclude_none=True) for action in actions])
+        return
+    if not actions:
+        click.echo("no action recorded")
+        return
+    table = Table("when", "action", "actor", "note", "detail")
+    for action in actions:
+        when = local_time(action.at, zone)
+        table.add_row(when, action.action, action.actor, action.note or "", action.detail or "")
+    console().print(table)
 
 
 @click.command("history")

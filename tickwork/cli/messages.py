@@ -139,14 +139,17 @@ def enqueue(
 @click.option("--key")
 @click.option("--id", "message_id")
 @click.option("--queue", default=None, help="Queue of the key [default].")
+@click.option("--note", default=None, help="Why (kept in a schedule's action log).")
 @pass_state
 @backend_option
 @clean_errors
-def cancel(state: State, key: str | None, message_id: str | None, queue: str | None) -> None:
+def cancel(
+    state: State, key: str | None, message_id: str | None, queue: str | None, note: str | None
+) -> None:
     """Cancel a message by key or id (a running one finishes but does not reschedule)."""
     one_of(key, message_id)
     app = state.app()
-    if not app.cancel(id=message_id, key=key, queue=queue):
+    if not app.cancel(id=message_id, key=key, queue=queue, note=note):
         fail(
             f"nothing to cancel for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
             EXIT_NOT_FOUND,

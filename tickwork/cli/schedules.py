@@ -165,15 +165,20 @@ def check_schedules(state: State, max_late: str, queue: str | None, as_json: boo
         raise SystemExit(1)
 
 
+#: why, in the schedule's action log (the actor is this command's user@host)
+note_option = click.option("--note", default=None, help="Why, kept in its action log.")
+
+
 @schedules.command("pause")
 @click.argument("key")
 @click.option("--queue", default=None, help="Queue of the key [default].")
+@note_option
 @pass_state
 @backend_option
 @clean_errors
-def pause_schedule(state: State, key: str, queue: str | None) -> None:
+def pause_schedule(state: State, key: str, queue: str | None, note: str | None) -> None:
     """Pause the schedule under KEY on every worker until it is resumed."""
-    paused = state.app().schedules.pause(key, queue=queue)
+    paused = state.app().schedules.pause(key, queue=queue, note=note)
     click.echo("paused" if paused else "already paused")
 
 
@@ -195,15 +200,27 @@ def pause_schedule(state: State, key: str, queue: str | None) -> None:
     metavar="SECONDS",
     help="catch_up: seconds between the runs.",
 )
+@note_option
 @pass_state
 @backend_option
 @clean_errors
 def resume_schedule(
-    state: State, key: str, queue: str | None, misfire: str, limit: int | None, spacing: float
+    state: State,
+    key: str,
+    queue: str | None,
+    misfire: str,
+    limit: int | None,
+    spacing: float,
+    note: str | None,
 ) -> None:
     """Resume the paused schedule under KEY."""
     resumed = state.app().schedules.resume(
-        key, queue=queue, misfire=misfire, limit=limit, spacing=timedelta(seconds=spacing)
+        key,
+        queue=queue,
+        misfire=misfire,
+        limit=limit,
+        spacing=timedelta(seconds=spacing),
+        note=note,
     )
     if resumed is None:
         click.echo("not paused")
@@ -217,13 +234,14 @@ def resume_schedule(
 @schedules.command("trigger")
 @click.argument("key")
 @click.option("--queue", default=None, help="Queue of the key [default].")
+@note_option
 @pass_state
 @backend_option
 @clean_errors
-def trigger_schedule(state: State, key: str, queue: str | None) -> None:
+def trigger_schedule(state: State, key: str, queue: str | None, note: str | None) -> None:
     """Run the task of the schedule under KEY once now (the schedule does not move);
     prints the run's message id."""
-    click.echo(state.app().schedules.trigger_now(key, queue=queue))
+    click.echo(state.app().schedules.trigger_now(key, queue=queue, note=note))
 
 
 def _instant(_ctx: click.Context, param: click.Parameter, value: str) -> datetime:
@@ -244,6 +262,7 @@ def _instant(_ctx: click.Context, param: click.Parameter, value: str) -> datetim
               help="Refuse a range with more occurrences than this.")  # fmt: skip
 @click.option("--spacing", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
               help="Seconds between the runs.")  # fmt: skip
+@note_option
 @json_option
 @pass_state
 @backend_option
@@ -256,12 +275,13 @@ def backfill_schedule(
     queue: str | None,
     limit: int,
     spacing: float,
+    note: str | None,
     as_json: bool,
 ) -> None:
     """Run each occurrence of the schedule under KEY from START to END once (asked again,
     it enqueues none twice)."""
     done = state.app().schedules.backfill(
-        key, start, end, queue=queue, limit=limit, spacing=timedelta(seconds=spacing)
+        key, start, end, queue=queue, limit=limit, spacing=timedelta(seconds=spacing), note=note
     )
     if as_json:
         emit_json(

@@ -156,20 +156,22 @@ class _Views:
 
     def schedule_action(self, path: dict[str, str], form: Form) -> str:
         queue, key, verb = path["queue"], path["key"], path["verb"]
+        actor = path.get("actor")
         if verb == "pause":
-            done = self.app.schedules.pause(key, queue=queue)
+            done = self.app.schedules.pause(key, queue=queue, actor=actor)
             return f"paused {key}" if done else f"{key} was paused"
         if verb == "resume":
             resumed = self.app.schedules.resume(
-                key, queue=queue, misfire=form.get("misfire", "skip")
+                key, queue=queue, misfire=form.get("misfire", "skip"), actor=actor
             )
             return f"resumed {key}" if resumed is not None else f"{key} was not paused"
         if verb == "run":
-            return f"{key} runs now as {self.app.schedules.trigger_now(key, queue=queue)}"
+            run = self.app.schedules.trigger_now(key, queue=queue, actor=actor)
+            return f"{key} runs now as {run}"
         if verb == "backfill":
             start, end = self._wall_times(key, queue, form.get("start"), form.get("end"))
             filled = self.app.schedules.backfill(
-                key, start, end, queue=queue, limit=_BACKFILL_LIMIT
+                key, start, end, queue=queue, limit=_BACKFILL_LIMIT, actor=actor
             )
             return (
                 f"backfill of {key}: {len(filled.occurrences)} occurrence(s) in the range, "

@@ -71,13 +71,15 @@ def page(access: Guard, template: str, gather: Gather) -> Handler:
 
 def action(access: Guard, act: Act) -> Handler:
     """A POST handler: ``act(path parameters, form)`` says what it did, and the browser
-    goes back to the form's ``next`` page with that as ``done``."""
+    goes back to the form's ``next`` page with that as ``done``. The path parameters carry
+    who acts too (``actor``, from the guard), for a schedule's action log."""
 
     async def handler(request: Request) -> Response:
         form = Form(await request.form())
         try:
             access.allow_action(request, form.get(access.csrf_field))
-            done = await run_in_threadpool(act, dict(request.path_params), form)
+            params = {**request.path_params, "actor": access.actor(request)}
+            done = await run_in_threadpool(act, params, form)
         except Refused as refused:
             return refusal(refused)
         except TickworkError as err:

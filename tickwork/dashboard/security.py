@@ -51,6 +51,9 @@ class Guard(Protocol):
     def csrf_token(self, request: Request) -> tuple[str, bool]:
         """The CSRF token the page's forms carry, and whether to set it as the cookie."""
 
+    def actor(self, request: Request) -> str:
+        """Who acts, as a schedule's action log records it."""
+
 
 @dataclass(frozen=True)
 class Access:
@@ -93,6 +96,10 @@ class Access:
         if not cookie or not form_token or not hmac.compare_digest(cookie, form_token):
             raise Refused(403, "missing or wrong CSRF token: reload the page and try again")
 
+    def actor(self, request: Request) -> str:
+        """A shared token says nothing of who holds it: the dashboard acted."""
+        return "dashboard"
+
 
 def _presented(header: str) -> str | None:
     scheme, _, value = header.partition(" ")
@@ -107,8 +114,9 @@ def _presented(header: str) -> str | None:
     return None
 
 
-#: what a host application puts in the ASGI scope of a request it forwards
-MAY_ACT_SCOPE, CSRF_SCOPE = "tickwork.may_act", "tickwork.csrf"
+#: what a host application puts in the ASGI scope of a request it forwards: whether its
+#: user may act, the CSRF token its forms carry, and who its signed-in user is
+MAY_ACT_SCOPE, CSRF_SCOPE, USER_SCOPE = "tickwork.may_act", "tickwork.csrf", "tickwork.user"
 
 
 @dataclass(frozen=True)
@@ -134,3 +142,7 @@ class HostChecked:
 
     def csrf_token(self, request: Request) -> tuple[str, bool]:
         return str(request.scope.get(CSRF_SCOPE, "")), False
+
+    def actor(self, request: Request) -> str:
+        user = request.scope.get(USER_SCOPE)
+        return f"{user} (dashboard)" if user else "dashboard"

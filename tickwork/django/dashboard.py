@@ -22,7 +22,7 @@ from django.middleware.csrf import get_token
 from django.views.decorators.cache import never_cache
 
 from tickwork.dashboard import HostChecked, create_dashboard
-from tickwork.dashboard.security import CSRF_SCOPE, MAY_ACT_SCOPE
+from tickwork.dashboard.security import CSRF_SCOPE, MAY_ACT_SCOPE, USER_SCOPE
 from tickwork.django.project import get_app
 
 #: the permission that lets a staff user act
@@ -79,6 +79,7 @@ def dashboard(request: HttpRequest, subpath: str = "") -> HttpResponse:
         "server": (request.get_host(), 0),
         MAY_ACT_SCOPE: may_act,
         CSRF_SCOPE: get_token(request),
+        USER_SCOPE: request.user.get_username() if request.user.is_authenticated else None,
     }
     status, answered, content = async_to_sync(_call)(_asgi(), scope, body)
     response = HttpResponse(content, status=status)
