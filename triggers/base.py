@@ -117,6 +117,9 @@ class Trigger(BaseModel, ABC):
     end: datetime | None = None
     #: dates (in the trigger's timezone) on which it does not fire
     exclude: Exclusions | None = None
+    #: a keyed schedule is paused after this many occurrences in a row failed for good
+    #: (None: never); counted from its history, so the ledger must be on
+    pause_after_failures: int | None = Field(default=None, ge=1)
 
     @field_validator("end")
     @classmethod
@@ -240,6 +243,8 @@ class Trigger(BaseModel, ABC):
             parts.append(f"catch up {format_duration(self.catch_up_spacing)} apart")
         if self.jitter:
             parts.append(f"jitter {format_duration(self.jitter)}")
+        if self.pause_after_failures is not None:
+            parts.append(f"paused after {self.pause_after_failures} failures in a row")
         if self.exclude is not None:
             parts.append(self.exclude.describe())
         return ", ".join(parts)

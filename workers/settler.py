@@ -32,6 +32,7 @@ from scheduler.model.message import Message
 from scheduler.runs.context import RunInfo
 from scheduler.workflows.graph_records import PARKED_MS
 from workers.execution import HandlerResult
+from workers.failure_pause import pause_if_failing
 from workers.flow import Counters, Permits
 from workers.holdings import Holdings, Work, log_fields
 from workers.limits import LimitGate
@@ -306,6 +307,9 @@ class Settler:
             self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         )
         self._counters.add(poisoned.outcome if ok else "stale")
+        trigger = message.trigger
+        if ok and trigger is not None and trigger.pause_after_failures is not None:
+            pause_if_failing(self._app, message)
         return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:
