@@ -46,6 +46,9 @@ class WorkerConfig(BaseModel):
     burst: bool = False
     timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
     install_periodic: bool = True
+    #: at start, uninstall the periodic schedules this app owns that its code no longer
+    #: declares (``app.schedules.reconcile``)
+    reconcile_periodic: bool = True
     app_reference: str | None = None  # "module" or "module:app", needed by the process pool
 
     @field_validator("pool")

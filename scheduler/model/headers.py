@@ -21,6 +21,11 @@ UNIQUE_FOR = "tickwork-unique-for"
 #: the producer's span (OpenTelemetry's W3C ``traceparent``), carried to the worker
 TRACEPARENT = "traceparent"
 
+#: on a schedule installed from ``@app.periodic``: the module of its task, which owns it
+#: (a worker of an app with tasks in that module uninstalls it once the code no longer
+#: declares it)
+PERIODIC = "tickwork-periodic"
+
 #: on an overlapping schedule's message (its ticker, ``scheduler.schedules.overlap``):
 #: the ids of the last two runs it enqueued (space-separated, oldest first), which the
 #: next occurrence buffers behind, aborts or kills, by its policy

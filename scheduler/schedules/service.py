@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from scheduler.backends import OnConflict, Outcome
 from scheduler.clock import to_datetime
-from scheduler.errors import InvalidMessage
+from scheduler.errors import DecodeError, InvalidMessage
+from scheduler.model.headers import PERIODIC
 from scheduler.model.message import Message
 from scheduler.model.tasks import Call
 from scheduler.schedules import control
@@ -275,16 +276,53 @@ class Schedules:
                 continue
             mode = OnConflict.IGNORE if current is None else OnConflict.REPLACE
             call = Call(
-                periodic.task, key=periodic.key, trigger=periodic.trigger, queue=periodic.queue
+                periodic.task,
+                key=periodic.key,
+                trigger=periodic.trigger,
+                queue=periodic.queue,
+                headers={PERIODIC: owner_of(periodic.task)},
             )
             _, envelope = self.builder.build(call)
             outcomes.extend(self.backend.messages.enqueue([envelope], mode))
         return outcomes
 
+    def reconcile(self, periodics: Sequence[Periodic]) -> builtins.list[str]:
+        """Uninstall the periodic schedules this app owns that the code no longer declares
+        (workers do at start, after ``install``): those installed from a module of one of
+        this app's tasks (their ``tickwork-periodic`` header) whose key is not among
+        ``periodics``; each recorded in its action log (``uninstall``, actor
+        ``tickwork``). Returns their keys. A schedule whose whole module is gone is not
+        known to be this app's: cancel it by key."""
+        owners = {owner_of(name) for name in self.builder.registry.tasks}
+        declared = {(periodic.queue, periodic.key) for periodic in periodics}
+        removed = []
+        for stored in self.backend.messages.keyed():
+            envelope = stored.envelope
+            if envelope.key is None or (envelope.queue, envelope.key) in declared:
+                continue
+            if PERIODIC.encode() not in envelope.body:
+                continue
+            try:
+                owner = Message.decode(envelope.body).headers.get(PERIODIC)
+            except DecodeError:
+                continue
+            if owner not in owners:
+                continue
+            if self.backend.messages.delete_by_key(envelope.queue, envelope.key):
+                note = f"@app.periodic no longer declares it (its module {owner} does not)"
+                self._act(envelope.queue, envelope.key, "uninstall", "tickwork", note)
+                removed.append(envelope.key)
+        return removed
+
     def overdue(self, max_late: timedelta, queue: str | None = None) -> builtins.list[Overdue]:
         """Schedules with no successful run within their period plus ``max_late``."""
         now = to_datetime(self._now_ms())
         return control.overdue(self.list(queue), now, max_late)
+
+
+def owner_of(task: str) -> str:
+    """The module a periodic schedule of ``task`` belongs to (its task's, by name)."""
+    return task.rpartition(".")[0] or task
 
 
 def _installed(current: Message | None, periodic: Periodic) -> bool:

@@ -109,6 +109,12 @@ DJANGO_APP = "tickwork.django.current:app"
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop gracefully after S seconds.")
 @click.option("--burst", is_flag=True, help="Exit when nothing is due or running.")
 @click.option(
+    "--keep-undeclared",
+    is_flag=True,
+    help="Do not uninstall the periodic schedules of this app's modules that the code no "
+    "longer declares.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -144,6 +150,7 @@ def worker(
     processes: int,
     duration: float | None,
     burst: bool,
+    keep_undeclared: bool,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -184,6 +191,7 @@ def worker(
         time_limit_s=time_limit,
         time_limit_grace_s=time_limit_grace,
         burst=burst,
+        reconcile_periodic=not keep_undeclared,
         app_reference=module,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
