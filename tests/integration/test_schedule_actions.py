@@ -104,6 +104,8 @@ def test_the_dashboard_records_itself_as_the_actor(sqlite_app: App) -> None:
     assert done.status_code == 200 and "paused tick" in done.text
     (pause,) = app.schedules.actions("tick")
     assert (pause.action, pause.actor) == ("pause", "dashboard")
+    shown = client.get("/history", params={"key": "tick"})
+    assert 'id="actions"' in shown.text and "<td>dashboard</td>" in shown.text
 
 
 def test_with_the_ledger_off_nothing_is_recorded(sqlite_app: App) -> None:

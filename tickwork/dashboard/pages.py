@@ -88,9 +88,10 @@ class _Views:
         params = request.query_params
         key, message_id = params.get("key") or None, params.get("id") or None
         queue = params.get("queue") or None
-        entries, trigger = [], None
+        entries, trigger, actions = [], None, []
         if key:
             entries = self.app.schedules.history(key, queue=queue)
+            actions = self.app.schedules.actions(key, queue=queue)
             found = self.app.get(key=key, queue=queue)
             trigger = found.message.trigger if found is not None else None
         elif message_id:
@@ -98,6 +99,7 @@ class _Views:
         return {
             "title": "History",
             "entries": entries,
+            "actions": actions,
             "trigger": trigger,
             "asked": key or message_id,
             "key": key,
