@@ -13,9 +13,9 @@ from scheduler import App
 from scheduler.runs import tracing
 from scheduler.runs.retry import RetryPolicy
 from tests.support.helpers import running, wait_for
-from workers import admission, settler, verdicts
-from workers import worker as worker_module
+from workers import admission, failure_pause, fanin, settler, verdicts
 from workers.fanin import FanIn
+from workers.graph_fanin import GraphFanIn
 from workers.ledger import RunLedger
 from workers.limits import LimitGate
 from workers.metrics import NoMetrics
@@ -29,7 +29,12 @@ OPTIONAL_STEPS: list[tuple[Any, str]] = [
     (verdicts, "failed_record"),
     (verdicts, "member_outcome"),  # batches
     (FanIn, "settle"),
-    (worker_module, "callback_args"),
+    (fanin, "callback_args"),
+    (GraphFanIn, "start_args"),  # graphs
+    (GraphFanIn, "succeeded"),
+    (GraphFanIn, "failed"),
+    (failure_pause, "pause_if_failing"),  # pause_after_failures
+    (settler, "pause_if_failing"),
     (RateGate, "admit"),  # rate limits
     (LimitGate, "admit"),  # concurrency limits
     (LimitGate, "settled"),
