@@ -202,9 +202,7 @@ class Worker:
             )
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
         if self.config.install_periodic:
-            self.app.schedules.install(self.app.periodics)
-            if self.config.reconcile_periodic:
-                self.app.schedules.reconcile(self.app.periodics)
+            self.app.schedules.install(self.app.periodics, self.config.reconcile_periodic)
         spec = PoolSpec(
             self.app,
             self.config.app_reference,

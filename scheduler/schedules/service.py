@@ -263,10 +263,13 @@ class Schedules:
         recent = read_histories(self.backend, subjects, _RECENT)
         return [_with_history(info, entries) for info, entries in zip(infos, recent, strict=True)]
 
-    def install(self, periodics: Sequence[Periodic]) -> builtins.list[Outcome]:
+    def install(
+        self, periodics: Sequence[Periodic], reconcile: bool = False
+    ) -> builtins.list[Outcome]:
         """Install each ``@app.periodic`` schedule by its key (workers do at start). One
         installed with the same trigger is left alone; one whose trigger changed in
-        code is replaced."""
+        code is replaced. With ``reconcile``, then uninstall those the code no longer
+        declares (``reconcile``)."""
         outcomes = []
         for periodic in periodics:
             stored = self.backend.messages.get_by_key(periodic.queue, periodic.key)
@@ -284,6 +287,8 @@ class Schedules:
             )
             _, envelope = self.builder.build(call)
             outcomes.extend(self.backend.messages.enqueue([envelope], mode))
+        if reconcile:
+            self.reconcile(periodics)
         return outcomes
 
     def reconcile(self, periodics: Sequence[Periodic]) -> builtins.list[str]:
