@@ -25,9 +25,11 @@ MAX_LINES = 400  # past it, a module asks whether it is one job
 #: modules past ``MAX_LINES`` that are one job all the same, each with why
 LONG_MODULES: dict[str, str] = {
     "scheduler.app": "the facade users import: each producer verb (and its asynchronous "
-    "twin, which takes the caller's connection) is a docstring and a delegation to the "
-    "producer or a service, and splitting it would only move the signatures users read "
-    "into a second class",
+    "twin, which takes the caller's connection) and the typed signature of @app.task with "
+    "its options (time limits, expiry, limits, keys) is a docstring and a delegation to "
+    "the producer, the registry or a service; what grows it is options on those verbs "
+    "(cancel's note and actor, soft_time_limit), and splitting it would only move the "
+    "signatures users read into a second class",
 }
 
 
