@@ -8,7 +8,8 @@ parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
@@ -23,6 +24,7 @@ from scheduler.backends import (
 from scheduler.backends.codec import BodyCodec, CodedBackend
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
+from scheduler.events.service import Events
 from scheduler.hooks import Hook, Hooks
 from scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
 from scheduler.model.message import Message, ScheduledMessage
@@ -91,6 +93,7 @@ class App:
         self.queues = Queues(self, self.registry.queues)
         self.batches = Batches(self)
         self.workers = Workers(self)
+        self.events = Events(self, self.registry)
         self._producer = Producer(self, self.batches)
 
     # -- backend -------------------------------------------------------------------------
@@ -150,7 +153,7 @@ class App:
 
     @property
     def tasks(self) -> dict[str, TaskFunction[..., Any]]:
-        """Registered tasks by name."""
+        """Registered tasks by name (tickwork's own among them: ``registry.builtins``)."""
         return self.registry.tasks
 
     @property
@@ -183,6 +186,7 @@ class App:
         keep_result: bool | timedelta | None = None,
         history: bool = False,
         expires: timedelta | None = None,
+        on_events: str | Sequence[str] | None = None,
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
@@ -208,7 +212,8 @@ class App:
         ``delay()`` returns; ``history``: record each attempt of its one-off messages in
         the ledger (``app.run_history(id)``; a keyed schedule's runs are always recorded);
         ``expires``: a message not started this long after its time is not run, and is
-        recorded as expired."""
+        recorded as expired; ``on_events``: an event pattern (or several) whose events
+        each run it once, the ``Event`` its one argument (``app.emit``)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)
@@ -335,6 +340,42 @@ class App:
             )
 
     aenqueue_many = in_thread(enqueue_many)
+
+    def emit(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        event_id: str | None = None,
+        queue: str | None = None,
+        connection: Any = None,
+    ) -> str:
+        """Emit event ``name`` with a JSON ``payload`` (and a ``key`` that waits match on):
+        stored as one message (in ``queue``, default the app's), which a worker delivers
+        to every subscribed task and waiting step (``scheduler.events``); returns the
+        event's id. Emitting ``event_id`` again (a producer's retry) delivers nothing more.
+        With ``connection``, written inside that connection's transaction."""
+        self.events.before_emit()
+        event, call = self.events.call(name, payload, key=key, event_id=event_id, queue=queue)
+        self.enqueue(call, connection=connection)
+        return event
+
+    async def aemit(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        event_id: str | None = None,
+        queue: str | None = None,
+        connection: Any = None,
+    ) -> str:
+        """``emit`` without blocking the event loop (as ``aenqueue``)."""
+        await asyncio.to_thread(self.events.before_emit)
+        event, call = self.events.call(name, payload, key=key, event_id=event_id, queue=queue)
+        await self.aenqueue(call, connection=connection)
+        return event
 
     # -- reading and cancelling ----------------------------------------------------------
 

@@ -45,9 +45,11 @@ class WorkerConfig(BaseModel):
     metrics_host: str = "127.0.0.1"
     burst: bool = False
     timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
+    #: at start, install the app's ``@app.periodic`` schedules and its subscriptions to
+    #: events (``app.events.install``)
     install_periodic: bool = True
-    #: at start, uninstall the periodic schedules this app owns that its code no longer
-    #: declares (``app.schedules.reconcile``)
+    #: at start, uninstall the periodic schedules and the subscriptions this app owns that
+    #: its code no longer declares (``app.schedules.reconcile``)
     reconcile_periodic: bool = True
     app_reference: str | None = None  # "module" or "module:app", needed by the process pool
 

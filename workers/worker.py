@@ -43,7 +43,6 @@ import time
 from collections.abc import Callable
 
 from scheduler import App, BackendError, TickworkError
-from scheduler.backends.base import Capability
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
 from scheduler.hooks import notify
 from scheduler.runs.context import RunInfo
@@ -54,6 +53,7 @@ from workers.admission import Admission
 from workers.async_pool import AsyncPool, RoutingPool
 from workers.config import WorkerConfig
 from workers.consumer import Consumer
+from workers.declared import install_declared, require_features
 from workers.execution import HandlerResult, Verdict
 from workers.fanin import run_args, value_needed
 from workers.flow import Counters, Pace, Permits, WorkerStats
@@ -84,9 +84,7 @@ class Worker:
         self.app = app
         self.config = config or WorkerConfig()
         self.backend = app.backend
-        for task in app.tasks.values():  # a feature the backend lacks fails here, at once
-            if task.options.fair_key is not None:
-                self.backend.require(Capability.FAIR_SHARE, f"task {task.name!r} (its fair_key)")
+        require_features(app, self.backend)  # a feature the backend lacks fails here, at once
         self.clock: Clock = clock or SystemClock()
         # the backend's clock, read locally: every component (the timer's wheel first of
         # all, built below) must agree with what the backend compares due times against
@@ -193,7 +191,7 @@ class Worker:
         return self._counters.snapshot()
 
     def start(self) -> None:
-        """Install periodic schedules and start the threads."""
+        """Install periodic schedules and event subscriptions, and start the threads."""
         self._time.measure()  # an unreachable backend fails the start
         look_for_provider()  # a tracer provider the application set before it starts
         if isinstance(self._metrics, WorkerMetrics) and self.config.metrics_port is not None:
@@ -201,8 +199,7 @@ class Worker:
                 self.config.metrics_port, self.config.metrics_host
             )
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
-        if self.config.install_periodic:
-            self.app.schedules.install(self.app.periodics, self.config.reconcile_periodic)
+        install_declared(self.app, self.config)
         spec = PoolSpec(
             self.app,
             self.config.app_reference,

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
+from scheduler.events.names import check_pattern
 from scheduler.limits.declared import (
     ConcurrencyLimit,
     LimitKey,
@@ -27,6 +28,9 @@ from scheduler.model.arguments import Arguments
 from scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
 from scheduler.runs.retry import RetryPolicy
 from triggers import Trigger
+
+#: the lease of tickwork's own tasks' messages (heartbeats extend it while one runs)
+BUILTIN_LEASE_S = 10.0
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -61,6 +65,11 @@ class TaskRegistry:
         self.default_retention = default_retention  # (keep results?, for how long)
         self.tasks: dict[str, TaskFunction[..., Any]] = {}
         self.periodics: list[Periodic] = []
+        #: the names of tickwork's own tasks (``builtin``): known to every app, listed by
+        #: none of its views, adding no queue to its workers'
+        self.builtins: set[str] = set()
+        #: task name -> the event patterns it subscribes to (``on_events``)
+        self.subscriptions: dict[str, tuple[str, ...]] = {}
 
     def function(
         self,
@@ -82,6 +91,7 @@ class TaskRegistry:
         keep_result: bool | timedelta | None = None,
         history: bool = False,
         expires: timedelta | None = None,
+        on_events: str | Sequence[str] | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
         task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
@@ -113,9 +123,12 @@ class TaskRegistry:
             history=history,
             expires=expires,
         )
-        return self.add(
+        task = self.add(
             TaskFunction(self.producer, function, options, Arguments(function, task_name))
         )
+        if on_events is not None:
+            self.subscribe(task, (on_events,) if isinstance(on_events, str) else on_events)
+        return task
 
     def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass: each message runs on a fresh instance."""
@@ -162,6 +175,29 @@ class TaskRegistry:
         self.tasks[task.name] = task
         return task
 
+    def builtin(self, function: Callable[..., Any], name: str, retry: RetryPolicy) -> None:
+        """Register one of tickwork's own tasks (``name`` starts ``tickwork.``): each run
+        takes milliseconds, so its lease is short (a killed worker's is soon taken over)."""
+        self.function(function, name=name, retry=retry, timeout=BUILTIN_LEASE_S)
+        self.builtins.add(name)
+
+    def subscribe(self, task: TaskFunction[..., Any], patterns: Sequence[str]) -> None:
+        """Declare that ``task`` receives the events matching ``patterns`` (added to those
+        it has): it must take the event as its one argument."""
+        if not patterns:
+            raise InvalidMessage(f"task {task.name!r} subscribes to no event pattern")
+        for pattern in patterns:
+            check_pattern(pattern)
+        try:
+            task.arguments.signature.bind(None)
+        except TypeError:
+            raise InvalidMessage(
+                f"task {task.name!r} subscribes to events, so it must take the event as its "
+                "one argument (def handler(event: Event))"
+            ) from None
+        known = self.subscriptions.get(task.name, ())
+        self.subscriptions[task.name] = tuple(dict.fromkeys((*known, *patterns)))
+
     def add_periodic(self, task: TaskFunction[..., Any], trigger: Trigger, key: str | None) -> None:
         """Declare that ``task`` runs on ``trigger`` under ``key`` (default
         ``periodic:{task name}``)."""
@@ -176,9 +212,9 @@ class TaskRegistry:
 
     def queues(self) -> set[str]:
         """The queues the registered tasks and periodic schedules name."""
-        return {task.options.queue for task in self.tasks.values()} | {
-            periodic.queue for periodic in self.periodics
-        }
+        return {
+            task.options.queue for task in self.tasks.values() if task.name not in self.builtins
+        } | {periodic.queue for periodic in self.periodics}
 
     def lookup(self, name: str) -> TaskFunction[..., Any]:
         try:

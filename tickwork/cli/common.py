@@ -145,6 +145,7 @@ JSON_COMMANDS = (
     "cron",
     "workers",
     "workflow",
+    "events",
 )
 
 

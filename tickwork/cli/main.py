@@ -12,6 +12,7 @@ from tickwork.cli import (
     cassandra,
     cron,
     dashboard,
+    events,
     exporter,
     history,
     messages,
@@ -68,5 +69,7 @@ for command in (
     exporter.exporter,
     workflows.workflow,
     dashboard.dashboard,
+    events.emit,
+    events.events,
 ):
     cli.add_command(command)

@@ -111,8 +111,8 @@ DJANGO_APP = "tickwork.django.current:app"
 @click.option(
     "--keep-undeclared",
     is_flag=True,
-    help="Do not uninstall the periodic schedules of this app's modules that the code no "
-    "longer declares.",
+    help="Do not uninstall the periodic schedules (and subscriptions to events) of this "
+    "app's modules that the code no longer declares.",
 )
 @click.option(
     "--log-level",
@@ -177,7 +177,7 @@ def worker(
         sys.exit(supervisor.run())
     app = state.app(module)
     if not queues:
-        queues = tuple(sorted({t.options.queue for t in app.tasks.values()} or {"default"}))
+        queues = tuple(sorted(app.registry.queues() or {"default"}))
     config = WorkerConfig(
         queues=queues,
         concurrency=concurrency,

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from scheduler import App, InvalidMessage, TickworkError
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
+from tickwork.dashboard.events_page import events_routes
 from tickwork.dashboard.graph_drawing import drawing
 from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
@@ -47,6 +48,7 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
         Route("/messages/{id}/{verb:str}", act(views.message_action), methods=["POST"]),
         *poison_routes(app, guard),
         *limits_routes(app, guard),
+        *events_routes(app, guard),
     ]
     return Starlette(routes=routes)
 

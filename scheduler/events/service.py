@@ -1,0 +1,148 @@
+"""``app.events``: subscriptions, the event messages ``app.emit`` stores, and what
+events were delivered.
+
+The app registers two built-in tasks through it: ``EVENT_TASK`` (an emitted event's
+message, whose run delivers it: ``scheduler.events.fanout``) and ``WAIT_TASK`` (a
+``wait_for`` step: ``scheduler.events.waits``). They are known to every app, so any
+worker of the queue an event is emitted into delivers it, and they add no queue to a
+worker's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from scheduler.backends import Backend
+from scheduler.clock import to_datetime
+from scheduler.errors import InvalidMessage
+from scheduler.events import subscriptions
+from scheduler.events.fanout import EVENT_TASK, Delivered, FanOut, event_argument, read_recent
+from scheduler.events.names import Event, check_name
+from scheduler.events.subscriptions import Subscription, stored_subscriptions, subscription_of
+from scheduler.events.waits import WAIT_TASK, OnTimeout, Waits
+from scheduler.model.ids import new_chain_id
+from scheduler.model.registry import TaskRegistry
+from scheduler.model.tasks import Call, TaskFunction
+from scheduler.parts import AppParts
+from scheduler.runs.context import current_run
+from scheduler.runs.retry import RetryPolicy
+
+
+class Events:
+    """The app's events: ``app.events``."""
+
+    def __init__(self, parts: AppParts, registry: TaskRegistry) -> None:
+        self._parts = parts
+        self._registry = registry
+        now_ms = parts.backend_clock.now_ms
+        retention = timedelta(seconds=parts.settings.batch_retention_s)
+        self._fanout = FanOut(lambda: parts.backend, parts.builder, now_ms, retention)
+        self._waits = Waits(lambda: parts.backend, now_ms)
+        self._installed = False
+        fanout, waits = self._fanout, self._waits
+
+        def deliver(event: dict[str, Any]) -> dict[str, Any]:
+            return fanout.run(current_run().message_id, event_argument(event))
+
+        def wait(name: str, key: str | None, timeout_s: float, on_timeout: OnTimeout) -> Any:
+            run = current_run()
+            return waits.run(run.message_id, run.queue, name, key, timeout_s, on_timeout)
+
+        registry.builtin(deliver, EVENT_TASK, RetryPolicy(retries=10))
+        registry.builtin(wait, WAIT_TASK, RetryPolicy(retries=0))
+
+    @property
+    def backend(self) -> Backend:
+        return self._parts.backend
+
+    def call(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        event_id: str | None = None,
+        queue: str | None = None,
+    ) -> tuple[str, Call]:
+        """The event's id and the message that ``app.emit`` stores for it (checked:
+        ``InvalidMessage`` for a bad name or a payload that is not JSON)."""
+        check_name(name)
+        if key is not None and not isinstance(key, str):
+            raise InvalidMessage(f"an event's key is a string, not {key!r}")
+        now_ms = self._parts.backend_clock.now_ms()
+        event = Event(
+            id=event_id or "e" + new_chain_id(now_ms),
+            name=name,
+            key=key,
+            payload=payload,
+            emitted_at=to_datetime(now_ms),
+        )
+        try:
+            argument = event.model_dump(mode="json")
+        except ValueError as err:  # pydantic's serialization error is a ValueError
+            raise InvalidMessage(f"the payload of event {name!r} is not JSON: {err}") from err
+        call = Call(EVENT_TASK, args=(argument,), identity=f"event:{event.id}", queue=queue)
+        return event.id, call
+
+    def before_emit(self) -> None:
+        """Install this app's declared subscriptions once, so an app that emits to its
+        own subscribers reaches them before any worker of it has started."""
+        if not self._installed and self._registry.subscriptions:
+            self.install()
+
+    # -- subscriptions -------------------------------------------------------------------
+
+    def declared(self) -> list[Subscription]:
+        """The subscriptions this app's code declares (``@app.task(on_events=...)``)."""
+        return [
+            subscription_of(self._registry.lookup(task), patterns)
+            for task, patterns in sorted(self._registry.subscriptions.items())
+        ]
+
+    def install(self, reconcile: bool = False) -> int:
+        """Store the declared subscriptions (workers do at start); with ``reconcile``,
+        then remove the stored ones of this app's task modules that the code no longer
+        declares. How many were written."""
+        declared = self.declared()
+        written = subscriptions.install(self.backend, declared, self._parts.backend_clock.now_ms())
+        if reconcile:
+            owners = {
+                name.rpartition(".")[0] or name
+                for name in self._registry.tasks
+                if name not in self._registry.builtins
+            }
+            subscriptions.reconcile(self.backend, declared, owners)
+        self._installed = True
+        return written
+
+    def subscribe(self, task: TaskFunction[..., Any] | str, *patterns: str) -> Subscription:
+        """Subscribe ``task`` (registered with this app) to events matching ``patterns``
+        from now on, in code and in the backend (added to what it declares already)."""
+        function = self._registry.lookup(task if isinstance(task, str) else task.name)
+        self._registry.subscribe(function, patterns)
+        subscription = subscription_of(function, self._registry.subscriptions[function.name])
+        subscriptions.install(self.backend, [subscription], self._parts.backend_clock.now_ms())
+        return subscription
+
+    def unsubscribe(self, task: TaskFunction[..., Any] | str) -> bool:
+        """Remove ``task``'s subscription, in code and in the backend; False if it had none
+        stored."""
+        name = task if isinstance(task, str) else task.name
+        self._registry.subscriptions.pop(name, None)
+        return subscriptions.uninstall(self.backend, name)
+
+    def subscriptions(self) -> list[Subscription]:
+        """Every subscription stored in the backend (of every app sharing it)."""
+        return stored_subscriptions(self.backend)
+
+    def recent(self, limit: int = 50) -> list[Delivered]:
+        """The newest ``limit`` events delivered (kept 7 days, at most 1,000), newest
+        first, each with the subscribers it reached and the waits it woke."""
+        return read_recent(self.backend, limit)
+
+
+def patterns_of(on_events: str | Sequence[str]) -> tuple[str, ...]:
+    """``on_events`` as a tuple of patterns (one string is one pattern)."""
+    return (on_events,) if isinstance(on_events, str) else tuple(on_events)
