@@ -23,6 +23,8 @@ from scheduler.errors import (
     UnknownTask,
     WorkflowNotFound,
 )
+from scheduler.events.names import Event
+from scheduler.events.waits import WaitTimedOut, wait_for
 from scheduler.limits.declared import ConcurrencyLimit, RateLimit
 from scheduler.model.message import Message, ScheduledMessage
 from scheduler.model.tasks import Call, TaskClass, TaskFunction
@@ -70,6 +72,7 @@ __all__ = [
     "ConfigurationError",
     "DecodeError",
     "EnqueueReport",
+    "Event",
     "Graph",
     "GraphFailed",
     "GraphHandle",
@@ -103,6 +106,7 @@ __all__ = [
     "TickworkError",
     "TimeLimitExceeded",
     "UnknownTask",
+    "WaitTimedOut",
     "WorkflowNotFound",
     "after",
     "batch",
@@ -111,4 +115,5 @@ __all__ = [
     "graph",
     "group",
     "open_backend",
+    "wait_for",
 ]

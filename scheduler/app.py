@@ -153,8 +153,9 @@ class App:
 
     @property
     def tasks(self) -> dict[str, TaskFunction[..., Any]]:
-        """Registered tasks by name (tickwork's own among them: ``registry.builtins``)."""
-        return self.registry.tasks
+        """Registered tasks by name (tickwork's own, ``registry.builtins``, left out)."""
+        builtins = self.registry.builtins
+        return {name: task for name, task in self.registry.tasks.items() if name not in builtins}
 
     @property
     def periodics(self) -> list[Periodic]:

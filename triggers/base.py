@@ -26,6 +26,9 @@ from triggers.calendars import Exclusions
 
 #: Upper bound on how many missed occurrences are counted one by one.
 MISFIRE_COUNT_LIMIT = 1000
+#: the most occurrences a catch-up window steps over one by one (past it, the policy
+#: decides for what is left)
+CATCH_UP_WALK = 100_000
 #: the most consecutive excluded dates a trigger steps over before it gives up
 MAX_EXCLUDED_DAYS = 3660
 
@@ -34,8 +37,9 @@ class Misfire(StrEnum):
     """What to do when a worker finds that two or more occurrences were missed.
 
     - ``coalesce`` (default): run once now, then continue on the grid.
-    - ``catch_up``: run every missed occurrence in order, up to ``max_catch_up``;
-      beyond that, coalesce.
+    - ``catch_up``: run the missed occurrences in order: all of them up to
+      ``max_catch_up``; beyond that, the newest ``max_catch_up`` (the older ones are
+      recorded as coalesced); a backlog past ``MISFIRE_COUNT_LIMIT`` is coalesced.
     - ``skip``: run nothing now; the next run is the first grid time after now.
     """
 
@@ -113,6 +117,9 @@ class Trigger(BaseModel, ABC):
     max_catch_up: int = Field(default=100, ge=1)
     #: when runs are late (catching up after an outage), the least time between two of them
     catch_up_spacing: timedelta = timedelta(0)
+    #: an occurrence due longer ago than this is not run at all, whatever the misfire
+    #: policy (recorded as missed); None: no limit (Temporal's ``catchup_window``)
+    catch_up_window: timedelta | None = None
     jitter: timedelta = timedelta(0)
     end: datetime | None = None
     #: dates (in the trigger's timezone) on which it does not fire
@@ -131,6 +138,13 @@ class Trigger(BaseModel, ABC):
     def _non_negative(cls, value: timedelta) -> timedelta:
         if value < timedelta(0):
             raise ValueError("jitter and catch_up_spacing must not be negative")
+        return value
+
+    @field_validator("catch_up_window")
+    @classmethod
+    def _positive_window(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("catch_up_window must be positive")
         return value
 
     def due_after(self, fire: Fire, finished: datetime) -> datetime:
@@ -172,18 +186,48 @@ class Trigger(BaseModel, ABC):
     def candidate(self, now: datetime) -> Fire | None:
         """The first occurrence on the grid that is not on an excluded date, ignoring
         misfires (``now`` anchors relative ones)."""
-        return self._allowed(self._candidate(now))
+        return self._allowed(self._in_window(self._candidate(now)))
 
     def after(self, at: datetime, occurrence: int) -> Fire | None:
         """The grid occurrence strictly after ``at``, which was occurrence number
         ``occurrence``, that is not on an excluded date."""
-        return self._allowed(self._after(at, occurrence))
+        return self._allowed(self._grid_after(at, occurrence))
+
+    def next_after(self, at: datetime, occurrence: int = 0) -> Fire | None:
+        """``after``, or None past the trigger's ``end``."""
+        return self._within_end(self.after(at, occurrence))
+
+    def within_end(self, fire: Fire | None) -> Fire | None:
+        """``fire``, or None when it is past the trigger's ``end``."""
+        return self._within_end(fire)
 
     def excluded(self, fire: Fire) -> str | None:
         """Why ``fire`` falls on an excluded date, or None."""
         if self.exclude is None:
             return None
         return self.exclude.reason(fire.at.astimezone(ZoneInfo(self.zone)).date())
+
+    def _grid_after(self, at: datetime, occurrence: int) -> Fire | None:
+        """``_after`` within the exclusions' time windows, if any: occurrences outside
+        every window are not on the grid at all (never recorded as excluded)."""
+        return self._in_window(self._after(at, occurrence))
+
+    def _in_window(self, fire: Fire | None) -> Fire | None:
+        """``fire``, or the first grid occurrence after it inside a window (the grid is
+        followed from each window's opening, not walked through the hours between)."""
+        if self.exclude is None or not self.exclude.windows:
+            return fire
+        zone = ZoneInfo(self.zone)
+        for _ in range(MAX_EXCLUDED_DAYS * 4):
+            if fire is None:
+                return None
+            wall = fire.at.astimezone(zone).replace(tzinfo=None)
+            if not self.exclude.outside(wall):
+                return fire
+            opening = self.exclude.next_opening(wall).replace(tzinfo=zone)
+            before = opening.astimezone(UTC) - timedelta(microseconds=1)
+            fire = self._after(max(fire.at, before), fire.occurrence)
+        raise ValueError(f"no time in {MAX_EXCLUDED_DAYS} days is inside the windows")
 
     def excluded_between(
         self, after: Fire, before: datetime, limit: int = 1000
@@ -194,14 +238,14 @@ class Trigger(BaseModel, ABC):
         if self.exclude is None:
             return []
         found: list[tuple[Fire, str]] = []
-        fire = self._within_end(self._after(after.at, after.occurrence))
+        fire = self._within_end(self._grid_after(after.at, after.occurrence))
         for _ in range(limit):
             if fire is None or fire.at >= before:
                 break
             reason = self.excluded(fire)
             if reason is not None:
                 found.append((fire, reason))
-            fire = self._within_end(self._after(fire.at, fire.occurrence))
+            fire = self._within_end(self._grid_after(fire.at, fire.occurrence))
         return found
 
     def _allowed(self, fire: Fire | None) -> Fire | None:
@@ -216,7 +260,7 @@ class Trigger(BaseModel, ABC):
             day = fire.at.astimezone(zone).date()
             next_day = datetime.combine(day + timedelta(days=1), time(), zone)
             before_next = next_day.astimezone(UTC) - timedelta(microseconds=1)
-            fire = self._after(max(fire.at, before_next), fire.occurrence)
+            fire = self._grid_after(max(fire.at, before_next), fire.occurrence)
         raise ValueError(f"no date in {MAX_EXCLUDED_DAYS} days is free of the exclusions")
 
     @property
@@ -241,6 +285,8 @@ class Trigger(BaseModel, ABC):
             parts.append(f"overlap {self.overlap}")
         if self.catch_up_spacing:
             parts.append(f"catch up {format_duration(self.catch_up_spacing)} apart")
+        if self.catch_up_window is not None:
+            parts.append(f"catch up within {format_duration(self.catch_up_window)}")
         if self.jitter:
             parts.append(f"jitter {format_duration(self.jitter)}")
         if self.pause_after_failures is not None:
@@ -315,15 +361,48 @@ class Trigger(BaseModel, ABC):
         return fire
 
     def _resolve(self, fire: Fire | None, now: datetime) -> Fire | None:
+        """``fire`` with the catch-up window and the misfire policy applied at ``now``:
+        the fire to store, its ``misfires`` the occurrences it steps over."""
         fire = self._within_end(fire)
         if fire is None or fire.at > now:
             return fire
+        stale = 0
+        if self.catch_up_window is not None and fire.at < now - self.catch_up_window:
+            fire, stale = self._past_window(fire, now - self.catch_up_window)
+            if fire is None or fire.at > now:
+                return None if fire is None else fire._replace(misfires=fire.misfires + stale)
+        resolved = self._resolve_due(fire, now)
+        if resolved is None or not stale:
+            return resolved
+        return resolved._replace(misfires=resolved.misfires + stale)
+
+    def _past_window(self, fire: Fire, horizon: datetime) -> tuple[Fire | None, int]:
+        """The first occurrence from ``fire`` on not before ``horizon``, and how many were
+        (a walk of at most ``CATCH_UP_WALK``)."""
+        current: Fire | None = fire
+        stale = 0
+        while current is not None and current.at < horizon and stale < CATCH_UP_WALK:
+            stale += 1
+            current = self._within_end(self.after(current.at, current.occurrence))
+        return current, stale
+
+    def _resolve_due(self, fire: Fire, now: datetime) -> Fire | None:
+        """``_resolve`` for a ``fire`` that is due (inside the catch-up window)."""
         second = self._within_end(self.after(fire.at, fire.occurrence))
         if second is None or second.at > now:
             return fire  # late, but only one run is owed: no misfire
         missed = self._count_due(fire, now, MISFIRE_COUNT_LIMIT)
         if self.misfire is Misfire.CATCH_UP and missed <= self.max_catch_up:
             return fire
+        if self.misfire is Misfire.CATCH_UP and missed < MISFIRE_COUNT_LIMIT:
+            # partial: the newest max_catch_up run, the ones before them are dropped
+            dropped = missed - self.max_catch_up
+            current: Fire | None = fire
+            for _ in range(dropped):
+                assert current is not None  # counted due above
+                current = self._within_end(self.after(current.at, current.occurrence))
+            assert current is not None
+            return current._replace(misfires=dropped)
         last = self._last_due(fire, now)
         if self.misfire is Misfire.SKIP:
             nxt = self._within_end(self.after(now, last.occurrence))

@@ -250,7 +250,7 @@ class Consumer:
         if is_graph_schedule(message):  # a scheduled graph: its occurrence starts a run of it
             self._settler.tickers.start_graph(claim, message)
             return None
-        if message.task not in self._app.tasks:
+        if message.task not in self._app.registry.tasks:
             failure = Failure(
                 "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
             )

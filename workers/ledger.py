@@ -132,11 +132,20 @@ def dropped_records(
         return records
     after = message.scheduled_at + timedelta(microseconds=1)
     grid = [f.at for f in trigger.between(after, to_datetime(now_ms), min(dropped, _WALK))]
-    late = RunOutcome.COALESCED if trigger.misfire is Misfire.COALESCE else RunOutcome.MISSED
+    # dropped by the misfire policy: coalesced (or left out of a partial catch-up),
+    # missed when skipped, and missed when older than the catch-up window
+    late = RunOutcome.MISSED if trigger.misfire is Misfire.SKIP else RunOutcome.COALESCED
+    window = trigger.catch_up_window
+    horizon = None if window is None else to_datetime(now_ms) - window
     behind = [at for at in grid if started is None or at < started]
+    stale = [at for at in behind if horizon is not None and at < horizon]
     overlap = grid[len(behind) :]
     unnamed = dropped - len(grid)  # past the walk: counted in the last group
-    groups = [(late, behind), (RunOutcome.SKIPPED_OVERLAP, overlap)]
+    groups = [
+        (RunOutcome.MISSED, stale),
+        (late, behind[len(stale) :]),
+        (RunOutcome.SKIPPED_OVERLAP, overlap),
+    ]
     groups = [(outcome, times) for outcome, times in groups if times]
     for index, (outcome, times) in enumerate(groups):
         count = len(times) + (unnamed if index == len(groups) - 1 else 0)

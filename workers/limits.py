@@ -56,7 +56,7 @@ class LimitGate:
         if is_overlap_limit(message.limit):  # a run of a schedule that runs one at a time
             capacity = 1
         else:
-            task = self._app.tasks.get(message.task)
+            task = self._app.registry.tasks.get(message.task)
             limit = task.options.concurrency_limit if task is not None else None
             if limit is None:
                 return None

@@ -50,7 +50,7 @@ class RateGate:
         message = work.message
         if message.rate is None:
             return None
-        task = self._app.tasks.get(message.task)
+        task = self._app.registry.tasks.get(message.task)
         rate = task.options.rate_limit if task is not None else None
         if rate is None:
             return None

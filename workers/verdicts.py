@@ -205,7 +205,7 @@ class Decider:
     def _failed(self, work: Work, result: HandlerResult, now: int) -> Retried | Poisoned:
         """A handler raised (or can never run): retry it or poison it, one decision."""
         claim, message = work.claim, work.message
-        task = self._app.tasks.get(message.task)
+        task = self._app.registry.tasks.get(message.task)
         decision = (
             decide(task.options.retry, claim.attempt, result.verdict is Verdict.FAIL)
             if task is not None

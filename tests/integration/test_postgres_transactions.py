@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from scheduler import App
+from scheduler import App, Event
 from scheduler.errors import ConfigurationError, KeyConflict
 from scheduler.model.tasks import TaskFunction
 from scheduler.workflows.shapes import Batch
@@ -87,6 +87,26 @@ def test_commit_stores_and_runs_rollback_leaves_nothing(
         assert seen == [1], "the rolled-back message never runs"
     finally:
         other.close()
+
+
+def test_an_event_is_emitted_only_if_the_transaction_commits(
+    app: App, conn: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    seen: list[object] = []
+
+    @app.task(on_events="order.placed")
+    def book(event: Event) -> None:
+        seen.append(event.payload)
+
+    conn.execute("INSERT INTO orders (who) VALUES ('ann')")
+    app.emit("order.placed", "kept", connection=conn)
+    conn.commit()
+    conn.execute("INSERT INTO orders (who) VALUES ('bob')")
+    app.emit("order.placed", "lost", connection=conn)
+    conn.rollback()
+    _run_all(app)  # the event's run, then the delivery it wrote
+    _run_all(app)
+    assert seen == ["kept"]
 
 
 def test_every_producer_call_takes_the_connection(

@@ -129,7 +129,16 @@ def test_misfire_policies_after_downtime() -> None:
     catch_up = base.model_copy(update={"misfire": Misfire.CATCH_UP})
     assert catch_up.following(T0, 0, back) == (T0 + timedelta(minutes=1), 1, 0)
     bounded = base.model_copy(update={"misfire": Misfire.CATCH_UP, "max_catch_up": 5})
-    assert bounded.following(T0, 0, back) == (back, 10, 9), "beyond the bound it coalesces"
+    # beyond the bound the newest 5 run, the 5 before them are dropped (coalesced)
+    assert bounded.following(T0, 0, back) == (T0 + timedelta(minutes=6), 6, 5)
+    window = base.model_copy(
+        update={"misfire": Misfire.CATCH_UP, "catch_up_window": timedelta(minutes=3)}
+    )
+    # only occurrences due within the last 3 minutes (8, 9 and 10) run
+    assert window.following(T0, 0, back) == (T0 + timedelta(minutes=8), 8, 7)
+    coalesce_window = base.model_copy(update={"catch_up_window": timedelta(minutes=3)})
+    assert coalesce_window.following(T0, 0, back) == (back, 10, 9)
+    assert "catch up within 3m" in window.describe()
 
 
 def test_cron_misfire_coalesce_then_grid() -> None:
@@ -392,7 +401,7 @@ def test_catch_up_is_bounded(missed: int, bound: int) -> None:
     while fire is not None and fire.at <= now:
         runs += 1
         fire = trigger.following(fire.at, fire.occurrence, now)
-    assert runs == (missed if missed <= bound else 1)
+    assert runs == min(missed, bound)  # beyond the bound: the newest ``bound`` of them
 
 
 @settings(max_examples=100, deadline=None)
