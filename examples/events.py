@@ -73,7 +73,8 @@ def main() -> None:
         print(line)
     for delivered in app.events.recent():
         reached = "nothing (emitted before)" if delivered.duplicate else delivered.subscribers
-        print(f"  {delivered.event.name} {delivered.event.key}: {reached}, {delivered.waiters} wait(s)")
+        event = delivered.event
+        print(f"  {event.name} {event.key}: {reached}, {delivered.waiters} wait(s)")
     app.close()
 
 

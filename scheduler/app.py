@@ -90,6 +90,8 @@ class App:
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
         #: the operator's services (see the module docstring)
         self.schedules = Schedules(self)
+        self.builder.shared = self.schedules.calendars.resolve
+        self.builder.shared_required = self.schedules.calendars.require
         self.queues = Queues(self, self.registry.queues)
         self.batches = Batches(self)
         self.workers = Workers(self)
@@ -444,11 +446,12 @@ class App:
         under key ``what`` (from its pending occurrence on), each with its wall time and
         a note when a DST change moved it. Misfire policies are not applied."""
         if not isinstance(what, str):
-            return preview(what, count, to_datetime(self.clock.now_ms()))
+            trigger = self.schedules.calendars.require(what)
+            return preview(trigger, count, to_datetime(self.clock.now_ms()))
         found = self.get(key=what, queue=queue)
         if found is None or found.message.trigger is None:
             raise ScheduleNotFound(f"no schedule holds the key {what!r}")
-        return upcoming(found.message, count)
+        return upcoming(found.message, count, self.schedules.calendars.resolve)
 
     # -- results -----------------------------------------------------------------------
 

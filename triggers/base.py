@@ -1,4 +1,6 @@
 """What every trigger shares: the misfire policy and the planning of the next fire.
+(``Fire`` and the policies live in ``triggers.fires`` and ``triggers.policies``; they are
+imported here too, where most callers look for them.)
 
 A trigger is pure time arithmetic. Given the previous occurrence (its scheduled time and
 number) and "now", it says when the next one is due. Nothing here reads a clock, sleeps
@@ -9,20 +11,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime, time, timedelta
-from enum import StrEnum
-from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
 )
 
 from triggers.calendars import Exclusions
+from triggers.fires import Fire, format_duration, require_aware
+from triggers.policies import Misfire, Overlap
 
 #: Upper bound on how many missed occurrences are counted one by one.
 MISFIRE_COUNT_LIMIT = 1000
@@ -31,80 +34,6 @@ MISFIRE_COUNT_LIMIT = 1000
 CATCH_UP_WALK = 100_000
 #: the most consecutive excluded dates a trigger steps over before it gives up
 MAX_EXCLUDED_DAYS = 3660
-
-
-class Misfire(StrEnum):
-    """What to do when a worker finds that two or more occurrences were missed.
-
-    - ``coalesce`` (default): run once now, then continue on the grid.
-    - ``catch_up``: run the missed occurrences in order: all of them up to
-      ``max_catch_up``; beyond that, the newest ``max_catch_up`` (the older ones are
-      recorded as coalesced); a backlog past ``MISFIRE_COUNT_LIMIT`` is coalesced.
-    - ``skip``: run nothing now; the next run is the first grid time after now.
-    """
-
-    COALESCE = "coalesce"
-    CATCH_UP = "catch_up"
-    SKIP = "skip"
-
-
-class Overlap(StrEnum):
-    """Whether an occurrence may start while the one before it still runs.
-
-    - ``serial`` (default): never. The next occurrence is planned when a run ends, so a
-      long run makes the next ones late; those that passed meanwhile follow the misfire
-      policy (coalesced by default) and are recorded as skipped by overlap.
-    - ``allow``: each occurrence starts on time, running or not: it runs as its own
-      message, and the schedule goes on at once.
-    - ``buffer_one``: an occurrence that falls while a run is running waits for it and
-      starts when it ends; one more that falls while one already waits is skipped.
-    - ``buffer_all``: every occurrence runs, one after another: those that fall while a
-      run is running wait their turn.
-    - ``cancel_other``: an occurrence that falls while a run is running aborts it (as
-      ``app.abort`` does) and starts once it has stopped.
-    - ``terminate_other``: as ``cancel_other``, but a run on the process pool is killed
-      at once instead of being given its abort grace.
-
-    Every policy but ``serial`` runs each occurrence as a message of its own (the
-    schedule goes on on time); all but ``allow`` run them one at a time.
-    """
-
-    SERIAL = "serial"
-    ALLOW = "allow"
-    BUFFER_ONE = "buffer_one"
-    BUFFER_ALL = "buffer_all"
-    CANCEL_OTHER = "cancel_other"
-    TERMINATE_OTHER = "terminate_other"
-
-    @property
-    def meaning(self) -> str:
-        """What the policy does, in a few words (``tickwork schedules preview``)."""
-        return _OVERLAP_MEANINGS[self]
-
-
-_OVERLAP_MEANINGS = {
-    Overlap.SERIAL: "the next occurrence waits for the run before it to end",
-    Overlap.ALLOW: "each occurrence starts on time, running or not",
-    Overlap.BUFFER_ONE: "one run at a time; one more waits, the others are skipped",
-    Overlap.BUFFER_ALL: "one run at a time; every occurrence waits its turn",
-    Overlap.CANCEL_OTHER: "an occurrence aborts the run before it, then starts",
-    Overlap.TERMINATE_OTHER: "an occurrence kills the run before it, then starts",
-}
-
-
-class Fire(NamedTuple):
-    """One planned occurrence: when it is due, its number, and how many runs it replaced."""
-
-    at: datetime
-    occurrence: int
-    misfires: int = 0
-
-
-def require_aware(value: datetime, name: str) -> datetime:
-    """Return ``value`` in UTC, or raise if it is naive (a naive time is ambiguous)."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{name} must be timezone-aware (got naive {value.isoformat()})")
-    return value.astimezone(UTC)
 
 
 class Trigger(BaseModel, ABC):
@@ -124,9 +53,16 @@ class Trigger(BaseModel, ABC):
     end: datetime | None = None
     #: dates (in the trigger's timezone) on which it does not fire
     exclude: Exclusions | None = None
+    #: a named calendar shared by many schedules and stored in the backend
+    #: (``app.schedules.calendars``), applied on top of ``exclude``: whoever plans the
+    #: trigger attaches its rules first (``with_shared``)
+    calendar: str | None = None
     #: a keyed schedule is paused after this many occurrences in a row failed for good
     #: (None: never); counted from its history, so the ledger must be on
     pause_after_failures: int | None = Field(default=None, ge=1)
+
+    #: the named calendar's rules, attached by the planner (never stored)
+    _shared: Exclusions | None = PrivateAttr(default=None)
 
     @field_validator("end")
     @classmethod
@@ -201,11 +137,28 @@ class Trigger(BaseModel, ABC):
         """``fire``, or None when it is past the trigger's ``end``."""
         return self._within_end(fire)
 
+    def with_shared(self, calendar: Exclusions | None) -> Trigger:
+        """A copy that applies ``calendar`` (the rules of the named calendar it names) on
+        top of its own ``exclude``; itself when it names none."""
+        if self.calendar is None:
+            return self
+        copy = self.model_copy()
+        copy._shared = calendar
+        return copy
+
+    @property
+    def rules(self) -> tuple[Exclusions, ...]:
+        """The exclusions it applies: its own, then its named calendar's (if attached)."""
+        own = () if self.exclude is None else (self.exclude,)
+        return own if self._shared is None else (*own, self._shared)
+
     def excluded(self, fire: Fire) -> str | None:
         """Why ``fire`` falls on an excluded date, or None."""
-        if self.exclude is None:
+        rules = self.rules
+        if not rules:
             return None
-        return self.exclude.reason(fire.at.astimezone(ZoneInfo(self.zone)).date())
+        day = fire.at.astimezone(ZoneInfo(self.zone)).date()
+        return next((why for rule in rules if (why := rule.reason(day)) is not None), None)
 
     def _grid_after(self, at: datetime, occurrence: int) -> Fire | None:
         """``_after`` within the exclusions' time windows, if any: occurrences outside
@@ -215,16 +168,18 @@ class Trigger(BaseModel, ABC):
     def _in_window(self, fire: Fire | None) -> Fire | None:
         """``fire``, or the first grid occurrence after it inside a window (the grid is
         followed from each window's opening, not walked through the hours between)."""
-        if self.exclude is None or not self.exclude.windows:
+        windowed = [rule for rule in self.rules if rule.windows]
+        if not windowed:
             return fire
         zone = ZoneInfo(self.zone)
         for _ in range(MAX_EXCLUDED_DAYS * 4):
             if fire is None:
                 return None
             wall = fire.at.astimezone(zone).replace(tzinfo=None)
-            if not self.exclude.outside(wall):
+            closed = [rule for rule in windowed if rule.outside(wall)]
+            if not closed:
                 return fire
-            opening = self.exclude.next_opening(wall).replace(tzinfo=zone)
+            opening = max(rule.next_opening(wall) for rule in closed).replace(tzinfo=zone)
             before = opening.astimezone(UTC) - timedelta(microseconds=1)
             fire = self._after(max(fire.at, before), fire.occurrence)
         raise ValueError(f"no time in {MAX_EXCLUDED_DAYS} days is inside the windows")
@@ -235,7 +190,7 @@ class Trigger(BaseModel, ABC):
         """The grid occurrences after ``after`` and before ``before`` that fall on an
         excluded date, each with why, oldest first (at most ``limit``): what the schedule
         stepped over between two runs."""
-        if self.exclude is None:
+        if not self.rules:
             return []
         found: list[tuple[Fire, str]] = []
         fire = self._within_end(self._grid_after(after.at, after.occurrence))
@@ -251,7 +206,7 @@ class Trigger(BaseModel, ABC):
     def _allowed(self, fire: Fire | None) -> Fire | None:
         """``fire``, or the first grid occurrence after it on a date not excluded (each
         excluded date is stepped over at once, from its last instant)."""
-        if self.exclude is None:
+        if not self.rules:
             return fire
         zone = ZoneInfo(self.zone)
         for _ in range(MAX_EXCLUDED_DAYS):
@@ -293,6 +248,8 @@ class Trigger(BaseModel, ABC):
             parts.append(f"paused after {self.pause_after_failures} failures in a row")
         if self.exclude is not None:
             parts.append(self.exclude.describe())
+        if self.calendar is not None:
+            parts.append(f"calendar {self.calendar}")
         return ", ".join(parts)
 
     def _describe_own(self) -> str:
@@ -429,16 +386,14 @@ class Trigger(BaseModel, ABC):
         return current
 
 
-def format_duration(value: timedelta) -> str:
-    """``timedelta(hours=1, minutes=30)`` as ``1h30m``; sub-second parts as ``ms``."""
-    total_ms = int(value / timedelta(milliseconds=1))
-    if total_ms == 0:
-        return "0s"
-    parts = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        count, total_ms = divmod(total_ms, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    if total_ms:
-        parts.append(f"{total_ms}ms")
-    return "".join(parts)
+__all__ = [
+    "CATCH_UP_WALK",
+    "MAX_EXCLUDED_DAYS",
+    "MISFIRE_COUNT_LIMIT",
+    "Fire",
+    "Misfire",
+    "Overlap",
+    "Trigger",
+    "format_duration",
+    "require_aware",
+]

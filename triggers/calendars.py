@@ -12,6 +12,7 @@ keep only the occurrences whose wall time falls inside one of them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from functools import cached_property
 from typing import Any
@@ -32,6 +33,11 @@ class Window(BaseModel):
     start: time
     end: time
     days: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
+
+    def __init__(
+        self, start: time, end: time, days: str | Sequence[int] = (0, 1, 2, 3, 4, 5, 6)
+    ) -> None:
+        super().__init__(start=start, end=end, days=days)
 
     @field_validator("days", mode="before")
     @classmethod

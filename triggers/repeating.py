@@ -97,7 +97,7 @@ class Repeating(Trigger):
         return self._grid(index)
 
     def _count_due(self, fire: Fire, now: datetime, limit: int) -> int:
-        if self.exclude is not None:  # excluded dates break the arithmetic: walk instead
+        if self.rules:  # excluded dates and windows break the arithmetic: walk instead
             return super()._count_due(fire, now, limit)
         assert self.start is not None
         last = (now - self.start) // self.interval
@@ -108,7 +108,7 @@ class Repeating(Trigger):
         return max(0, min(limit, last - fire.occurrence + 1))
 
     def _last_due(self, fire: Fire, now: datetime) -> Fire:
-        if self.exclude is not None:
+        if self.rules:
             return super()._last_due(fire, now)
         count = self._count_due(fire, now, 2**62)
         found = self._grid(fire.occurrence + max(count, 1) - 1)

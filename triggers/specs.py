@@ -39,6 +39,7 @@ _SCHEDULE_SETTINGS = (
     "catch_up_window",
     "jitter",
     "pause_after_failures",
+    "calendar",
 )
 
 

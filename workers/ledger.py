@@ -30,7 +30,7 @@ from scheduler.schedules.ledger import (
     origin_of,
     subject_of,
 )
-from triggers import Misfire
+from triggers import Misfire, Trigger
 from triggers.base import Fire
 from workers.holdings import Work
 
@@ -87,11 +87,13 @@ class RunLedger:
             None if error is None else one_line(error),
             message.id,
         )
-        if trigger is None or not (dropped or trigger.exclude is not None):
+        planned = None if trigger is None else self._app.builder.shared(trigger)
+        if planned is None or not (dropped or planned.rules):
             return LedgerEntry(message.queue, subject, (record,), retention.keep, retention.ttl_ms)
         started = to_datetime(work.started_ms) if work.started_ms else None
         records = [record]
-        records += [r.encode() for r in dropped_records(message, dropped, started, now_ms)]
+        dropped_now = dropped_records(message, planned, dropped, started, now_ms)
+        records += [r.encode() for r in dropped_now]
         return retention.entry(message.queue, subject, records)
 
     def not_run(
@@ -104,7 +106,8 @@ class RunLedger:
         subject = self.subject(message)
         if subject is None or self._retention is None or message.trigger is None:
             return None
-        records = dropped_records(message, dropped, None, now_ms)
+        planned = self._app.builder.shared(message.trigger)
+        records = dropped_records(message, planned, dropped, None, now_ms)
         if skipped is not None:
             records.insert(
                 0, HistoryEntry(RunOutcome.SKIPPED_OVERLAP, message.scheduled_at, note=skipped)
@@ -115,16 +118,15 @@ class RunLedger:
 
 
 def dropped_records(
-    message: Message, dropped: int, started: datetime | None, now_ms: int
+    message: Message, trigger: Trigger, dropped: int, started: datetime | None, now_ms: int
 ) -> list[HistoryEntry]:
     """Records of the grid occurrences around ``message``'s that did not run: those on
     excluded dates since the chain's last run, and the ``dropped`` after it (oldest
     first) that the misfire policy will not run: those that fell after the run started
-    were skipped by overlap, the rest missed or coalesced."""
-    trigger = message.trigger
-    assert trigger is not None
+    were skipped by overlap, the rest missed or coalesced. ``trigger`` is the message's,
+    its named calendar attached."""
     records: list[HistoryEntry] = []
-    if trigger.exclude is not None and message.last_run_at is not None:
+    if trigger.rules and message.last_run_at is not None:
         previous = Fire(message.last_run_at, 0)
         for fire, reason in trigger.excluded_between(previous, message.scheduled_at):
             records.append(HistoryEntry(RunOutcome.EXCLUDED, fire.at, note=reason))

@@ -9,6 +9,8 @@ id derives from (queue, key), so building the same call twice names the same mes
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +39,7 @@ from scheduler.workflows.chains import (
     result_taking_arguments,
     step_after,
 )
+from triggers import Trigger
 
 
 class MessageBuilder:
@@ -56,6 +59,10 @@ class MessageBuilder:
         self.clock = clock
         self.max_payload_bytes = max_payload_bytes
         self._rng = rng or random.Random()
+        #: attach a trigger's named calendar before planning it (the app sets them:
+        #: ``scheduler.schedules.calendars``); ``shared_required`` refuses an unknown one
+        self.shared: Callable[[Trigger], Trigger] = _unchanged
+        self.shared_required: Callable[[Trigger], Trigger] = _unchanged
 
     def build(
         self,
@@ -107,6 +114,8 @@ class MessageBuilder:
         queue = call.queue or task.options.queue
         check_scalars(call, queue)
         check_overlap(call, task.name, limited=limit is not None)
+        if call.trigger is not None and call.trigger.calendar is not None:
+            call = replace(call, trigger=self.shared_required(call.trigger))
         stored, fire, jitter_s = plan(call, now)
         if chain is not None:
             pass
@@ -321,7 +330,7 @@ class MessageBuilder:
             if message.then:
                 return None, 0
             return (self.unique_window(message, now_ms) if succeeded else None), 0
-        planner = message.trigger.with_misfires(message.misfires)
+        planner = self.shared(message.trigger).with_misfires(message.misfires)
         fire = planner.following(message.scheduled_at, message.occurrence, to_datetime(now_ms))
         if fire is None:
             return None, 0
@@ -379,3 +388,7 @@ def _expiry(
     if after_ms <= 0:
         raise InvalidMessage(f"the message would expire before its time ({expires})")
     return after_ms
+
+
+def _unchanged(trigger: Trigger) -> Trigger:
+    return trigger

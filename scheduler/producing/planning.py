@@ -4,12 +4,13 @@ fires (``upcoming``, for preview). Pure: no backend, no clock of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from scheduler.errors import InvalidMessage
 from scheduler.model.message import Message
 from scheduler.model.tasks import Call
-from triggers import Cron, Overlap, Repeating
+from triggers import Cron, Overlap, Repeating, Specs, Trigger
 from triggers.base import Fire, require_aware
 from triggers.preview import Occurrence, preview
 
@@ -34,7 +35,7 @@ def check_scalars(call: Call, queue: str) -> None:
         raise InvalidMessage("headers must map strings to strings")
 
 
-def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, float]:
+def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | Specs | None, Fire, float]:
     """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
     if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
         raise InvalidMessage("give at most one of at=, delay= and trigger=")
@@ -53,7 +54,7 @@ def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | None, Fire, floa
     fire = anchored.first(now)
     if fire is None:
         raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
-    stored = anchored if isinstance(anchored, Repeating | Cron) else None
+    stored = anchored if isinstance(anchored, Repeating | Cron | Specs) else None  # a schedule
     return stored, fire, anchored.jitter.total_seconds()
 
 
@@ -79,13 +80,17 @@ def check_overlap(call: Call, task: str, limited: bool) -> None:
         )
 
 
-def upcoming(message: Message, count: int) -> list[Occurrence]:
+def upcoming(
+    message: Message, count: int, shared: Callable[[Trigger], Trigger] | None = None
+) -> list[Occurrence]:
     """The next ``count`` fire times of the chain ``message`` belongs to, starting with
-    ``message`` itself (its scheduled time), numbered along the chain."""
+    ``message`` itself (its scheduled time), numbered along the chain; ``shared``
+    attaches the trigger's named calendar."""
     if message.trigger is None:
         return []
-    trigger = message.trigger.with_misfires(message.misfires)
+    stored = message.trigger if shared is None else shared(message.trigger)
+    trigger = stored.with_misfires(message.misfires)
     fires = preview(trigger, count, message.scheduled_at - timedelta(microseconds=1))
-    if isinstance(message.trigger, Cron):  # cron counts from the preview's start
+    if isinstance(message.trigger, Cron | Specs):  # they count from the preview's start
         fires = [o._replace(occurrence=message.occurrence + i) for i, o in enumerate(fires)]
     return fires

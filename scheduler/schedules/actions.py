@@ -1,7 +1,8 @@
 """Who steered a schedule, and why: the action log.
 
 Every steering action on a keyed schedule (pause, resume, run now, backfill, cancel, and
-the uninstall of a periodic schedule the code no longer declares) is
+the uninstall of a periodic schedule the code no longer declares), and each change of a
+named calendar (``scheduler.schedules.calendars``: its own log), is
 recorded with its time, its actor and an optional note, in a ledger of its own beside
 the schedule's history (subject ``k:KEY#actions``), kept as the history is
 (``history_keep``, ``history_max_age_s``). The actor is what the caller says
@@ -24,7 +25,7 @@ from scheduler.backends import Backend
 from scheduler.schedules.ledger import Retention, schedule_subject
 from scheduler.settings import Settings
 
-Verb = Literal["pause", "resume", "run_now", "backfill", "cancel", "uninstall"]
+Verb = Literal["pause", "resume", "run_now", "backfill", "cancel", "uninstall", "calendar"]
 
 #: the longest note kept (a note is a line for people, not a payload)
 NOTE_MOST = 500

@@ -205,7 +205,7 @@ def resume_schedule(
     if message.paused_at is None:
         return None
     assert message.trigger is not None
-    trigger = message.trigger.with_misfires(message.misfires)
+    trigger = builder.shared(message.trigger).with_misfires(message.misfires)
     now = to_datetime(now_ms)
     pending = Fire(message.scheduled_at, message.occurrence)
     envelopes = []
@@ -284,7 +284,8 @@ def backfill(
         raise InvalidMessage(f"backfill start {start.isoformat()} is after its end")
     _, message = find_schedule(backend, queue, key)
     assert message.trigger is not None
-    fires = message.trigger.between(start, min(end, to_datetime(now_ms)), limit + 1)
+    trigger = builder.shared(message.trigger)
+    fires = trigger.between(start, min(end, to_datetime(now_ms)), limit + 1)
     if len(fires) > limit:
         raise InvalidMessage(
             f"the range holds more than {limit} occurrences of {key!r}: narrow it or raise limit"

@@ -19,6 +19,7 @@ from scheduler.model.message import Message
 from scheduler.model.tasks import Call
 from scheduler.schedules import control
 from scheduler.schedules.actions import Action, ActionLog, Verb
+from scheduler.schedules.calendars import SharedCalendars
 from scheduler.schedules.control import Backfill, Overdue, Resumed, ScheduleInfo
 from scheduler.schedules.ledger import (
     NOT_RUN,
@@ -51,6 +52,8 @@ class Schedules:
 
     def __init__(self, parts: AppParts) -> None:
         self._parts = parts
+        #: the named calendars schedules share (``scheduler.schedules.calendars``)
+        self.calendars = SharedCalendars(parts)
 
     @property
     def settings(self) -> Settings:

@@ -29,6 +29,14 @@ from workers.ledger import RunLedger, dropped_records
 T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # a Monday
 
 
+def _dropped(
+    msg: Message, dropped: int, started: datetime | None, now_ms: int
+) -> list[HistoryEntry]:
+    """``dropped_records`` for a message whose trigger names no calendar."""
+    assert msg.trigger is not None
+    return dropped_records(msg, msg.trigger, dropped, started, now_ms)
+
+
 def message(trigger: Repeating | Cron, **fields: object) -> Message:
     return Message(
         id="c.0",
@@ -78,21 +86,21 @@ def test_a_late_run_records_what_fell_before_it_started_and_while_it_ran() -> No
     started = T0 + timedelta(minutes=2, seconds=30)  # 09:01 and 09:02 fell before it started
     now_ms = int((T0 + timedelta(minutes=5, seconds=30)).timestamp() * 1000)
     # due at 09:05:30: 09:01 .. 09:05; coalesce runs one now, the other four are dropped
-    records = dropped_records(message(every), 4, started, now_ms)
+    records = _dropped(message(every), 4, started, now_ms)
     assert [(r.outcome, r.scheduled_at, r.count, r.last_at) for r in records] == [
         (RunOutcome.COALESCED, T0 + timedelta(minutes=1), 2, T0 + timedelta(minutes=2)),
         (RunOutcome.SKIPPED_OVERLAP, T0 + timedelta(minutes=3), 2, T0 + timedelta(minutes=4)),
     ]
     skip = every.model_copy(update={"misfire": Misfire.SKIP})
-    (only,) = dropped_records(message(skip), 1, None, now_ms)
+    (only,) = _dropped(message(skip), 1, None, now_ms)
     assert (only.outcome, only.count, only.last_at) == (RunOutcome.MISSED, 1, None)
-    assert dropped_records(message(every), 0, started, now_ms) == []
+    assert _dropped(message(every), 0, started, now_ms) == []
 
 
 def test_excluded_dates_since_the_last_run_are_recorded() -> None:
     weekdays = Cron("0 9 * * *", exclude=Exclusions(dates=(date(2030, 1, 5), date(2030, 1, 6))))
     monday = message(weekdays, last_run_at=T0 - timedelta(days=3))  # Friday's run
-    records = dropped_records(monday, 0, T0, int(T0.timestamp() * 1000))
+    records = _dropped(monday, 0, T0, int(T0.timestamp() * 1000))
     assert [(r.outcome, r.scheduled_at.date()) for r in records] == [
         (RunOutcome.EXCLUDED, date(2030, 1, 5)),
         (RunOutcome.EXCLUDED, date(2030, 1, 6)),

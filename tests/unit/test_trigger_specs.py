@@ -12,7 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from triggers import AnyTrigger, Cron, Exclusions, Misfire, Repeating, RunOnce, Specs, Trigger, Window
+from triggers import (
+    AnyTrigger,
+    Cron,
+    Exclusions,
+    Misfire,
+    Repeating,
+    RunOnce,
+    Specs,
+    Trigger,
+    Window,
+)
 
 YEAR_START = datetime(2026, 1, 1, tzinfo=UTC)
 YEAR_END = datetime(2027, 1, 1, tzinfo=UTC)

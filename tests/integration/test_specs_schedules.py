@@ -1,0 +1,76 @@
+"""Several specs per schedule and partial catch-up, run by a real worker on every
+backend: a ``Specs`` schedule runs at each instant of the union of its grids, once; a
+schedule enqueued with a backlog runs only the newest ``max_catch_up`` occurrences inside
+its ``catch_up_window``, back to back, then goes on on its grid."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+
+from scheduler import App
+from scheduler.schedules.ledger import RunOutcome
+from tests.support.helpers import running, wait_for
+from triggers import Misfire, Repeating, Specs
+
+MS = timedelta(milliseconds=1)
+
+
+def _ran(app: App, key: str) -> list[datetime]:
+    entries = reversed(app.schedules.history(key))
+    return [h.scheduled_at for h in entries if h.outcome is RunOutcome.SUCCEEDED]
+
+
+def test_a_schedule_of_several_specs_runs_on_their_union(app: App) -> None:
+    lock = threading.Lock()
+    count = [0]
+
+    @app.task
+    def tick() -> None:
+        with lock:
+            count[0] += 1
+
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+    union = Specs(
+        misfire=Misfire.CATCH_UP,  # a late run keeps its grid time (no coalesced run at now)
+        specs=(
+            Repeating(interval=300 * MS, start=start),
+            Repeating(interval=300 * MS, start=start + 100 * MS),
+            Repeating(interval=600 * MS, start=start),  # on the first grid: no extra run
+        ),
+    )
+    tick.schedule(trigger=union, key="union")
+    with running(app):
+        wait_for(lambda: len(_ran(app, "union")) >= 6, timeout_s=30)
+    app.cancel(key="union")
+    ran = _ran(app, "union")
+    assert ran == sorted(set(ran)), "each instant once, in order"
+    offsets = {round((at - start) / MS) % 300 for at in ran}
+    assert offsets <= {0, 100}, ran
+    assert app.schedules.list() == []  # cancelled
+    assert "any of: every 300ms" in union.describe()
+
+
+def test_a_backlog_runs_the_newest_occurrences_inside_the_window(app: App) -> None:
+    @app.task
+    def report() -> None: ...
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    backlog = Repeating(
+        interval=timedelta(seconds=1),
+        start=now - timedelta(seconds=25),  # 25 occurrences are due already
+        misfire=Misfire.CATCH_UP,
+        max_catch_up=4,
+        catch_up_window=timedelta(seconds=10),  # 10 of them are recent enough
+    )
+    report.schedule(trigger=backlog, key="backlog")
+    with running(app):
+        wait_for(lambda: len(_ran(app, "backlog")) >= 6, timeout_s=30)
+    app.cancel(key="backlog")
+    ran = _ran(app, "backlog")
+    caught_up = ran[:4]
+    second = timedelta(seconds=1)
+    assert [b - a for a, b in pairwise(caught_up)] == [second] * 3
+    assert now - 4 * second <= caught_up[0] <= now - 2 * second, "the newest four, no older"
+    assert ran[4] - caught_up[-1] == second, "then on along the grid"
