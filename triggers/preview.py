@@ -45,11 +45,12 @@ def preview(trigger: Trigger, count: int, after: datetime) -> list[Occurrence]:
         raise ValueError(f"count must be between 1 and {MAX_PREVIEW}")
     after = require_aware(after, "after")
     anchored = trigger.anchored(after)
-    zone = ZoneInfo(trigger.tz) if isinstance(trigger, Cron) else ZoneInfo("UTC")
+    zone = ZoneInfo(trigger.zone)
     fires: list[tuple[Fire, str | None]] = []  # and why it is excluded
-    fire = anchored._candidate(after)
+    # the grid within the calendar's time windows (outside them is no occurrence at all)
+    fire = anchored._in_window(anchored._candidate(after))
     while fire is not None and fire.at <= after:
-        fire = anchored._after(fire.at, fire.occurrence)
+        fire = anchored._grid_after(fire.at, fire.occurrence)
     runs = 0
     while fire is not None and runs < count and len(fires) < MAX_PREVIEW:
         if anchored.end is not None and fire.at > anchored.end:
@@ -57,7 +58,7 @@ def preview(trigger: Trigger, count: int, after: datetime) -> list[Occurrence]:
         excluded = anchored.excluded(fire)
         fires.append((fire, excluded))
         runs += excluded is None
-        fire = anchored._after(fire.at, fire.occurrence) if anchored.recurring else None
+        fire = anchored._grid_after(fire.at, fire.occurrence) if anchored.recurring else None
     occurrences = []
     previous = after
     for fire, excluded in fires:

@@ -10,13 +10,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from scheduler.backends import Envelope, OnConflict
+from scheduler.backends import Envelope, OnConflict, Outcome
 from scheduler.backends.outcomes import WRITES
 from scheduler.clock import CorrectedClock, to_datetime
 from scheduler.errors import QueueFull
 from scheduler.model.tasks import Call
 from scheduler.producing.backpressure import awrite_bounded, write_bounded
 from scheduler.producing.reports import EnqueueReport, conflict_mode
+from scheduler.schedules.actions import ActionLog
 from scheduler.workflows.graphs import Workflow
 
 if TYPE_CHECKING:
@@ -59,9 +60,11 @@ class Producer:
             return self._batches.enqueue(call, block=block, block_timeout=block_timeout)
         mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
-        write_bounded(
+        outcomes, _ = write_bounded(
             self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
         )
+        if outcomes[0] is Outcome.REPLACED and call.trigger is not None:
+            self._replaced(call, envelope)
         return message_id
 
     def enqueue_many(
@@ -128,10 +131,22 @@ class Producer:
             await asyncio.to_thread(self.backend_clock.now_ms)
         mode = conflict_mode(on_conflict)
         message_id, envelope = self.build(call)
-        await awrite_bounded(
+        outcomes, _ = await awrite_bounded(
             self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
         )
+        if outcomes[0] is Outcome.REPLACED and call.trigger is not None:
+            await asyncio.to_thread(self._replaced, call, envelope)
         return message_id
+
+    def _replaced(self, call: Call, envelope: Envelope) -> None:
+        """Record in the schedule's action log that it was replaced (by whom: this
+        process's user and host), with what it is now."""
+        assert call.trigger is not None and envelope.key is not None
+        now = to_datetime(self.backend_clock.now_ms())
+        log = ActionLog(self.backend, self._parts.settings)
+        log.record(
+            envelope.queue, envelope.key, "replace", now, None, None, call.trigger.describe()
+        )
 
     def _block_s(self, block_timeout: float | None) -> float:
         settings = self._parts.settings

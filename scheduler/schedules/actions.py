@@ -1,6 +1,7 @@
 """Who steered a schedule, and why: the action log.
 
-Every steering action on a keyed schedule (pause, resume, run now, backfill, cancel, and
+Every steering action on a keyed schedule (pause, resume, run now, backfill, replace (an
+enqueue with ``on_conflict="replace"`` that replaced it), cancel, and
 the uninstall of a periodic schedule the code no longer declares), and each change of a
 named calendar (``scheduler.schedules.calendars``: its own log), is
 recorded with its time, its actor and an optional note, in a ledger of its own beside
@@ -25,7 +26,9 @@ from scheduler.backends import Backend
 from scheduler.schedules.ledger import Retention, schedule_subject
 from scheduler.settings import Settings
 
-Verb = Literal["pause", "resume", "run_now", "backfill", "cancel", "uninstall", "calendar"]
+Verb = Literal[
+    "pause", "resume", "run_now", "backfill", "replace", "cancel", "uninstall", "calendar"
+]
 
 #: the longest note kept (a note is a line for people, not a payload)
 NOTE_MOST = 500

@@ -289,7 +289,12 @@ class Schedules:
                 headers={PERIODIC: owner_of(periodic.task)},
             )
             _, envelope = self.builder.build(call)
-            outcomes.extend(self.backend.messages.enqueue([envelope], mode))
+            written = self.backend.messages.enqueue([envelope], mode)
+            if written == [Outcome.REPLACED]:
+                note = "its @app.periodic declares another trigger"
+                detail = periodic.trigger.describe()
+                self._act(periodic.queue, periodic.key, "replace", "tickwork", note, detail)
+            outcomes.extend(written)
         if reconcile:
             self.reconcile(periodics)
         return outcomes

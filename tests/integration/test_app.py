@@ -221,6 +221,9 @@ def test_periodic_with_a_changed_trigger_is_replaced(sqlite_url: str) -> None:
     assert second.schedules.install(second.periodics) == [Outcome.REPLACED]
     (info,) = second.schedules.list()
     assert isinstance(info.trigger, Cron) and info.trigger.expr == "30 * * * *"
+    (replaced,) = second.schedules.actions(info.key)  # who replaced it, and why
+    assert (replaced.action, replaced.actor) == ("replace", "tickwork")
+    assert replaced.detail == "cron 30 * * * * UTC" and "another trigger" in (replaced.note or "")
 
 
 def test_next_occurrence_is_deterministic(sqlite_url: str) -> None:

@@ -1,5 +1,5 @@
 """The action log, on every backend: each steering action on a schedule (pause, resume,
-run now, backfill, cancel) is recorded with its time, actor and note, newest first,
+run now, backfill, replace, cancel) is recorded with its time, actor and note, newest first,
 readable after the schedule is gone; the command line records its user and host and
 shows the log; the dashboard records itself (or its host's signed-in user); with the
 ledger off nothing is recorded and nothing fails."""
@@ -34,11 +34,15 @@ def test_every_steering_action_is_recorded_with_its_actor_and_note(app: App) -> 
     now = to_datetime(app.backend.now_ms())
     start = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
     filled = app.schedules.backfill("report", start, now, actor="ops-bot")
+    report.schedule(trigger=Cron("30 * * * *"), key="report", on_conflict="replace")
     assert app.cancel(key="report", note="replaced by the v2 report", actor="ada")
     actions = app.schedules.actions("report")
-    assert [a.action for a in actions] == ["cancel", "backfill", "run_now", "resume", "pause"]
-    assert [a.actor for a in actions] == ["ada", "ops-bot", default_actor(), "bob", "ada"]
-    cancel, backfill, run_now, resume, pause = actions
+    verbs = ["cancel", "replace", "backfill", "run_now", "resume", "pause"]
+    assert [a.action for a in actions] == verbs
+    actors = ["ada", default_actor(), "ops-bot", default_actor(), "bob", "ada"]
+    assert [a.actor for a in actions] == actors
+    cancel, replace, backfill, run_now, resume, pause = actions
+    assert replace.detail == "cron 30 * * * * UTC"
     assert pause.note == "the CRM is down" and cancel.note == "replaced by the v2 report"
     assert run_now.detail == f"run {run}" and run_now.note == "rerun for finance"
     assert f"{filled.enqueued} enqueued" in (backfill.detail or "")

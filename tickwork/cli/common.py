@@ -146,6 +146,7 @@ JSON_COMMANDS = (
     "workers",
     "workflow",
     "events",
+    "calendars",
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from tickwork.cli import (
+    calendars,
     cassandra,
     cron,
     dashboard,
@@ -61,6 +62,7 @@ for command in (
     status.stats,
     status.workers,
     schedules.schedules,
+    calendars.calendars,
     poison.poison,
     queues.queues,
     cassandra.cassandra,

@@ -55,6 +55,11 @@ from triggers import Cron, Repeating, Trigger
 @dst_gap_option
 @dst_repeat_option
 @click.option(
+    "--calendar",
+    metavar="NAME",
+    help="With --every or --cron: a named calendar it follows (tickwork calendars set).",
+)
+@click.option(
     "--on-conflict",
     type=click.Choice([m.value for m in OnConflict]),
     default="error",
@@ -87,6 +92,7 @@ def enqueue(
     tz: str,
     dst_gap: str | None,
     dst_repeat: str | None,
+    calendar: str | None,
     on_conflict: str,
     block_timeout: float | None,
     no_block: bool,
@@ -103,6 +109,8 @@ def enqueue(
         fail("--times needs --every")
     if (dst_gap is not None or dst_repeat is not None) and cron is None:
         fail("--dst-gap and --dst-repeat need --cron")
+    if calendar is not None and every is None and cron is None:
+        fail("--calendar needs --every or --cron")
     app = state.app(module)
     when: datetime | None = None
     if at is not None:
@@ -114,9 +122,11 @@ def enqueue(
             fail(f"--at {at!r} has no timezone; add one, e.g. {at}+00:00 or {at}Z")
     trigger: Trigger | None = None
     if every is not None:
-        trigger = Repeating(interval=timedelta(seconds=every), repeat_count=times)
+        trigger = Repeating(
+            interval=timedelta(seconds=every), repeat_count=times, calendar=calendar
+        )
     elif cron is not None:
-        trigger = Cron(cron, tz=tz, dst_gap=dst_gap, dst_repeat=dst_repeat)
+        trigger = Cron(cron, tz=tz, dst_gap=dst_gap, dst_repeat=dst_repeat, calendar=calendar)
     call = Call(
         task,
         parse_json(args_json, list, "--args"),
