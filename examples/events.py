@@ -7,7 +7,8 @@ tickwork events subscriptions      # which task gets which events
 tickwork events recent             # what was emitted lately, and whom it reached
 
 An order is placed: the ledger books every ``order.*`` event, an audit task sees every
-event (``**``), and the fulfilment chain of the order waits (durably: no thread waits,
+event (``**``), a workflow (welcome the customer, then offer a coupon) starts for each
+new customer, and the fulfilment chain of the order waits (durably: no thread waits,
 the step is a stored message) for the payment provider's ``payment.settled`` event with
 the order's id as key, for at most a minute, before it ships. A second chain waits for
 a payment that never comes and gives up after its timeout.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from scheduler import Event, wait_for
+from scheduler import EVENT, Event, wait_for
 from tickwork import App, Worker, WorkerConfig, chain
 
 app = App()
@@ -48,12 +49,30 @@ def ship(payment: dict[str, object] | None) -> None:
         seen.append(f"fulfilment: paid ({payment['payload']}); shipping")
 
 
+@app.task
+def welcome(event: Event) -> str:
+    seen.append(f"onboarding: welcome {event.key}")
+    return str(event.key)
+
+
+@app.task
+def offer_coupon(customer: str) -> None:
+    seen.append(f"onboarding: coupon for {customer}")
+
+
+# a workflow that each matching event starts (EVENT stands for the event)
+app.events.subscribe(
+    chain(welcome.call(EVENT), offer_coupon.s()), "customer.created", name="onboarding"
+)
+
+
 def fulfil(order: str, timeout_s: float) -> None:
     paid = wait_for("payment.settled", key=order, timeout=timeout_s, on_timeout="continue")
     app.enqueue(chain(reserve_stock.si(order), paid, ship.s()))
 
 
 def main() -> None:
+    app.emit("customer.created", {"plan": "pro"}, key="c-7")
     app.emit("order.placed", {"total": 40}, key="o-1")
     fulfil("o-1", timeout_s=60)
     fulfil("o-3", timeout_s=1)  # its payment never comes
@@ -64,7 +83,7 @@ def main() -> None:
         event_id = app.emit("payment.settled", {"amount": 40}, key="o-1")
         app.emit("payment.settled", {"amount": 40}, key="o-1", event_id=event_id)  # a retry
         deadline = time.monotonic() + 20
-        while len(seen) < 7 and time.monotonic() < deadline:
+        while len(seen) < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         worker.stop()

@@ -25,6 +25,7 @@ from scheduler.errors import (
 )
 from scheduler.events.names import Event
 from scheduler.events.waits import WaitTimedOut, wait_for
+from scheduler.events.workflows import EVENT
 from scheduler.limits.declared import ConcurrencyLimit, RateLimit
 from scheduler.model.message import Message, ScheduledMessage
 from scheduler.model.tasks import Call, TaskClass, TaskFunction
@@ -53,6 +54,7 @@ from scheduler.workflows.status import (
 )
 
 __all__ = [
+    "EVENT",
     "AbortResult",
     "Aborted",
     "After",

@@ -95,7 +95,7 @@ class App:
         self.queues = Queues(self, self.registry.queues)
         self.batches = Batches(self)
         self.workers = Workers(self)
-        self.events = Events(self, self.registry)
+        self.events = Events(self, self.registry, self.batches.start_run)
         self._producer = Producer(self, self.batches)
 
     # -- backend -------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from scheduler.backends import Backend, Envelope, LedgerEntry, MemberOutcome, On
 from scheduler.events.names import Event
 from scheduler.events.subscriptions import Subscription, stored_subscriptions
 from scheduler.events.waits import EVENTS_QUEUE, read_waiters, wait_record_id
+from scheduler.events.workflows import WORKFLOW_TASK
 from scheduler.model.ids import identity_chain_id
 from scheduler.model.message import Message
 from scheduler.model.tasks import Call
@@ -137,6 +138,10 @@ class FanOut:
         argument = event.model_dump(mode="json")
         emitted = event.emitted_at
         emitted_ms = int(emitted.timestamp() * 1000)
+        if subscription.workflow is not None:  # its run starts the workflow's
+            args = (subscription.task, argument)
+            start = Call(WORKFLOW_TASK, args=args, identity=identity, queue=subscription.queue)
+            return self._builder.build(start, emitted_ms, emitted)[1]
         if subscription.task in self._builder.registry.tasks:
             call = Call(subscription.task, args=(argument,), identity=identity)
             return self._builder.build(call, emitted_ms, emitted)[1]

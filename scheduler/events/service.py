@@ -10,7 +10,7 @@ worker's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -19,29 +19,38 @@ from scheduler.clock import to_datetime
 from scheduler.errors import InvalidMessage
 from scheduler.events import subscriptions
 from scheduler.events.fanout import EVENT_TASK, Delivered, FanOut, event_argument, read_recent
-from scheduler.events.names import Event, check_name
+from scheduler.events.names import Event, check_name, check_pattern
 from scheduler.events.subscriptions import Subscription, stored_subscriptions, subscription_of
 from scheduler.events.waits import WAIT_TASK, OnTimeout, Waits
+from scheduler.events.workflows import WORKFLOW_TASK, WorkflowStarts, check_workflow, with_event
 from scheduler.model.ids import new_chain_id
 from scheduler.model.registry import TaskRegistry
 from scheduler.model.tasks import Call, TaskFunction
 from scheduler.parts import AppParts
 from scheduler.runs.context import current_run
 from scheduler.runs.retry import RetryPolicy
+from scheduler.workflows.graph_records import build_graph
+from scheduler.workflows.graphs import Graph, Workflow, compile_spec
 
 
 class Events:
     """The app's events: ``app.events``."""
 
-    def __init__(self, parts: AppParts, registry: TaskRegistry) -> None:
+    def __init__(
+        self, parts: AppParts, registry: TaskRegistry, start_run: Callable[[Graph, str, int], None]
+    ) -> None:
+        """``start_run``: starts one run of a graph under an id (``app.batches``)."""
         self._parts = parts
         self._registry = registry
         now_ms = parts.backend_clock.now_ms
         retention = timedelta(seconds=parts.settings.batch_retention_s)
         self._fanout = FanOut(lambda: parts.backend, parts.builder, now_ms, retention)
         self._waits = Waits(lambda: parts.backend, now_ms)
+        self._starts = WorkflowStarts(lambda: parts.backend, start_run, now_ms)
+        #: the workflows this app's code subscribes, by name
+        self._workflows: dict[str, Subscription] = {}
         self._installed = False
-        fanout, waits = self._fanout, self._waits
+        fanout, waits, starts = self._fanout, self._waits, self._starts
 
         def deliver(event: dict[str, Any]) -> dict[str, Any]:
             return fanout.run(current_run().message_id, event_argument(event))
@@ -50,8 +59,12 @@ class Events:
             run = current_run()
             return waits.run(run.message_id, run.queue, name, key, timeout_s, on_timeout)
 
+        def start(name: str, event: dict[str, Any]) -> str | None:
+            return starts.run(name, event_argument(event))
+
         registry.builtin(deliver, EVENT_TASK, RetryPolicy(retries=10))
         registry.builtin(wait, WAIT_TASK, RetryPolicy(retries=0))
+        registry.builtin(start, WORKFLOW_TASK, RetryPolicy(retries=10))
 
     @property
     def backend(self) -> Backend:
@@ -89,17 +102,18 @@ class Events:
     def before_emit(self) -> None:
         """Install this app's declared subscriptions once, so an app that emits to its
         own subscribers reaches them before any worker of it has started."""
-        if not self._installed and self._registry.subscriptions:
+        if not self._installed and (self._registry.subscriptions or self._workflows):
             self.install()
 
     # -- subscriptions -------------------------------------------------------------------
 
     def declared(self) -> list[Subscription]:
         """The subscriptions this app's code declares (``@app.task(on_events=...)``)."""
-        return [
+        tasks = [
             subscription_of(self._registry.lookup(task), patterns)
             for task, patterns in sorted(self._registry.subscriptions.items())
         ]
+        return tasks + [self._workflows[name] for name in sorted(self._workflows)]
 
     def install(self, reconcile: bool = False) -> int:
         """Store the declared subscriptions (workers do at start); with ``reconcile``,
@@ -117,20 +131,70 @@ class Events:
         self._installed = True
         return written
 
-    def subscribe(self, task: TaskFunction[..., Any] | str, *patterns: str) -> Subscription:
-        """Subscribe ``task`` (registered with this app) to events matching ``patterns``
-        from now on, in code and in the backend (added to what it declares already)."""
+    def subscribe(
+        self,
+        target: TaskFunction[..., Any] | str | Workflow | Call,
+        *patterns: str,
+        name: str | None = None,
+        queue: str | None = None,
+    ) -> Subscription:
+        """Subscribe a task (registered with this app, or its name) to the events matching
+        ``patterns`` from now on, in code and in the backend (added to what it declares
+        already). Or a workflow (a chain, group, batch or graph; its steps' arguments
+        ``EVENT`` stand for the event), under ``name``: each event starts a run of it,
+        from a message in ``queue`` (default: the app's)."""
+        if not isinstance(target, str | TaskFunction) and (
+            not isinstance(target, Call) or target.then
+        ):
+            return self._subscribe_workflow(target, patterns, name, queue)
+        task = target.task if isinstance(target, Call) else target
         function = self._registry.lookup(task if isinstance(task, str) else task.name)
         self._registry.subscribe(function, patterns)
         subscription = subscription_of(function, self._registry.subscriptions[function.name])
         subscriptions.install(self.backend, [subscription], self._parts.backend_clock.now_ms())
         return subscription
 
-    def unsubscribe(self, task: TaskFunction[..., Any] | str) -> bool:
-        """Remove ``task``'s subscription, in code and in the backend; False if it had none
-        stored."""
-        name = task if isinstance(task, str) else task.name
+    def _subscribe_workflow(
+        self,
+        workflow: Workflow | Call,
+        patterns: Sequence[str],
+        name: str | None,
+        queue: str | None,
+    ) -> Subscription:
+        if not name or name in self._registry.tasks:
+            raise InvalidMessage(
+                "a workflow subscribes under a name= of its own (not a task's name)"
+            )
+        spec = workflow if isinstance(workflow, Graph) else compile_spec(workflow)
+        stored = check_workflow(spec)
+        sample = Event(id="e0", name="sample", emitted_at=to_datetime(0)).model_dump(mode="json")
+        build_graph(  # every step checked as a run builds it: bad input fails here, not later
+            self._parts.builder,
+            with_event(stored, sample),
+            self._parts.backend_clock.now_ms(),
+            timedelta(seconds=self._parts.settings.batch_retention_s),
+            self._parts.settings.default_queue,
+        )
+        first = spec.nodes[0].call.task
+        subscription = Subscription(
+            task=name,
+            patterns=tuple(dict.fromkeys(check_pattern(p) for p in patterns)) or _none(name),
+            queue=queue or self._parts.settings.default_queue,
+            max_attempts=11,
+            timeout_s=10.0,
+            owner=first.rpartition(".")[0] or first,
+            workflow=stored.model_dump(mode="json", exclude_defaults=True),
+        )
+        self._workflows[name] = subscription
+        subscriptions.install(self.backend, [subscription], self._parts.backend_clock.now_ms())
+        return subscription
+
+    def unsubscribe(self, target: TaskFunction[..., Any] | str) -> bool:
+        """Remove a task's subscription (or a workflow's, by its name), in code and in the
+        backend; False if it had none stored."""
+        name = target if isinstance(target, str) else target.name
         self._registry.subscriptions.pop(name, None)
+        self._workflows.pop(name, None)
         return subscriptions.uninstall(self.backend, name)
 
     def subscriptions(self) -> list[Subscription]:
@@ -141,6 +205,10 @@ class Events:
         """The newest ``limit`` events delivered (kept 7 days, at most 1,000), newest
         first, each with the subscribers it reached and the waits it woke."""
         return read_recent(self.backend, limit)
+
+
+def _none(name: str) -> tuple[str, ...]:
+    raise InvalidMessage(f"workflow {name!r} subscribes to no event pattern")
 
 
 def patterns_of(on_events: str | Sequence[str]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -35,7 +36,9 @@ SUBSCRIPTION_TASK = "tickwork.subscription"
 class Subscription(BaseModel):
     """Task ``task`` receives every event whose name matches one of ``patterns``: a
     message in ``queue`` per event, with the task's priority, attempts and lease as
-    they were when it was installed."""
+    they were when it was installed. With ``workflow`` (a subscribed workflow's steps,
+    ``scheduler.events.workflows``), ``task`` is the subscription's name and each event
+    starts a run of the workflow."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -48,6 +51,7 @@ class Subscription(BaseModel):
     #: the module that declared it: a worker of that module's app uninstalls it once the
     #: code no longer declares it
     owner: str = ""
+    workflow: dict[str, Any] | None = None
 
     def wants(self, name: str) -> bool:
         """Whether this subscription receives events named ``name``."""
@@ -90,6 +94,12 @@ def stored_subscriptions(backend: Backend) -> list[Subscription]:
         if subscription is not None:
             found.append(subscription)
     return sorted(found, key=lambda s: s.task)
+
+
+def stored_subscription(backend: Backend, task: str) -> Subscription | None:
+    """The subscription stored for ``task`` (a task's name, or a workflow's), or None."""
+    stored = backend.messages.get_by_key(SUBSCRIPTIONS_QUEUE, task)
+    return None if stored is None else _decode(stored.envelope.body)
 
 
 def _decode(body: bytes) -> Subscription | None:

@@ -15,6 +15,7 @@ from scheduler import App, InvalidMessage, chain
 from scheduler.events.names import Event
 from scheduler.events.subscriptions import SUBSCRIPTIONS_QUEUE, stored_subscriptions
 from scheduler.events.waits import WAIT_TASK, read_waiters, wait_for
+from scheduler.events.workflows import EVENT, WORKFLOW_TASK, run_id
 from scheduler.model.message import Message
 from scheduler.workflows.graphs import after, graph
 from tests.support.helpers import running
@@ -206,4 +207,62 @@ def test_bad_subscriptions_and_waits_are_refused(app: App) -> None:
         wait_for("paid", timeout=0)
     with pytest.raises(InvalidMessage, match="on_timeout"):
         wait_for("paid", timeout=5, on_timeout="later")  # type: ignore[arg-type]
+    assert app.events.subscriptions() == []
+
+
+def test_an_event_starts_a_run_of_a_subscribed_workflow(app: App) -> None:
+    seen = Seen()
+
+    @app.task
+    def reserve(event: dict[str, Any]) -> str:
+        seen.add(("reserve", event["key"]))
+        return str(event["key"])
+
+    @app.task
+    def invoice(event: dict[str, Any], currency: str) -> int:
+        return int(event["payload"]["total"])
+
+    @app.task
+    def ship(parents: dict[str, Any]) -> None:
+        seen.add(("ship", parents["reserve"], parents["invoice"]))
+
+    fulfil = graph(
+        {
+            "reserve": reserve.call(EVENT),
+            "invoice": invoice.call(EVENT, "EUR"),
+            "ship": after(["reserve", "invoice"], ship.s()),
+        }
+    )
+    app.events.subscribe(fulfil, "order.placed", name="fulfil")
+    first = app.emit("order.placed", {"total": 30}, key="o-1")
+    app.emit("order.placed", {"total": 45}, key="o-2")
+    with running(app):
+        eventually(lambda: seen.count(("ship", "o-1", 30)) == 1, timeout_s=30)
+        eventually(lambda: seen.count(("ship", "o-2", 45)) == 1, timeout_s=30)
+    started = app.events.recent()
+    assert {tuple(d.subscribers) for d in started} == {("fulfil",)}
+    run = app.batches.workflow(run_id(first, "fulfil"))
+    assert run.state == "succeeded"
+    # a delivery run again (its worker was killed) starts nothing more
+    (event,) = [d.event for d in started if d.event.id == first]
+    start = app.registry.tasks[WORKFLOW_TASK]
+    assert start("fulfil", event.model_dump(mode="json")) == run_id(first, "fulfil")
+    assert app.backend.queues.stats("default")[0].ready == 0
+    (stored,) = app.events.subscriptions()
+    assert stored.task == "fulfil" and stored.workflow is not None
+
+
+def test_bad_workflow_subscriptions_are_refused_with_nothing_stored(app: App) -> None:
+    @app.task
+    def reserve(event: dict[str, Any]) -> None: ...
+
+    @app.task
+    def count(n: int) -> None: ...
+
+    with pytest.raises(InvalidMessage, match="name= of its own"):
+        app.events.subscribe(chain(reserve.call(EVENT), count.si(1)), "order.placed")
+    with pytest.raises(InvalidMessage, match="count"):  # EVENT is no int
+        app.events.subscribe(chain(count.call(EVENT), reserve.si({})), "x", name="bad")
+    with pytest.raises(InvalidMessage, match="no event pattern"):
+        app.events.subscribe(chain(reserve.call(EVENT), count.si(1)), name="none")
     assert app.events.subscriptions() == []
