@@ -26,7 +26,8 @@ from scheduler.workflows.graphs import Graph
 WORKFLOW_TASK = "tickwork.workflow"
 
 #: a step's argument that each run of a subscribed workflow replaces with the event
-EVENT = "$tickwork:event"
+#: (typed ``Any``: it stands for the event whatever the parameter's annotation)
+EVENT: Any = "$tickwork:event"
 
 
 def run_id(event_id: str, subscription: str) -> str:
