@@ -12,11 +12,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 from scheduler import App, InvalidMessage
 from scheduler.schedules import calendars as shared
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
+from tickwork.dashboard import create_dashboard
 from triggers import Cron, Exclusions, Repeating, Window
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -56,6 +58,9 @@ def test_schedules_share_a_calendar_and_follow_its_changes(app: App) -> None:
     assert (newest.action, newest.actor, newest.note) == ("calendar", "bob", "a strike")
     assert oldest.actor == "ann" and "within 09:00-12:00" in (oldest.detail or "")
     assert list(app.schedules.calendars.all()) == ["ops"]
+    page = TestClient(create_dashboard(App(app.backend))).get("/calendars").text
+    assert 'data-calendar="ops"' in page and "within 09:00-12:00" in page
+    assert ">backup</a>" in page and ">report</a>" in page and "bob: a strike" in page
     with pytest.raises(InvalidMessage, match="used by 2 schedule"):
         app.schedules.calendars.delete("ops")
     app.cancel(key="report")

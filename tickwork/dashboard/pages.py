@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from scheduler import App, InvalidMessage, TickworkError
+from tickwork.dashboard.calendars_page import calendars_routes
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
 from tickwork.dashboard.events_page import events_routes
 from tickwork.dashboard.graph_drawing import drawing
@@ -49,6 +50,7 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
         *poison_routes(app, guard),
         *limits_routes(app, guard),
         *events_routes(app, guard),
+        *calendars_routes(app, guard),
     ]
     return Starlette(routes=routes)
 
