@@ -39,12 +39,13 @@ import re
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property, lru_cache
 from typing import Any, Literal, NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
 from pydantic import field_validator, model_validator
 
 from triggers.base import Fire, Trigger
+from triggers.fires import known_zone
 
 _MAX_DST_SHIFT = timedelta(hours=3)
 #: how far croniter searches for the next match: past the last year it accepts (2099), so a
@@ -196,11 +197,7 @@ class Cron(Trigger):
     @field_validator("tz")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as err:
-            raise ValueError(f"unknown timezone {value!r}") from err
-        return value
+        return known_zone(value)
 
     @field_validator("expr")
     @classmethod

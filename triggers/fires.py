@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 class Fire(NamedTuple):
@@ -34,3 +35,12 @@ def format_duration(value: timedelta) -> str:
     if total_ms:
         parts.append(f"{total_ms}ms")
     return "".join(parts)
+
+
+def known_zone(name: str) -> str:
+    """``name`` if it is an IANA timezone this machine knows; else ``ValueError``."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as err:
+        raise ValueError(f"unknown timezone {name!r}") from err
+    return name

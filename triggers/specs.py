@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
 from triggers.base import Fire, Trigger
 from triggers.cron import Cron
+from triggers.fires import known_zone
 from triggers.once import RunOnce
 from triggers.repeating import Repeating
 
@@ -54,11 +54,7 @@ class Specs(Trigger):
     @field_validator("tz")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as err:
-            raise ValueError(f"unknown timezone {value!r}") from err
-        return value
+        return known_zone(value)
 
     @model_validator(mode="after")
     def _specs_leave_settings_to_the_schedule(self) -> Specs:

@@ -11,25 +11,11 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.zones import ZONES
 from triggers import Cron, Misfire, Repeating, RunOnce
 from triggers.base import Fire
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-ZONES = [
-    "America/New_York",
-    "Europe/Berlin",
-    "Australia/Sydney",
-    "Australia/Lord_Howe",
-    "Pacific/Chatham",
-    "Antarctica/Troll",
-    "America/Santiago",
-    "Europe/Dublin",
-    "Asia/Kolkata",
-    "Asia/Kathmandu",
-    "Africa/Cairo",  # DST changes at midnight
-    "America/Havana",  # DST changes at midnight
-    "UTC",
-]
 EXPRESSIONS = ["0 * * * *", "30 1 * * *", "30 2 * * *", "0 0 * * *", "*/15 * * * *", "45 2 * * *"]
 MAX_SHIFT = timedelta(hours=3)
 
