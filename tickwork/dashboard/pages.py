@@ -9,6 +9,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.routing import Route
 
@@ -17,6 +18,7 @@ from tickwork.dashboard.calendars_page import calendars_routes
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
 from tickwork.dashboard.events_page import events_routes
 from tickwork.dashboard.graph_drawing import drawing
+from tickwork.dashboard.hardening import BodyLimit, SecureHeaders
 from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
@@ -52,7 +54,8 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
         *events_routes(app, guard),
         *calendars_routes(app, guard),
     ]
-    return Starlette(routes=routes)
+    # every response with the security headers, every request body bounded
+    return Starlette(routes=routes, middleware=[Middleware(SecureHeaders), Middleware(BodyLimit)])
 
 
 class _Views:

@@ -63,7 +63,14 @@ def page(access: Guard, template: str, gather: Gather) -> Handler:
         )
         response = TEMPLATES.TemplateResponse(request, template, context)
         if as_cookie:
-            response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
+            response.set_cookie(
+                CSRF_COOKIE,
+                token,
+                path=f"{root}/",  # this dashboard's pages only
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",  # over TLS, never sent without it
+            )
         return response
 
     return handler
