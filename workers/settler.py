@@ -53,7 +53,7 @@ def _run_s(work: Work, result: HandlerResult) -> float | None:
 
 
 def _log_done(work: Work, result: HandlerResult) -> None:
-    log.info(
+    log.debug(
         "done %s id=%s in %.1fms",
         work.message.task,
         work.message.id,
@@ -140,7 +140,7 @@ class Settler:
         if self._metrics is not None:
             for item in plan.acked:
                 self._metrics.settled(item.work, "succeeded", _run_s(item.work, item.result))
-        if log.isEnabledFor(logging.INFO):
+        if log.isEnabledFor(logging.DEBUG):
             for item in plan.acked:
                 _log_done(item.work, item.result)
         for work, result in plan.redelivered:

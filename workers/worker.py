@@ -328,8 +328,8 @@ class Worker:
         work.started_ms = self._now_ms()
         if self._counting:
             self._metrics.started(work)
-        if log.isEnabledFor(logging.INFO):
-            log.info(
+        if log.isEnabledFor(logging.DEBUG):  # a line per run: at debug, off by default
+            log.debug(
                 "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
                 message.task,
                 message.id,

@@ -276,7 +276,7 @@ def test_the_real_console_script(
     )
     assert done.returncode == 0, done.stderr
     done = subprocess.run(
-        [exe, "worker", "-A", "tests.support.cli_tasks", "--burst"],
+        [exe, "worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "debug"],
         capture_output=True,
         text=True,
         env=env,
@@ -576,6 +576,8 @@ def test_worker_json_logs_carry_the_message_fields(
             "--burst",
             "--log-format",
             "json",
+            "--log-level",
+            "debug",
             "--backend",
             sqlite_url,
         ],
