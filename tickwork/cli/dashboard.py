@@ -1,6 +1,9 @@
-"""``tickwork dashboard``: serve the web dashboard with uvicorn."""
+"""``tickwork dashboard``: serve the web dashboard (and its HTTP API) with uvicorn;
+``tickwork openapi``: print the API's OpenAPI document."""
 
 from __future__ import annotations
+
+import json
 
 import click
 
@@ -38,3 +41,13 @@ def dashboard(state: State, host: str, port: int, token: str | None, read_only: 
         fail(str(err))
     click.echo(f"tickwork dashboard on http://{host}:{port}/", err=True)
     uvicorn.run(create_dashboard(state.app(), access), host=host, port=port, log_level="warning")
+
+
+@click.command()
+def openapi() -> None:
+    """Print the OpenAPI document of the HTTP API the dashboard serves at /api/v1."""
+    try:
+        from tickwork.dashboard.api.openapi import document
+    except ImportError as err:
+        fail(f"the API needs the 'dashboard' extra: pip install 'tickwork[dashboard]' ({err})")
+    click.echo(json.dumps(document(), indent=2, sort_keys=True))

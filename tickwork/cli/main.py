@@ -71,6 +71,7 @@ for command in (
     exporter.exporter,
     workflows.workflow,
     dashboard.dashboard,
+    dashboard.openapi,
     events.emit,
     events.events,
 ):

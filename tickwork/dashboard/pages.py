@@ -11,9 +11,10 @@ from zoneinfo import ZoneInfo
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from scheduler import App, InvalidMessage, TickworkError
+from tickwork.dashboard.api.app import create_api
 from tickwork.dashboard.calendars_page import calendars_routes
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
 from tickwork.dashboard.events_page import events_routes
@@ -53,6 +54,7 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
         *limits_routes(app, guard),
         *events_routes(app, guard),
         *calendars_routes(app, guard),
+        Mount("/api/v1", create_api(app, guard)),  # the HTTP API, behind the same guard
     ]
     # every response with the security headers, every request body bounded
     return Starlette(routes=routes, middleware=[Middleware(SecureHeaders), Middleware(BodyLimit)])

@@ -1,0 +1,31 @@
+"""``create_api``: the API's ASGI application (mounted at ``/api/v1`` by the dashboard)."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from scheduler import App
+from tickwork.dashboard.api.openapi import document
+from tickwork.dashboard.api.plumbing import error_response
+from tickwork.dashboard.api.routes import api_routes
+from tickwork.dashboard.security import Guard
+
+
+def create_api(app: App, guard: Guard) -> Starlette:
+    """The API over ``app``, guarded by ``guard``: its endpoints and its OpenAPI document
+    (``/openapi.json``, readable by whoever may read the API)."""
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document())
+
+    async def not_found(request: Request, _: Exception) -> Response:
+        return error_response(404, "not_found", "no such endpoint")
+
+    async def not_allowed(request: Request, _: Exception) -> Response:
+        return error_response(405, "method_not_allowed", f"{request.method} is not served here")
+
+    routes = [*api_routes(app, guard), Route("/openapi.json", openapi)]
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})

@@ -1,0 +1,174 @@
+"""What the HTTP API takes and gives, as pydantic models: the request bodies are checked
+against them (an unknown field, a wrong type or a naive time is a 422 with the error
+shape), the responses are dumped from them, and the OpenAPI document is made from their
+JSON schemas (``tickwork.dashboard.api.openapi``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+class ApiModel(BaseModel):
+    """A body of the API: unknown fields refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CronSpec(ApiModel):
+    """A cron trigger: a 5- or 6-field expression in an IANA timezone."""
+
+    expr: str
+    tz: str = "UTC"
+
+
+class EnqueueRequest(ApiModel):
+    """A task to run: its arguments are checked against the registered task's signature,
+    as ``delay()`` checks them. At most one of ``at``, ``delay_s``, ``every_s`` and
+    ``cron``; none runs it now."""
+
+    task: str = Field(min_length=1, max_length=300)
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    key: str | None = Field(default=None, min_length=1, max_length=1000)
+    queue: str | None = Field(default=None, min_length=1, max_length=200)
+    priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    at: AwareDatetime | None = None
+    delay_s: float | None = Field(default=None, ge=0, le=366 * 86_400)
+    every_s: float | None = Field(default=None, gt=0, le=366 * 86_400)
+    cron: CronSpec | None = None
+    calendar: str | None = None
+    on_conflict: Literal["error", "ignore", "replace"] = "error"
+
+
+class Enqueued(ApiModel):
+    """The stored message's id."""
+
+    id: str
+
+
+class MessageView(ApiModel):
+    """A stored message."""
+
+    id: str
+    queue: str
+    task: str
+    key: str | None
+    state: str
+    due_at: datetime
+    attempt: int
+    last_error: str | None
+    args: list[Any]
+    kwargs: dict[str, Any]
+    trigger: str | None  # as a person writes it
+    paused: bool
+
+
+class Done(ApiModel):
+    """Whether the action did something (False: there was nothing to do)."""
+
+    done: bool
+
+
+class NoteRequest(ApiModel):
+    """A steering action's note, kept in the schedule's action log."""
+
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class ResumeRequest(NoteRequest):
+    """How the occurrences that fell in the pause are handled."""
+
+    misfire: Literal["skip", "coalesce", "catch_up"] = "skip"
+
+
+class ScheduleView(ApiModel):
+    """A keyed recurring schedule."""
+
+    queue: str
+    key: str
+    task: str
+    trigger: str
+    timezone: str
+    next_run: datetime
+    last_run: datetime | None
+    last_success: datetime | None
+    last_outcome: str | None
+    paused: bool
+    misfires: int
+
+
+class QueueView(ApiModel):
+    """A queue: what it holds, and whether it is paused or bounded."""
+
+    queue: str
+    paused: bool
+    ready: int
+    scheduled: int
+    in_flight: int
+    poisoned: int
+    max_pending: int | None
+
+
+class PoisonView(ApiModel):
+    """A message in the poison store."""
+
+    id: str
+    queue: str
+    task: str | None
+    reason: str
+    error_type: str
+    error: str
+    attempts: int
+    failed_at: datetime
+
+
+class ReplayRequest(ApiModel):
+    """Which poisoned messages to put back: these ids, or every one of ``queue``."""
+
+    ids: list[str] | None = Field(default=None, max_length=10_000)
+    queue: str | None = None
+
+
+class Count(ApiModel):
+    """How many messages the action touched."""
+
+    count: int
+
+
+class EmitRequest(ApiModel):
+    """An event: its name, a JSON payload, the key waits match on, and an id that makes a
+    retried emit deliver once."""
+
+    name: str = Field(min_length=1, max_length=200)
+    payload: Any = None
+    key: str | None = Field(default=None, max_length=1000)
+    event_id: str | None = Field(default=None, min_length=1, max_length=200)
+    queue: str | None = None
+
+
+class ErrorDetail(ApiModel):
+    """``code``: stable, for programs; ``message``: for people."""
+
+    code: Literal[
+        "invalid",
+        "unknown_task",
+        "not_found",
+        "key_conflict",
+        "queue_full",
+        "unauthorized",
+        "forbidden",
+        "method_not_allowed",
+        "unsupported_media_type",
+        "too_large",
+        "unavailable",
+    ]
+    message: str
+
+
+class ErrorBody(ApiModel):
+    """Every error the API answers has this shape."""
+
+    error: ErrorDetail

@@ -1,0 +1,326 @@
+"""The endpoints of ``/api/v1``: messages (enqueue, read, cancel, abort), results,
+schedules (list, preview, pause, resume, run now, history), queues (list, pause,
+resume), the poison store (list, replay), workers and events (emit).
+
+Each is a thin layer over the ``App``'s verbs: an enqueue is checked against the
+registered task's signature exactly as ``delay()`` is, and the actor of a steering
+action is the guard's (``api`` for a shared token)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from scheduler import App, Call, ScheduledMessage
+from scheduler.clock import to_datetime
+from scheduler.views.poison import PoisonFilter, replay, task_of
+from tickwork.dashboard.api.models import (
+    Count,
+    Done,
+    EmitRequest,
+    Enqueued,
+    EnqueueRequest,
+    MessageView,
+    NoteRequest,
+    PoisonView,
+    QueueView,
+    ReplayRequest,
+    ResumeRequest,
+    ScheduleView,
+)
+from tickwork.dashboard.api.plumbing import ApiError, Endpoint, actor, endpoint, query
+from tickwork.dashboard.security import Guard
+from triggers import Cron, Repeating, Trigger
+
+#: the most items a listing returns
+LIST_MOST = 1000
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One endpoint: its path and method, the ``_Handlers`` method that serves it, what it
+    takes and gives (for the OpenAPI document), and what it does."""
+
+    path: str
+    method: str
+    handler: str
+    body: type[BaseModel] | None
+    answer: type[BaseModel] | None  # a model, or (``many``) a list of them
+    summary: str
+    many: bool = False
+    query: tuple[str, ...] = ()
+
+
+ENDPOINTS = (
+    Spec("/messages", "POST", "enqueue", EnqueueRequest, Enqueued,
+         "Enqueue a task (Idempotency-Key: a retried request stores it once)"),
+    Spec("/messages", "GET", "read", None, MessageView, "Read a message by id or key",
+         query=("id", "key", "queue")),
+    Spec("/messages", "DELETE", "cancel", NoteRequest, Done, "Cancel a message by id or key",
+         query=("id", "key", "queue")),
+    Spec("/messages/abort", "POST", "abort", NoteRequest, None,
+         "Stop a running message (or cancel a pending one) by id or key",
+         query=("id", "key", "queue")),
+    Spec("/results/{id}", "GET", "result", None, None, "A message's run: status, result, progress"),
+    Spec("/schedules", "GET", "schedules", None, ScheduleView, "The keyed schedules",
+         many=True, query=("queue",)),
+    Spec("/schedules/{key}/preview", "GET", "preview", None, None,
+         "A schedule's next fire times", query=("queue", "count")),
+    Spec("/schedules/{key}/history", "GET", "history", None, None,
+         "A schedule's occurrence ledger, newest first", query=("queue", "limit")),
+    Spec("/schedules/{key}/pause", "POST", "pause", NoteRequest, Done, "Pause a schedule",
+         query=("queue",)),
+    Spec("/schedules/{key}/resume", "POST", "resume", ResumeRequest, Done,
+         "Resume a paused schedule", query=("queue",)),
+    Spec("/schedules/{key}/trigger", "POST", "trigger", NoteRequest, Enqueued,
+         "Run a schedule's task now, off its grid", query=("queue",)),
+    Spec("/queues", "GET", "queues", None, QueueView, "Every queue", many=True),
+    Spec("/queues/{queue}/pause", "POST", "pause_queue", NoteRequest, Done, "Pause a queue"),
+    Spec("/queues/{queue}/resume", "POST", "resume_queue", NoteRequest, Done, "Resume a queue"),
+    Spec("/poison", "GET", "poison", None, PoisonView, "The poison store",
+         many=True, query=("queue", "limit")),
+    Spec("/poison/replay", "POST", "replay", ReplayRequest, Count,
+         "Put poisoned messages back to run"),
+    Spec("/workers", "GET", "workers", None, None, "The worker registry"),
+    Spec("/events", "POST", "emit", EmitRequest, Enqueued, "Emit an event; its id"),
+)  # fmt: skip
+
+
+def api_routes(app: App, guard: Guard) -> list[Route]:
+    """Every endpoint of the API over ``app``, guarded by ``guard``."""
+    handlers = _Handlers(app, guard)
+    by_path: dict[str, list[Spec]] = {}
+    for spec in ENDPOINTS:
+        by_path.setdefault(spec.path, []).append(spec)
+    routes = []
+    for path, specs in by_path.items():  # one route a path, dispatching on the method
+        served = {
+            spec.method: endpoint(guard, getattr(handlers, spec.handler), spec.body)
+            for spec in specs
+        }
+        routes.append(Route(path, _by_method(served), methods=list(served)))
+    return routes
+
+
+def _by_method(served: dict[str, Endpoint]) -> Endpoint:
+    async def dispatch(request: Request) -> Response:
+        return await served[request.method](request)
+
+    return dispatch
+
+
+class _Handlers:
+    def __init__(self, app: App, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    # -- messages --------------------------------------------------------------------------
+
+    def enqueue(self, request: Request, body: EnqueueRequest) -> Enqueued:
+        chosen = [
+            name for name in ("at", "delay_s", "every_s", "cron") if getattr(body, name) is not None
+        ]
+        if len(chosen) > 1:
+            raise ApiError(422, "invalid", f"give at most one of {', '.join(chosen)}")
+        identity = request.headers.get("idempotency-key") or None
+        if identity is not None and body.key is not None:
+            raise ApiError(422, "invalid", "give a key or an Idempotency-Key, not both")
+        call = Call(
+            body.task,
+            tuple(body.args),
+            dict(body.kwargs),
+            key=body.key,
+            at=body.at,
+            delay=None if body.delay_s is None else timedelta(seconds=body.delay_s),
+            trigger=_trigger(body),
+            queue=body.queue,
+            priority=body.priority,
+            identity=identity,
+        )
+        return Enqueued(id=self.app.enqueue(call, on_conflict=body.on_conflict))
+
+    def _found(self, request: Request) -> ScheduledMessage:
+        message_id, key = query(request, "id"), query(request, "key")
+        if (message_id is None) == (key is None):
+            raise ApiError(422, "invalid", "give exactly one of ?id= and ?key=")
+        found = self.app.get(id=message_id, key=key, queue=query(request, "queue"))
+        if found is None:
+            raise ApiError(404, "not_found", f"no message {message_id or key!r}")
+        return found
+
+    def read(self, request: Request, _: None) -> MessageView:
+        found = self._found(request)
+        message = found.message
+        return MessageView(
+            id=message.id,
+            queue=message.queue,
+            task=message.task,
+            key=message.key,
+            state=str(found.state),
+            due_at=found.due_at,
+            attempt=found.attempt,
+            last_error=found.last_error,
+            args=list(message.args),
+            kwargs=dict(message.kwargs),
+            trigger=None if message.trigger is None else message.trigger.describe(),
+            paused=message.paused_at is not None,
+        )
+
+    def cancel(self, request: Request, body: NoteRequest) -> Done:
+        message_id, key = query(request, "id"), query(request, "key")
+        if (message_id is None) == (key is None):
+            raise ApiError(422, "invalid", "give exactly one of ?id= and ?key=")
+        who = actor(self.guard, request)
+        done = self.app.cancel(
+            id=message_id, key=key, queue=query(request, "queue"), note=body.note, actor=who
+        )
+        return Done(done=done)
+
+    def abort(self, request: Request, _: NoteRequest) -> dict[str, Any]:
+        message_id, key = query(request, "id"), query(request, "key")
+        if (message_id is None) == (key is None):
+            raise ApiError(422, "invalid", "give exactly one of ?id= and ?key=")
+        result = self.app.abort(id=message_id, key=key, queue=query(request, "queue"))
+        return {"result": result.value}
+
+    def result(self, request: Request, _: None) -> dict[str, Any]:
+        info = self.app.result(request.path_params["id"])
+        return info.model_dump(mode="json", exclude_none=True)
+
+    # -- schedules -------------------------------------------------------------------------
+
+    def schedules(self, request: Request, _: None) -> list[ScheduleView]:
+        return [
+            ScheduleView(
+                queue=info.queue,
+                key=info.key,
+                task=info.task,
+                trigger=info.trigger.describe(),
+                timezone=info.trigger.zone,
+                next_run=info.next_run,
+                last_run=info.last_run,
+                last_success=info.last_success,
+                last_outcome=info.last_outcome,
+                paused=info.paused_at is not None,
+                misfires=info.misfires,
+            )
+            for info in self.app.schedules.list(query(request, "queue"))[:LIST_MOST]
+        ]
+
+    def preview(self, request: Request, _: None) -> list[dict[str, Any]]:
+        count = _count(request, default=10, most=100)
+        key = request.path_params["key"]
+        return [
+            {"at": o.at.isoformat(), "wall": o.wall.isoformat(), "note": o.note}
+            for o in self.app.preview(key, count, queue=query(request, "queue"))
+        ]
+
+    def history(self, request: Request, _: None) -> list[dict[str, Any]]:
+        limit = _count(request, default=100, most=LIST_MOST)
+        key = request.path_params["key"]
+        entries = self.app.schedules.history(key, queue=query(request, "queue"), limit=limit)
+        return [entry.as_json() for entry in entries]
+
+    def pause(self, request: Request, body: NoteRequest) -> Done:
+        key, who = request.path_params["key"], actor(self.guard, request)
+        queue = query(request, "queue")
+        return Done(done=self.app.schedules.pause(key, queue=queue, note=body.note, actor=who))
+
+    def resume(self, request: Request, body: ResumeRequest) -> Done:
+        key, who = request.path_params["key"], actor(self.guard, request)
+        resumed = self.app.schedules.resume(
+            key, queue=query(request, "queue"), misfire=body.misfire, note=body.note, actor=who
+        )
+        return Done(done=resumed is not None)
+
+    def trigger(self, request: Request, body: NoteRequest) -> Enqueued:
+        key, who = request.path_params["key"], actor(self.guard, request)
+        queue = query(request, "queue")
+        return Enqueued(
+            id=self.app.schedules.trigger_now(key, queue=queue, note=body.note, actor=who)
+        )
+
+    # -- queues, poison, workers, events ---------------------------------------------------
+
+    def queues(self, request: Request, _: None) -> list[QueueView]:
+        return [
+            QueueView(
+                queue=s.queue,
+                paused=s.paused,
+                ready=s.ready,
+                scheduled=s.scheduled,
+                in_flight=s.in_flight,
+                poisoned=s.poison,
+                max_pending=s.max_pending,
+            )
+            for s in self.app.backend.queues.stats()
+        ]
+
+    def pause_queue(self, request: Request, _: NoteRequest) -> Done:
+        self.app.queues.pause(request.path_params["queue"])
+        return Done(done=True)
+
+    def resume_queue(self, request: Request, _: NoteRequest) -> Done:
+        self.app.queues.resume(request.path_params["queue"])
+        return Done(done=True)
+
+    def poison(self, request: Request, _: None) -> list[PoisonView]:
+        limit = _count(request, default=100, most=LIST_MOST)
+        return [
+            PoisonView(
+                id=record.envelope.id,
+                queue=record.envelope.queue,
+                task=task_of(record),
+                reason=record.failure.reason,
+                error_type=record.failure.error_type,
+                error=record.failure.message,
+                attempts=record.attempts,
+                failed_at=to_datetime(record.failed_at_ms),
+            )
+            for record in self.app.backend.poison.list(query(request, "queue"), limit)
+        ]
+
+    def replay(self, request: Request, body: ReplayRequest) -> Count:
+        if (body.ids is None) == (body.queue is None):
+            raise ApiError(422, "invalid", "give exactly one of ids and queue")
+        if body.ids is not None:
+            return Count(count=self.app.backend.poison.replay(body.ids) if body.ids else 0)
+        return Count(count=replay(self.app.backend, PoisonFilter(queue=body.queue)))
+
+    def workers(self, request: Request, _: None) -> list[dict[str, Any]]:
+        return [worker.model_dump(mode="json") for worker in self.app.workers.live()]
+
+    def emit(self, request: Request, body: EmitRequest) -> Enqueued:
+        event = self.app.emit(
+            body.name, body.payload, key=body.key, event_id=body.event_id, queue=body.queue
+        )
+        return Enqueued(id=event)
+
+
+def _trigger(body: EnqueueRequest) -> Trigger | None:
+    """The trigger an enqueue asks for; ``ApiError`` 422 for a bad one."""
+    try:
+        if body.every_s is not None:
+            return Repeating(interval=timedelta(seconds=body.every_s), calendar=body.calendar)
+        if body.cron is not None:
+            return Cron(body.cron.expr, tz=body.cron.tz, calendar=body.calendar)
+    except (ValidationError, ValueError) as err:
+        raise ApiError(422, "invalid", f"bad trigger: {err}") from None
+    if body.calendar is not None:
+        raise ApiError(422, "invalid", "calendar needs every_s or cron")
+    return None
+
+
+def _count(request: Request, default: int, most: int) -> int:
+    text = query(request, "limit") or query(request, "count")
+    if text is None:
+        return default
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        raise ApiError(422, "invalid", f"limit is a whole number from 1 to {most}")
+    return int(text)
