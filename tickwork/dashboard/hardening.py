@@ -7,10 +7,13 @@ security headers, and a bound on what a request may send.
   to the dashboard; ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and
   ``Referrer-Policy: no-referrer``.
 - ``BodyLimit``: a request whose body is larger than ``MAX_BODY_BYTES`` is answered 413
-  before any of it reaches a handler (by its ``Content-Length``, or as it streams in).
+  (in the API's error shape, code ``too_large``) before any of it reaches a handler (by
+  its ``Content-Length``, or as it streams in).
 """
 
 from __future__ import annotations
+
+import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -97,12 +100,14 @@ class BodyLimit:
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = f"request body larger than {limit} bytes\n".encode()
+    """The 413, in the API's error shape (a page's form shows it as text)."""
+    message = f"request body larger than {limit} bytes"
+    body = json.dumps({"error": {"code": "too_large", "message": message}}).encode()
     await send(
         {
             "type": "http.response.start",
             "status": 413,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+            "headers": [(b"content-type", b"application/json")],
         }
     )
     await send({"type": "http.response.body", "body": body})
