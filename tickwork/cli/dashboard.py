@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 
 import click
 
@@ -20,27 +21,52 @@ from tickwork.cli.common import State, backend_option, clean_errors, fail, pass_
     "[$TICKWORK_DASHBOARD_TOKEN]. Required to serve actions beyond loopback.",
 )
 @click.option("--read-only", is_flag=True, help="Show pages only: no action is served.")
+@click.option(
+    "--users",
+    "users_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A TOML file of users and tokens with roles (viewer, operator, admin): each signs "
+    "in as itself, and may do what its role allows (instead of --token).",
+)
 @pass_state
 @backend_option
 @clean_errors
-def dashboard(state: State, host: str, port: int, token: str | None, read_only: bool) -> None:
+def dashboard(
+    state: State,
+    host: str,
+    port: int,
+    token: str | None,
+    read_only: bool,
+    users_file: str | None,
+) -> None:
     """Serve the web dashboard: queues, schedules, workers, the poison queue, messages
     and workflows, with pause, resume, run now, replay, cancel and abort."""
     try:
         import uvicorn
 
-        from tickwork.dashboard import Access, create_dashboard
+        from tickwork.dashboard import Access, Guard, create_dashboard
+        from tickwork.dashboard.users import Users
     except ImportError as err:
         fail(
             f"the dashboard needs the 'dashboard' extra: pip install 'tickwork[dashboard]' ({err})"
         )
-    access = Access(token=token or None, read_only=read_only)
-    try:
-        access.check_binding(host)
-    except ValueError as err:
-        fail(str(err))
+    guard: Guard
+    if users_file is not None:
+        if token or read_only:
+            fail("--users replaces --token and --read-only (give roles in the file)")
+        try:
+            guard = Users.load(users_file)
+        except ValueError as err:
+            fail(str(err))
+    else:
+        access = Access(token=token or None, read_only=read_only)
+        try:
+            access.check_binding(host)
+        except ValueError as err:
+            fail(str(err))
+        guard = access
     click.echo(f"tickwork dashboard on http://{host}:{port}/", err=True)
-    uvicorn.run(create_dashboard(state.app(), access), host=host, port=port, log_level="warning")
+    uvicorn.run(create_dashboard(state.app(), guard), host=host, port=port, log_level="warning")
 
 
 @click.command()
@@ -51,3 +77,35 @@ def openapi() -> None:
     except ImportError as err:
         fail(f"the API needs the 'dashboard' extra: pip install 'tickwork[dashboard]' ({err})")
     click.echo(json.dumps(document(), indent=2, sort_keys=True))
+
+
+@click.group()
+def users() -> None:
+    """Make the entries of a dashboard users file (tickwork dashboard --users FILE)."""
+
+
+@users.command("hash")
+@click.password_option(prompt="Password", help="the password (asked when not given)")
+def hash_command(password: str) -> None:
+    """Print a password's hash, for a user's ``password`` in the users file."""
+    from tickwork.dashboard.users import hash_password
+
+    click.echo(hash_password(password))
+
+
+@users.command("token")
+@click.argument("name")
+@click.option(
+    "--role",
+    type=click.Choice(["viewer", "operator", "admin"]),
+    default="operator",
+    show_default=True,
+)
+def token_command(name: str, role: str) -> None:
+    """Make a token for program NAME: prints the token (give it to the program, once) and
+    the lines to add to the users file (its digest only)."""
+    from tickwork.dashboard.users import token_digest
+
+    token = secrets.token_urlsafe(32)
+    click.echo(f"token: {token}", err=True)
+    click.echo(f'[tokens.{name}]\nsha256 = "{token_digest(token)}"\nrole = "{role}"')

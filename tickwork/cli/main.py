@@ -72,6 +72,7 @@ for command in (
     workflows.workflow,
     dashboard.dashboard,
     dashboard.openapi,
+    dashboard.users,
     events.emit,
     events.events,
 ):

@@ -19,6 +19,7 @@ from starlette.templating import Jinja2Templates
 
 from scheduler import TickworkError
 from scheduler.clock import to_datetime
+from tickwork.dashboard.roles import Role, needed
 from tickwork.dashboard.security import CSRF_COOKIE, Guard, Refused
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
@@ -53,10 +54,13 @@ def page(access: Guard, template: str, gather: Gather) -> Handler:
         token, as_cookie = access.csrf_token(request)
         root = str(request.scope.get("root_path", ""))  # where it is mounted ("": at /)
         path = request.url.path
+        role = access.role(request)
         context.update(
             csrf=token,
             csrf_field=access.csrf_field,
-            read_only=not access.may_act(request),
+            read_only=role < Role.OPERATOR,
+            admin=role >= Role.ADMIN,  # the actions only an admin may take are shown
+            role=role.label,
             path=path,  # the whole path: where an action comes back to
             root=root,  # every link and form starts with it
             here=path.removeprefix(root) or "/",  # the page, as the navigation names it
@@ -85,6 +89,9 @@ def action(access: Guard, act: Act) -> Handler:
         form = Form(await request.form())
         try:
             access.allow_action(request, form.get(access.csrf_field))
+            wanted = needed(str(request.path_params.get("verb", "")))
+            if access.role(request) < wanted:
+                raise Refused(403, f"this needs the {wanted.label} role")
             params = {**request.path_params, "actor": access.actor(request)}
             done = await run_in_threadpool(act, params, form)
         except Refused as refused:

@@ -20,6 +20,8 @@ from typing import Protocol
 
 from starlette.requests import Request
 
+from tickwork.dashboard.roles import Role
+
 CSRF_COOKIE = "tickwork_csrf"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -44,6 +46,10 @@ class Guard(Protocol):
 
     def may_act(self, request: Request) -> bool:
         """Whether this request's user may act (else the pages show no action)."""
+
+    def role(self, request: Request) -> Role:
+        """This request's user's role (``tickwork.dashboard.roles``): which actions the
+        pages show it, and which it may take."""
 
     def allow_action(self, request: Request, form_token: str | None) -> None:
         """Raise ``Refused`` unless this POST may act, with the CSRF token it carries."""
@@ -82,6 +88,10 @@ class Access:
     def may_act(self, request: Request) -> bool:
         return not self.read_only
 
+    def role(self, request: Request) -> Role:
+        """One shared token: whoever holds it may do everything (read-only: view)."""
+        return Role.VIEWER if self.read_only else Role.ADMIN
+
     def csrf_token(self, request: Request) -> tuple[str, bool]:
         """This browser's token (a new one if it has none yet), kept in its cookie."""
         return request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32), True
@@ -117,6 +127,8 @@ def _presented(header: str) -> str | None:
 #: what a host application puts in the ASGI scope of a request it forwards: whether its
 #: user may act, the CSRF token its forms carry, and who its signed-in user is
 MAY_ACT_SCOPE, CSRF_SCOPE, USER_SCOPE = "tickwork.may_act", "tickwork.csrf", "tickwork.user"
+#: and, when it has roles of its own, the user's role (a name: viewer, operator, admin)
+ROLE_SCOPE = "tickwork.role"
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,14 @@ class HostChecked:
 
     def may_act(self, request: Request) -> bool:
         return bool(request.scope.get(MAY_ACT_SCOPE))
+
+    def role(self, request: Request) -> Role:
+        """The host's word (``tickwork.role`` in the scope: a role's name), else admin
+        for a user who may act and viewer for one who may not."""
+        named = request.scope.get(ROLE_SCOPE)
+        if isinstance(named, str):
+            return Role.named(named)
+        return Role.ADMIN if self.may_act(request) else Role.VIEWER
 
     def allow_action(self, request: Request, form_token: str | None) -> None:
         self.authenticate(request)

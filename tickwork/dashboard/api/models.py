@@ -160,6 +160,7 @@ class ErrorDetail(ApiModel):
         "queue_full",
         "unauthorized",
         "forbidden",
+        "rate_limited",
         "method_not_allowed",
         "unsupported_media_type",
         "too_large",

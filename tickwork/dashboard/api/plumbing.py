@@ -28,12 +28,16 @@ from scheduler import (
     WorkflowNotFound,
 )
 from tickwork.dashboard.api.models import ErrorBody, ErrorDetail
+from tickwork.dashboard.roles import Role
 from tickwork.dashboard.security import Guard, Refused
 
 M = TypeVar("M", bound=BaseModel)
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 _WRITES = ("POST", "PUT", "DELETE", "PATCH")
+
+#: the guard's refusals, by status
+_REFUSALS = {401: "unauthorized", 403: "forbidden", 429: "rate_limited"}
 
 
 class ApiError(Exception):
@@ -70,21 +74,26 @@ def _mapped(err: Exception) -> ApiError:
 
 
 def endpoint(
-    guard: Guard, handle: Callable[[Request, Any], Any], body: type[BaseModel] | None = None
+    guard: Guard,
+    handle: Callable[[Request, Any], Any],
+    body: type[BaseModel] | None = None,
+    needs: Role = Role.OPERATOR,
 ) -> Endpoint:
     """An endpoint: ``handle(request, parsed body or None)`` runs in a thread and returns
-    a model (or a list of them, or a plain JSON value) answered with 200."""
+    a model (or a list of them, or a plain JSON value) answered with 200. A write needs
+    the role ``needs``; a read, any role."""
 
     async def serve(request: Request) -> Response:
         try:
             try:
                 guard.authenticate(request)
             except Refused as refused:
-                raise ApiError(refused.status, "unauthorized", str(refused)) from None
+                code = _REFUSALS.get(refused.status, "unauthorized")
+                raise ApiError(refused.status, code, str(refused)) from None
             parsed = None
             if request.method in _WRITES:
-                if not guard.may_act(request):
-                    raise ApiError(403, "forbidden", "this API is read-only here")
+                if guard.role(request) < needs:
+                    raise ApiError(403, "forbidden", f"this needs the {needs.label} role")
                 media = request.headers.get("content-type", "").split(";")[0].strip()
                 if media != "application/json":
                     raise ApiError(
