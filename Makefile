@@ -10,7 +10,7 @@ DEMO_DB := $(CURDIR)/.demo/tickwork.db
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[dev,redis,postgres,spark,cassandra,holidays,otel,dashboard]'
+	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[dev,redis,postgres,spark,cassandra,holidays,otel,dashboard,encryption]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -23,6 +23,7 @@ from scheduler.backends import (
 )
 from scheduler.backends.codec import BodyCodec, CodedBackend
 from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
+from scheduler.encryption import Encryption, keys_of
 from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.events.service import Events
 from scheduler.hooks import Hook, Hooks
@@ -78,6 +79,8 @@ class App:
             self._backend = None
         self.clock: Clock = clock or SystemClock()
         self.hooks = Hooks(hooks)
+        if self.settings.encryption_keys:  # encrypted last: what other hooks made
+            self.hooks.add(Encryption(keys_of(self.settings.encryption_keys)))
         self._coded: CodedBackend | None = None  # the backend behind the hooks' body codec
         retention = (
             self.settings.keep_results,
@@ -109,7 +112,9 @@ class App:
         if not self.hooks.has_codec:
             return self._backend
         if self._coded is None or self._coded.inner is not self._backend:
-            codec = BodyCodec(self.hooks.encode, self.hooks.decode)
+            hooks = self.hooks
+            data = (hooks.encode_data, hooks.decode_data) if hooks.has_data_codec else (None, None)
+            codec = BodyCodec(hooks.encode, hooks.decode, *data)
             self._coded = CodedBackend(self._backend, codec)
         return self._coded
 

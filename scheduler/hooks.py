@@ -21,6 +21,10 @@ The steps, in order:
   store. The envelope (queue, key, priority, due time) stays clear, so keys, scheduling
   and every backend feature work unchanged. ``encode_body`` must give the same bytes for
   the same body (a re-sent keyed message is recognised by its stored bytes).
+- ``encode_data`` / ``decode_data``: a codec of what is kept beside bodies: result
+  records (what a run returned, its progress note, its error) and the error texts of
+  failed runs (the poison store's message and traceback, a retried message's last
+  error). Encryption at rest (``scheduler.encryption``) implements both codecs.
 - ``before_run(run)``: in the worker, as a claimed message is handed to the pool.
 - ``before_handler(run)`` / ``after_handler(run)``: in the thread, process or event
   loop that runs the handler, right before it is called and right after it returned or
@@ -69,6 +73,15 @@ class Hook:
         cannot read."""
         return body
 
+    def encode_data(self, data: bytes) -> bytes:
+        """The bytes to store for a result record or an error text (a codec, as
+        ``encode_body``)."""
+        return data
+
+    def decode_data(self, data: bytes) -> bytes:
+        """The bytes ``encode_data`` was given; raise on bytes it cannot read."""
+        return data
+
     def before_run(self, run: RunInfo) -> None:
         """A claimed message is handed to the pool to run."""
 
@@ -106,6 +119,8 @@ class Hooks:
         self.on_poison: tuple[Callable[[RunInfo, Failure], None], ...] = ()
         self._encoders: tuple[Callable[[bytes], bytes], ...] = ()
         self._decoders: tuple[Callable[[bytes], bytes], ...] = ()
+        self._data_encoders: tuple[Callable[[bytes], bytes], ...] = ()
+        self._data_decoders: tuple[Callable[[bytes], bytes], ...] = ()
         for hook in hooks:
             self.add(hook)
 
@@ -121,6 +136,9 @@ class Hooks:
         if _overrides(hook, "encode_body") or _overrides(hook, "decode_body"):
             self._encoders = (*self._encoders, hook.encode_body)
             self._decoders = (hook.decode_body, *self._decoders)
+        if _overrides(hook, "encode_data") or _overrides(hook, "decode_data"):
+            self._data_encoders = (*self._data_encoders, hook.encode_data)
+            self._data_decoders = (hook.decode_data, *self._data_decoders)
 
     def __iter__(self) -> Any:
         return iter(self._hooks)
@@ -130,8 +148,25 @@ class Hooks:
 
     @property
     def has_codec(self) -> bool:
-        """Whether some hook transforms bodies."""
-        return bool(self._encoders)
+        """Whether some hook transforms bodies, or what is kept beside them."""
+        return bool(self._encoders or self._data_encoders)
+
+    @property
+    def has_data_codec(self) -> bool:
+        """Whether some hook transforms what is kept beside bodies."""
+        return bool(self._data_encoders)
+
+    def encode_data(self, data: bytes) -> bytes:
+        """``data`` through every hook's ``encode_data``, in order."""
+        for encode in self._data_encoders:
+            data = encode(data)
+        return data
+
+    def decode_data(self, data: bytes) -> bytes:
+        """``data`` back through every hook's ``decode_data``, in reverse order."""
+        for decode in self._data_decoders:
+            data = decode(data)
+        return data
 
     def encode(self, body: bytes) -> bytes:
         """``body`` through every hook's ``encode_body``, in order."""

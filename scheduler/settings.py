@@ -38,6 +38,9 @@ class Settings(BaseModel):
     history_max_age_s: float = Field(default=30 * 86_400.0, gt=0)
     #: how long ``delay``/``schedule``/``enqueue_many`` wait for room in a full queue
     enqueue_block_s: float = Field(default=60.0, ge=0)
+    #: encryption at rest (``scheduler.encryption``): keys, comma-separated, newest first
+    #: ("": off)
+    encryption_keys: str = Field(default="", repr=False)
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:

@@ -17,6 +17,7 @@ What crosses each role:
 
 from __future__ import annotations
 
+import base64
 import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,7 +27,7 @@ from typing import Any, Self
 
 from scheduler.backends.base import Backend
 from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.roles import Leases, Messages, PoisonStore
+from scheduler.backends.roles import Leases, Messages, PoisonStore, Results
 from scheduler.backends.values import (
     Claim,
     ClaimBatch,
@@ -44,12 +45,63 @@ log = logging.getLogger("tickwork.hooks")
 Transform = Callable[[bytes], bytes]
 
 
-class BodyCodec:
-    """A pair of transforms; ``decode`` may raise on bytes it cannot read."""
+#: how an error text transformed by the data codec is stored (base64 after it)
+TEXT_PREFIX = "tw-data:"
 
-    def __init__(self, encode: Transform, decode: Transform) -> None:
+#: what a reader without the codec's key is shown of a transformed text
+UNREADABLE = "(encrypted: this app has no key for it)"
+
+
+def _same(data: bytes) -> bytes:
+    return data
+
+
+class BodyCodec:
+    """A pair of transforms of bodies, and optionally one of the data kept beside them
+    (result records, error texts); each ``decode`` may raise on bytes it cannot read."""
+
+    def __init__(
+        self,
+        encode: Transform,
+        decode: Transform,
+        encode_data: Transform | None = None,
+        decode_data: Transform | None = None,
+    ) -> None:
         self.encode = encode
         self.decode = decode
+        self.encode_data = encode_data or _same
+        self.decode_data = decode_data or _same
+        self.transforms_data = encode_data is not None
+
+    def text_in(self, text: str) -> str:
+        """An error text as stored: through the data codec, as base64 after a prefix."""
+        if not self.transforms_data or not text:
+            return text
+        return TEXT_PREFIX + base64.b64encode(self.encode_data(text.encode())).decode()
+
+    def text_out(self, text: str | None) -> str | None:
+        """An error text as stored, read back (``UNREADABLE`` when it cannot be)."""
+        if text is None or not text.startswith(TEXT_PREFIX):
+            return text
+        try:
+            raw = base64.b64decode(text.removeprefix(TEXT_PREFIX), validate=True)
+            return self.decode_data(raw).decode()
+        except Exception:
+            return UNREADABLE
+
+    def failure_in(self, failure: Failure) -> Failure:
+        return replace(
+            failure,
+            message=self.text_in(failure.message),
+            traceback=self.text_in(failure.traceback),
+        )
+
+    def failure_out(self, failure: Failure) -> Failure:
+        return replace(
+            failure,
+            message=self.text_out(failure.message) or "",
+            traceback=self.text_out(failure.traceback) or "",
+        )
 
     def envelope(self, envelope: Envelope) -> Envelope:
         return envelope._replace(body=self.encode(envelope.body))
@@ -66,7 +118,10 @@ class BodyCodec:
         if stored is None:
             return None
         envelope = self.decoded(stored.envelope)
-        return stored if envelope is None else replace(stored, envelope=envelope)
+        last_error = self.text_out(stored.last_error)
+        if envelope is None:
+            return replace(stored, last_error=last_error)
+        return replace(stored, envelope=envelope, last_error=last_error)
 
     def claim_in(self, claim: Claim) -> Claim:
         """A claim as the worker holds it: its body decoded (or marked malformed)."""
@@ -167,6 +222,7 @@ class CodedLeases(Leases):
     def retry(
         self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
     ) -> bool:
+        error = self._codec.text_in(error)
         return self._inner.retry(self._codec.claim_out(claim), due_ms, error, ledger)
 
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
@@ -186,6 +242,7 @@ class CodedLeases(Leases):
         ledger: LedgerEntry | None = None,
     ) -> bool:
         nxt = None if next_occurrence is None else self._codec.envelope(next_occurrence)
+        failure = self._codec.failure_in(failure)
         return self._inner.poison(self._codec.claim_out(claim), failure, nxt, ledger)
 
 
@@ -198,7 +255,10 @@ class CodedPoison(PoisonStore):
 
     def _record(self, record: PoisonRecord) -> PoisonRecord:
         envelope = self._codec.decoded(record.envelope)
-        return record if envelope is None else replace(record, envelope=envelope)
+        failure = self._codec.failure_out(record.failure)
+        if envelope is None:
+            return replace(record, failure=failure)
+        return replace(record, envelope=envelope, failure=failure)
 
     def list(self, queue: str | None = None, limit: int = 100) -> builtins.list[PoisonRecord]:
         return [self._record(record) for record in self._inner.list(queue, limit)]
@@ -212,6 +272,28 @@ class CodedPoison(PoisonStore):
 
     def purge(self, queue: str | None = None, ids: Sequence[str] | None = None) -> int:
         return self._inner.purge(queue, ids)
+
+
+class CodedResults(Results):
+    """``Results`` with records through the data codec (one it cannot read is left out:
+    a reader without the key sees no record)."""
+
+    def __init__(self, inner: Results, codec: BodyCodec) -> None:
+        self._inner = inner
+        self._codec = codec
+
+    def put(self, results: Sequence[tuple[str, bytes, int]]) -> None:
+        encode = self._codec.encode_data
+        self._inner.put([(mid, encode(record), ttl) for mid, record, ttl in results])
+
+    def get(self, message_ids: Sequence[str]) -> dict[str, bytes]:
+        found = {}
+        for message_id, record in self._inner.get(message_ids).items():
+            try:
+                found[message_id] = self._codec.decode_data(record)
+            except Exception as err:
+                log.warning("cannot decode the result of %s: %s", message_id, err)
+        return found
 
 
 class CodedBackend(Backend):
@@ -230,7 +312,9 @@ class CodedBackend(Backend):
         self.aborts = inner.aborts
         self.limits = inner.limits
         self.rates = inner.rates
-        self.results = inner.results
+        self.results = (
+            CodedResults(inner.results, codec) if codec.transforms_data else inner.results
+        )
         self.registry = inner.registry
         self.batches = inner.batches
         self.ledger = inner.ledger

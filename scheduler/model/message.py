@@ -126,6 +126,11 @@ class Message(BaseModel):
                 data["then"] = unpack_steps(data.pop("then_z"))
             return cls.model_validate(data)
         except (PydanticValidationError, ValueError, UnicodeDecodeError) as err:
+            if body.startswith(b"\x00tw-"):  # scheduler.encryption's values
+                raise DecodeError(
+                    "an encrypted message, and this app has no key for it "
+                    "(TICKWORK_ENCRYPTION_KEYS)"
+                ) from err
             raise DecodeError(f"not a tickwork message: {err}") from err
 
     def envelope(self, due_ms: int, body: bytes | None = None) -> Envelope:

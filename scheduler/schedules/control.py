@@ -11,6 +11,7 @@ the misfire policy given) back on the grid.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,7 @@ from scheduler.backends import (
     StoredMessage,
 )
 from scheduler.clock import to_datetime, to_ms
-from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
+from scheduler.errors import BackendError, DecodeError, InvalidMessage, ScheduleNotFound
 from scheduler.model.ids import identity_chain_id, occurrence_id
 from scheduler.model.message import Message
 from scheduler.producing.building import MessageBuilder
@@ -41,6 +42,8 @@ _SKIPPED_WALK = 1000  # skipped occurrences named by time on resume, at most (al
 #: an abort request outlives the run it targets by this much past twice its timeout, so a
 #: redelivery after a worker crash is stopped too
 ABORT_MARGIN_MS = 60_000
+
+log = logging.getLogger("tickwork.schedules")
 
 
 class AbortResult(StrEnum):
@@ -306,7 +309,13 @@ def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
     """Keyed recurring messages (of ``queue``, or all) with next run, last run, misfires."""
     result = []
     for stored in backend.messages.keyed(queue):
-        message = Message.decode(stored.envelope.body)
+        try:
+            message = Message.decode(stored.envelope.body)
+        except DecodeError as err:  # encrypted under a key this app lacks, or damaged
+            log.warning(
+                "schedule %s of %s left out: %s", stored.envelope.key, stored.envelope.queue, err
+            )
+            continue
         if message.trigger is None or message.key is None:
             continue
         paused = message.paused_at is not None

@@ -1,5 +1,6 @@
 """``tickwork dashboard``: serve the web dashboard (and its HTTP API) with uvicorn;
-``tickwork openapi``: print the API's OpenAPI document."""
+``tickwork openapi``: print the API's OpenAPI document; ``tickwork users``: the entries of
+a users file; ``tickwork encryption-key``: a key for encryption at rest."""
 
 from __future__ import annotations
 
@@ -109,3 +110,12 @@ def token_command(name: str, role: str) -> None:
     token = secrets.token_urlsafe(32)
     click.echo(f"token: {token}", err=True)
     click.echo(f'[tokens.{name}]\nsha256 = "{token_digest(token)}"\nrole = "{role}"')
+
+
+@click.command("encryption-key")
+def encryption_key() -> None:
+    """Print a new key for encryption at rest (TICKWORK_ENCRYPTION_KEYS: keys newest
+    first, comma-separated)."""
+    from scheduler.encryption import Encryption
+
+    click.echo(Encryption.new_key())

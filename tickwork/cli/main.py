@@ -73,6 +73,7 @@ for command in (
     dashboard.dashboard,
     dashboard.openapi,
     dashboard.users,
+    dashboard.encryption_key,
     events.emit,
     events.events,
 ):

@@ -1,0 +1,89 @@
+"""Encryption at rest on every backend: a message's arguments, what its run returned and
+why a run failed are stored encrypted (read through the backend without the key, no
+byte of them is plain), while keys, scheduling and workers work as before; keys rotate
+(the newest encrypts, every one decrypts); an app without the key gets one clear error
+and loses nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler import App, DecodeError, RetryPolicy, open_backend
+from scheduler.encryption import MAGIC, Encryption
+from scheduler.errors import ConfigurationError
+from tests.support.helpers import running, wait_for
+from triggers import Cron
+
+SECRET = "SECRET-4521"
+
+
+def _encrypted_app(app: App, *keys: str) -> App:
+    return App(app.settings.backend, hooks=[Encryption(list(keys))])
+
+
+def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
+    key = Encryption.new_key()
+    secure = _encrypted_app(app, key)
+
+    @secure.task(keep_result=True)
+    def echo(text: str) -> str:
+        return f"{text} and back"
+
+    @secure.task(retry=RetryPolicy(retries=0))
+    def fails(text: str) -> None:
+        raise ValueError(f"refused {text}")
+
+    echo.schedule(args=(SECRET,), trigger=Cron("0 9 * * *"), key="daily")
+    done = echo.delay(SECRET)
+    failed = fails.delay(SECRET)
+    with running(secure):
+        wait_for(lambda: done.status().value == "succeeded", timeout_s=30)
+        wait_for(lambda: len(secure.backend.poison.list()) == 1, timeout_s=30)
+    # through the app (its key): everything reads as before
+    assert done.result() == f"{SECRET} and back"
+    assert secure.get(key="daily").message.args == [SECRET]  # type: ignore[union-attr]
+    (poisoned,) = secure.backend.poison.list()
+    assert poisoned.failure.message == f"refused {SECRET}" and poisoned.envelope.id == failed
+    # in the store, read without the key: nothing of it is plain
+    raw = open_backend(app.settings.backend)
+    try:
+        stored = raw.messages.get_by_key("default", "daily")
+        assert stored is not None and stored.envelope.key == "daily", "the envelope stays clear"
+        assert (
+            stored.envelope.body.startswith(MAGIC) and SECRET.encode() not in stored.envelope.body
+        )
+        (record,) = raw.results.get([done]).values()
+        assert record.startswith(MAGIC) and SECRET.encode() not in record
+        (raw_poisoned,) = raw.poison.list()
+        assert SECRET not in raw_poisoned.failure.message + raw_poisoned.failure.traceback
+        assert SECRET.encode() not in raw_poisoned.envelope.body
+    finally:
+        raw.close()
+    # an app without the key: one clear error, the schedule left out of its list, nothing lost
+    keyless = App(app.settings.backend)
+    with pytest.raises(DecodeError, match="no key for it"):
+        keyless.get(key="daily")
+    assert keyless.schedules.list() == []
+    assert secure.schedules.list()[0].key == "daily"
+
+
+def test_keys_rotate_without_downtime(app: App) -> None:
+    old, new = Encryption.new_key(), Encryption.new_key()
+    before = _encrypted_app(app, old)
+    ran: list[str] = []
+
+    @before.task
+    def note(text: str) -> None:
+        ran.append(text)
+
+    note.delay("written with the old key")
+    after = _encrypted_app(app, new, old)  # the new key first, the old one still read
+    after.include(note)
+    after.enqueue(note.call("written with the new key"))
+    with running(after):
+        wait_for(lambda: len(ran) == 2, timeout_s=30)
+    assert sorted(ran) == ["written with the new key", "written with the old key"]
+    with pytest.raises(ConfigurationError, match="64 bytes"):
+        Encryption(["c2hvcnQ="])
+    with pytest.raises(ConfigurationError, match="at least one key"):
+        Encryption([])
