@@ -30,7 +30,13 @@ typecheck: $(STAMP)
 unit: $(STAMP)  # the fast tests only: no server, a few seconds
 	$(BIN)/pytest -q tests/unit
 
-suite: $(STAMP)  # every test: unit, contract, integration, faults (starts real servers)
+NODE_PRODUCERS := examples/node/node_modules/.installed
+
+$(NODE_PRODUCERS): examples/node/package-lock.json  # the Node.js producers' packages
+	cd examples/node && npm ci --silent --no-audit --no-fund
+	touch $@
+
+suite: $(STAMP) $(NODE_PRODUCERS)  # every test: unit, contract, integration, faults (starts real servers)
 	$(BIN)/pytest -q --durations=25
 
 # the Django tests again on Django 6, whose tasks framework is built in (Python 3.12)

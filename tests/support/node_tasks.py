@@ -14,3 +14,11 @@ def add(a: int, b: int) -> int:
 @app.task(on_events="node.*")
 def noted(event: Event) -> None:
     seen.append(event.payload)
+
+
+sums: list[int] = []
+
+
+@app.task
+def add_noted(a: int, b: int) -> None:
+    sums.append(a + b)
