@@ -8,6 +8,7 @@ copy in ``docs/``; and a fuzz test of the inputs."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,12 @@ def test_schedules_are_steered_with_the_api_as_the_actor(pair_app: App) -> None:
     actions = app.schedules.actions("report")
     assert [(a.action, a.actor) for a in actions][-2:] == [("resume", "api"), ("pause", "api")]
     assert actions[-1].note == "partner down"
+    now = datetime.now(UTC)
+    span = {"start": (now - timedelta(days=3)).isoformat(), "end": now.isoformat()}
+    filled = api.post("/api/v1/schedules/report/backfill", json={**span, "note": "outage"})
+    assert filled.json()["enqueued"] == filled.json()["occurrences"] >= 2
+    again = api.post("/api/v1/schedules/report/backfill", json=span).json()
+    assert again["enqueued"] == 0 and again["already"] == filled.json()["enqueued"]
     _error(api.post("/api/v1/schedules/nothing/pause", json={}), 404, "not_found")
     _error(api.post("/api/v1/schedules/report/resume", json={"misfire": "later"}), 422, "invalid")
     _error(api.get("/api/v1/schedules/report/history", params={"limit": "x"}), 422, "invalid")
@@ -133,6 +140,11 @@ def test_poison_queues_workers_and_events(pair_app: App) -> None:
     assert poisoned["error"] == "the partner refused it" and poisoned["task"] == fails.name
     _error(api.post("/api/v1/poison/replay", json={}), 422, "invalid")
     assert api.post("/api/v1/poison/replay", json={"ids": [poisoned["id"]]}).json() == {"count": 1}
+    assert api.post("/api/v1/poison/purge", json={"queue": "default"}).json() == {"count": 0}
+    assert api.put("/api/v1/queues/default/bound", json={"max_pending": 50}).json()["done"]
+    assert app.backend.queues.bounds() == {"default": 50}
+    _error(api.put("/api/v1/queues/default/bound", json={"max_pending": 0}), 422, "invalid")
+    assert api.put("/api/v1/queues/default/bound", json={"max_pending": None}).json()["done"]
     assert api.post("/api/v1/queues/default/pause", json={}).json() == {"done": True}
     (queue,) = [q for q in api.get("/api/v1/queues").json() if q["queue"] == "default"]
     assert queue["paused"] and queue["ready"] == 1

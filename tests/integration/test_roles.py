@@ -108,6 +108,8 @@ def test_the_api_takes_tokens_with_roles(setup: tuple[App, TestClient, Users]) -
     assert client.get("/api/v1/queues", headers=_basic("vic")).status_code == 200
     wrong = client.get("/api/v1/queues", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "unauthorized"
+    purged = client.post("/api/v1/poison/purge", json={"queue": "default"}, headers=bearer)
+    assert purged.status_code == 403 and "admin" in purged.json()["error"]["message"]
     paused = client.post("/api/v1/schedules/report/pause", json={}, headers=bearer)
     assert paused.json() == {"done": True}
     assert app.schedules.actions("report")[0].actor == "token:deploy"

@@ -84,6 +84,30 @@ class ResumeRequest(NoteRequest):
     misfire: Literal["skip", "coalesce", "catch_up"] = "skip"
 
 
+class BackfillRequest(NoteRequest):
+    """Run each occurrence of a schedule from ``start`` to ``end`` (at most ``limit``),
+    ``spacing_s`` apart."""
+
+    start: AwareDatetime
+    end: AwareDatetime
+    limit: int = Field(default=1000, ge=1, le=10_000)
+    spacing_s: float = Field(default=0.0, ge=0, le=86_400)
+
+
+class Backfilled(ApiModel):
+    """What a backfill did: runs enqueued now, and runs a backfill enqueued before."""
+
+    occurrences: int
+    enqueued: int
+    already: int
+
+
+class BoundRequest(ApiModel):
+    """A queue's bound: at most ``max_pending`` messages waiting or leased (null: none)."""
+
+    max_pending: int | None = Field(ge=1)
+
+
 class ScheduleView(ApiModel):
     """A keyed recurring schedule."""
 
@@ -130,6 +154,10 @@ class ReplayRequest(ApiModel):
 
     ids: list[str] | None = Field(default=None, max_length=10_000)
     queue: str | None = None
+
+
+class PurgeRequest(ReplayRequest):
+    """Which poisoned messages to delete for good: these ids, or every one of ``queue``."""
 
 
 class Count(ApiModel):

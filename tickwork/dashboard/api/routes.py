@@ -19,8 +19,11 @@ from starlette.routing import Route
 
 from scheduler import App, Call, ScheduledMessage
 from scheduler.clock import to_datetime
-from scheduler.views.poison import PoisonFilter, replay, task_of
+from scheduler.views.poison import PoisonFilter, purge, replay, task_of
 from tickwork.dashboard.api.models import (
+    Backfilled,
+    BackfillRequest,
+    BoundRequest,
     Count,
     Done,
     EmitRequest,
@@ -29,12 +32,14 @@ from tickwork.dashboard.api.models import (
     MessageView,
     NoteRequest,
     PoisonView,
+    PurgeRequest,
     QueueView,
     ReplayRequest,
     ResumeRequest,
     ScheduleView,
 )
 from tickwork.dashboard.api.plumbing import ApiError, Endpoint, actor, endpoint, query
+from tickwork.dashboard.roles import Role
 from tickwork.dashboard.security import Guard
 from triggers import Cron, Repeating, Trigger
 
@@ -55,6 +60,7 @@ class Spec:
     summary: str
     many: bool = False
     query: tuple[str, ...] = ()
+    needs: Role = Role.OPERATOR  # the role a write needs (a read: any)
 
 
 ENDPOINTS = (
@@ -80,13 +86,19 @@ ENDPOINTS = (
          "Resume a paused schedule", query=("queue",)),
     Spec("/schedules/{key}/trigger", "POST", "trigger", NoteRequest, Enqueued,
          "Run a schedule's task now, off its grid", query=("queue",)),
+    Spec("/schedules/{key}/backfill", "POST", "backfill", BackfillRequest, Backfilled,
+         "Run each occurrence of a past range", query=("queue",)),
     Spec("/queues", "GET", "queues", None, QueueView, "Every queue", many=True),
     Spec("/queues/{queue}/pause", "POST", "pause_queue", NoteRequest, Done, "Pause a queue"),
     Spec("/queues/{queue}/resume", "POST", "resume_queue", NoteRequest, Done, "Resume a queue"),
+    Spec("/queues/{queue}/bound", "PUT", "bound", BoundRequest, Done,
+         "Bound a queue (max_pending: null removes it)", needs=Role.ADMIN),
     Spec("/poison", "GET", "poison", None, PoisonView, "The poison store",
          many=True, query=("queue", "limit")),
     Spec("/poison/replay", "POST", "replay", ReplayRequest, Count,
          "Put poisoned messages back to run"),
+    Spec("/poison/purge", "POST", "purge", PurgeRequest, Count,
+         "Delete poisoned messages for good", needs=Role.ADMIN),
     Spec("/workers", "GET", "workers", None, None, "The worker registry"),
     Spec("/events", "POST", "emit", EmitRequest, Enqueued, "Emit an event; its id"),
 )  # fmt: skip
@@ -101,7 +113,7 @@ def api_routes(app: App, guard: Guard) -> list[Route]:
     routes = []
     for path, specs in by_path.items():  # one route a path, dispatching on the method
         served = {
-            spec.method: endpoint(guard, getattr(handlers, spec.handler), spec.body)
+            spec.method: endpoint(guard, getattr(handlers, spec.handler), spec.body, spec.needs)
             for spec in specs
         }
         routes.append(Route(path, _by_method(served), methods=list(served)))
@@ -246,6 +258,22 @@ class _Handlers:
             id=self.app.schedules.trigger_now(key, queue=queue, note=body.note, actor=who)
         )
 
+    def backfill(self, request: Request, body: BackfillRequest) -> Backfilled:
+        key, who = request.path_params["key"], actor(self.guard, request)
+        filled = self.app.schedules.backfill(
+            key,
+            body.start,
+            body.end,
+            queue=query(request, "queue"),
+            limit=body.limit,
+            spacing=timedelta(seconds=body.spacing_s),
+            note=body.note,
+            actor=who,
+        )
+        return Backfilled(
+            occurrences=len(filled.occurrences), enqueued=filled.enqueued, already=filled.already
+        )
+
     # -- queues, poison, workers, events ---------------------------------------------------
 
     def queues(self, request: Request, _: None) -> list[QueueView]:
@@ -270,6 +298,10 @@ class _Handlers:
         self.app.queues.resume(request.path_params["queue"])
         return Done(done=True)
 
+    def bound(self, request: Request, body: BoundRequest) -> Done:
+        self.app.queues.configure(request.path_params["queue"], max_pending=body.max_pending)
+        return Done(done=True)
+
     def poison(self, request: Request, _: None) -> list[PoisonView]:
         limit = _count(request, default=100, most=LIST_MOST)
         return [
@@ -292,6 +324,13 @@ class _Handlers:
         if body.ids is not None:
             return Count(count=self.app.backend.poison.replay(body.ids) if body.ids else 0)
         return Count(count=replay(self.app.backend, PoisonFilter(queue=body.queue)))
+
+    def purge(self, request: Request, body: PurgeRequest) -> Count:
+        if (body.ids is None) == (body.queue is None):
+            raise ApiError(422, "invalid", "give exactly one of ids and queue")
+        if body.ids is not None:
+            return Count(count=self.app.backend.poison.purge(ids=body.ids) if body.ids else 0)
+        return Count(count=purge(self.app.backend, PoisonFilter(queue=body.queue)))
 
     def workers(self, request: Request, _: None) -> list[dict[str, Any]]:
         return [worker.model_dump(mode="json") for worker in self.app.workers.live()]
