@@ -110,6 +110,15 @@ def test_schedules_are_steered_with_the_api_as_the_actor(pair_app: App) -> None:
     again = api.post("/api/v1/schedules/report/backfill", json=span).json()
     assert again["enqueued"] == 0 and again["already"] == filled.json()["enqueued"]
     _error(api.post("/api/v1/schedules/nothing/pause", json={}), 404, "not_found")
+    hours = {"windows": [{"start": "09:00", "end": "17:00", "days": [0, 1, 2, 3, 4]}]}
+    stored = api.put("/api/v1/calendars/desk", json={"rules": hours, "note": "office"})
+    assert stored.json() == {"done": True}
+    assert api.get("/api/v1/calendars").json()["desk"]["windows"][0]["start"] == "09:00:00"
+    bad = {"rules": {"ranges": [["2030-02-01", "2030-01-01"]]}}
+    _error(api.put("/api/v1/calendars/bad", json=bad), 422, "invalid")
+    assert app.schedules.calendars.history("desk")[0].actor == "api"
+    gone = api.request("DELETE", "/api/v1/calendars/desk", json={})
+    assert gone.json() == {"done": True}
     _error(api.post("/api/v1/schedules/report/resume", json={"misfire": "later"}), 422, "invalid")
     _error(api.get("/api/v1/schedules/report/history", params={"limit": "x"}), 422, "invalid")
 

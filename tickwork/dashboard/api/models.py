@@ -108,6 +108,14 @@ class BoundRequest(ApiModel):
     max_pending: int | None = Field(ge=1)
 
 
+class CalendarRequest(ApiModel):
+    """A named calendar's rules (``triggers.Exclusions``: ``dates``, ``ranges``,
+    ``holidays``, ``windows``), and why it changes."""
+
+    rules: dict[str, Any]
+    note: str | None = Field(default=None, max_length=2000)
+
+
 class ScheduleView(ApiModel):
     """A keyed recurring schedule."""
 

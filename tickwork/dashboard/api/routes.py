@@ -24,6 +24,7 @@ from tickwork.dashboard.api.models import (
     Backfilled,
     BackfillRequest,
     BoundRequest,
+    CalendarRequest,
     Count,
     Done,
     EmitRequest,
@@ -41,7 +42,7 @@ from tickwork.dashboard.api.models import (
 from tickwork.dashboard.api.plumbing import ApiError, Endpoint, actor, endpoint, query
 from tickwork.dashboard.roles import Role
 from tickwork.dashboard.security import Guard
-from triggers import Cron, Repeating, Trigger
+from triggers import Cron, Exclusions, Repeating, Trigger
 
 #: the most items a listing returns
 LIST_MOST = 1000
@@ -99,6 +100,11 @@ ENDPOINTS = (
          "Put poisoned messages back to run"),
     Spec("/poison/purge", "POST", "purge", PurgeRequest, Count,
          "Delete poisoned messages for good", needs=Role.ADMIN),
+    Spec("/calendars", "GET", "calendars", None, None, "The named calendars, with their rules"),
+    Spec("/calendars/{name}", "PUT", "put_calendar", CalendarRequest, Done,
+         "Store (or change) a named calendar", needs=Role.ADMIN),
+    Spec("/calendars/{name}", "DELETE", "delete_calendar", NoteRequest, Done,
+         "Delete a named calendar no schedule uses", needs=Role.ADMIN),
     Spec("/workers", "GET", "workers", None, None, "The worker registry"),
     Spec("/events", "POST", "emit", EmitRequest, Enqueued, "Emit an event; its id"),
 )  # fmt: skip
@@ -331,6 +337,25 @@ class _Handlers:
         if body.ids is not None:
             return Count(count=self.app.backend.poison.purge(ids=body.ids) if body.ids else 0)
         return Count(count=purge(self.app.backend, PoisonFilter(queue=body.queue)))
+
+    def calendars(self, request: Request, _: None) -> dict[str, Any]:
+        found = self.app.schedules.calendars.all()
+        return {name: rules.model_dump(mode="json") for name, rules in found.items()}
+
+    def put_calendar(self, request: Request, body: CalendarRequest) -> Done:
+        try:
+            rules = Exclusions.model_validate(body.rules)
+        except (ValidationError, ValueError) as err:
+            raise ApiError(422, "invalid", f"bad calendar: {err}") from None
+        who = actor(self.guard, request)
+        name = request.path_params["name"]
+        self.app.schedules.calendars.put(name, rules, note=body.note, actor=who)
+        return Done(done=True)
+
+    def delete_calendar(self, request: Request, body: NoteRequest) -> Done:
+        who = actor(self.guard, request)
+        name = request.path_params["name"]
+        return Done(done=self.app.schedules.calendars.delete(name, note=body.note, actor=who))
 
     def workers(self, request: Request, _: None) -> list[dict[str, Any]]:
         return [worker.model_dump(mode="json") for worker in self.app.workers.live()]
