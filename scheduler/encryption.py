@@ -1,7 +1,7 @@
 """Encryption at rest: ``Encryption(keys)``, a hook that encrypts every message body, every
-result record (what a run returned, its progress note, its error) and the error texts
-of failed runs before a backend stores them, with AES-SIV (``cryptography``'s ``AESSIV``,
-``pip install 'tickwork[encryption]'``).
+result record (what a run returned, its progress note, its error), every ledger record
+(histories, action logs) and the error texts of failed runs before a backend stores
+them, with AES-SIV (``cryptography``'s ``AESSIV``, ``pip install 'tickwork[encryption]'``).
 
     app = App(hooks=[Encryption([new_key, old_key])])   # or TICKWORK_ENCRYPTION_KEYS=new,old
 

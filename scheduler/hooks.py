@@ -22,9 +22,10 @@ The steps, in order:
   and every backend feature work unchanged. ``encode_body`` must give the same bytes for
   the same body (a re-sent keyed message is recognised by its stored bytes).
 - ``encode_data`` / ``decode_data``: a codec of what is kept beside bodies: result
-  records (what a run returned, its progress note, its error) and the error texts of
-  failed runs (the poison store's message and traceback, a retried message's last
-  error). Encryption at rest (``scheduler.encryption``) implements both codecs.
+  records (what a run returned, its progress note, its error), ledger records
+  (histories, action logs, the activity log) and the error texts of failed runs (the
+  poison store's message and traceback, a retried message's last error). Encryption at
+  rest (``scheduler.encryption``) implements both codecs.
 - ``before_run(run)``: in the worker, as a claimed message is handed to the pool.
 - ``before_handler(run)`` / ``after_handler(run)``: in the thread, process or event
   loop that runs the handler, right before it is called and right after it returned or

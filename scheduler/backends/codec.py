@@ -13,6 +13,10 @@ What crosses each role:
   encoded. A body the codec cannot decode comes out as stored, the claim marked
   ``malformed`` with why: the worker poisons it, body kept as stored.
 - poison store: records decoded (one the codec cannot read is listed as stored).
+
+With a codec of data too (``Hook.encode_data``: encryption), also the results role (its
+records), the ledger role (its records, and those an ack, retry or poison appends) and
+the error texts of failures (stored as ``TEXT_PREFIX`` then base64).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any, Self
 
 from scheduler.backends.base import Backend
 from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.roles import Leases, Messages, PoisonStore, Results
+from scheduler.backends.roles import Leases, Ledger, Messages, PoisonStore, Results
 from scheduler.backends.values import (
     Claim,
     ClaimBatch,
@@ -88,6 +92,22 @@ class BodyCodec:
             return self.decode_data(raw).decode()
         except Exception:
             return UNREADABLE
+
+    def entry(self, entry: LedgerEntry | None) -> LedgerEntry | None:
+        """A ledger entry as stored: each record through the data codec."""
+        if entry is None or not self.transforms_data:
+            return entry
+        return entry._replace(records=tuple(self.encode_data(r) for r in entry.records))
+
+    def records_out(self, records: Sequence[bytes]) -> list[bytes]:
+        """Ledger records read back; one the codec cannot read is left out."""
+        found = []
+        for record in records:
+            try:
+                found.append(self.decode_data(record))
+            except Exception:
+                continue
+        return found
 
     def failure_in(self, failure: Failure) -> Failure:
         return replace(
@@ -209,7 +229,7 @@ class CodedLeases(Leases):
         items: Sequence[tuple[Claim, Envelope | None]],
         ledger: Sequence[LedgerEntry | None] = (),
     ) -> list[bool]:
-        return self._inner.ack(self._items(items), ledger)
+        return self._inner.ack(self._items(items), [self._codec.entry(e) for e in ledger])
 
     def ack_releasing(
         self,
@@ -217,13 +237,14 @@ class CodedLeases(Leases):
         held: Sequence[tuple[str, str]],
         ledger: Sequence[LedgerEntry | None] = (),
     ) -> tuple[list[bool], list[Waiter]]:
-        return self._inner.ack_releasing(self._items(items), held, ledger)
+        entries = [self._codec.entry(e) for e in ledger]
+        return self._inner.ack_releasing(self._items(items), held, entries)
 
     def retry(
         self, claim: Claim, due_ms: int, error: str, ledger: LedgerEntry | None = None
     ) -> bool:
-        error = self._codec.text_in(error)
-        return self._inner.retry(self._codec.claim_out(claim), due_ms, error, ledger)
+        error, entry = self._codec.text_in(error), self._codec.entry(ledger)
+        return self._inner.retry(self._codec.claim_out(claim), due_ms, error, entry)
 
     def release(self, claims: Iterable[Claim], due_ms: int | None = None) -> int:
         return self._inner.release([self._codec.claim_out(c) for c in claims], due_ms)
@@ -242,8 +263,8 @@ class CodedLeases(Leases):
         ledger: LedgerEntry | None = None,
     ) -> bool:
         nxt = None if next_occurrence is None else self._codec.envelope(next_occurrence)
-        failure = self._codec.failure_in(failure)
-        return self._inner.poison(self._codec.claim_out(claim), failure, nxt, ledger)
+        failure, entry = self._codec.failure_in(failure), self._codec.entry(ledger)
+        return self._inner.poison(self._codec.claim_out(claim), failure, nxt, entry)
 
 
 class CodedPoison(PoisonStore):
@@ -296,6 +317,26 @@ class CodedResults(Results):
         return found
 
 
+class CodedLedger(Ledger):
+    """``Ledger`` with records through the data codec (histories, action logs, activity)."""
+
+    def __init__(self, inner: Ledger, codec: BodyCodec) -> None:
+        self._inner = inner
+        self._codec = codec
+
+    def append(self, entries: Sequence[LedgerEntry]) -> None:
+        coded = [self._codec.entry(e) for e in entries]
+        self._inner.append([e for e in coded if e is not None])
+
+    def read(self, queue: str, subject: str, limit: int = 100) -> builtins.list[bytes]:
+        return self._codec.records_out(self._inner.read(queue, subject, limit))
+
+    def read_many(
+        self, subjects: Sequence[tuple[str, str]], limit: int = 100
+    ) -> builtins.list[builtins.list[bytes]]:
+        return [self._codec.records_out(r) for r in self._inner.read_many(subjects, limit)]
+
+
 class CodedBackend(Backend):
     """``inner`` with its bodies passed through ``codec``: its messages, leases and poison
     store wrapped, every other role its own."""
@@ -317,7 +358,7 @@ class CodedBackend(Backend):
         )
         self.registry = inner.registry
         self.batches = inner.batches
-        self.ledger = inner.ledger
+        self.ledger = CodedLedger(inner.ledger, codec) if codec.transforms_data else inner.ledger
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> Self:

@@ -1,5 +1,5 @@
-"""Encryption at rest on every backend: a message's arguments, what its run returned and
-why a run failed are stored encrypted (read through the backend without the key, no
+"""Encryption at rest on every backend: a message's arguments, what its run returned,
+why a run failed and its history are stored encrypted (read through the backend without the key, no
 byte of them is plain), while keys, scheduling and workers work as before; keys rotate
 (the newest encrypts, every one decrypts); an app without the key gets one clear error
 and loses nothing."""
@@ -11,6 +11,7 @@ import pytest
 from scheduler import App, DecodeError, RetryPolicy, open_backend
 from scheduler.encryption import MAGIC, Encryption
 from scheduler.errors import ConfigurationError
+from scheduler.schedules.ledger import message_subject
 from tests.support.helpers import running, wait_for
 from triggers import Cron
 
@@ -29,7 +30,7 @@ def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
     def echo(text: str) -> str:
         return f"{text} and back"
 
-    @secure.task(retry=RetryPolicy(retries=0))
+    @secure.task(retry=RetryPolicy(retries=0), history=True)
     def fails(text: str) -> None:
         raise ValueError(f"refused {text}")
 
@@ -44,6 +45,8 @@ def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
     assert secure.get(key="daily").message.args == [SECRET]  # type: ignore[union-attr]
     (poisoned,) = secure.backend.poison.list()
     assert poisoned.failure.message == f"refused {SECRET}" and poisoned.envelope.id == failed
+    (attempt,) = secure.run_history(failed)  # its history too
+    assert attempt.error == f"ValueError: refused {SECRET}"
     # in the store, read without the key: nothing of it is plain
     raw = open_backend(app.settings.backend)
     try:
@@ -57,6 +60,8 @@ def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
         (raw_poisoned,) = raw.poison.list()
         assert SECRET not in raw_poisoned.failure.message + raw_poisoned.failure.traceback
         assert SECRET.encode() not in raw_poisoned.envelope.body
+        (history,) = raw.ledger.read("default", message_subject(failed))
+        assert history.startswith(MAGIC) and SECRET.encode() not in history
     finally:
         raw.close()
     # an app without the key: one clear error, the schedule left out of its list, nothing lost
