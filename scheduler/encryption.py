@@ -16,7 +16,8 @@ them, with AES-SIV (``cryptography``'s ``AESSIV``, ``pip install 'tickwork[encry
   the new key first everywhere, and drop the old one once nothing written with it is
   kept. A value written before encryption was turned on is read as it is.
 - A process without the key (a dashboard or a command line started without it) shows
-  ``(encrypted: this app has no key for it)`` for error texts and no result; a worker
+  ``(encrypted: this app has no key for it)`` for error texts, no result and no history,
+  and one clear error for a message; a worker
   without it sends a message to the poison queue as undecodable, its bytes kept as
   stored (replay it once the key is there).
 """

@@ -56,6 +56,14 @@ TEXT_PREFIX = "tw-data:"
 UNREADABLE = "(encrypted: this app has no key for it)"
 
 
+def shown(text: str | None) -> str | None:
+    """An error text as a reader without the codec's key shows it: ``UNREADABLE`` for a
+    transformed one (as stored, it is base64 of ciphertext), else itself."""
+    if text is not None and text.startswith(TEXT_PREFIX):
+        return UNREADABLE
+    return text
+
+
 def _same(data: bytes) -> bytes:
     return data
 

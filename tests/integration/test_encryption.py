@@ -7,12 +7,15 @@ and loses nothing."""
 from __future__ import annotations
 
 import pytest
+from starlette.testclient import TestClient
 
 from scheduler import App, DecodeError, RetryPolicy, open_backend
+from scheduler.backends.codec import UNREADABLE
 from scheduler.encryption import MAGIC, Encryption
 from scheduler.errors import ConfigurationError
 from scheduler.schedules.ledger import message_subject
 from tests.support.helpers import running, wait_for
+from tickwork.dashboard import create_dashboard
 from triggers import Cron
 
 SECRET = "SECRET-4521"
@@ -69,6 +72,8 @@ def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
     with pytest.raises(DecodeError, match="no key for it"):
         keyless.get(key="daily")
     assert keyless.schedules.list() == []
+    page = TestClient(create_dashboard(keyless)).get("/poison").text
+    assert UNREADABLE in page and SECRET not in page
     assert secure.schedules.list()[0].key == "daily"
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from scheduler import (
     TickworkError,
 )
+from scheduler.backends.codec import shown
 from scheduler.model.message import Message
 from scheduler.views import poison as poisoned
 from tickwork.cli.common import (
@@ -46,8 +47,8 @@ def poison_dict(record: Any) -> dict[str, Any]:
         "failed_at": iso(record.failed_at_ms),
         "reason": record.failure.reason,
         "error_type": record.failure.error_type,
-        "error": record.failure.message,
-        "traceback": record.failure.traceback,
+        "error": shown(record.failure.message),
+        "traceback": shown(record.failure.traceback),
         "message": body,
     }
 

@@ -18,6 +18,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from scheduler import TickworkError
+from scheduler.backends.codec import shown
 from scheduler.clock import to_datetime
 from tickwork.dashboard.roles import Role, needed
 from tickwork.dashboard.security import CSRF_COOKIE, Guard, Refused
@@ -129,4 +130,5 @@ def _ms_time(epoch_ms: int | None) -> str:
 
 
 TEMPLATES.env.filters["in_zone"] = _in_zone
+TEMPLATES.env.filters["shown"] = shown  # an encrypted error text, without the key
 TEMPLATES.env.filters["ms_time"] = _ms_time

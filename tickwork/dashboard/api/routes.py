@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from scheduler import App, Call, ScheduledMessage
+from scheduler.backends.codec import shown
 from scheduler.clock import to_datetime
 from scheduler.views.poison import PoisonFilter, purge, replay, task_of
 from tickwork.dashboard.api.models import (
@@ -183,7 +184,7 @@ class _Handlers:
             state=str(found.state),
             due_at=found.due_at,
             attempt=found.attempt,
-            last_error=found.last_error,
+            last_error=shown(found.last_error),
             args=list(message.args),
             kwargs=dict(message.kwargs),
             trigger=None if message.trigger is None else message.trigger.describe(),
@@ -317,7 +318,7 @@ class _Handlers:
                 task=task_of(record),
                 reason=record.failure.reason,
                 error_type=record.failure.error_type,
-                error=record.failure.message,
+                error=shown(record.failure.message) or "",
                 attempts=record.attempts,
                 failed_at=to_datetime(record.failed_at_ms),
             )
