@@ -209,8 +209,3 @@ class Events:
 
 def _none(name: str) -> tuple[str, ...]:
     raise InvalidMessage(f"workflow {name!r} subscribes to no event pattern")
-
-
-def patterns_of(on_events: str | Sequence[str]) -> tuple[str, ...]:
-    """``on_events`` as a tuple of patterns (one string is one pattern)."""
-    return (on_events,) if isinstance(on_events, str) else tuple(on_events)

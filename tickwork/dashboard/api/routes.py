@@ -326,17 +326,15 @@ class _Handlers:
         ]
 
     def replay(self, request: Request, body: ReplayRequest) -> Count:
-        if (body.ids is None) == (body.queue is None):
-            raise ApiError(422, "invalid", "give exactly one of ids and queue")
-        if body.ids is not None:
-            return Count(count=self.app.backend.poison.replay(body.ids) if body.ids else 0)
+        ids = _ids_or_queue(body)
+        if ids is not None:
+            return Count(count=self.app.backend.poison.replay(ids) if ids else 0)
         return Count(count=replay(self.app.backend, PoisonFilter(queue=body.queue)))
 
     def purge(self, request: Request, body: PurgeRequest) -> Count:
-        if (body.ids is None) == (body.queue is None):
-            raise ApiError(422, "invalid", "give exactly one of ids and queue")
-        if body.ids is not None:
-            return Count(count=self.app.backend.poison.purge(ids=body.ids) if body.ids else 0)
+        ids = _ids_or_queue(body)
+        if ids is not None:
+            return Count(count=self.app.backend.poison.purge(ids=ids) if ids else 0)
         return Count(count=purge(self.app.backend, PoisonFilter(queue=body.queue)))
 
     def calendars(self, request: Request, _: None) -> dict[str, Any]:
@@ -366,6 +364,14 @@ class _Handlers:
             body.name, body.payload, key=body.key, event_id=body.event_id, queue=body.queue
         )
         return Enqueued(id=event)
+
+
+def _ids_or_queue(body: ReplayRequest) -> list[str] | None:
+    """The ids a replay or purge names (None: it names a queue); ``ApiError`` 422 unless
+    it names exactly one of them."""
+    if (body.ids is None) == (body.queue is None):
+        raise ApiError(422, "invalid", "give exactly one of ids and queue")
+    return body.ids
 
 
 def _trigger(body: EnqueueRequest) -> Trigger | None:
