@@ -57,9 +57,10 @@ def test_a_backlog_runs_the_newest_occurrences_inside_the_window(app: App) -> No
     def report() -> None: ...
 
     now = datetime.now(UTC).replace(microsecond=0)
+    start = now - timedelta(seconds=25)  # 25 occurrences are due already
     backlog = Repeating(
         interval=timedelta(seconds=1),
-        start=now - timedelta(seconds=25),  # 25 occurrences are due already
+        start=start,
         misfire=Misfire.CATCH_UP,
         max_catch_up=4,
         catch_up_window=timedelta(seconds=10),  # 10 of them are recent enough
@@ -69,8 +70,12 @@ def test_a_backlog_runs_the_newest_occurrences_inside_the_window(app: App) -> No
         wait_for(lambda: len(_ran(app, "backlog")) >= 6, timeout_s=30)
     app.cancel(key="backlog")
     ran = _ran(app, "backlog")
-    caught_up = ran[:4]
     second = timedelta(seconds=1)
-    assert [b - a for a, b in pairwise(caught_up)] == [second] * 3
-    assert now - 4 * second <= caught_up[0] <= now - 2 * second, "the newest four, no older"
-    assert ran[4] - caught_up[-1] == second, "then on along the grid"
+    on_grid = all((at - start) % second == timedelta(0) for at in ran)
+    assert ran == sorted(set(ran)) and on_grid, ran
+    # of the 25 due at enqueue, only the newest four may run (a worker slow to claim may
+    # find more due by then and leave out more of the oldest, never run an older one)
+    behind = [at for at in ran if at <= now]
+    assert 1 <= len(behind) <= 4 and behind[0] >= now - 3 * second, ran
+    later = ran[len(behind) :]  # then every occurrence, along the grid
+    assert all(b - a == second for a, b in pairwise(later)), ran
