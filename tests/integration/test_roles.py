@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from scheduler import App, RetryPolicy
+from scheduler.views.audit import read_actions
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
@@ -93,6 +94,13 @@ def test_each_role_may_do_what_it_is_given(setup: tuple[App, TestClient, Users])
     assert _post(client, "olga", f"/poison/{one.envelope.id}/replay").status_code == 303
     assert _post(client, "ann", f"/poison/{two.envelope.id}/purge").status_code == 303
     assert app.backend.poison.list() == []
+    # every action taken is in the audit log, with who took it
+    audit = client.get("/api/v1/audit", headers=_basic("vic")).json()
+    assert [(a["actor"], a["action"].split("/")[-1]) for a in audit] == [
+        ("ann", "purge"),
+        ("olga", "replay"),
+        ("olga", "pause"),
+    ]
     # the pages show each role what it may do
     assert "run now</button>" not in client.get("/schedules", headers=_basic("vic")).text
     assert "run now</button>" in client.get("/schedules", headers=_basic("olga")).text
@@ -113,6 +121,9 @@ def test_the_api_takes_tokens_with_roles(setup: tuple[App, TestClient, Users]) -
     paused = client.post("/api/v1/schedules/report/pause", json={}, headers=bearer)
     assert paused.json() == {"done": True}
     assert app.schedules.actions("report")[0].actor == "token:deploy"
+    actions = [(a.actor, a.action, a.outcome) for a in read_actions(app.backend)]
+    assert actions[0][:2] == ("token:deploy", "api POST /schedules/report/pause")
+    assert ("vic", "api POST /messages", "refused: forbidden") in actions
 
 
 def test_failed_sign_ins_are_limited_per_address(setup: tuple[App, TestClient, Users]) -> None:

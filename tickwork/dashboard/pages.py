@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.routing import Mount, Route
 
 from scheduler import App, InvalidMessage, TickworkError
+from scheduler.views.audit import record_action
 from tickwork.dashboard.api.app import create_api
 from tickwork.dashboard.calendars_page import calendars_routes
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
@@ -21,7 +22,7 @@ from tickwork.dashboard.events_page import events_routes
 from tickwork.dashboard.graph_drawing import drawing
 from tickwork.dashboard.hardening import BodyLimit, SecureHeaders
 from tickwork.dashboard.limits_page import limits_routes
-from tickwork.dashboard.plumbing import Act, Form, Gather, Handler, action, page
+from tickwork.dashboard.plumbing import Act, Audit, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
 from tickwork.dashboard.security import Access, Guard, Refused
 
@@ -54,10 +55,23 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
         *limits_routes(app, guard),
         *events_routes(app, guard),
         *calendars_routes(app, guard),
-        Mount("/api/v1", create_api(app, guard)),  # the HTTP API, behind the same guard
+        Mount("/api/v1", create_api(app, guard, audit_of(app))),  # the API, same guard
     ]
     # every response with the security headers, every request body bounded
-    return Starlette(routes=routes, middleware=[Middleware(SecureHeaders), Middleware(BodyLimit)])
+    dashboard = Starlette(
+        routes=routes, middleware=[Middleware(SecureHeaders), Middleware(BodyLimit)]
+    )
+    dashboard.state.audit = audit_of(app)  # each action, in the audit log
+    return dashboard
+
+
+def audit_of(app: App) -> Audit:
+    """What records an action of the dashboard or the API in ``app``'s audit log."""
+
+    def audit(actor: str, action: str, outcome: str) -> None:
+        record_action(app.backend, actor, action, outcome=outcome)
+
+    return audit
 
 
 class _Views:

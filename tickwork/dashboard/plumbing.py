@@ -40,6 +40,8 @@ class Form(dict[str, str]):
 
 
 Gather = Callable[[Request], dict[str, Any]]
+#: records an action in the audit log: (actor, action, outcome)
+Audit = Callable[[str, str, str], None]
 Act = Callable[[dict[str, str], Form], str]
 
 
@@ -99,6 +101,10 @@ def action(access: Guard, act: Act) -> Handler:
             return refusal(refused)
         except TickworkError as err:
             done = f"error: {err}"
+        audit: Audit | None = getattr(request.app.state, "audit", None)
+        if audit is not None:  # who did what, in the audit log
+            what = request.url.path.removeprefix(str(request.scope.get("root_path", "")))
+            await run_in_threadpool(audit, params["actor"], f"dashboard POST {what}", done)
         root = str(request.scope.get("root_path", ""))
         back = form.get("next", "")
         if not back.startswith(f"{root}/") or back.startswith("//"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -14,9 +16,12 @@ from tickwork.dashboard.api.routes import api_routes
 from tickwork.dashboard.security import Guard
 
 
-def create_api(app: App, guard: Guard) -> Starlette:
+def create_api(
+    app: App, guard: Guard, audit: Callable[[str, str, str], None] | None = None
+) -> Starlette:
     """The API over ``app``, guarded by ``guard``: its endpoints and its OpenAPI document
-    (``/openapi.json``, readable by whoever may read the API)."""
+    (``/openapi.json``, readable by whoever may read the API). ``audit(actor, action,
+    outcome)`` records each write."""
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(document())
@@ -27,5 +32,5 @@ def create_api(app: App, guard: Guard) -> Starlette:
     async def not_allowed(request: Request, _: Exception) -> Response:
         return error_response(405, "method_not_allowed", f"{request.method} is not served here")
 
-    routes = [*api_routes(app, guard), Route("/openapi.json", openapi)]
+    routes = [*api_routes(app, guard, audit), Route("/openapi.json", openapi)]
     return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})

@@ -78,6 +78,7 @@ def endpoint(
     handle: Callable[[Request, Any], Any],
     body: type[BaseModel] | None = None,
     needs: Role = Role.OPERATOR,
+    audit: Callable[[str, str, str], None] | None = None,
 ) -> Endpoint:
     """An endpoint: ``handle(request, parsed body or None)`` runs in a thread and returns
     a model (or a list of them, or a plain JSON value) answered with 200. A write needs
@@ -103,10 +104,29 @@ def endpoint(
             result = await run_in_threadpool(handle, request, parsed)
         except Exception as err:  # our errors become the shape; anything else propagates
             mapped = _mapped(err)
+            if audit is not None and request.method in _WRITES and mapped.status != 401:
+                await _audited(audit, guard, request, f"refused: {mapped.code}")
             return error_response(mapped.status, mapped.code, str(mapped))
-        return JSONResponse(_jsonable(result))
+        answer = _jsonable(result)
+        if audit is not None and request.method in _WRITES:
+            await _audited(audit, guard, request, json.dumps(answer)[:200])
+        return JSONResponse(answer)
 
     return serve
+
+
+async def _audited(
+    audit: Callable[[str, str, str], None], guard: Guard, request: Request, outcome: str
+) -> None:
+    """Record a write in the audit log (with the query that says what it was on)."""
+    what = f"api {request.method} {request.url.path.split('/api/v1', 1)[-1]}"
+    if request.url.query:
+        what += f"?{request.url.query}"
+    try:
+        who = actor(guard, request)
+    except Refused:
+        who = "unknown"
+    await run_in_threadpool(audit, who, what, outcome)
 
 
 def parse(model: type[M], raw: bytes) -> M:

@@ -8,6 +8,7 @@ action is the guard's (``api`` for a shared token)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from starlette.routing import Route
 from scheduler import App, Call, ScheduledMessage
 from scheduler.backends.codec import shown
 from scheduler.clock import to_datetime
+from scheduler.views.audit import read_actions
 from scheduler.views.poison import PoisonFilter, purge, replay, task_of
 from tickwork.dashboard.api.models import (
     Backfilled,
@@ -107,12 +109,18 @@ ENDPOINTS = (
     Spec("/calendars/{name}", "DELETE", "delete_calendar", NoteRequest, Done,
          "Delete a named calendar no schedule uses", needs=Role.ADMIN),
     Spec("/workers", "GET", "workers", None, None, "The worker registry"),
+    Spec("/audit", "GET", "audit", None, None,
+         "Every action taken through the dashboard and the API, newest first",
+         query=("limit",)),
     Spec("/events", "POST", "emit", EmitRequest, Enqueued, "Emit an event; its id"),
 )  # fmt: skip
 
 
-def api_routes(app: App, guard: Guard) -> list[Route]:
-    """Every endpoint of the API over ``app``, guarded by ``guard``."""
+def api_routes(
+    app: App, guard: Guard, audit: Callable[[str, str, str], None] | None = None
+) -> list[Route]:
+    """Every endpoint of the API over ``app``, guarded by ``guard``; each write recorded
+    by ``audit(actor, action, outcome)``."""
     handlers = _Handlers(app, guard)
     by_path: dict[str, list[Spec]] = {}
     for spec in ENDPOINTS:
@@ -120,7 +128,9 @@ def api_routes(app: App, guard: Guard) -> list[Route]:
     routes = []
     for path, specs in by_path.items():  # one route a path, dispatching on the method
         served = {
-            spec.method: endpoint(guard, getattr(handlers, spec.handler), spec.body, spec.needs)
+            spec.method: endpoint(
+                guard, getattr(handlers, spec.handler), spec.body, spec.needs, audit
+            )
             for spec in specs
         }
         routes.append(Route(path, _by_method(served), methods=list(served)))
@@ -355,6 +365,10 @@ class _Handlers:
         who = actor(self.guard, request)
         name = request.path_params["name"]
         return Done(done=self.app.schedules.calendars.delete(name, note=body.note, actor=who))
+
+    def audit(self, request: Request, _: None) -> list[dict[str, Any]]:
+        limit = _count(request, default=100, most=LIST_MOST)
+        return [r.model_dump(mode="json") for r in read_actions(self.app.backend, limit)]
 
     def workers(self, request: Request, _: None) -> list[dict[str, Any]]:
         return [worker.model_dump(mode="json") for worker in self.app.workers.live()]
