@@ -155,7 +155,11 @@ class GraphHandle(IdHandle):
 
 
 def settled(view: WorkflowView) -> bool:
-    """Whether the graph can go no further without a replay or a cancel."""
+    """Whether the graph can go no further without a replay or a cancel. A step seen as
+    gone (its message no longer stored, its outcome not yet read: a read racing its
+    settle) keeps it unsettled: the next look sees it as it is."""
+    if any(step.state == "gone" for step in view.steps):
+        return False
     if view.state in ("succeeded", "cancelled", "stopped"):
         return view.state != "stopped" or not _moving(view)
     return any(step.state == "failed" for step in view.steps) and not _moving(view)

@@ -603,8 +603,8 @@ def test_worker_json_logs_carry_the_message_fields(
 def test_worker_log_lines_are_buffered_but_seen_while_it_runs(
     sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """Info lines go out in batches (every 0.1 s), not one write each: a running worker's
-    lines reach its log without waiting for it to exit."""
+    """Info and debug lines go out in batches (every 0.1 s), not one write each: a running
+    worker's lines (a run's, at debug) reach its log without waiting for it to exit."""
     import time as time_module
 
     from tests.support import cli_tasks
@@ -615,7 +615,11 @@ def test_worker_log_lines_are_buffered_but_seen_while_it_runs(
     log = tmp_path / "worker.log"
     command = [sys.executable, "-m", "tickwork", "worker", "-A", "tests.support.cli_tasks"]
     with log.open("wb") as stderr:
-        worker = subprocess.Popen([*command, "--backend", sqlite_url], env=clean_env, stderr=stderr)
+        worker = subprocess.Popen(
+            [*command, "--backend", sqlite_url, "--log-level", "debug"],
+            env=clean_env,
+            stderr=stderr,
+        )
     try:
         deadline = time_module.monotonic() + 60
         while f"done {cli_tasks.greet.name} id={message_id}" not in log.read_text():

@@ -16,6 +16,7 @@ from scheduler.events.names import Event
 from scheduler.events.subscriptions import SUBSCRIPTIONS_QUEUE, stored_subscriptions
 from scheduler.events.waits import WAIT_TASK, read_waiters, wait_for
 from scheduler.events.workflows import EVENT, WORKFLOW_TASK, run_id
+from scheduler.model.ids import identity_chain_id
 from scheduler.model.message import Message
 from scheduler.workflows.graphs import after, graph
 from tests.support.helpers import running
@@ -59,7 +60,10 @@ def test_an_event_reaches_each_matching_subscriber_once(app: App) -> None:
     with running(app):
         eventually(lambda: seen.count(("audit", "order.line.added")) == 1, timeout_s=20)
         eventually(lambda: seen.count(("order", "order.created", "o-1", 12)) == 1, timeout_s=20)
-        # the same id emitted again after its delivery: delivered nothing more
+        # the same id emitted again once its first message is gone (acked after the
+        # deliveries it wrote, which may run first): delivered nothing more
+        carrier = identity_chain_id("default", f"event:{first}")
+        eventually(lambda: app.get(id=carrier) is None, timeout_s=20)
         app.emit("order.created", {"total": 12}, key="o-1", event_id=first)
         eventually(lambda: len(app.events.recent()) == 3, timeout_s=20)
         time.sleep(0.3)
