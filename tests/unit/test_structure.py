@@ -28,8 +28,9 @@ LONG_MODULES: dict[str, str] = {
     "twin, which takes the caller's connection) and the typed signature of @app.task with "
     "its options (time limits, expiry, limits, keys) is a docstring and a delegation to "
     "the producer, the registry or a service; what grows it is options on those verbs "
-    "(cancel's note and actor, soft_time_limit), and splitting it would only move the "
-    "signatures users read into a second class",
+    "(cancel's note and actor, soft_time_limit, on_events) and new verbs with their async "
+    "twins (emit, aemit), and splitting it would only move the signatures users read into "
+    "a second class",
 }
 
 
