@@ -50,11 +50,6 @@ def with_event(stored: StoredGraph, event: dict[str, Any]) -> Graph:
     return stored.model_copy(update={"steps": steps}).graph()
 
 
-def takes_the_event(stored: StoredGraph) -> bool:
-    """Whether any step of ``stored`` takes ``EVENT`` as an argument."""
-    return any(EVENT in step.args or EVENT in step.kwargs.values() for step in stored.steps)
-
-
 class WorkflowStarts:
     """Runs ``WORKFLOW_TASK`` messages: starts one run of a subscribed workflow."""
 
