@@ -137,10 +137,11 @@ class RedisLeases(Leases):
             args: list[Any] = [len(indexes)]
             for i in indexes:
                 claim, nxt = items[i]
+                keyed = 0 if claim.key is None else 1
                 if nxt is None:
-                    args += [claim.id, claim.token, 0]
+                    args += [claim.id, claim.token, keyed, 0]
                 else:
-                    args += [claim.id, claim.token, 1, *self._store.next_args(nxt)]
+                    args += [claim.id, claim.token, keyed, 1, *self._store.next_args(nxt)]
                 entry = ledger[i] if i < len(ledger) else None
                 args += self._store.ledger_args(entry)
                 if entry is not None and entry.records:

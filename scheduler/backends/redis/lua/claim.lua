@@ -87,20 +87,27 @@ local out = {now, -1}
 if limit > 0 then
     local popped = redis.call('ZPOPMIN', R, limit)
     local claimed, fair_served, turn = 0, 0, false
-    for i = 1, #popped, 2 do
-        local id = popped[i]
-        local record = redis.call('HGET', M, id)
+    local ids = {}
+    for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+    -- the batch's records and attempts read in one command each, its attempts, leases
+    -- and tokens written in one each (``variadic``)
+    local records, tries = {}, {}
+    if #ids > 0 then records, tries = hmget(M, ids), hmget(A, ids) end
+    local attempts, leases, tokens = {}, {}, {}
+    for j, id in ipairs(ids) do
+        local record = records[j]
         if record then
             local priority, timeout, due, key, body, fair, limit_key = parse(record)
-            local place = tonumber(popped[i + 1]) - (1023 - priority) * PRIORITY_STEP
+            local place = tonumber(popped[2 * j]) - (1023 - priority) * PRIORITY_STEP
             if fair then
                 fair_served = fair_served + 1
                 turn = place
             end
-            local attempt = redis.call('HINCRBY', A, id, 1)
+            local attempt = tonumber(tries[j] or '0') + 1
             local deadline = math.max(now, due) + timeout
-            redis.call('ZADD', L, deadline, id)
-            redis.call('HSET', T, id, token)
+            attempts[#attempts + 1] = id; attempts[#attempts + 1] = attempt
+            leases[#leases + 1] = deadline; leases[#leases + 1] = id
+            tokens[#tokens + 1] = id; tokens[#tokens + 1] = token
             out[#out + 1] = id
             out[#out + 1] = key or ''
             out[#out + 1] = body
@@ -118,6 +125,9 @@ if limit > 0 then
             claimed = claimed + 1
         end
     end
+    variadic('HSET', A, attempts)
+    variadic('ZADD', L, leases)
+    variadic('HSET', T, tokens)
     if claimed > 0 then redis.call('HINCRBY', C, 'claimed', claimed) end
     if fair_served > 0 then  -- the line moved on: keys whose last turn it passed are done
         redis.call('HINCRBY', C, 'fair_ready', -fair_served)

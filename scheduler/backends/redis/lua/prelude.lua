@@ -56,6 +56,34 @@ local function ledger(at, key, apply, now)
     return at + n + 1
 end
 
+-- One command over many members (``HDEL M id1 id2 ...``, ``ZADD L d1 id1 d2 id2 ...``):
+-- a batch's writes cost one command each instead of one per message. ``members`` is
+-- split into calls of at most 2,000 (Lua's ``unpack`` stops at a few thousand values).
+local function variadic(command, key, members)
+    local n = #members
+    if n == 0 then return end
+    if n <= 2000 then
+        redis.call(command, key, unpack(members))
+        return
+    end
+    for first = 1, n, 2000 do
+        redis.call(command, key, unpack(members, first, math.min(first + 1999, n)))
+    end
+end
+
+-- HMGET of many fields, split as ``variadic`` splits: the values in the fields' order
+-- (false for a field not there).
+local function hmget(key, fields)
+    local n = #fields
+    if n <= 2000 then return redis.call('HMGET', key, unpack(fields)) end
+    local values = {}
+    for first = 1, n, 2000 do
+        local part = redis.call('HMGET', key, unpack(fields, first, math.min(first + 1999, n)))
+        for _, value in ipairs(part) do values[#values + 1] = value end
+    end
+    return values
+end
+
 local function now_ms()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
