@@ -195,8 +195,9 @@ class Consumer:
                     next_due = (
                         batch.next_due_ms if next_due is None else min(next_due, batch.next_due_ms)
                     )
+                now = self._now_ms()  # once a batch: its claims are accepted at once
                 for claim in batch.claims:
-                    work = self.accept(claim, unused)
+                    work = self.accept(claim, unused, now)
                     if work is not None:
                         ready.append(work)
         except BackendError as err:
@@ -212,10 +213,10 @@ class Consumer:
         self._counters.add("claimed", claimed)
         return claimed, next_due
 
-    def accept(self, claim: Claim, unused: list[tuple[str, str]]) -> Work | None:
-        """Take ownership of a claim (it holds a permit): decode it, then park it, or
-        return it to be run now. A claim that will not run adds the slot it took, if
-        any, to ``unused`` (the caller gives them back)."""
+    def accept(self, claim: Claim, unused: list[tuple[str, str]], now_ms: int) -> Work | None:
+        """Take ownership of a claim (it holds a permit): decode it, then park it (due
+        after ``now_ms``), or return it to be run now. A claim that will not run adds the
+        slot it took, if any, to ``unused`` (the caller gives them back)."""
         message = self._runnable(claim)
         if message is None:
             if claim.slot is not None:
@@ -225,7 +226,7 @@ class Consumer:
         self._holdings.add(work)
         if self._metrics is not None:
             self._metrics.claimed(work)
-        if claim.due_ms > self._now_ms() and self._timer.park(work, claim.due_ms):
+        if claim.due_ms > now_ms and self._timer.park(work, claim.due_ms):
             # a parked message waits for its time, not for a worker: its lease counts
             # from its due time, so it gives its permit back until it fires
             work.holds_permit = False

@@ -17,7 +17,7 @@ from scheduler.model.tasks import TaskFunction
 from scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
 from scheduler.runs.results import encode_value
 from scheduler.runs.snooze import Snooze
-from scheduler.runs.tracing import handler_span
+from scheduler.runs.tracing import NO_SPAN, handler_span
 from workers.time_limits import over_limit_message
 
 
@@ -66,7 +66,10 @@ def run_handler(
     An ``async def`` handler that reaches this synchronous path (a process pool, or a
     thread pool without an event loop) runs to completion here on a fresh event loop,
     under its timeout: a coroutine is never acknowledged without having run."""
-    with handler_span(run.info) as outcome:
+    span = handler_span(run.info)
+    if span is NO_SPAN:  # nothing traced: no span to enter or outcome to record
+        return _run_handler(app, task_name, args, kwargs, run, guard)
+    with span as outcome:
         result = _run_handler(app, task_name, args, kwargs, run, guard)
         outcome(result.verdict.value, result.error_type, result.error)
     return result
@@ -95,7 +98,7 @@ def _run_handler(
                 guard.leave()
         else:
             returned = task.run(args, kwargs)
-        if inspect.isawaitable(returned):
+        if returned is not None and inspect.isawaitable(returned):
             returned = asyncio.run(_with_timeout(returned, task.options.timeout_s))
         value = _kept(app, task, returned, run.info.keep_value)
     except TimeLimitExceeded as err:

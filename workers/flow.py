@@ -27,6 +27,7 @@ class Permits:
         self._free = total
         self._lent = 0
         self._need = 1  # free permits the (one) consumer waits for: it is woken then only
+        self._waiting = False  # whether the consumer waits in ``take`` (read under the lock)
         self._condition = threading.Condition()
 
     def take(self, wanted: int, timeout_s: float, linger_s: float = 0.0) -> int:
@@ -38,12 +39,16 @@ class Permits:
         """
         bulk = min(wanted, max(1, self.total // 2))
         with self._condition:
-            if not self._condition.wait_for(lambda: self._free > 0, timeout_s):
-                return 0
-            if self._free < bulk and linger_s > 0:
-                self._need = bulk
-                self._condition.wait_for(lambda: self._free >= bulk, linger_s)
-                self._need = 1
+            self._waiting = True
+            try:
+                if not self._condition.wait_for(lambda: self._free > 0, timeout_s):
+                    return 0
+                if self._free < bulk and linger_s > 0:
+                    self._need = bulk
+                    self._condition.wait_for(lambda: self._free >= bulk, linger_s)
+                    self._need = 1
+            finally:
+                self._waiting = False
             taken = min(wanted, self._free)
             self._free -= taken
             return taken
@@ -77,7 +82,7 @@ class Permits:
                 return False
             self._lent += 1
             self._free += 1
-            if self._free >= self._need:
+            if self._waiting and self._free >= self._need:
                 self._condition.notify_all()
             return True
 

@@ -61,16 +61,19 @@ class Holdings:
         self._lock = threading.Lock()
 
     def add(self, work: Work) -> None:
+        handle = work.handle
         with self._lock:
-            self._works[work.handle] = work
-            self._deadlines[work.handle] = work.claim.deadline_ms
+            self._works[handle] = work
+            self._deadlines[handle] = work.claim.deadline_ms
 
     def remove(self, works: Iterable[Work]) -> None:
+        handles = [work.handle for work in works]
         with self._lock:
-            for work in works:
-                self._works.pop(work.handle, None)
-                self._deadlines.pop(work.handle, None)
-                self._lost.discard(work.handle)
+            for handle in handles:
+                self._works.pop(handle, None)
+                self._deadlines.pop(handle, None)
+            if self._lost:
+                self._lost.difference_update(handles)
 
     def empty(self) -> bool:
         with self._lock:

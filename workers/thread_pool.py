@@ -27,6 +27,7 @@ class ThreadPool(HandlerPool[W]):
         self, app: App, size: int, on_done: Done[W], time_limit_grace_s: float = 5.0
     ) -> None:
         self._app = app
+        self._report = partial(report_progress, app)  # one for every run
         self._on_done = on_done
         self._queue: queue.SimpleQueue[
             tuple[W, str, list[Any], dict[str, Any], RunContext] | None
@@ -50,7 +51,7 @@ class ThreadPool(HandlerPool[W]):
     def submit(
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
-        run = RunContext(info, partial(report_progress, self._app))
+        run = RunContext(info, self._report)
         self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 

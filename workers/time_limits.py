@@ -42,18 +42,16 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
     )
 
 
-def time_limit_of(app: App, task_name: str, default_s: float | None) -> float | None:
-    """The time limit of a run of ``task_name``: its task's own, else ``default_s`` (the
-    worker's)."""
+def limits_of(
+    app: App, task_name: str, default_s: float | None
+) -> tuple[float | None, float | None]:
+    """The time limit of a run of ``task_name`` (its task's own, else ``default_s``, the
+    worker's) and its soft time limit (its task's own; None: none)."""
     task = app.registry.tasks.get(task_name)
-    own = task.options.time_limit_s if task is not None else None
-    return own if own is not None else default_s
-
-
-def soft_limit_of(app: App, task_name: str) -> float | None:
-    """The soft time limit of a run of ``task_name`` (its task's own; None: none)."""
-    task = app.registry.tasks.get(task_name)
-    return task.options.soft_time_limit_s if task is not None else None
+    if task is None:
+        return default_s, None
+    own = task.options.time_limit_s
+    return (own if own is not None else default_s), task.options.soft_time_limit_s
 
 
 def over_limit_message(limit_s: float) -> str:

@@ -68,7 +68,7 @@ from workers.pools import make_pool
 from workers.presence import Presence
 from workers.rates import RateGate
 from workers.settler import Settler
-from workers.time_limits import soft_limit_of, time_limit_of
+from workers.time_limits import limits_of
 from workers.timer import Timer
 
 log = logging.getLogger("tickwork.worker")
@@ -341,6 +341,7 @@ class Worker:
             )
         # a chain's next step or a batch's callbacks take what the handler returns
         keep_value = value_needed(message)
+        time_limit_s, soft_limit_s = limits_of(self.app, message.task, self.config.time_limit_s)
         info = RunInfo(
             message.id,
             message.task,
@@ -350,8 +351,8 @@ class Worker:
             keep_value,
             message.headers.get(TRACEPARENT),
             work.lateness_ms,
-            time_limit_of(self.app, message.task, self.config.time_limit_s),
-            soft_limit_of(self.app, message.task),
+            time_limit_s,
+            soft_limit_s,
         )
         work.info = info
         if self._hooks.before_run:

@@ -167,6 +167,8 @@ class Arguments:
         self, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Validate stored JSON arguments and return typed (args, kwargs) to call with."""
+        if not args and not kwargs and not self._required:  # a call without arguments
+            return (), {}
         if self._simple:  # every parameter can be passed by name
             named = self._named(args, kwargs)
             if self._is_plain(named):

@@ -42,7 +42,8 @@ def _ignore(verdict: str, error_type: str, error: str) -> None:
     """What ``handler_span`` yields without OpenTelemetry."""
 
 
-_NO_SPAN: AbstractContextManager[Outcome] = nullcontext(_ignore)
+#: what ``handler_span`` returns when nothing is traced (callers may skip it then)
+NO_SPAN: AbstractContextManager[Outcome] = nullcontext(_ignore)
 
 
 def with_traceparent(headers: Mapping[str, str] | None) -> Mapping[str, str] | None:
@@ -64,7 +65,7 @@ def handler_span(info: RunInfo) -> AbstractContextManager[Outcome]:
     Nothing at all until the application sets a tracer provider (the API's no-op tracer
     still costs a measurable part of a run)."""
     if not ENABLED or not _configured():
-        return _NO_SPAN
+        return NO_SPAN
     return _span(info)
 
 
