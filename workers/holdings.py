@@ -75,6 +75,10 @@ class Holdings:
             if self._lost:
                 self._lost.difference_update(handles)
 
+    def count(self) -> int:
+        """How many claims are held (read without the lock: a moment's answer)."""
+        return len(self._works)
+
     def empty(self) -> bool:
         with self._lock:
             return not self._works

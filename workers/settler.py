@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import queue as queue_module
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from scheduler import App, BackendError
@@ -45,6 +46,11 @@ from workers.workflow_counts import WorkflowCounts
 log = logging.getLogger("tickwork.worker")
 
 _BATCH = 1000  # results settled per backend round trip, at most
+#: while more of the work held is still running, the settler waits up to LINGER_S after
+#: a batch's first result for it to reach LINGER_BATCH (as a producer's linger does):
+#: fewer, larger acks for fast handlers; with nothing else held, an ack never waits
+LINGER_S = 0.001
+LINGER_BATCH = 64
 
 
 def _run_s(work: Work, result: HandlerResult) -> float | None:
@@ -121,9 +127,22 @@ class Settler:
         except queue_module.Empty:
             return []
         batch = [first]
+        linger_until = None
         while len(batch) < _BATCH:
             try:
                 batch.append(self._results.get_nowait())
+                continue
+            except queue_module.Empty:
+                pass
+            if len(batch) >= LINGER_BATCH or self._holdings.count() <= len(batch):
+                break  # large enough, or nothing else is running to wait for
+            now = time.monotonic()
+            if linger_until is None:
+                linger_until = now + LINGER_S
+            elif now >= linger_until:
+                break
+            try:
+                batch.append(self._results.get(timeout=linger_until - now))
             except queue_module.Empty:
                 break
         return batch
