@@ -47,6 +47,18 @@ def enqueue_one() -> None:
     _loop.run_until_complete(_redis().enqueue_job("noop"))
 
 
+_loop_pool: Any = None  # made on the running loop by ``open_loop_pool`` (``asingle``)
+
+
+async def open_loop_pool() -> None:
+    global _loop_pool
+    _loop_pool = await create_pool(settings, default_queue_name=QUEUE)
+
+
+async def aenqueue_one() -> None:
+    await _loop_pool.enqueue_job("noop")
+
+
 def enqueue_many(count: int) -> None:
     pool = _redis()
 

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 #: the rate scenarios a run may hold, in the order drawn, with their labels
 RATES = {
     "single": "single enqueue",
+    "asingle": "single enqueue (asyncio)",
     "bulk": "bulk enqueue",
     "process": "processing (the task)",
     "process_noop": "processing (no-op)",

@@ -4,6 +4,8 @@ object. ``python -m bench.peers.measure SYSTEM SCENARIO [--count N]`` with
 
 - ``single``: ``--count`` enqueues one call at a time (no worker running), after 10 to
   warm up: enqueues per second.
+- ``asingle``: the same awaited one at a time in one coroutine on one event loop, for
+  the systems with an asyncio producer (tickwork's ``adelay``, arq's ``enqueue_job``).
 - ``bulk``: ``--count`` enqueues by the system's bulk API (or its fastest loop).
 - ``process``: ``--count`` no-ops enqueued in bulk, then one worker process started;
   jobs per second from the first completion to the last (the worker's start left out).
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.peers.common import DONE, LATENESS, URL, client
-from bench.peers.shared import bulk, single, start_worker, stop_worker
+from bench.peers.shared import asingle, bulk, single, start_worker, stop_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +80,13 @@ def lateness(adapter: Any, count: int) -> dict[str, Any]:
     }
 
 
-SCENARIOS = {"single": single, "bulk": bulk, "process": process, "lateness": lateness}
+SCENARIOS = {
+    "single": single,
+    "asingle": asingle,
+    "bulk": bulk,
+    "process": process,
+    "lateness": lateness,
+}
 
 
 def main() -> None:

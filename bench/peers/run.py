@@ -1,11 +1,12 @@
 """tickwork, Celery, RQ, Dramatiq, Huey and arq side by side on one local Redis, each
 with the same task semantics (a no-op that does one ``INCR``; a delayed task that records
-how late it started), the four measurements of ``bench.peers.measure`` run interleaved
+how late it started), the measurements of ``bench.peers.measure`` run interleaved
 (each round visits the systems in a rotated order, so the machine's drift hits all
 alike); medians with min-max; JSON out.
 
 python -m bench.peers.run [--rounds 3] [--count 20000] [--delayed 1000]
-                          [--systems tickwork,celery,...] [--out FILE.json]
+                          [--systems tickwork,celery,...] [--scenarios single,...]
+                          [--out FILE.json]
 (``make bench-peers``: makes the peers' environments, runs this, draws the chart)
 
 Each system runs in its own environment: tickwork in this one; Celery, RQ, Dramatiq and
@@ -35,7 +36,10 @@ PYTHON = {
     "huey": ROOT / ".venv-peers/bin/python",
     "arq": ROOT / ".venv-arq/bin/python",
 }
-SCENARIOS = ("single", "bulk", "process", "lateness")
+SCENARIOS = ("single", "asingle", "bulk", "process", "lateness")
+#: the systems with an asyncio producer (``asingle``: tickwork's ``adelay``, arq's
+#: ``enqueue_job``); the others have none to measure
+ASYNC_PRODUCERS = ("tickwork", "arq")
 
 
 def measure_once(system: str, scenario: str, count: int, url: str) -> dict[str, Any]:
@@ -79,6 +83,8 @@ def run(
         order = systems[round_ % len(systems) :] + systems[: round_ % len(systems)]
         for scenario in scenarios:
             for system in order:
+                if scenario == "asingle" and system not in ASYNC_PRODUCERS:
+                    continue
                 n = delayed if scenario == "lateness" else count
                 result = measure(system, scenario, n, url)
                 print(json.dumps({"round": round_, **result}), file=sys.stderr, flush=True)
@@ -101,28 +107,34 @@ def run(
 
 
 def markdown(table: dict[str, dict[str, Any]]) -> str:
-    """The summary as a Markdown table: medians with (min-max)."""
+    """The summary as a Markdown table: medians with (min-max); "-" for a scenario not
+    measured (a system without an asyncio producer, or one left out by ``--scenarios``)."""
 
-    def rate(cell: dict[str, Any]) -> str:
+    def rate(cell: dict[str, Any] | None) -> str:
+        if cell is None:
+            return "-"
         if "error" in cell:
             return "failed"
         return f"{cell['median']:,.0f} ({cell['min']:,.0f}-{cell['max']:,.0f})"
 
-    def late(cell: dict[str, Any]) -> str:
+    def late(cell: dict[str, Any] | None) -> str:
+        if cell is None:
+            return "-"
         if "error" in cell:
             return "failed"
         p50, p99, low = cell["p50_ms"], cell["p99_ms"], cell["min_ms"]
         return f"{p50['median']:,.1f} / {p99['median']:,.1f} (earliest {low['median']:,.0f})"
 
     lines = [
-        "| system | single enqueue /s | bulk enqueue /s | processing jobs/s "
-        "| lateness p50 / p99 ms |",
-        "| --- | --- | --- | --- | --- |",
+        "| system | single enqueue /s | asyncio single /s | bulk enqueue /s "
+        "| processing jobs/s | lateness p50 / p99 ms |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for system, cells in table.items():
         lines.append(
-            f"| {system} | {rate(cells['single'])} | {rate(cells['bulk'])} | "
-            f"{rate(cells['process'])} | {late(cells['lateness'])} |"
+            f"| {system} | {rate(cells.get('single'))} | {rate(cells.get('asingle'))} | "
+            f"{rate(cells.get('bulk'))} | {rate(cells.get('process'))} | "
+            f"{late(cells.get('lateness'))} |"
         )
     return "\n".join(lines)
 
@@ -133,6 +145,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=20_000)
     parser.add_argument("--delayed", type=int, default=1000)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--out")
     args = parser.parse_args()
     systems = [s for s in args.systems.split(",") if s]
@@ -144,7 +157,10 @@ def main() -> None:
 
     server = RedisServer()
     try:
-        result = run(systems, args.rounds, args.count, args.delayed, server.url)
+        scenarios = [s for s in args.scenarios.split(",") if s]
+        result = run(
+            systems, args.rounds, args.count, args.delayed, server.url, scenarios=scenarios
+        )
     finally:
         server.stop()
     settings = {"rounds": args.rounds, "count": args.count, "delayed": args.delayed}

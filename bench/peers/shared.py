@@ -5,6 +5,7 @@ enqueue rates."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -47,6 +48,27 @@ def single(adapter: Any, count: int) -> dict[str, Any]:
     for _ in range(count):
         adapter.enqueue_one()
     return {"per_second": round(count / (time.perf_counter() - started))}
+
+
+def asingle(adapter: Any, count: int) -> dict[str, Any]:
+    """``count`` awaited enqueues one at a time in one coroutine on one event loop, after
+    10 to warm up (systems with an asyncio producer: tickwork's ``adelay``, arq's
+    ``enqueue_job``): enqueues per second."""
+    if not hasattr(adapter, "aenqueue_one"):
+        raise SystemExit("no asyncio producer")
+
+    async def calls() -> float:
+        opening = getattr(adapter, "open_loop_pool", None)
+        if opening is not None:
+            await opening()
+        for _ in range(10):
+            await adapter.aenqueue_one()
+        started = time.perf_counter()
+        for _ in range(count):
+            await adapter.aenqueue_one()
+        return time.perf_counter() - started
+
+    return {"per_second": round(count / asyncio.run(calls()))}
 
 
 def bulk(adapter: Any, count: int) -> dict[str, Any]:

@@ -25,6 +25,10 @@ def enqueue_one() -> None:
     noop.delay()
 
 
+async def aenqueue_one() -> None:
+    await noop.adelay()
+
+
 def enqueue_many(count: int) -> None:
     app.enqueue_many([noop.call() for _ in range(count)], batch_size=1000)
 
