@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from scheduler.backends import Backend, Envelope, Failure, OnConflict, State
+from scheduler.backends import Backend, Claim, Envelope, Failure, OnConflict, State
 from tests.support.backends import BackendHarness
 from tests.support.contract import TIMEOUT_MS, claim_all, env
 
@@ -112,6 +112,35 @@ def test_ack_deletes_and_stores_next_occurrence_atomically(harness: BackendHarne
     got = b.messages.get_by_key("q", "K")
     assert got is not None and got.envelope.id == "c.1" and got.state is State.SCHEDULED
     assert b.leases.ack([(claim, nxt)]) == [False], "a repeated ack is refused"
+
+
+def test_a_large_mixed_batch_is_claimed_and_acked_whole(harness: BackendHarness) -> None:
+    """Past the size at which a backend splits a batch's writes (Redis: 2,000 values a
+    command): plain one-offs, a keyed message with its chain's next occurrence and one
+    whose lease was lost, settled in one ack."""
+    b = harness.backend
+    count = 2_600
+    b.messages.enqueue([env(harness, f"m{i:05d}", timeout_ms=60_000) for i in range(count)])
+    b.messages.enqueue([env(harness, "keyed", key="K", timeout_ms=60_000)])
+    claims: list[Claim] = []
+    while batch := b.leases.claim("q", 3_000).claims:
+        claims += batch
+    assert len(claims) == count + 1 and len({c.id for c in claims}) == count + 1
+    assert all(c.attempt == 1 for c in claims)
+    by_id = {c.id: c for c in claims}
+    stale = by_id["m00007"]._replace(token="not-its-token")
+    nxt = env(harness, "keyed.1", key="K", due_in_ms=60_000)
+    items: list[tuple[Claim, Envelope | None]] = [
+        (c, nxt if c.id == "keyed" else None) for c in claims if c.id != "m00007"
+    ]
+    items.append((stale, None))
+    acked = b.leases.ack(items)
+    assert acked.count(True) == count and acked[-1] is False
+    assert b.messages.get("m00001") is None and b.messages.get("keyed") is None
+    got = b.messages.get_by_key("q", "K")
+    assert got is not None and got.envelope.id == "keyed.1" and got.state is State.SCHEDULED
+    assert b.messages.get("m00007") is not None, "a refused ack deleted nothing"
+    assert b.queues.stats("q")[0].in_flight == 1
 
 
 def test_expired_lease_is_redelivered_with_next_attempt(harness: BackendHarness) -> None:
