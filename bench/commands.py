@@ -9,14 +9,13 @@ python -m bench.commands [--jobs 5000] [--out FILE.json]   (starts its own Redis
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from bench.common import emit, machine
+from bench.common import on_sqlite_and_redis
 
 
 def _calls(client: redis.Redis) -> dict[str, int]:
@@ -64,16 +63,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    from tests.support.servers import RedisServer
-
-    server = RedisServer()
-    try:
-        result = {"machine": machine(), **measure(server.url, args.jobs)}
-    finally:
-        server.stop()
-    emit(result)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    on_sqlite_and_redis(lambda url: measure(url, args.jobs), {}, args.out, only="redis")
 
 
 if __name__ == "__main__":
