@@ -9,6 +9,8 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            frees slots: the ack and slot scripts go in one round trip)
   bulk-redis, bulk-sqlite  100,000 messages by ``enqueue_many`` in batches of 5,000:
                            messages/s (``bench.engine.bulk_enqueue``)
+  bulk-keyed-redis         100,000 keyed messages (each its own key, as ``enqueue_dataframe``
+                           writes rows) by ``enqueue_many`` in batches of 1,000: messages/s
   delay-redis              5,000 ``.delay()`` calls one at a time (after 500 to warm up):
                            calls/s
   adelay-redis             the same with ``await task.adelay()`` in an event loop
@@ -76,6 +78,13 @@ MEASURES = {
         "redis",
         "from bench.engine import bulk_enqueue;"
         "print(bulk_enqueue({url!r}, 100000, 5000)['per_second'])",
+    ),
+    "bulk-keyed-redis": (
+        "redis",
+        "import time; from bench.engine import fresh_app; app, tasks = fresh_app({url!r});"
+        "calls = [tasks.noop.call(i).options(key=f'k{{i}}') for i in range(100000)];"
+        "started = time.perf_counter(); app.enqueue_many(calls, batch_size=1000);"
+        "print(round(100000 / (time.perf_counter() - started)))",
     ),
     "delay-redis": (
         "redis",

@@ -83,6 +83,37 @@ def test_key_conflict_replace_swaps_the_message(harness: BackendHarness) -> None
     assert b.queues.stats("q")[0].ready == 1
 
 
+def test_a_message_replaced_within_one_batch_leaves_only_the_last(
+    harness: BackendHarness,
+) -> None:
+    """Within one write, a message (keyed, or unkeyed by its id) replaced by a later one
+    of the batch leaves the last, placed once: nothing of the earlier one stays ready."""
+    b = harness.backend
+    batch = [
+        env(harness, "first", key="K"),
+        env(harness, "second", key="K", due_in_ms=60_000),
+        env(harness, "plain"),
+        env(harness, "plain", due_in_ms=60_000),
+        env(harness, "filler"),
+    ]
+    outcomes = b.messages.enqueue(batch, OnConflict.REPLACE)
+    assert outcomes == [
+        Outcome.ENQUEUED,
+        Outcome.REPLACED,
+        Outcome.ENQUEUED,
+        Outcome.REPLACED,
+        Outcome.ENQUEUED,
+    ]
+    got = b.messages.get_by_key("q", "K")
+    assert got is not None and got.envelope.id == "second" and got.state is State.SCHEDULED
+    assert b.messages.get("first") is None
+    plain = b.messages.get("plain")
+    assert plain is not None and plain.state is State.SCHEDULED
+    stats = b.queues.stats("q")[0]
+    assert (stats.ready, stats.scheduled) == (1, 2)
+    assert [c.id for c in claim_all(harness)] == ["filler"]
+
+
 def test_identical_resend_is_a_duplicate_not_a_conflict(harness: BackendHarness) -> None:
     b = harness.backend
     e = env(harness, "same", key="K")

@@ -57,8 +57,8 @@ class CassandraMessages(Messages):
         batches = Batches()
         counts: dict[str, int] = {}
         added: dict[str, int] = {}  # new messages of bounded queues
+        written: set[tuple[str, str]] = set()  # (queue, id) inserted by this call so far
         for e in envelopes:
-            batch = batches.current
             ts = self._store.now_us()
             holder = holders.get((e.queue, e.key)) if e.key is not None else None
             outcome = decide(e, holder, e.id in present, on_conflict, room)
@@ -72,11 +72,18 @@ class CassandraMessages(Messages):
                 replaced.append(holder[0])
             if e.id in present and (holder is None or holder[0] != e.id):
                 replaced.append(e.id)
+            if any((e.queue, old_id) in written for old_id in replaced):
+                # a remove finds what it deletes by reading: what this call wrote
+                # before (a message replaced within the batch) is written first
+                self._store.execute_many(batches.all())
+                batches = Batches()
+            batch = batches.current
             for old_id in replaced:  # the insert is written after the deletes
                 ts = max(ts, self._store.remove(batch, e.queue, old_id, ts) or ts)
             if e.key is not None:
                 holders[(e.queue, e.key)] = (e.id, e.body)
             present.add(e.id)
+            written.add((e.queue, e.id))
             self._store.insert(batch, e, ts + 1)
             counts[e.queue] = counts.get(e.queue, 0) + 1
             batches.added(len(e.body))

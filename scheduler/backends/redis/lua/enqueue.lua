@@ -4,8 +4,8 @@
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12]) B (KEYS[13])
 -- ARGV: mode, bounded ('1' or '0'), count, then count x (id, key, priority, due_ms, record)
 -- (a record with a fair-share key is placed as scheduled: see ``place``)
--- (the client builds each record; unkeyed fresh messages take a fast path: HSETNX, and one
--- ZADD per thousand messages)
+-- (the client builds each record; fresh messages take a fast path: HSETNX of the record
+-- (and HSET of its key), and one ZADD per thousand messages)
 local mode, count = ARGV[1], tonumber(ARGV[3])
 local now = now_ms()
 local function arg(i, f) return ARGV[3 + (i - 1) * 5 + f] end
@@ -74,14 +74,17 @@ for i = 1, count do
             end
         elseif full() and redis.call('HEXISTS', M, id) == 0 then
             out[i] = 'full'
+        elseif redis.call('HSETNX', M, id, record) == 1 then
+            out[i] = 'enqueued'; took()
+            queue_up(id, priority, due, record)
         else
-            flush(true)
-            if remove(id) then out[i] = 'replaced' else out[i] = 'enqueued'; took() end
+            flush(true); remove(id); out[i] = 'replaced'
             redis.call('HSET', M, id, record)
             queue_up(id, priority, due, record)
         end
     else
-        flush(true)
+        -- the buffered ready and scheduled entries go out before a remove (which takes a
+        -- message out of both), and only then: a fresh key adds to the buffers
         local holder = redis.call('HGET', K, key)
         if holder and same(holder, i) and mode ~= 'replace' then
             out[i] = 'duplicate'
@@ -90,9 +93,14 @@ for i = 1, count do
         elseif not holder and full() and redis.call('HEXISTS', M, id) == 0 then
             out[i] = 'full'
         else
-            if holder then remove(holder); out[i] = 'replaced' else out[i] = 'enqueued'; took() end
-            if redis.call('HEXISTS', M, id) == 1 then remove(id) end
-            redis.call('HSET', M, id, record)
+            if holder then
+                flush(true); remove(holder); out[i] = 'replaced'
+            else
+                out[i] = 'enqueued'; took()
+            end
+            if redis.call('HSETNX', M, id, record) == 0 then  -- its id, held without the key
+                flush(true); remove(id); redis.call('HSET', M, id, record)
+            end
             redis.call('HSET', K, key, id)
             queue_up(id, priority, due, record)
         end
