@@ -100,12 +100,12 @@ class Message(BaseModel):
         for name in _TIMES:
             value = getattr(self, name)
             if name in fields and value is not None:
-                fields[name] = _stamp(value)
-        fields["scheduled_at"] = _stamp(self.scheduled_at)
+                fields[name] = stamp(value)
+        fields["scheduled_at"] = stamp(self.scheduled_at)
         if self.enqueued_at == self.scheduled_at:
             fields.pop("enqueued_at", None)
         else:
-            fields["enqueued_at"] = _stamp(self.enqueued_at)
+            fields["enqueued_at"] = stamp(self.enqueued_at)
         if self.chain == self.id:
             fields.pop("chain", None)
         then = fields.pop("then", None)
@@ -194,9 +194,9 @@ def encode_fields(
         fields["chain"] = chain
     if occurrence:
         fields["occurrence"] = occurrence
-    fields["scheduled_at"] = _stamp(scheduled_at)
+    fields["scheduled_at"] = stamp(scheduled_at)
     if enqueued_at != scheduled_at:
-        fields["enqueued_at"] = _stamp(enqueued_at)
+        fields["enqueued_at"] = stamp(enqueued_at)
     if max_attempts != 1:
         fields["max_attempts"] = max_attempts
     if timeout_s != 300.0:
@@ -229,15 +229,15 @@ _TIMES = ("last_run_at", "paused_at", "last_success_at")
 
 #: times stored as epoch milliseconds from here on; read back as such, not as seconds
 #: (pydantic takes a number above 2e10 as milliseconds: from 1970-08-20 on)
-_MS_FROM = 20_000_000_001
+MS_FROM = 20_000_000_001
 
 
-def _stamp(value: datetime) -> datetime | int:
+def stamp(value: datetime) -> datetime | int:
     """A time as stored in a compact body: epoch ms when that is exact, else as is."""
     if value.microsecond % 1000 or value.tzinfo is None:
         return value
     ms = to_ms(value)
-    return ms if ms >= _MS_FROM else value
+    return ms if ms >= MS_FROM else value
 
 
 UNIQUE_UNTIL = header_names.UNIQUE_UNTIL
@@ -266,7 +266,7 @@ def reencode(body: bytes, changes: Mapping[str, Any]) -> bytes:
         if value is None or _NOT_NONE_DEFAULTS.get(name) == value:
             fields.pop(name, None)
         else:
-            fields[name] = _stamp(value) if isinstance(value, datetime) else value
+            fields[name] = stamp(value) if isinstance(value, datetime) else value
     if fields["chain"] == fields["id"]:
         del fields["chain"]
     if fields["enqueued_at"] == fields["scheduled_at"]:

@@ -29,8 +29,9 @@ from scheduler.model.message import (
 )
 from scheduler.model.places import Callback, Membership, Node
 from scheduler.model.registry import TaskRegistry
-from scheduler.model.tasks import Call
-from scheduler.producing.planning import check_overlap, check_scalars, plan
+from scheduler.model.tasks import Call, TaskFunction
+from scheduler.producing.plain import PlainPath, is_plain
+from scheduler.producing.planning import check_overlap, check_scalars, expiry_ms, plan
 from scheduler.runs.tracing import with_traceparent
 from scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
 from scheduler.workflows.chains import (
@@ -63,6 +64,7 @@ class MessageBuilder:
         #: ``scheduler.schedules.calendars``); ``shared_required`` refuses an unknown one
         self.shared: Callable[[Trigger], Trigger] = _unchanged
         self.shared_required: Callable[[Trigger], Trigger] = _unchanged
+        self._plain = PlainPath()
 
     def build(
         self,
@@ -87,6 +89,29 @@ class MessageBuilder:
             now = None
         if now is None:
             now = to_datetime(now_ms)
+        if (
+            chain is None
+            and member is None
+            and callback is None
+            and node is None
+            and is_plain(call, task.options)
+        ):
+            return self._plain.build(call, task, now_ms, now, self.envelope)
+        return self._build_general(call, task, now_ms, now, chain, member, callback, node)
+
+    def _build_general(
+        self,
+        call: Call,
+        task: TaskFunction[..., Any],
+        now_ms: int,
+        now: datetime,
+        chain: str | None = None,
+        member: Membership | None = None,
+        callback: Callback | None = None,
+        node: Node | None = None,
+    ) -> tuple[str, Envelope]:
+        """``build`` for any call (the plain one's too, which ``PlainPath`` builds
+        faster): every option checked, every field encoded through ``encode_fields``."""
         if call.takes_result and node is not None and node.takes is not None:
             args, kwargs = result_taking_arguments(call, task, "its parents' results")
         elif call.takes_result:
@@ -127,7 +152,7 @@ class MessageBuilder:
             chain = new_chain_id(now_ms)
         message_id = occurrence_id(chain, fire.occurrence)
         priority = task.options.priority if call.priority is None else call.priority
-        expire_after_ms = _expiry(call, task.options.expires, fire.at, stored is not None)
+        expire_after_ms = expiry_ms(call, task.options.expires, fire.at, stored is not None)
         # every field was validated above, so encode directly instead of through a model
         body = encode_fields(
             id=message_id,
@@ -363,31 +388,6 @@ class MessageBuilder:
             limit=head.limit,
         )
         return envelope, fire.misfires
-
-
-def _expiry(
-    call: Call, default: timedelta | None, scheduled_at: datetime, recurring: bool
-) -> int | None:
-    """How long after its time a message may still start (ms), from the call's
-    ``expires`` or the task's; ``InvalidMessage`` for one that would expire at once."""
-    expires = call.expires if call.expires is not None else default
-    if expires is None:
-        return None
-    if isinstance(expires, datetime):
-        if recurring:
-            raise InvalidMessage(
-                "a recurring message expires a while after each occurrence: give expires "
-                "as a timedelta, not a datetime"
-            )
-        if expires.tzinfo is None:
-            raise InvalidMessage("expires must be an aware datetime (with a timezone)")
-        expires = expires - scheduled_at
-    if not isinstance(expires, timedelta):
-        raise InvalidMessage(f"expires is a timedelta or a datetime, not {expires!r}")
-    after_ms = expires // timedelta(milliseconds=1)
-    if after_ms <= 0:
-        raise InvalidMessage(f"the message would expire before its time ({expires})")
-    return after_ms
 
 
 def _unchanged(trigger: Trigger) -> Trigger:

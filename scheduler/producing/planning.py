@@ -1,6 +1,7 @@
-"""A call before it becomes a message: its scalar options checked (``check_scalars``) and
-its first fire planned from its time or trigger (``plan``); and a schedule's upcoming
-fires (``upcoming``, for preview). Pure: no backend, no clock of its own."""
+"""A call before it becomes a message: its scalar options checked (``check_scalars``), its
+first fire planned from its time or trigger (``plan``) and its expiry (``expiry_ms``);
+and a schedule's upcoming fires (``upcoming``, for preview). Pure: no backend, no clock
+of its own."""
 
 from __future__ import annotations
 
@@ -56,6 +57,31 @@ def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | Specs | None, Fi
         raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
     stored = anchored if isinstance(anchored, Repeating | Cron | Specs) else None  # a schedule
     return stored, fire, anchored.jitter.total_seconds()
+
+
+def expiry_ms(
+    call: Call, default: timedelta | None, scheduled_at: datetime, recurring: bool
+) -> int | None:
+    """How long after its time a message may still start (ms), from the call's
+    ``expires`` or the task's; ``InvalidMessage`` for one that would expire at once."""
+    expires = call.expires if call.expires is not None else default
+    if expires is None:
+        return None
+    if isinstance(expires, datetime):
+        if recurring:
+            raise InvalidMessage(
+                "a recurring message expires a while after each occurrence: give expires "
+                "as a timedelta, not a datetime"
+            )
+        if expires.tzinfo is None:
+            raise InvalidMessage("expires must be an aware datetime (with a timezone)")
+        expires = expires - scheduled_at
+    if not isinstance(expires, timedelta):
+        raise InvalidMessage(f"expires is a timedelta or a datetime, not {expires!r}")
+    after_ms = expires // timedelta(milliseconds=1)
+    if after_ms <= 0:
+        raise InvalidMessage(f"the message would expire before its time ({expires})")
+    return after_ms
 
 
 def check_overlap(call: Call, task: str, limited: bool) -> None:
