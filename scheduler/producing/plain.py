@@ -1,13 +1,13 @@
-"""The plain call's message, its body written straight to bytes: the most common message (a one-off
-call of a task without limits, fair share or expiry; no trigger, steps, headers or
-expiry on the call) skips building the general field mapping that ``encode_fields``
-serializes. The bytes are the same as that general path's: ``tests/unit/test_plain_bodies.py``
-compares them call shape by call shape.
+"""The plain call's message, its body written straight to bytes. The most common message
+(a one-off call of a task without limits, fair share or expiry; no trigger, steps,
+headers or expiry on the call) skips building the general field mapping that
+``encode_fields`` serializes. The bytes are the same as that general path's:
+``tests/unit/test_plain_bodies.py`` compares them call shape by call shape.
 
 The field order and the defaults left out follow ``scheduler.model.message.encode_fields``:
-``id``, ``queue``, ``task``, ``args``, ``kwargs``, ``key``, ``priority``, ``chain`` (left out:
-a one-off's chain is its id), ``scheduled_at``, ``enqueued_at`` (left out when equal),
-``max_attempts`` (left out at 1), ``timeout_s`` (left out at 300), ``headers``.
+``id``, ``queue``, ``task``, ``args``, ``kwargs``, ``key``, ``priority``, ``chain`` (left
+out: a one-off's chain is its id), ``scheduled_at``, ``enqueued_at`` (left out when
+equal), ``max_attempts`` (left out at 1), ``timeout_s`` (left out at 300), ``headers``.
 """
 
 from __future__ import annotations
