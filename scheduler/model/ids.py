@@ -52,6 +52,16 @@ def identity_chain_id(queue: str, identity: str) -> str:
     return f"i{digest}"
 
 
+def first_chain_id(queue: str, key: str | None, identity: str | None, now_ms: int) -> str:
+    """The chain id of a call's first message in ``queue``: from its key, else from its
+    identity, else a fresh one."""
+    if key is not None:
+        return keyed_chain_id(queue, key)
+    if identity is not None:
+        return identity_chain_id(queue, identity)
+    return new_chain_id(now_ms)
+
+
 def occurrence_id(chain: str, occurrence: int) -> str:
     """The id of occurrence number ``occurrence`` of ``chain``."""
     return chain if occurrence == 0 else f"{chain}.{occurrence}"

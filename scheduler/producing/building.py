@@ -18,7 +18,7 @@ from scheduler.backends import Envelope
 from scheduler.clock import Clock, to_datetime, to_ms
 from scheduler.errors import InvalidMessage
 from scheduler.limits.declared import fair_value, limit_keys
-from scheduler.model.ids import identity_chain_id, keyed_chain_id, new_chain_id, occurrence_id
+from scheduler.model.ids import first_chain_id, new_chain_id, occurrence_id
 from scheduler.model.message import (
     UNIQUE_FOR,
     UNIQUE_UNTIL,
@@ -142,14 +142,8 @@ class MessageBuilder:
         if call.trigger is not None and call.trigger.calendar is not None:
             call = replace(call, trigger=self.shared_required(call.trigger))
         stored, fire, jitter_s = plan(call, now)
-        if chain is not None:
-            pass
-        elif call.key is not None:
-            chain = keyed_chain_id(queue, call.key)
-        elif call.identity is not None:
-            chain = identity_chain_id(queue, call.identity)
-        else:
-            chain = new_chain_id(now_ms)
+        if chain is None:
+            chain = first_chain_id(queue, call.key, call.identity, now_ms)
         message_id = occurrence_id(chain, fire.occurrence)
         priority = task.options.priority if call.priority is None else call.priority
         expire_after_ms = expiry_ms(call, task.options.expires, fire.at, stored is not None)

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from scheduler.backends import Envelope
-from scheduler.model.ids import identity_chain_id, keyed_chain_id, new_chain_id
+from scheduler.model.ids import first_chain_id
 from scheduler.model.message import MS_FROM, stamp
 from scheduler.model.tasks import Call, TaskFunction, TaskOptions
 from scheduler.producing.planning import check_scalars, plan
@@ -78,12 +78,7 @@ class PlainPath:
             scheduled, enqueued = encoded_time(at), encoded_time(now, now_ms)
             if at == now:
                 enqueued = None
-        if call.key is not None:
-            chain = keyed_chain_id(queue, call.key)
-        elif call.identity is not None:
-            chain = identity_chain_id(queue, call.identity)
-        else:
-            chain = new_chain_id(now_ms)
+        chain = first_chain_id(queue, call.key, call.identity, now_ms)
         priority = options.priority if call.priority is None else call.priority
         body = self.body(
             chain,
