@@ -69,15 +69,15 @@ class PlainPath:
         same order (arguments, scalars, time), the same id and envelope."""
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
         options = task.options
+        timeout_s = options.timeout_s
         queue = call.queue or options.queue
         check_scalars(call, queue)
         if call.at is None and call.delay is None:
             at, scheduled, enqueued = now, encoded_time(now, now_ms), None
         else:
             at = plan(call, now)[1].at
-            scheduled, enqueued = encoded_time(at), encoded_time(now, now_ms)
-            if at == now:
-                enqueued = None
+            scheduled = encoded_time(at)
+            enqueued = None if at == now else encoded_time(now, now_ms)
         chain = first_chain_id(queue, call.key, call.identity, now_ms)
         priority = options.priority if call.priority is None else call.priority
         body = self.body(
@@ -91,10 +91,9 @@ class PlainPath:
             scheduled,
             enqueued,
             options.retry.max_attempts,
-            options.timeout_s,
+            timeout_s,
             with_traceparent(None),
         )
-        timeout_s = options.timeout_s
         return chain, envelope(
             chain, queue, call.key, priority, timeout_s, body, at, 0.0, now, now_ms
         )
