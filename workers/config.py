@@ -21,6 +21,9 @@ class WorkerConfig(BaseModel):
     #: has async tasks; their permits are added to the sync pool's)
     async_concurrency: int = Field(default=100, ge=1)
     pool: str = "thread"
+    #: the thread pool lets fewer of its threads take work while fast handlers keep the
+    #: process's core busy (``workers/thread_tuning.py``); False: all of them always
+    adaptive_threads: bool = True
     prefetch: int | None = Field(default=None, ge=0)  # default: follows the pace (Pace)
     batch_size: int = Field(default=100, ge=1)
     lookahead_ms: int = Field(default=500, ge=0)

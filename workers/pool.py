@@ -61,3 +61,4 @@ class PoolSpec:
     size: int
     abort_grace_s: float = 10.0  # how long an aborted process-pool handler has to stop
     time_limit_grace_s: float = 5.0  # how long a handler past its time limit has to stop
+    adaptive_threads: bool = True  # a thread pool tunes how many threads take work

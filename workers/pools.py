@@ -12,7 +12,7 @@ from workers.thread_pool import ThreadPool
 
 
 def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
-    return ThreadPool(spec.app, spec.size, on_done, spec.time_limit_grace_s)
+    return ThreadPool(spec.app, spec.size, on_done, spec.time_limit_grace_s, spec.adaptive_threads)
 
 
 def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:

@@ -206,6 +206,7 @@ class Worker:
             self.config.concurrency,
             self.config.abort_grace_s,
             self.config.time_limit_grace_s,
+            self.config.adaptive_threads,
         )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
         if self._has_async:

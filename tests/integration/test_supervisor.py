@@ -162,7 +162,7 @@ def test_each_process_gets_every_option_and_its_own_metrics_port() -> None:
         *("--pool", "process", "--prefetch", "9", "--batch-size", "50", "--lookahead-ms", "5"),
         *("--grace", "3", "--abort-grace", "2", "--metrics-port", "9100"),
         *("--metrics-host", "0.0.0.0", "--processes", "3", "--duration", "60", "--burst"),
-        *("--log-level", "debug", "--log-format", "json"),
+        *("--log-level", "debug", "--log-format", "json", "--all-threads"),
     ]
     supervisor = worker.make_context("worker", given)
     argv = child_command(worker, supervisor.params, 2)
@@ -173,3 +173,4 @@ def test_each_process_gets_every_option_and_its_own_metrics_port() -> None:
     child_argv = child_command(worker, unset.params, 1)
     assert worker.make_context("worker", child_argv[4:]).params == unset.params
     assert "--prefetch" not in child_argv and "--burst" not in child_argv
+    assert "--all-threads" not in child_argv

@@ -52,6 +52,13 @@ DJANGO_APP = "tickwork.django.current:app"
 )
 @click.option("--pool", type=click.Choice(sorted(POOL_KINDS)), default="thread", show_default=True)
 @click.option(
+    "--all-threads",
+    is_flag=True,
+    help="Keep all -c threads of the thread pool taking work [by default, while fast "
+    "handlers keep the process's core busy, fewer take work; they come back when "
+    "handlers wait on I/O].",
+)
+@click.option(
     "--prefetch",
     type=click.IntRange(min=0),
     help="Claims held beyond idle slots [follows the handlers' pace: 2 x concurrency "
@@ -138,6 +145,7 @@ def worker(
     concurrency: int,
     async_concurrency: int,
     pool: str,
+    all_threads: bool,
     prefetch: int | None,
     batch_size: int,
     lookahead_ms: int,
@@ -183,6 +191,7 @@ def worker(
         concurrency=concurrency,
         async_concurrency=async_concurrency,
         pool=pool,
+        adaptive_threads=not all_threads,
         prefetch=prefetch,
         batch_size=batch_size,
         lookahead_ms=lookahead_ms,
