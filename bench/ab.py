@@ -26,6 +26,8 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            worker with defaults: jobs/s (``bench.peers``' tickwork side)
   incr-cli-redis           the same through ``tickwork worker --burst`` (its default
                            ``info`` lines to /dev/null), the process timed whole
+  nap-redis,               6,000 jobs of a handler waiting on I/O (``time.sleep`` of
+  nap-long-redis           0.5 ms, of 5 ms), one worker with defaults: jobs/s
   decode-cron, next-cron,  one call of a worker's on a scheduled message, in a loop:
   next-repeating           calls/s (``bench.schedule_costs``, this tree's file run
                            against the other tree's code)
@@ -157,6 +159,23 @@ MEASURES = {
         "print(round(30000 / (time.perf_counter() - started)))",
     ),
 }
+#: a handler that waits on I/O (a sleep of {seconds}), 6,000 runs, one worker with
+#: defaults: jobs/s (what a pool whose threads take turns must not lose)
+_NAP = (
+    "import logging, time; logging.getLogger('tickwork').setLevel(logging.WARNING)\n"
+    "from scheduler import App; from workers import Worker, WorkerConfig\n"
+    "app = App({url!r}); app.backend.queues.purge('naps')\n"
+    "@app.task(name='bench.nap', queue='naps')\n"
+    "def nap(seconds: float) -> None:\n"
+    "    time.sleep(seconds)\n"
+    "app.enqueue_many([nap.call({seconds}) for _ in range(6000)], batch_size=1000)\n"
+    "config = WorkerConfig(queues=('naps',), burst=True, install_periodic=False)\n"
+    "started = time.perf_counter(); stats = Worker(app, config).run()\n"
+    "assert stats.acked == 6000, stats\n"
+    "print(round(6000 / (time.perf_counter() - started)))"
+)
+MEASURES["nap-redis"] = ("redis", _NAP.replace("{seconds}", "0.0005"))
+MEASURES["nap-long-redis"] = ("redis", _NAP.replace("{seconds}", "0.005"))
 for _measure in ("decode-cron", "next-cron", "next-repeating"):
     MEASURES[_measure] = ("sqlite", _COSTS.replace("{measure}", _measure))
 _PARTS = (
