@@ -12,8 +12,9 @@ about a third faster on two threads than on eight; ``bench/NOTES.md``, "Issue 38
 whole core busy, it halves the number, and keeps the halving only if the rate of
 finished runs did not fall by more than a tenth; it doubles the number again when work
 waits while the process leaves the core half idle (handlers waiting on I/O) or a run
-has lasted ``SLOW_RUN_S`` (a slow or stuck handler must not keep others waiting). With
-no work waiting, it changes nothing. ``ThreadGate`` is what the pool's threads consult:
+has lasted ``SLOW_RUN_S`` (a slow or stuck handler must not keep others waiting). After
+an undone halving or a doubling it tries no halving for ``HOLD_WINDOWS``. With no work
+waiting, it changes nothing. ``ThreadGate`` is what the pool's threads consult:
 thread ``i`` takes work only while ``i`` is below the number, and parks otherwise.
 """
 
@@ -44,7 +45,7 @@ SLOW_RUN_S = 0.25
 #: a halving whose window finishes runs at less than this share of the rate before it is
 #: undone
 KEEP_SHARE = 0.9
-#: after an undone halving, windows before halving is tried again (about 5 s)
+#: after an undone halving or a doubling, windows before halving is tried again (5 s)
 HOLD_WINDOWS = 50
 
 
@@ -79,6 +80,7 @@ class ThreadTuner:
             window.oldest_run_s >= SLOW_RUN_S or window.cpu_share < IDLE_CPU
         ):
             self.limit = min(self.size, self.limit * 2)
+            self._hold = HOLD_WINDOWS  # more threads were needed: not fewer again soon
             return self.limit
         if trial is not None and window.rate < trial[1] * KEEP_SHARE:
             self.limit = trial[0]

@@ -60,11 +60,16 @@ def test_handlers_waiting_on_io_double_the_number_back_up_to_the_pool_size() -> 
     assert [tuner.step(waiting) for _ in range(3)] == [4, 8, 8]
 
 
-def test_a_slow_run_doubles_the_number_even_on_a_busy_core() -> None:
+def test_a_slow_run_doubles_the_number_even_on_a_busy_core_and_holds_it() -> None:
+    """Slow handlers that keep the core busy would otherwise be halved and doubled
+    window after window."""
     tuner = ThreadTuner(8)
     tuner.step(busy())
     slow = Window(backlog=True, cpu_share=1.0, rate=100.0, oldest_run_s=SLOW_RUN_S)
     assert tuner.step(slow) == 8
+    for _ in range(HOLD_WINDOWS):
+        assert tuner.step(busy(rate=100.0)) == 8
+    assert tuner.step(busy(rate=100.0)) == 4
 
 
 def test_old_runs_among_all_the_threads_do_not_stop_a_halving() -> None:
