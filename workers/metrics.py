@@ -3,7 +3,8 @@
 Counters per queue and task of what this process saw happen to the messages it claimed
 (claimed, succeeded, retried, poisoned, redelivered, aborted); histograms of lateness
 (due time to start), run time and the claim round trip; gauges of the work it holds and
-runs now (read from ``Holdings`` at each scrape). Everything is counted in the worker
+runs now (read from ``Holdings`` at each scrape) and of the thread pool's threads taking
+work. Everything is counted in the worker
 process, where claims are taken and runs are settled, so it is correct with the process
 pool (its children only run handlers). Each worker has a registry of its own, not the
 global one: several workers in one process (tests) do not mix. The same counts feed the
@@ -18,8 +19,9 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
+from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -33,6 +35,8 @@ from prometheus_client.registry import Collector
 
 from scheduler.views.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
 from workers.holdings import Holdings, Work
+from workers.pool import HandlerPool
+from workers.thread_pool import ThreadPool
 
 #: seconds; one claim call to the backend
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
@@ -56,6 +60,9 @@ class NoMetrics:
     def stop(self) -> None:
         """Stop serving."""
 
+    def watch_pool(self, pool: HandlerPool[Any]) -> None:
+        """Read how many of ``pool``'s threads take work at each scrape (a thread pool)."""
+
 
 class WorkerMetrics(NoMetrics):
     """The worker's metrics, served on ``host:port`` from ``start()`` to ``stop()``.
@@ -71,7 +78,8 @@ class WorkerMetrics(NoMetrics):
         self._lock = threading.Lock()  # guards the list, not the tallies
         self.registry = CollectorRegistry()
         self.registry.register(_WorkerCollector(self))
-        self.registry.register(_HeldCollector(holdings))
+        self._held = _HeldCollector(holdings)
+        self.registry.register(self._held)
         self._server: WSGIServer | None = None
 
     def start(self, port: int, host: str = "127.0.0.1") -> int:
@@ -86,6 +94,10 @@ class WorkerMetrics(NoMetrics):
         server, self._server = self._server, None
         if server is not None:
             threading.Thread(target=_close, args=(server,), daemon=True).start()
+
+    def watch_pool(self, pool: HandlerPool[Any]) -> None:
+        if isinstance(pool, ThreadPool):
+            self._held.taking_work = lambda: pool.taking_work
 
     def _tally(self) -> _Tally:
         """This thread's own counts: updated without a lock (one writer each)."""
@@ -233,10 +245,12 @@ class _WorkerCollector(Collector):
 
 
 class _HeldCollector(Collector):
-    """Gauges read at scrape time: the work this process holds, and the part running."""
+    """Gauges read at scrape time: the work this process holds, the part running, and
+    (with a thread pool) how many of its threads take work."""
 
     def __init__(self, holdings: Holdings) -> None:
         self._holdings = holdings
+        self.taking_work: Callable[[], int] | None = None
 
     def collect(self) -> Iterator[Metric]:
         works = self._holdings.all()
@@ -248,3 +262,10 @@ class _HeldCollector(Collector):
             "Handlers running now",
             sum(1 for work in works if work.started_ms),
         )
+        if self.taking_work is not None:
+            yield GaugeMetricFamily(
+                "tickwork_handler_threads",
+                "Threads of the thread pool taking work now (fewer than its size while fast "
+                "handlers keep the process's core busy)",
+                self.taking_work(),
+            )

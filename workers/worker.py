@@ -209,6 +209,7 @@ class Worker:
             self.config.adaptive_threads,
         )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
+        self._metrics.watch_pool(pool)
         if self._has_async:
             loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._finished)
             pool = RoutingPool(self.app, pool, loop)

@@ -86,6 +86,8 @@ def test_a_worker_serves_its_counts_timings_and_holdings(sqlite_app: App) -> Non
         wait_for(lambda: worker.stats.acked == 5)
         after = scrape(worker.metrics_port)
     assert value(during, "tickwork_held") == 1
+    # nothing waits for a thread here: every one of the pool's threads takes work
+    assert value(during, "tickwork_handler_threads") == worker.config.concurrency
     q = {"queue": "default"}
     assert value(after, "tickwork_claimed_total", **q, task=ok.name) == 3
     assert value(after, "tickwork_succeeded_total", **q, task=ok.name) == 3
@@ -163,6 +165,7 @@ def test_a_process_pool_worker_started_from_the_cli_counts_in_its_parent(
             )
             == 6
         )
+        assert ("tickwork_handler_threads", ()) not in samples  # no thread pool here
     finally:
         worker.terminate()
         worker.wait(30)
