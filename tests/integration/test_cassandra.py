@@ -365,3 +365,16 @@ def test_a_failed_concurrent_read_is_a_backend_error() -> None:
     with pytest.raises(BackendError, match="Cassandra error"):
         backend.messages.enqueue([Envelope("m2", "q", None, 0, now, 60_000, b"x")])
     backend.close()
+
+
+def test_a_statement_that_cannot_be_prepared_is_a_backend_error() -> None:
+    """Statements are prepared at their first use, which can fall while the node is down
+    (the activity log's first write, an abort check of a new size): the driver's own
+    exception there stopped a worker's thread. A session closed under the backend shows
+    it: preparing a statement not seen before fails as ``BackendError``."""
+    backend = open_backend(url())
+    assert isinstance(backend, CassandraBackend)
+    backend.store.cluster.shutdown()
+    with pytest.raises(BackendError, match="Cassandra"):
+        backend.store.prepare("SELECT id FROM message_index WHERE queue = ? AND id IN (?, ?, ?)")
+    backend.close()

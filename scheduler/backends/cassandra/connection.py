@@ -149,9 +149,18 @@ class CassandraConnection:
             raise BackendError(f"Cassandra error: {err}") from err
 
     def prepare(self, cql: str) -> PreparedStatement:
+        """``cql`` prepared once (in this keyspace); preparing is a request to a node, so a
+        node that cannot be reached is ``BackendUnavailable`` here too: a statement first
+        used while the node is down (one per count of ids in an ``IN``, say) must not
+        surface the driver's own error to a worker's thread."""
         statement = self.prepared.get(cql)
         if statement is None:
-            statement = self.session.prepare(_TABLE.sub(rf"\1 {self.ks}.\2", cql))
+            try:
+                statement = self.session.prepare(_TABLE.sub(rf"\1 {self.ks}.\2", cql))
+            except NoHostAvailable as err:
+                raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
+            except Exception as err:  # the driver's errors share no useful root
+                raise BackendError(f"Cassandra error: {err}") from err
             self.prepared[cql] = statement
         return statement
 
