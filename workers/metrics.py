@@ -4,12 +4,11 @@ Counters per queue and task of what this process saw happen to the messages it c
 (claimed, succeeded, retried, poisoned, redelivered, aborted); histograms of lateness
 (due time to start), run time and the claim round trip; gauges of the work it holds and
 runs now (read from ``Holdings`` at each scrape) and of the thread pool's threads taking
-work. Everything is counted in the worker
-process, where claims are taken and runs are settled, so it is correct with the process
-pool (its children only run handlers). Each worker has a registry of its own, not the
-global one: several workers in one process (tests) do not mix. The same counts feed the
-activity log (``workers/activity.py``); with neither a port nor the log the worker uses
-``NoMetrics``, whose methods do nothing.
+work. Everything is counted in the worker process, where claims are taken and runs are
+settled, so it is correct with the process pool (its children only run handlers). Each
+worker has a registry of its own, not the global one: several workers in one process
+(tests) do not mix. The same counts feed the activity log (``workers/activity.py``);
+with neither a port nor the log the worker uses ``NoMetrics``, whose methods do nothing.
 
 The backend-wide numbers (depth per queue, poison, bounds, schedules) are the exporter's
 (``tickwork/exporter.py``): every worker publishing them would multiply them.
