@@ -28,7 +28,7 @@ from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from scheduler.events.service import Events
 from scheduler.hooks import Hook, Hooks
 from scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
-from scheduler.model.message import Message, ScheduledMessage
+from scheduler.model.message import ScheduledMessage
 from scheduler.model.registry import Periodic, TaskRegistry
 from scheduler.model.tasks import Call, TaskClass, TaskFunction
 from scheduler.producing.building import MessageBuilder
@@ -74,7 +74,9 @@ class App:
         if isinstance(backend, Backend):
             self.settings = settings or Settings.load()
             self._backend: Backend | None = backend
+            self._given_backend = True
         else:
+            self._given_backend = False
             self.settings = settings or Settings.load(backend=backend)
             self._backend = None
         self.clock: Clock = clock or SystemClock()
@@ -118,6 +120,11 @@ class App:
             self._coded = CodedBackend(self._backend, codec)
         return self._coded
 
+    @property
+    def backend_url(self) -> str | None:
+        """The URL the backend is opened from; None for an app given a ``Backend``."""
+        return None if self._given_backend else self.settings.backend
+
     def add_hook(self, hook: Hook) -> None:
         """Add ``hook`` after the app's others (before workers start: a running worker
         took its steps' hooks when it started)."""
@@ -139,6 +146,7 @@ class App:
         ``ManualClock``: SQLite then keeps its time by it)."""
         self.close()
         self.settings = self.settings.model_copy(update={"backend": url})
+        self._given_backend = False
         if clock is not None:
             self.clock = clock
             self.backend_clock, self.builder = self._stamping()
@@ -480,12 +488,3 @@ class App:
     acancel = in_thread(cancel)
     aresult = in_thread(result)
     aabort = in_thread(abort)
-
-    # -- what workers need ---------------------------------------------------------------
-
-    def next_occurrence(
-        self, message: Message, now_ms: int, succeeded: bool = True, value: bytes | None = None
-    ) -> Envelope | None:
-        """The envelope of the occurrence (or workflow step) after ``message``, whose run
-        ``succeeded`` (returning ``value``, JSON) or failed for good; None if it ends."""
-        return self.builder.next_occurrence(message, now_ms, succeeded, value)

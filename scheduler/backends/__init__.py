@@ -16,6 +16,7 @@ from scheduler.backends.base import (
     State,
     StoredMessage,
 )
+from scheduler.backends.options import redacted, sqlite_file
 from scheduler.backends.records import (
     AbortRequest,
     BatchRecord,
@@ -88,4 +89,6 @@ __all__ = [
     "StoredMessage",
     "Waiter",
     "open_backend",
+    "redacted",
+    "sqlite_file",
 ]

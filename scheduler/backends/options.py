@@ -39,15 +39,26 @@ def parse_options(model: type[M], url: str, backend: str) -> M:
                 problems.append(f"{name}: {error['msg']}")
         known = ", ".join(sorted(f.alias or name for name, f in model.model_fields.items()))
         raise ConfigurationError(
-            f"invalid {backend} URL {_redacted(url)!r}: {'; '.join(problems)} "
+            f"invalid {backend} URL {redacted(url)!r}: {'; '.join(problems)} "
             f"(known options: {known})"
         ) from None
 
 
-def _redacted(url: str) -> str:
-    """``url`` without its password."""
+def redacted(url: str) -> str:
+    """``url`` without its password (fit for an error message or a log line)."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return parts._replace(netloc=netloc).geturl()
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite://`` URL names (``sqlite:///rel.db`` -> ``rel.db``,
+    ``sqlite:////abs.db`` -> ``/abs.db``); ``""`` if it names none; None for a server URL."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "sqlite":
+        return None
+    if parts.netloc:
+        return parts.netloc + parts.path
+    return parts.path[1:]  # sqlite:///rel.db has the path /rel.db; sqlite:////abs.db //abs.db

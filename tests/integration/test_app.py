@@ -236,8 +236,8 @@ def test_next_occurrence_is_deterministic(sqlite_url: str) -> None:
     message_id = tick.schedule(trigger=Repeating(interval=timedelta(minutes=1)), key="t")
     found = app.get(id=message_id)
     assert found is not None
-    a = app.next_occurrence(found.message, clock.now_ms())
-    b = app.next_occurrence(found.message, clock.now_ms() + 5)
+    a = app.builder.next_occurrence(found.message, clock.now_ms())
+    b = app.builder.next_occurrence(found.message, clock.now_ms() + 5)
     assert a is not None and b is not None and a.id == b.id == f"{message_id}.1"
     assert Message.decode(a.body).last_run_at == found.message.scheduled_at
 
@@ -364,7 +364,7 @@ def test_a_chain_carries_its_misfires_into_repeat_count(
     seen = []
     while True:
         seen.append(message.occurrence)
-        nxt = app.next_occurrence(message, int(message.scheduled_at.timestamp() * 1000))
+        nxt = app.builder.next_occurrence(message, int(message.scheduled_at.timestamp() * 1000))
         if nxt is None:
             break
         message = Message.decode(nxt.body)
@@ -398,7 +398,7 @@ def test_catch_up_runs_are_spaced_and_return_to_the_grid(sqlite_url: str) -> Non
     message = Message.decode(envelope.body)
     for _ in range(30):
         finished = started[-1] + 1_000  # each run takes a second
-        nxt = app.next_occurrence(message, finished)
+        nxt = app.builder.next_occurrence(message, finished)
         assert nxt is not None
         started.append(max(nxt.due_ms, finished))  # it runs when due, not before
         message = Message.decode(nxt.body)

@@ -70,9 +70,10 @@ def test_show_by_id_tells_what_a_run_returned(run) -> None:  # type: ignore[no-u
 def test_workers_lists_the_registry(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
     from scheduler import App
 
+    app = App(sqlite_url)
+    app.backend.now_ms()  # the database exists, no worker has registered yet
     code, out, _ = run("workers", "--json")
     assert (code, json.loads(out)) == (0, [])
-    app = App(sqlite_url)
     record = {
         "id": "w1",
         "host": "h",
@@ -191,7 +192,13 @@ def test_on_conflict_modes(run) -> None:  # type: ignore[no-untyped-def]
         (["--args", '["x"]', "--cron", "* * * * *", "--tz", "Nowhere/City"], "unknown timezone"),
     ],
 )
-def test_bad_input_is_one_line_and_writes_nothing(run, args: list[str], needle: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_is_one_line_and_writes_nothing(  # type: ignore[no-untyped-def]
+    run, sqlite_url: str, args: list[str], needle: str
+) -> None:
+    from scheduler import App
+
+    with App(sqlite_url) as app:
+        app.backend.now_ms()  # the database exists: the check below reads it
     code, _out, err = run(
         "enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks", *args
     )
@@ -296,13 +303,21 @@ def test_the_real_console_script(
         done.returncode == 2 and done.stderr.count("\n") == 1 and "unknown backend" in done.stderr
     )
     done = subprocess.run(
-        [exe, "--backend", f"sqlite:///{tmp_path}/no/dir/x.db", "stats"],
+        [exe, "--backend", f"sqlite:///{tmp_path}/no/dir/x.db", "queues", "pause", "default"],
         capture_output=True,
         text=True,
         env=env,
         check=False,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
+    done = subprocess.run(
+        [exe, "--backend", f"sqlite:///{tmp_path}/no/dir/x.db", "stats"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 1 and "no tickwork database at" in done.stderr
 
 
 def test_a_script_run_directly_names_tasks_as_its_worker_will(

@@ -13,7 +13,8 @@ import pytest
 from scheduler import App, BatchOutcome, InvalidMessage, batch, chain, group
 from scheduler.clock import ManualClock
 from tests.support.backends import backend_url
-from tickwork.testing import IsolateFixture, TaskFailed, isolated, run_task
+from tickwork import TaskFailed
+from tickwork.testing import IsolateFixture, RunFailedInline, isolated, run_task
 from triggers import Cron
 
 
@@ -249,10 +250,11 @@ def test_inline_rejects_what_a_worker_would() -> None:
     with isolated(app) as tw, tw.inline():
         with pytest.raises(InvalidMessage):
             size.delay("seven")  # does not validate: nothing is written, nothing runs
-        with pytest.raises(TaskFailed, match="RuntimeError: attempt 3 failed") as failed:
+        with pytest.raises(RunFailedInline, match="RuntimeError: attempt 3 failed") as failed:
             flaky.delay(5)  # fails three times: retried twice, then poisoned
         assert failed.value.run.attempt == 3 and seen["attempts"] == 3
-        with pytest.raises(TaskFailed, match="not JSON-encodable"):
+        assert isinstance(failed.value, TaskFailed), "the one TaskFailed users catch"
+        with pytest.raises(RunFailedInline, match="not JSON-encodable"):
             returns_an_object.delay()
         poisoned = {r.envelope.id for r in app.backend.poison.list()}
         assert failed.value.run.message_id in poisoned, "in the poison queue, as on a worker"

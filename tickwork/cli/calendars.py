@@ -10,14 +10,14 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from tickwork.cli.common import (
-    EXIT_NOT_FOUND,
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
     fail,
     json_option,
+    not_found,
     pass_state,
 )
 from triggers import Exclusions, Window
@@ -44,7 +44,7 @@ def calendars() -> None:
 )
 @click.option("--note", help="why (kept in the calendar's history)")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def set_calendar(
     state: State,
@@ -73,11 +73,11 @@ def set_calendar(
 @calendars.command("list")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def list_calendars(state: State, as_json: bool) -> None:
     """Every calendar stored, with what it does."""
-    found = state.app().schedules.calendars.all()
+    found = state.app(reading=True).schedules.calendars.all()
     if as_json:
         emit_json({name: rules.model_dump(mode="json") for name, rules in found.items()})
         return
@@ -91,14 +91,14 @@ def list_calendars(state: State, as_json: bool) -> None:
 @click.argument("name")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def show_calendar(state: State, name: str, as_json: bool) -> None:
     """Calendar NAME and the schedules that use it."""
-    service = state.app().schedules.calendars
+    service = state.app(reading=True).schedules.calendars
     rules = service.get(name)
     if rules is None:
-        fail(f"no calendar named {name!r}", EXIT_NOT_FOUND)
+        not_found(f"no calendar named {name!r}")
     users = service.users(name)
     if as_json:
         emit_json(
@@ -118,11 +118,11 @@ def show_calendar(state: State, name: str, as_json: bool) -> None:
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def calendar_history(state: State, name: str, limit: int, as_json: bool) -> None:
     """Who changed calendar NAME, when and why, newest first."""
-    actions = state.app().schedules.calendars.history(name, limit)
+    actions = state.app(reading=True).schedules.calendars.history(name, limit)
     if as_json:
         emit_json([a.model_dump(mode="json") for a in actions])
         return
@@ -136,12 +136,12 @@ def calendar_history(state: State, name: str, limit: int, as_json: bool) -> None
 @click.argument("name")
 @click.option("--note", help="why (kept in the calendar's history)")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def delete_calendar(state: State, name: str, note: str | None) -> None:
     """Remove calendar NAME (refused while a schedule names it)."""
-    if not state.app().schedules.calendars.delete(name, note=note):
-        fail(f"no calendar named {name!r}", EXIT_NOT_FOUND)
+    if not state.app(reading=True).schedules.calendars.delete(name, note=note):
+        not_found(f"no calendar named {name!r}")
     click.echo(f"{name}: deleted")
 
 

@@ -9,7 +9,7 @@ import click
 from scheduler.backends import open_backend
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     fail,
     pass_state,
@@ -29,7 +29,7 @@ def cassandra() -> None:
     help="For a new keyspace [the URL's replication_factor, else 1].",
 )
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def create_schema(state: State, replication_factor: int | None) -> None:
     """Create the keyspace and tables named by --backend (idempotent)."""

@@ -24,6 +24,7 @@ from scheduler import (
     TickworkError,
     WorkflowNotFound,
 )
+from scheduler.backends import DEFAULT_URL, redacted, sqlite_file
 from scheduler.backends.records import QueueStats
 from scheduler.clock import to_datetime
 from workers import load_app
@@ -47,7 +48,7 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except (ScheduleNotFound, WorkflowNotFound) as err:
-            fail(str(err), EXIT_NOT_FOUND)
+            not_found(str(err))
         except (InvalidMessage, ConfigurationError) as err:
             fail(str(err))
         except PydanticValidationError as err:
@@ -72,15 +73,23 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 
 class State:
-    """What the group passes to its commands: the backend URL and a lazily built App."""
+    """What the group passes to its commands: the app's module, the backend URL, and the
+    App (built on first use: the module's, on the backend URL when one is given)."""
 
-    def __init__(self, backend: str | None, as_json: bool = False) -> None:
+    def __init__(
+        self, backend: str | None = None, as_json: bool = False, module: str | None = None
+    ) -> None:
         self.backend = backend
         self.as_json = as_json
+        self.module = module
         self._app: App | None = None
 
-    def app(self, module: str | None = None) -> App:
+    def app(self, module: str | None = None, *, reading: bool = False) -> App:
+        """The app of ``module`` (else of ``-A``/``$TICKWORK_APP``; else a bare ``App`` on
+        the backend URL). ``reading``: a command that only reads refuses to open (and so
+        create) a SQLite file that does not exist."""
         if self._app is None:
+            module = module or self.module
             if module is None:
                 self._app = App(self.backend)
             else:
@@ -92,7 +101,45 @@ class State:
                     fail(f"cannot load the app from {module!r}: {err}")
                 if self.backend is not None:
                     self._app.use_backend(self.backend)
+        if reading:
+            self._refuse_a_missing_file(self._app)
         return self._app
+
+    def url(self) -> str:
+        """The backend URL a command works on: ``--backend``, else the app's (``-A``),
+        else ``$TICKWORK_BACKEND``, else the default."""
+        if self.backend is not None:
+            return self.backend
+        if self.module is not None:
+            return self.app().backend_url or DEFAULT_URL
+        return os.environ.get("TICKWORK_BACKEND") or DEFAULT_URL
+
+    def where(self) -> str:
+        """Where the command looked, for a "not found" message."""
+        url = self._app.backend_url if self._app is not None else self.url()
+        if url is None:
+            return "in the app's backend"
+        path = sqlite_file(url)
+        if path:
+            return f"in {os.path.abspath(path)} ({redacted(url)})"
+        return f"in {redacted(url)}"
+
+    def _refuse_a_missing_file(self, app: App) -> None:
+        url = app.backend_url
+        path = sqlite_file(url) if url is not None else None
+        if path and path != ":memory:" and not os.path.exists(path):
+            fail(
+                f"no tickwork database at {os.path.abspath(path)} ({redacted(url or '')}): "
+                "name the app with -A/--app MODULE (or $TICKWORK_APP), or its backend "
+                "with --backend URL (or $TICKWORK_BACKEND)",
+                EXIT_NOT_FOUND,
+            )
+
+
+def not_found(what: str) -> NoReturn:
+    """Exit 1 with ``what`` was not found, and where the command looked."""
+    state = click.get_current_context().find_object(State)
+    fail(f"{what} {state.where()}" if state is not None else what, EXIT_NOT_FOUND)
 
 
 def emit_json(data: Any) -> None:
@@ -155,18 +202,38 @@ def _set_backend(ctx: click.Context, _param: click.Parameter, value: str | None)
         ctx.ensure_object(State).backend = value
 
 
+def _set_module(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(State).module = value
+
+
 def _or_group_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     return value or ctx.ensure_object(State).as_json
 
 
-def backend_option(command: Callable[P, R]) -> Callable[P, R]:
-    """``--backend URL`` after the subcommand, overriding the one given before it."""
-    return click.option(
+APP_HELP = "Module (or module:attr) defining the App: its tasks, and its backend unless "
+BACKEND_HELP = "Backend URL (sqlite:///file.db, redis://host:6379/0, ...)"
+
+
+def app_options(command: Callable[P, R]) -> Callable[P, R]:
+    """``-A/--app MODULE`` and ``--backend URL`` after the subcommand, overriding those
+    given before it (or as ``$TICKWORK_APP`` / ``$TICKWORK_BACKEND``)."""
+    command = click.option(
         "--backend",
         metavar="URL",
         expose_value=False,
         callback=_set_backend,
-        help="Backend URL (also accepted before the subcommand, or as $TICKWORK_BACKEND).",
+        help=f"{BACKEND_HELP}; overrides the app's (also before the subcommand, or "
+        "$TICKWORK_BACKEND).",
+    )(command)
+    return click.option(
+        "-A",
+        "--app",
+        "module",
+        metavar="MODULE",
+        expose_value=False,
+        callback=_set_module,
+        help=f"{APP_HELP}--backend is given (also before the subcommand, or $TICKWORK_APP).",
     )(command)
 
 

@@ -9,7 +9,7 @@ import secrets
 
 import click
 
-from tickwork.cli.common import State, backend_option, clean_errors, fail, pass_state
+from tickwork.cli.common import State, app_options, clean_errors, fail, pass_state
 
 
 @click.command()
@@ -30,7 +30,7 @@ from tickwork.cli.common import State, backend_option, clean_errors, fail, pass_
     "in as itself, and may do what its role allows (instead of --token).",
 )
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def dashboard(
     state: State,

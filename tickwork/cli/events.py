@@ -10,7 +10,7 @@ from rich.table import Table
 
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
@@ -27,7 +27,7 @@ from tickwork.cli.common import (
 @click.option("--id", "event_id", help="the event's id: emitting an id again delivers nothing")
 @click.option("--queue", help="the queue its delivery runs from (default: the app's)")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def emit(
     state: State,
@@ -56,11 +56,11 @@ def events() -> None:
 @events.command("subscriptions")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def subscriptions(state: State, as_json: bool) -> None:
     """Every subscription stored in the backend: which task gets which events."""
-    found = state.app().events.subscriptions()
+    found = state.app(reading=True).events.subscriptions()
     if as_json:
         emit_json([s.model_dump(mode="json") for s in found])
         return
@@ -74,11 +74,11 @@ def subscriptions(state: State, as_json: bool) -> None:
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def recent(state: State, limit: int, as_json: bool) -> None:
     """The newest events delivered, with whom each reached."""
-    found = state.app().events.recent(limit)
+    found = state.app(reading=True).events.recent(limit)
     if as_json:
         emit_json([d.model_dump(mode="json") for d in found])
         return

@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from tickwork.cli.common import State, backend_option, clean_errors, pass_state
+from tickwork.cli.common import State, app_options, clean_errors, pass_state
 from tickwork.exporter import serve
 
 
@@ -27,7 +27,7 @@ from tickwork.exporter import serve
 )
 @click.option("--duration", type=click.FloatRange(min=0), help="Stop after S seconds.")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def exporter(state: State, port: int, host: str, duration: float | None) -> None:
     """Serve what the backend holds as Prometheus metrics: queues by state, bounds and

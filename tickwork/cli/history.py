@@ -15,7 +15,7 @@ from scheduler.schedules.actions import Action
 from scheduler.schedules.ledger import HistoryEntry
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
@@ -37,7 +37,7 @@ from tickwork.cli.schedules import local_time, schedules
 )
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def schedule_history(
     state: State, key: str, queue: str | None, limit: int | None, actions: bool, as_json: bool
@@ -47,7 +47,7 @@ def schedule_history(
     and error, and occurrences that did not run (missed, coalesced, skipped by overlap or
     in a pause, excluded, cancelled). With --actions: who paused, resumed, ran, backfilled
     or cancelled it, when, and why."""
-    app = state.app()
+    app = state.app(reading=True)
     zone = _zone_of(state, key, queue)
     if actions:
         print_actions(app.schedules.actions(key, queue=queue, limit=limit), as_json, zone)
@@ -76,17 +76,19 @@ def print_actions(actions: list[Action], as_json: bool, zone: ZoneInfo) -> None:
 @click.option("--queue", default=None, help="Its queue [default].")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def message_history(state: State, message_id: str, queue: str | None, as_json: bool) -> None:
     """The attempts of a one-off message whose task keeps history (history=True)."""
-    print_history(state.app().run_history(message_id, queue=queue), as_json, ZoneInfo("UTC"))
+    print_history(
+        state.app(reading=True).run_history(message_id, queue=queue), as_json, ZoneInfo("UTC")
+    )
 
 
 def _zone_of(state: State, key: str, queue: str | None) -> ZoneInfo:
     """The schedule's timezone (UTC once it is cancelled, or if it cannot be read)."""
     try:
-        found = state.app().get(key=key, queue=queue)
+        found = state.app(reading=True).get(key=key, queue=queue)
     except DecodeError:
         found = None
     trigger = found.message.trigger if found is not None else None

@@ -1,7 +1,7 @@
 """The ``tickwork`` group: global options, and every command added from its own module.
 
 To add a command, write it in a module of this package as a plain ``click.command`` (take
-``@pass_state``, ``@backend_option`` and ``@clean_errors`` from ``common``) and add it
+``@pass_state``, ``@app_options`` and ``@clean_errors`` from ``common``) and add it
 below."""
 
 from __future__ import annotations
@@ -25,27 +25,35 @@ from tickwork.cli import (
     worker,
     workflows,
 )
-from tickwork.cli.common import JSON_COMMANDS, State, fail
+from tickwork.cli.common import APP_HELP, BACKEND_HELP, JSON_COMMANDS, State, fail
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
+    "-A",
+    "--app",
+    "module",
+    envvar="TICKWORK_APP",
+    metavar="MODULE",
+    help=f"{APP_HELP}--backend is given [$TICKWORK_APP].",
+)
+@click.option(
     "--backend",
     envvar="TICKWORK_BACKEND",
     metavar="URL",
-    help="Backend URL (sqlite:///file.db, redis://host:6379/0, ...); "
-    "default: $TICKWORK_BACKEND, else sqlite:///tickwork.db.",
+    help=f"{BACKEND_HELP}; overrides the app's [$TICKWORK_BACKEND; without either, the "
+    "app's, else sqlite:///tickwork.db].",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help=f"JSON output (for {', '.join(JSON_COMMANDS)})."
 )
 @click.version_option(package_name="tickwork")
 @click.pass_context
-def cli(ctx: click.Context, backend: str | None, as_json: bool) -> None:
+def cli(ctx: click.Context, module: str | None, backend: str | None, as_json: bool) -> None:
     """tickwork: tasks on run-once, repeating and cron triggers."""
     if as_json and ctx.invoked_subcommand not in JSON_COMMANDS:
         fail(f"--json applies to {', '.join(JSON_COMMANDS)}, not {ctx.invoked_subcommand}")
-    ctx.obj = State(backend, as_json)
+    ctx.obj = State(backend, as_json, module)
 
 
 def main() -> None:

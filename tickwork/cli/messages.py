@@ -13,13 +13,13 @@ from scheduler import (
     OnConflict,
 )
 from tickwork.cli.common import (
-    EXIT_NOT_FOUND,
     State,
-    backend_option,
+    app_options,
     clean_errors,
     emit_json,
     fail,
     json_option,
+    not_found,
     one_of,
     parse_json,
     pass_state,
@@ -30,9 +30,6 @@ from triggers import Cron, Repeating, Trigger
 
 @click.command()
 @click.argument("task")
-@click.option(
-    "-A", "--app", "module", required=True, help="Module defining the task (for validation)."
-)
 @click.option("--args", "args_json", metavar="JSON", help="Positional arguments, a JSON array.")
 @click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
 @click.option("--key", help="Key to read, replace or cancel the message by.")
@@ -73,12 +70,11 @@ from triggers import Cron, Repeating, Trigger
 )
 @click.option("--no-block", is_flag=True, help="Fail at once if the queue is full.")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def enqueue(
     state: State,
     task: str,
-    module: str,
     args_json: str | None,
     kwargs_json: str | None,
     key: str | None,
@@ -111,7 +107,9 @@ def enqueue(
         fail("--dst-gap and --dst-repeat need --cron")
     if calendar is not None and every is None and cron is None:
         fail("--calendar needs --every or --cron")
-    app = state.app(module)
+    if state.module is None:
+        fail("enqueue needs the app that defines TASK: -A/--app MODULE (or $TICKWORK_APP)")
+    app = state.app()
     when: datetime | None = None
     if at is not None:
         try:
@@ -151,18 +149,17 @@ def enqueue(
 @click.option("--queue", default=None, help="Queue of the key [default].")
 @click.option("--note", default=None, help="Why (kept in a schedule's action log).")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def cancel(
     state: State, key: str | None, message_id: str | None, queue: str | None, note: str | None
 ) -> None:
     """Cancel a message by key or id (a running one finishes but does not reschedule)."""
     one_of(key, message_id)
-    app = state.app()
+    app = state.app(reading=True)
     if not app.cancel(id=message_id, key=key, queue=queue, note=note):
-        fail(
-            f"nothing to cancel for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
-            EXIT_NOT_FOUND,
+        not_found(
+            f"nothing to cancel for {'key ' + repr(key) if key else 'id ' + repr(message_id)}"
         )
     click.echo("cancelled")
 
@@ -177,7 +174,7 @@ def cancel(
     help="A recurring chain ends with the aborted run [default: its next occurrence runs].",
 )
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def abort(
     state: State, key: str | None, message_id: str | None, queue: str | None, end_chain: bool
@@ -185,12 +182,11 @@ def abort(
     """Abort a message by key or id: a running handler is asked to stop (no retry; the run
     goes to the poison store as aborted); a pending message is cancelled."""
     one_of(key, message_id)
-    result = state.app().abort(id=message_id, key=key, queue=queue, continue_chain=not end_chain)
+    result = state.app(reading=True).abort(
+        id=message_id, key=key, queue=queue, continue_chain=not end_chain
+    )
     if result is AbortResult.NOT_FOUND:
-        fail(
-            f"nothing to abort for {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
-            EXIT_NOT_FOUND,
-        )
+        not_found(f"nothing to abort for {'key ' + repr(key) if key else 'id ' + repr(message_id)}")
     click.echo(
         "abort requested: the worker running it stops it"
         if result is AbortResult.REQUESTED
@@ -204,7 +200,7 @@ def abort(
 @click.option("--queue", default=None, help="Queue of the key [default].")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def show(
     state: State, key: str | None, message_id: str | None, queue: str | None, as_json: bool
@@ -212,16 +208,13 @@ def show(
     """Show a scheduled or running message by key or id; by id, also what its run
     returned or why it failed, and its progress, when its task keeps results."""
     one_of(key, message_id)
-    app = state.app()
+    app = state.app(reading=True)
     found = app.get(id=message_id, key=key, queue=queue)
     run = app.result(message_id) if message_id is not None else None
     if run is not None and run.updated_at is None:  # no record kept: nothing to add
         run = None
     if found is None and run is None:
-        fail(
-            f"no message with {'key ' + repr(key) if key else 'id ' + repr(message_id)}",
-            EXIT_NOT_FOUND,
-        )
+        not_found(f"no message with {'key ' + repr(key) if key else 'id ' + repr(message_id)}")
     data = found.as_dict() if found is not None else {"id": message_id}
     if run is not None:
         data["status"] = str(run.status)

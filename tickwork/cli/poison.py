@@ -14,15 +14,15 @@ from scheduler.backends.codec import shown
 from scheduler.model.message import Message
 from scheduler.views import poison as poisoned
 from tickwork.cli.common import (
-    EXIT_NOT_FOUND,
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
     fail,
     iso,
     json_option,
+    not_found,
     pass_state,
 )
 
@@ -58,11 +58,11 @@ def poison_dict(record: Any) -> dict[str, Any]:
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> None:
     """List poisoned messages, oldest first."""
-    records = [poison_dict(r) for r in state.app().backend.poison.list(queue, limit)]
+    records = [poison_dict(r) for r in state.app(reading=True).backend.poison.list(queue, limit)]
     if as_json:
         emit_json(records)
         return
@@ -82,13 +82,13 @@ def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> N
 @poison.command("show")
 @click.argument("message_id")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def poison_show(state: State, message_id: str) -> None:
     """Show one poisoned message with its error and traceback."""
-    record = state.app().backend.poison.get(message_id)
+    record = state.app(reading=True).backend.poison.get(message_id)
     if record is None:
-        fail(f"no poisoned message with id {message_id!r}", EXIT_NOT_FOUND)
+        not_found(f"no poisoned message with id {message_id!r}")
     emit_json(poison_dict(record))
 
 
@@ -112,7 +112,7 @@ def _filter_options(command: Any) -> Any:
 )
 @_filter_options
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def poison_replay(
     state: State,
@@ -125,7 +125,7 @@ def poison_replay(
 ) -> None:
     """Move poisoned messages (by id, or --all that the filter options match) back to
     their queue, due now, with fresh attempts."""
-    backend = state.app().backend
+    backend = state.app(reading=True).backend
     if bool(message_ids) == replay_all:
         fail("give message ids or --all")
     if replay_all:
@@ -133,7 +133,7 @@ def poison_replay(
     else:
         moved = backend.poison.replay(list(message_ids), queue)
         if moved == 0:
-            fail(f"no replayable poisoned message among {', '.join(message_ids)}", EXIT_NOT_FOUND)
+            not_found(f"no replayable poisoned message among {', '.join(message_ids)}")
     click.echo(f"replayed {moved}")
 
 
@@ -141,7 +141,7 @@ def poison_replay(
 @click.argument("message_ids", nargs=-1)
 @_filter_options
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def poison_purge(
     state: State,
@@ -153,7 +153,7 @@ def poison_purge(
 ) -> None:
     """Delete poisoned messages: these ids, or every one the filter options match (all
     of them without options)."""
-    backend = state.app().backend
+    backend = state.app(reading=True).backend
     if message_ids:
         click.echo(f"purged {backend.poison.purge(queue, list(message_ids))}")
         return

@@ -10,7 +10,7 @@ import click
 from scheduler.backends import open_backend
 from scheduler.backends.postgres.schema import DEFAULT_SCHEMA, VERSION, checked_schema
 from scheduler.backends.postgres.schema import install_script as schema_script
-from tickwork.cli.common import State, backend_option, clean_errors, fail, pass_state
+from tickwork.cli.common import State, app_options, clean_errors, fail, pass_state
 
 
 @click.group()
@@ -31,7 +31,7 @@ def postgres() -> None:
     help="The PostgreSQL schema for tickwork's tables [the URL's schema, else tickwork].",
 )
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def install(state: State, print_only: bool, schema: str | None) -> None:
     """Create or upgrade tickwork's tables (workers and producers also do it on connect)."""

@@ -6,15 +6,14 @@ import click
 from rich.table import Table
 
 from tickwork.cli.common import (
-    EXIT_NOT_FOUND,
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
-    fail,
     fill,
     json_option,
+    not_found,
     pass_state,
 )
 
@@ -27,11 +26,11 @@ def queues() -> None:
 @queues.command("list")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def list_queues(state: State, as_json: bool) -> None:
     """Every known queue, whether it is paused, what it holds and its bound."""
-    rows = state.app().backend.queues.stats()
+    rows = state.app(reading=True).backend.queues.stats()
     if as_json:
         emit_json(
             [
@@ -66,7 +65,7 @@ def list_queues(state: State, as_json: bool) -> None:
 )
 @click.option("--unbounded", is_flag=True, help="remove QUEUE's bound")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def set_queue(state: State, queue: str, max_pending: int | None, unbounded: bool) -> None:
     """Set (or remove) QUEUE's bound, stored in the backend for every producer."""
@@ -79,7 +78,7 @@ def set_queue(state: State, queue: str, max_pending: int | None, unbounded: bool
 @queues.command("pause")
 @click.argument("queue")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def pause(state: State, queue: str) -> None:
     """Stop every worker claiming from QUEUE (within its poll interval)."""
@@ -90,10 +89,10 @@ def pause(state: State, queue: str) -> None:
 @queues.command("resume")
 @click.argument("queue")
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def resume(state: State, queue: str) -> None:
     """Let workers claim from QUEUE again."""
-    if not state.app().queues.resume(queue):
-        fail(f"{queue} is not paused", EXIT_NOT_FOUND)
+    if not state.app(reading=True).queues.resume(queue):
+        not_found(f"{queue} is not paused")
     click.echo(f"resumed {queue}")

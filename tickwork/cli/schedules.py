@@ -11,7 +11,7 @@ from rich.table import Table
 
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
@@ -27,7 +27,7 @@ from triggers.preview import Occurrence
 @json_option
 @click.pass_context
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool) -> None:
     """Keyed recurring messages: trigger, next run, last run, last outcome, misfires,
@@ -35,7 +35,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
     ``trigger`` one run now, ``backfill`` a past range."""
     if ctx.invoked_subcommand is not None:
         return
-    rows = state.app().schedules.list(queue)
+    rows = state.app(reading=True).schedules.list(queue)
     if as_json:
         emit_json(
             [
@@ -98,12 +98,12 @@ def local_time(moment: datetime, zone: ZoneInfo) -> str:
 @click.option("--queue", default=None, help="Queue of the key [default].")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def preview_schedule(state: State, key: str, count: int, queue: str | None, as_json: bool) -> None:
     """The next fire times of the schedule under KEY, in its timezone, with DST notes,
     under what its trigger is and how its runs overlap."""
-    app = state.app()
+    app = state.app(reading=True)
     occurrences = app.preview(key, count, queue=queue)
     found = app.get(key=key, queue=queue)
     if not as_json and found is not None and found.message.trigger is not None:
@@ -132,13 +132,13 @@ def parse_duration(text: str) -> timedelta:
 @click.option("--queue", default=None, help="Only this queue [all].")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def check_schedules(state: State, max_late: str, queue: str | None, as_json: bool) -> None:
     """A dead man's check: exit 1 naming every schedule with no successful run within
     its period plus --max-late (paused ones are not checked); exit 0 when all are on time."""
     margin = parse_duration(max_late)
-    app = state.app()
+    app = state.app(reading=True)
     late = app.schedules.overdue(margin, queue)
     if as_json:
         emit_json(
@@ -174,11 +174,11 @@ note_option = click.option("--note", default=None, help="Why, kept in its action
 @click.option("--queue", default=None, help="Queue of the key [default].")
 @note_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def pause_schedule(state: State, key: str, queue: str | None, note: str | None) -> None:
     """Pause the schedule under KEY on every worker until it is resumed."""
-    paused = state.app().schedules.pause(key, queue=queue, note=note)
+    paused = state.app(reading=True).schedules.pause(key, queue=queue, note=note)
     click.echo("paused" if paused else "already paused")
 
 
@@ -202,7 +202,7 @@ def pause_schedule(state: State, key: str, queue: str | None, note: str | None) 
 )
 @note_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def resume_schedule(
     state: State,
@@ -214,7 +214,7 @@ def resume_schedule(
     note: str | None,
 ) -> None:
     """Resume the paused schedule under KEY."""
-    resumed = state.app().schedules.resume(
+    resumed = state.app(reading=True).schedules.resume(
         key,
         queue=queue,
         misfire=misfire,
@@ -236,12 +236,12 @@ def resume_schedule(
 @click.option("--queue", default=None, help="Queue of the key [default].")
 @note_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def trigger_schedule(state: State, key: str, queue: str | None, note: str | None) -> None:
     """Run the task of the schedule under KEY once now (the schedule does not move);
     prints the run's message id."""
-    click.echo(state.app().schedules.trigger_now(key, queue=queue, note=note))
+    click.echo(state.app(reading=True).schedules.trigger_now(key, queue=queue, note=note))
 
 
 def _instant(_ctx: click.Context, param: click.Parameter, value: str) -> datetime:
@@ -265,7 +265,7 @@ def _instant(_ctx: click.Context, param: click.Parameter, value: str) -> datetim
 @note_option
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def backfill_schedule(
     state: State,
@@ -280,7 +280,7 @@ def backfill_schedule(
 ) -> None:
     """Run each occurrence of the schedule under KEY from START to END once (asked again,
     it enqueues none twice)."""
-    done = state.app().schedules.backfill(
+    done = state.app(reading=True).schedules.backfill(
         key, start, end, queue=queue, limit=limit, spacing=timedelta(seconds=spacing), note=note
     )
     if as_json:

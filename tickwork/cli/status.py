@@ -8,7 +8,7 @@ from rich.table import Table
 from scheduler.backends.records import COUNTERS
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     console,
     emit_json,
@@ -22,12 +22,12 @@ from tickwork.cli.common import (
 @click.command()
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def stats(state: State, as_json: bool) -> None:
     """Per queue: ready, scheduled, in flight, poison, fill of its bound, next due time
     and counters."""
-    rows = state.app().backend.queues.stats()
+    rows = state.app(reading=True).backend.queues.stats()
     if as_json:
         emit_json(
             [
@@ -78,12 +78,12 @@ def stats(state: State, as_json: bool) -> None:
 @click.command("workers")
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def workers(state: State, as_json: bool) -> None:
     """The workers in the registry: host, pid, queues, pool, what they hold, last seen; a
     worker not seen for three of its heartbeats is shown as gone."""
-    rows = state.app().workers.live()
+    rows = state.app(reading=True).workers.live()
     if as_json:
         emit_json([row.model_dump(mode="json") for row in rows])
         return

@@ -11,7 +11,7 @@ import click
 
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     fail,
     pass_state,
@@ -21,12 +21,17 @@ from workers import Worker, WorkerConfig
 from workers.pools import POOL_KINDS
 from workers.supervisor import Supervisor
 
+
+def _default(field: str) -> Any:
+    """``WorkerConfig``'s default for ``field``: the one place the defaults are written."""
+    return WorkerConfig.model_fields[field].default
+
+
 #: the app of a Django project (``--django``): importing it sets Django up
 DJANGO_APP = "tickwork.django.current:app"
 
 
 @click.command()
-@click.option("-A", "--app", "module", help="Module (or module:attr) defining the App.")
 @click.option(
     "--django",
     "django_settings",
@@ -39,18 +44,20 @@ DJANGO_APP = "tickwork.django.current:app"
     "-c",
     "--concurrency",
     type=click.IntRange(min=1),
-    default=8,
+    default=_default("concurrency"),
     show_default=True,
     help="Sync handlers at once (threads or processes).",
 )
 @click.option(
     "--async-concurrency",
     type=click.IntRange(min=1),
-    default=100,
+    default=_default("async_concurrency"),
     show_default=True,
     help="async def handlers at once on the worker's event loop.",
 )
-@click.option("--pool", type=click.Choice(sorted(POOL_KINDS)), default="thread", show_default=True)
+@click.option(
+    "--pool", type=click.Choice(sorted(POOL_KINDS)), default=_default("pool"), show_default=True
+)
 @click.option(
     "--all-threads",
     is_flag=True,
@@ -64,19 +71,26 @@ DJANGO_APP = "tickwork.django.current:app"
     help="Claims held beyond idle slots [follows the handlers' pace: 2 x concurrency "
     "for slow ones, up to 12 x (at least 100) for fast ones].",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--lookahead-ms", type=click.IntRange(min=0), default=500, show_default=True)
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=_default("batch_size"), show_default=True
+)
+@click.option(
+    "--lookahead-ms",
+    type=click.IntRange(min=0),
+    default=_default("lookahead_ms"),
+    show_default=True,
+)
 @click.option(
     "--grace",
     type=click.FloatRange(min=0),
-    default=30.0,
+    default=_default("grace_s"),
     show_default=True,
     help="Seconds running handlers get to finish on shutdown.",
 )
 @click.option(
     "--abort-grace",
     type=click.FloatRange(min=0),
-    default=10.0,
+    default=_default("abort_grace_s"),
     show_default=True,
     help="Seconds an aborted process-pool handler has to stop before its process is killed.",
 )
@@ -89,7 +103,7 @@ DJANGO_APP = "tickwork.django.current:app"
 @click.option(
     "--time-limit-grace",
     type=click.FloatRange(min=0),
-    default=5.0,
+    default=_default("time_limit_grace_s"),
     show_default=True,
     help="Seconds a handler past its time limit has to stop before its process is killed "
     "(--pool process) or it is abandoned and its thread replaced.",
@@ -101,7 +115,7 @@ DJANGO_APP = "tickwork.django.current:app"
 )
 @click.option(
     "--metrics-host",
-    default="127.0.0.1",
+    default=_default("metrics_host"),
     show_default=True,
     help="Address the metrics server listens on (0.0.0.0: every interface).",
 )
@@ -135,11 +149,10 @@ DJANGO_APP = "tickwork.django.current:app"
     help="json: one object per line, with message id, task, key, attempt and lateness.",
 )
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def worker(
     state: State,
-    module: str | None,
     django_settings: str | None,
     queues: tuple[str, ...],
     concurrency: int,
@@ -167,13 +180,14 @@ def worker(
     if django_settings is not None:
         # inherited by the worker processes of --processes, which import the same app
         os.environ["DJANGO_SETTINGS_MODULE"] = django_settings
-        module = module or DJANGO_APP
+        state.module = state.module or DJANGO_APP
+    module = state.module
     if module is None:
         fail("-A/--app MODULE is required (or --django SETTINGS for a Django project)")
     if processes > 1:
-        state.app(module)  # a module that cannot load fails here, not in N restart loops
+        state.app()  # a module that cannot load fails here, not in N restart loops
         ctx = click.get_current_context()
-        env = dict(os.environ)
+        env = dict(os.environ, TICKWORK_APP=module)
         if state.backend is not None:
             env["TICKWORK_BACKEND"] = state.backend  # not in argv, where ps shows it
         supervisor = Supervisor(
@@ -183,7 +197,7 @@ def worker(
             env=env,
         )
         sys.exit(supervisor.run())
-    app = state.app(module)
+    app = state.app()
     if not queues:
         queues = tuple(sorted(app.registry.queues() or {"default"}))
     config = WorkerConfig(

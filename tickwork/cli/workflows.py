@@ -8,7 +8,7 @@ from scheduler.workflows.graph_view import levels
 from scheduler.workflows.view import WorkflowView
 from tickwork.cli.common import (
     State,
-    backend_option,
+    app_options,
     clean_errors,
     emit_json,
     fail,
@@ -35,7 +35,7 @@ def workflow() -> None:
 )
 @json_option
 @pass_state
-@backend_option
+@app_options
 @clean_errors
 def show(
     state: State,
@@ -51,7 +51,7 @@ def show(
     timing, result or error. Exit code 1 if none is stored."""
     if (key is None) == (workflow_id is None):
         fail("give exactly one of ID and --key")
-    view = state.app().batches.workflow(workflow_id, max_steps, key=key, queue=queue)
+    view = state.app(reading=True).batches.workflow(workflow_id, max_steps, key=key, queue=queue)
     if as_json:
         emit_json(view.model_dump(mode="json"))
         return

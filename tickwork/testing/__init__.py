@@ -23,7 +23,7 @@ installed) does the same for a test and restores the app after it.
 """
 
 from tickwork.testing.isolated import Isolated, IsolateFixture, isolated
-from tickwork.testing.outcomes import Drained, TaskFailed
+from tickwork.testing.outcomes import Drained, RunFailedInline
 from tickwork.testing.running import run_task
 
-__all__ = ["Drained", "IsolateFixture", "Isolated", "TaskFailed", "isolated", "run_task"]
+__all__ = ["Drained", "IsolateFixture", "Isolated", "RunFailedInline", "isolated", "run_task"]

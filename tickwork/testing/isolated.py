@@ -19,7 +19,7 @@ from scheduler.hooks import Hooks
 from scheduler.model.message import Message, ScheduledMessage
 from scheduler.model.tasks import TaskFunction
 from tickwork.testing.inline import InlineEntries
-from tickwork.testing.outcomes import Drained, Outcomes, Recorder, TaskFailed
+from tickwork.testing.outcomes import Drained, Outcomes, Recorder, RunFailedInline
 from workers import Worker, WorkerConfig
 
 
@@ -31,7 +31,7 @@ class Isolated:
     ``mode``: ``"manual"`` (the default) stores what is enqueued and runs nothing until
     ``drain``; ``"inline"`` runs each enqueued message at once, in the caller's thread,
     through a worker (arguments validated, JSON both ways, retries followed by moving
-    the clock, the poison decision, results kept), and raises ``TaskFailed`` from the
+    the clock, the poison decision, results kept), and raises ``RunFailedInline`` from the
     enqueuing call when it fails for good. ``inline()`` and ``manual()`` switch for a
     block."""
 
@@ -108,7 +108,7 @@ class Isolated:
     def run_inline(self) -> Drained:
         """What inline mode does after an enqueue: drain what is due, follow retries
         (moving the test's clock to each, or waiting on a server's clock), and raise
-        ``TaskFailed`` for a run that failed for good. Not from inside a run (a handler
+        ``RunFailedInline`` for a run that failed for good. Not from inside a run (a handler
         that enqueues): the drain that runs it runs what it enqueued."""
         total = Drained()
         if getattr(self._draining, "on", False):
@@ -129,7 +129,7 @@ class Isolated:
             self._draining.on = False
         if total.failures:
             run, failure = total.failures[0]
-            raise TaskFailed(run, failure)
+            raise RunFailedInline(run, failure)
         return total
 
     # -- time and running ----------------------------------------------------------------

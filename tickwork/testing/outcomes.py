@@ -1,4 +1,4 @@
-"""What an isolated app's runs came to (``Drained``, ``TaskFailed``) and the hooks that
+"""What an isolated app's runs came to (``Drained``, ``RunFailedInline``) and the hooks that
 watch it: ``Recorder`` keeps every body the app writes, ``Outcomes`` every settled run."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from scheduler.backends.records import Failure
 from scheduler.hooks import Hook
 from scheduler.model.tasks import TaskFunction
 from scheduler.runs.context import RunInfo
+from scheduler.runs.results import TaskFailed
 
 
 @dataclass
@@ -55,14 +56,16 @@ class Drained:
         self.retry_delays_s += other.retry_delays_s
 
 
-class TaskFailed(Exception):
+class RunFailedInline(TaskFailed):
     """A task run inline failed for good (it went to the poison queue, as a worker would
-    have put it): ``failure`` says why, ``run`` which message it was."""
+    have put it): a ``tickwork.TaskFailed`` whose ``failure`` says why and ``run`` which
+    message it was."""
 
     def __init__(self, run: RunInfo, failure: Failure) -> None:
-        super().__init__(
+        super().__init__(run.message_id, failure.error_type, failure.message)
+        self.args = (
             f"{run.task} (message {run.message_id}) failed for good after {run.attempt} "
-            f"attempt(s): {failure.error_type}: {failure.message}"
+            f"attempt(s): {failure.error_type}: {failure.message}",
         )
         self.run = run
         self.failure = failure

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from scheduler.backends.base import Backend, Capability
-from scheduler.backends.options import parse_options
+from scheduler.backends.options import parse_options, sqlite_file
 from scheduler.backends.sqlite.admin import SQLiteAborts, SQLitePoison, SQLiteQueues
 from scheduler.backends.sqlite.batches import SQLiteBatches
 from scheduler.backends.sqlite.connection import SQLiteOptions, SQLiteStore
@@ -53,10 +51,7 @@ class SQLiteBackend(Backend):
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> SQLiteBackend:
-        parts = urlsplit(url)
-        path = parts.netloc + parts.path if parts.netloc else parts.path
-        if path.startswith("/") and not path.startswith("//") and parts.netloc == "":
-            path = path[1:]  # sqlite:///rel.db -> rel.db ; sqlite:////abs.db -> /abs.db
+        path = sqlite_file(url)
         if not path:
             raise ConfigurationError(
                 f"SQLite URL {url!r} names no file (sqlite:///path/to/file.db)"
