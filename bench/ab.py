@@ -143,7 +143,7 @@ MEASURES = {
     "incr-redis": (
         "redis",
         "import os, time; os.environ['BENCH_REDIS_URL'] = {url!r};"
-        "import bench.peers.tickwork_app as side; from workers import Worker, WorkerConfig;"
+        "import bench.peers.tickwork_app as side; from tickwork import Worker, WorkerConfig;"
         "side.enqueue_many(30000);"
         "config = WorkerConfig(queues=(side.QUEUE,), burst=True, install_periodic=False);"
         "started = time.perf_counter(); Worker(side.app, config).run();"
@@ -163,7 +163,7 @@ MEASURES = {
 #: defaults: jobs/s (what a pool whose threads take turns must not lose)
 _NAP = (
     "import logging, time; logging.getLogger('tickwork').setLevel(logging.WARNING)\n"
-    "from scheduler import App; from workers import Worker, WorkerConfig\n"
+    "from tickwork import App, Worker, WorkerConfig\n"
     "app = App({url!r}); app.backend.queues.purge('naps')\n"
     "@app.task(name='bench.nap', queue='naps')\n"
     "def nap(seconds: float) -> None:\n"

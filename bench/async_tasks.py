@@ -3,7 +3,7 @@ loop and more permits, which must not change the sync scenarios' figures."""
 
 from __future__ import annotations
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import report
-from scheduler import open_backend
-from scheduler.backends import Backend, Envelope, OnConflict
 from tests.support.cassandra_servers import CassandraNode
+from tickwork.scheduler import open_backend
+from tickwork.scheduler.backends import Backend, Envelope, OnConflict
 
 
 def _run(backend: Backend, messages: int, batch: int, keyed: bool, queue: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ _DRAIN = """
 import json, logging, resource, sys, time
 logging.getLogger('cassandra').setLevel(logging.ERROR)
 from bench.engine import fresh_app
-from workers import Worker, WorkerConfig
+from tickwork.workers import Worker, WorkerConfig
 app, tasks = fresh_app({url!r})
 app.enqueue_many((tasks.noop.call(i) for i in range({count})), batch_size=5000)
 print('ready', flush=True)

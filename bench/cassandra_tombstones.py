@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import report, summary_ms
-from scheduler import open_backend
-from scheduler.backends import Envelope
-from scheduler.backends.cassandra import CassandraBackend
 from tests.support.cassandra_servers import CassandraNode
+from tickwork.scheduler import open_backend
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.backends.cassandra import CassandraBackend
 
 QUEUE = "q"
 TABLES = ("queue_messages", "lease_deadlines", "leases", "message_index")

@@ -43,7 +43,7 @@ def measure(url: str, jobs: int) -> dict[str, Any]:
     client.flushall()
     import bench.peers.tickwork_app as side  # reads BENCH_REDIS_URL
     from bench.peers.common import QUEUE
-    from workers import Worker, WorkerConfig
+    from tickwork.workers import Worker, WorkerConfig
 
     for _ in range(100):
         side.enqueue_one()

@@ -20,8 +20,8 @@ from typing import Any
 from bench.common import emit, machine
 from bench.engine import fresh_app
 from bench.workflows import _until_finished, _worker, plain_run
-from scheduler import after, graph
 from tests.support.graphs import mesh, mesh_name
+from tickwork.scheduler import after, graph
 
 
 def dag_run(url: str, width: int, depth: int, concurrency: int) -> dict[str, Any]:

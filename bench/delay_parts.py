@@ -20,8 +20,8 @@ from typing import Any
 
 from bench.common import on_sqlite_and_redis
 from bench.engine import fresh_app
-from scheduler.backends.redis.scripts import encode_record
-from scheduler.model.tasks import Call
+from tickwork.scheduler.backends.redis.scripts import encode_record
+from tickwork.scheduler.model.tasks import Call
 
 
 def _per_call_us(calls: int, step: Callable[[int], object]) -> float:

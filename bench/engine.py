@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.common import emit, machine, summary_ms
-from scheduler import App
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App
+from tickwork.workers import Worker, WorkerConfig
 
 
 def fresh_app(url: str, module: str = "bench.tasks") -> tuple[App, Any]:

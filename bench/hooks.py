@@ -19,9 +19,9 @@ from typing import Any
 
 from bench.common import machine
 from bench.engine import fresh_app
-from scheduler.hooks import Hook
-from scheduler.runs.context import RunInfo
-from workers import Worker, WorkerConfig
+from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.workers import Worker, WorkerConfig
 
 
 class CountOutcomes(Hook):

@@ -49,9 +49,9 @@ def bulk(sqlite_url: str, redis_url: str, count: int) -> dict[str, Any]:
 def _bulk_parts(url: str, count: int) -> dict[str, float]:
     """Building a message (and the parts of that: its arguments checked, its id, its
     body's bytes), writing it, the two together, and the server's script time (Redis)."""
-    from scheduler.clock import to_datetime
-    from scheduler.model.ids import new_chain_id
-    from scheduler.producing.plain import encoded_time
+    from tickwork.scheduler.clock import to_datetime
+    from tickwork.scheduler.model.ids import new_chain_id
+    from tickwork.scheduler.producing.plain import encoded_time
 
     app, tasks = fresh_app(url)
     now_ms = app.backend_clock.now_ms()
@@ -166,9 +166,9 @@ def spark_rows(redis_url: str, count: int) -> dict[str, Any]:
     Python, to a call, to a message, and written to Redis in writes of 1,000 keyed rows."""
     import pyarrow as pa
 
-    from scheduler import App
-    from scheduler.clock import to_datetime
-    from scheduler.spark.rows import build_mapping, resolve_task, row_call, write_rows
+    from tickwork.scheduler import App
+    from tickwork.scheduler.clock import to_datetime
+    from tickwork.scheduler.spark.rows import build_mapping, resolve_task, row_call, write_rows
 
     table = pa.RecordBatch.from_pydict(
         {

@@ -28,9 +28,9 @@ from typing import Any
 
 from bench.common import alternate, on_backends
 from bench.engine import fresh_app
-from scheduler import App
-from triggers import Misfire, Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App
+from tickwork.triggers import Misfire, Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 _WARM_UP_S = 1.0
 

@@ -23,11 +23,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from scheduler import App, Message
-from scheduler.backends import LedgerEntry
-from scheduler.backends.base import Claim
-from scheduler.schedules.ledger import RunOutcome
-from triggers import Repeating
+from tickwork.scheduler import App, Message
+from tickwork.scheduler.backends import LedgerEntry
+from tickwork.scheduler.backends.base import Claim
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.triggers import Repeating
 
 MEASURES = ("ledger-entry", "ledger-fold-sqlite", "ledger-append-redis")
 _NOW_MS = 1_800_000_000_000
@@ -51,8 +51,8 @@ def _best(run: Any, count: int) -> float:
 
 def entry_per_second() -> float:
     """``RunLedger.entry`` of a keyed ``Repeating`` schedule's run that succeeded."""
-    from workers.holdings import Work
-    from workers.ledger import RunLedger
+    from tickwork.workers.holdings import Work
+    from tickwork.workers.ledger import RunLedger
 
     app = App("sqlite:///unused.db")
     message = Message(
@@ -87,7 +87,7 @@ def _entries(index: int, count: int) -> list[LedgerEntry]:
 def fold_per_second() -> float:
     """Records folded a second: 5 s of a busy worker's log (22,400 records in acks of
     100), then one fold, in a file in memory."""
-    from scheduler.backends.sqlite import connection, ledger_log, ledger_pages
+    from tickwork.scheduler.backends.sqlite import connection, ledger_log, ledger_pages
 
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.executescript(

@@ -6,7 +6,7 @@ turns costs)."""
 
 from __future__ import annotations
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

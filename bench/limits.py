@@ -19,8 +19,8 @@ from typing import Any
 
 from bench.common import on_sqlite_and_redis, summary_ms
 from bench.engine import fresh_app
-from scheduler.backends import SlotRequest
-from workers import Worker, WorkerConfig
+from tickwork.scheduler.backends import SlotRequest
+from tickwork.workers import Worker, WorkerConfig
 
 MODULE = "bench.limit_tasks"
 

@@ -25,9 +25,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from scheduler import App, Message
-from scheduler.clock import ManualClock
-from triggers import Cron, Misfire, Repeating
+from tickwork.scheduler import App, Message
+from tickwork.scheduler.clock import ManualClock
+from tickwork.triggers import Cron, Misfire, Repeating
 
 _NOW_MS = 1_800_000_000_000
 MEASURES = (

@@ -71,8 +71,8 @@ def timed(rows: int, action: Any) -> dict[str, Any]:
 def run_backend(
     spark: Any, url: str, rows: int, naive_rows: int, batch_size: int | None
 ) -> dict[str, Any]:
-    from scheduler import App
-    from scheduler.spark import enqueue_dataframe
+    from tickwork.scheduler import App
+    from tickwork.scheduler.spark import enqueue_dataframe
 
     def purge() -> None:
         app = App(url)
@@ -96,8 +96,8 @@ def run_backend(
 
     def naive() -> None:
         def one_by_one(row: Any) -> None:
-            from scheduler import App
             from tests.support.spark_tasks import send_invoice
+            from tickwork.scheduler import App
 
             app = App(url)
             app.include(send_invoice)

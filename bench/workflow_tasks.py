@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 finished = threading.Event()

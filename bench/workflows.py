@@ -19,8 +19,8 @@ from typing import Any
 
 from bench.common import on_backends
 from bench.engine import fresh_app
-from scheduler import batch, chain, group
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import batch, chain, group
+from tickwork.workers import Worker, WorkerConfig
 
 
 def _worker(app: Any, concurrency: int) -> Worker:

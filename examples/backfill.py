@@ -16,9 +16,8 @@ range is one error, and nothing is enqueued.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from scheduler.clock import to_datetime
 from tickwork import App, Cron, Worker, WorkerConfig, current_run
 
 app = App()
@@ -33,7 +32,7 @@ def main() -> None:
     hourly_report.schedule(
         args=("emea",), trigger=Cron("0 * * * *"), key="hourly-report", on_conflict="replace"
     )
-    now = to_datetime(app.backend.now_ms())
+    now = datetime.now(UTC)
     start = now - timedelta(hours=6)
     done = app.schedules.backfill("hourly-report", start, now, spacing=timedelta(milliseconds=100))
     print(f"backfill: {len(done.occurrences)} occurrences, enqueued {done.enqueued}")

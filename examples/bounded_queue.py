@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 
-from tickwork import App, QueueFull, Worker, WorkerConfig
+from tickwork import App, Worker, WorkerConfig
+from tickwork.errors import QueueFull
 
 app = App()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import time, timedelta
 
 from tickwork import App, Cron, Misfire, Repeating
-from triggers import Exclusions, Specs, Window
+from tickwork.triggers import Exclusions, Specs, Window
 
 app = App()
 

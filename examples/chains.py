@@ -19,8 +19,8 @@ is written when its last step is done, so occurrences never overlap.
 
 from __future__ import annotations
 
-from scheduler.workflows.chains import step_id
 from tickwork import App, Cron, Worker, WorkerConfig, chain
+from tickwork.workflows import step_id
 
 app = App()
 

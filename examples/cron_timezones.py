@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from tickwork import App, Cron, Exclusions, preview
+from tickwork import App, Cron
+from tickwork.triggers import Exclusions, preview
 
 app = App()
 

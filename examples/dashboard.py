@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from scheduler.clock import to_datetime
 from tickwork import App, Repeating, RetryPolicy
 
 app = App()
@@ -44,8 +43,9 @@ def summary(minutes: int = 5) -> str:
     for minute in app.queues.activity(minutes).total:
         if minute.finished:
             p95 = minute.lateness_quantile(0.95) or 0.0
+            start = datetime.fromtimestamp(minute.start_ms / 1000, UTC)
             lines.append(
-                f"{to_datetime(minute.start_ms):%H:%M} UTC: {minute.finished} finished, "
+                f"{start:%H:%M} UTC: {minute.finished} finished, "
                 f"{minute.failed} failed, lateness p95 {p95 * 1000:.0f} ms"
             )
     return "\n".join(lines) or "no activity logged yet: run a worker"

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import time
 
-from scheduler import EVENT, Event, wait_for
 from tickwork import App, Worker, WorkerConfig, chain
+from tickwork.events import EVENT, Event, wait_for
 
 app = App()
 seen: list[str] = []

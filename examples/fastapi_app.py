@@ -103,7 +103,7 @@ def main() -> None:
                 break
             time.sleep(0.05)
         print(f"GET /orders/{job} ->", status)
-        page = _call(f"{base}/ops/tickwork/", **{"x-api-key": API_KEY})
+        page = _call(f"{base}/ops/tickwork/", None, **{"x-api-key": API_KEY})
         print("dashboard for operators:", "Queues" in page)
     finally:
         worker.stop()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tickwork import App, KeyConflict, Repeating
+from tickwork import App, Repeating
+from tickwork.errors import KeyConflict
 
 app = App()
 

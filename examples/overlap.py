@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from tickwork import App, Overlap, Repeating, Worker, WorkerConfig
+from tickwork import App, Repeating, Worker, WorkerConfig
+from tickwork.triggers import Overlap
 
 app = App()
 _started = time.monotonic()

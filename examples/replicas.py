@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 
-from scheduler import App, ReplicaTimeout
+from tickwork import App
+from tickwork.errors import ReplicaTimeout
 
 app = App()
 

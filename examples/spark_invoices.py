@@ -27,7 +27,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from examples.billing import tasks
-    from scheduler.spark import SparkBatch, enqueue_dataframe
+    from tickwork.spark import SparkBatch, enqueue_dataframe
 
     backend = os.environ.get("TICKWORK_BACKEND", "sqlite:///tickwork.db")
     spark = (

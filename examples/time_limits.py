@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-from scheduler import SoftTimeLimitExceeded
 from tickwork import App, current_run
+from tickwork.errors import SoftTimeLimitExceeded
 
 app = App()  # TICKWORK_BACKEND, else sqlite:///tickwork.db
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scheduler import App, Call
+from tickwork import App, Call
 
 app = App()
 

@@ -4,10 +4,10 @@ These names are the public API; everything else is importable from its module bu
 change between releases.
 """
 
-from scheduler.app import App
-from scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
-from scheduler.clock import Clock
-from scheduler.errors import (
+from tickwork.scheduler.app import App
+from tickwork.scheduler.backends import Backend, OnConflict, Outcome, State, open_backend
+from tickwork.scheduler.clock import Clock
+from tickwork.scheduler.errors import (
     BackendError,
     BackendUnavailable,
     BatchNotFound,
@@ -23,30 +23,36 @@ from scheduler.errors import (
     UnknownTask,
     WorkflowNotFound,
 )
-from scheduler.events.names import Event
-from scheduler.events.waits import WaitTimedOut, wait_for
-from scheduler.events.workflows import EVENT
-from scheduler.limits.declared import ConcurrencyLimit, RateLimit
-from scheduler.model.message import Message, ScheduledMessage
-from scheduler.model.tasks import Call, TaskClass, TaskFunction
-from scheduler.producing.reports import EnqueueReport
-from scheduler.runs.context import (
+from tickwork.scheduler.events.names import Event
+from tickwork.scheduler.events.waits import WaitTimedOut, wait_for
+from tickwork.scheduler.events.workflows import EVENT
+from tickwork.scheduler.limits.declared import ConcurrencyLimit, RateLimit
+from tickwork.scheduler.model.message import Message, ScheduledMessage
+from tickwork.scheduler.model.tasks import Call, TaskClass, TaskFunction
+from tickwork.scheduler.producing.reports import EnqueueReport
+from tickwork.scheduler.runs.context import (
     Aborted,
     RunContext,
     SoftTimeLimitExceeded,
     TimeLimitExceeded,
     current_run,
 )
-from scheduler.runs.results import ResultTimeout, RunStatus, TaskFailed, TaskHandle, TaskInfo
-from scheduler.runs.retry import RetryPolicy
-from scheduler.runs.snooze import Snooze
-from scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
-from scheduler.settings import Settings
-from scheduler.workflows.chains import chain
-from scheduler.workflows.graph_view import GraphFailed, GraphHandle
-from scheduler.workflows.graphs import After, Graph, after, graph
-from scheduler.workflows.shapes import Batch, Group, batch, group
-from scheduler.workflows.status import (
+from tickwork.scheduler.runs.results import (
+    ResultTimeout,
+    RunStatus,
+    TaskFailed,
+    TaskHandle,
+    TaskInfo,
+)
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.scheduler.runs.snooze import Snooze
+from tickwork.scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
+from tickwork.scheduler.settings import Settings
+from tickwork.scheduler.workflows.chains import chain
+from tickwork.scheduler.workflows.graph_view import GraphFailed, GraphHandle
+from tickwork.scheduler.workflows.graphs import After, Graph, after, graph
+from tickwork.scheduler.workflows.shapes import Batch, Group, batch, group
+from tickwork.scheduler.workflows.status import (
     BatchFailed,
     BatchHandle,
     BatchOutcome,

@@ -14,42 +14,42 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from scheduler.backends import (
+from tickwork.scheduler.backends import (
     Backend,
     Envelope,
     OnConflict,
     StoredMessage,
     open_backend,
 )
-from scheduler.backends.codec import BodyCodec, CodedBackend
-from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
-from scheduler.encryption import Encryption, keys_of
-from scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
-from scheduler.events.service import Events
-from scheduler.hooks import Hook, Hooks
-from scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
-from scheduler.model.message import ScheduledMessage
-from scheduler.model.registry import Periodic, TaskRegistry
-from scheduler.model.tasks import Call, TaskClass, TaskFunction
-from scheduler.producing.building import MessageBuilder
-from scheduler.producing.in_thread import in_thread
-from scheduler.producing.planning import upcoming
-from scheduler.producing.producer import Producer
-from scheduler.producing.reports import EnqueueReport
-from scheduler.runs import results
-from scheduler.runs.results import TaskInfo
-from scheduler.runs.retry import RetryPolicy
-from scheduler.schedules import control
-from scheduler.schedules.control import AbortResult
-from scheduler.schedules.ledger import HistoryEntry
-from scheduler.schedules.service import Schedules
-from scheduler.settings import Settings
-from scheduler.views.presence import Workers
-from scheduler.views.queues import Queues
-from scheduler.workflows.graphs import Workflow
-from scheduler.workflows.service import Batches
-from triggers import Trigger
-from triggers.preview import Occurrence, preview
+from tickwork.scheduler.backends.codec import BodyCodec, CodedBackend
+from tickwork.scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
+from tickwork.scheduler.encryption import Encryption, keys_of
+from tickwork.scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
+from tickwork.scheduler.events.service import Events
+from tickwork.scheduler.hooks import Hook, Hooks
+from tickwork.scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
+from tickwork.scheduler.model.message import ScheduledMessage
+from tickwork.scheduler.model.registry import Periodic, TaskRegistry
+from tickwork.scheduler.model.tasks import Call, TaskClass, TaskFunction
+from tickwork.scheduler.producing.building import MessageBuilder
+from tickwork.scheduler.producing.in_thread import in_thread
+from tickwork.scheduler.producing.planning import upcoming
+from tickwork.scheduler.producing.producer import Producer
+from tickwork.scheduler.producing.reports import EnqueueReport
+from tickwork.scheduler.runs import results
+from tickwork.scheduler.runs.results import TaskInfo
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.scheduler.schedules import control
+from tickwork.scheduler.schedules.control import AbortResult
+from tickwork.scheduler.schedules.ledger import HistoryEntry
+from tickwork.scheduler.schedules.service import Schedules
+from tickwork.scheduler.settings import Settings
+from tickwork.scheduler.views.presence import Workers
+from tickwork.scheduler.views.queues import Queues
+from tickwork.scheduler.workflows.graphs import Workflow
+from tickwork.scheduler.workflows.service import Batches
+from tickwork.triggers import Trigger
+from tickwork.triggers.preview import Occurrence, preview
 
 P = ParamSpec("P")
 R = TypeVar("R")

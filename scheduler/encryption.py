@@ -29,8 +29,8 @@ import binascii
 import hashlib
 from collections.abc import Sequence
 
-from scheduler.errors import ConfigurationError
-from scheduler.hooks import Hook
+from tickwork.scheduler.errors import ConfigurationError
+from tickwork.scheduler.hooks import Hook
 
 #: the first bytes of every value this hook stores (JSON never starts with a NUL)
 MAGIC = b"\x00tw-siv1"

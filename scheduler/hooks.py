@@ -52,8 +52,8 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from scheduler.backends.records import Failure
-from scheduler.runs.context import RunInfo
+from tickwork.scheduler.backends.records import Failure
+from tickwork.scheduler.runs.context import RunInfo
 
 log = logging.getLogger("tickwork.hooks")
 

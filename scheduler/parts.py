@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from scheduler.backends import Backend
-    from scheduler.clock import CorrectedClock
-    from scheduler.producing.building import MessageBuilder
-    from scheduler.settings import Settings
+    from tickwork.scheduler.backends import Backend
+    from tickwork.scheduler.clock import CorrectedClock
+    from tickwork.scheduler.producing.building import MessageBuilder
+    from tickwork.scheduler.settings import Settings
 
 
 class AppParts(Protocol):

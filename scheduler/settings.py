@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from scheduler.backends import DEFAULT_URL
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends import DEFAULT_URL
+from tickwork.scheduler.errors import ConfigurationError
 
 
 class Settings(BaseModel):

@@ -1,60 +1,47 @@
 """tickwork: tasks on run-once, repeating and cron triggers, run by workers over SQLite,
-Redis or Cassandra.
+PostgreSQL, Redis or Cassandra.
 
 Import what you use from here::
 
     from tickwork import App, Cron, Repeating, chain, current_run, graph
 
-These names are the public API. The packages below them (``scheduler``, ``workers``,
-``triggers``) stay importable, but their other names may change between releases. The
-command line (``tickwork.cli``) and the dashboard (``tickwork.dashboard``) sit on top.
+and the rest from the documented sub-namespaces: ``tickwork.triggers`` (every trigger
+and its options: ``Exclusions``, ``Window``, ``Specs``, ``Overlap``, ``preview``),
+``tickwork.workflows``, ``tickwork.events``, ``tickwork.errors``, ``tickwork.encryption``,
+``tickwork.testing``, ``tickwork.spark``, ``tickwork.fastapi`` and ``tickwork.django``.
+These are the public API; ``tickwork.scheduler`` and ``tickwork.workers`` (the core and
+the worker, ``tickwork.triggers`` beside them) are importable, but their other names may
+change between releases. The command line (``tickwork.cli``) and the dashboard
+(``tickwork.dashboard``) sit on top.
 """
 
-from scheduler import (
-    Aborted,
-    App,
-    BackendUnavailable,
-    BatchOutcome,
-    ConcurrencyLimit,
-    ConfigurationError,
-    InvalidMessage,
-    KeyConflict,
-    QueueFull,
-    RateLimit,
-    RetryPolicy,
-    RunStatus,
-    Snooze,
-    TaskFailed,
-    TaskHandle,
-    TickworkError,
-    UnknownTask,
-    after,
-    batch,
-    chain,
-    current_run,
-    graph,
-    group,
-)
-from scheduler.hooks import Hook
-from scheduler.runs.context import RunInfo
-from triggers import Cron, Exclusions, Misfire, Overlap, Repeating, RunOnce, preview
-from workers import Worker, WorkerConfig
+from tickwork.scheduler.app import App
+from tickwork.scheduler.errors import InvalidMessage, TickworkError
+from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.limits.declared import ConcurrencyLimit, RateLimit
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.runs.context import Aborted, RunInfo, current_run
+from tickwork.scheduler.runs.results import RunStatus, TaskFailed, TaskHandle
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.scheduler.runs.snooze import Snooze
+from tickwork.scheduler.workflows.chains import chain
+from tickwork.scheduler.workflows.graphs import after, graph
+from tickwork.scheduler.workflows.shapes import batch, group
+from tickwork.scheduler.workflows.status import BatchOutcome
+from tickwork.triggers import Cron, Misfire, Repeating, RunOnce
+from tickwork.workers import Worker, WorkerConfig
 
+#: the one list of tickwork's top-level public names
 __all__ = [
     "Aborted",
     "App",
-    "BackendUnavailable",
     "BatchOutcome",
+    "Call",
     "ConcurrencyLimit",
-    "ConfigurationError",
     "Cron",
-    "Exclusions",
     "Hook",
     "InvalidMessage",
-    "KeyConflict",
     "Misfire",
-    "Overlap",
-    "QueueFull",
     "RateLimit",
     "Repeating",
     "RetryPolicy",
@@ -65,7 +52,6 @@ __all__ = [
     "TaskFailed",
     "TaskHandle",
     "TickworkError",
-    "UnknownTask",
     "Worker",
     "WorkerConfig",
     "after",
@@ -74,5 +60,4 @@ __all__ = [
     "current_run",
     "graph",
     "group",
-    "preview",
 ]

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from scheduler import App, BackendError
+from tickwork.scheduler import App, BackendError
 
 log = logging.getLogger("tickwork.exporter")
 

@@ -35,8 +35,8 @@ from fastapi.params import Depends as DependsParam
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from scheduler import App
 from tickwork.dashboard import Access, create_dashboard
+from tickwork.scheduler import App
 
 #: where ``lifespan`` keeps the app in the service's state
 STATE_NAME = "tickwork"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from scheduler import App
-from scheduler.clock import ManualClock
+from tickwork.scheduler import App
+from tickwork.scheduler.clock import ManualClock
 from tickwork.testing import Isolated, IsolateFixture
 
 

@@ -4,13 +4,13 @@ from typing import Annotated
 
 from pydantic import Field
 
-from triggers.base import Misfire, Overlap, Trigger
-from triggers.calendars import Exclusions, Window
-from triggers.cron import Cron
-from triggers.once import RunOnce
-from triggers.preview import Occurrence, preview
-from triggers.repeating import Repeating
-from triggers.specs import Specs
+from tickwork.triggers.base import Misfire, Overlap, Trigger
+from tickwork.triggers.calendars import Exclusions, Window
+from tickwork.triggers.cron import Cron
+from tickwork.triggers.once import RunOnce
+from tickwork.triggers.preview import Occurrence, preview
+from tickwork.triggers.repeating import Repeating
+from tickwork.triggers.specs import Specs
 
 #: A trigger as stored in a message: pydantic picks the class from ``kind``.
 AnyTrigger = Annotated[RunOnce | Repeating | Cron | Specs, Field(discriminator="kind")]

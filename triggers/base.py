@@ -23,9 +23,9 @@ from pydantic import (
     model_serializer,
 )
 
-from triggers.calendars import Exclusions
-from triggers.fires import Fire, format_duration, require_aware
-from triggers.policies import Misfire, Overlap
+from tickwork.triggers.calendars import Exclusions
+from tickwork.triggers.fires import Fire, format_duration, require_aware
+from tickwork.triggers.policies import Misfire, Overlap
 
 #: Upper bound on how many missed occurrences are counted one by one.
 MISFIRE_COUNT_LIMIT = 1000

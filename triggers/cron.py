@@ -44,8 +44,8 @@ from zoneinfo import ZoneInfo
 from croniter import CroniterBadDateError, croniter
 from pydantic import field_validator, model_validator
 
-from triggers.base import Fire, Trigger
-from triggers.fires import known_zone
+from tickwork.triggers.base import Fire, Trigger
+from tickwork.triggers.fires import known_zone
 
 _MAX_DST_SHIFT = timedelta(hours=3)
 #: how far croniter searches for the next match: past the last year it accepts (2099), so a

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from triggers.base import Fire, Trigger, format_duration, require_aware
+from tickwork.triggers.base import Fire, Trigger, format_duration, require_aware
 
 
 class RunOnce(Trigger):

@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from triggers.base import Fire, Trigger, require_aware
-from triggers.cron import Cron, rule_matches
+from tickwork.triggers.base import Fire, Trigger, require_aware
+from tickwork.triggers.cron import Cron, rule_matches
 
 #: the most occurrences one preview computes
 MAX_PREVIEW = 1000

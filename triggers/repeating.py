@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from triggers.base import Fire, Trigger, format_duration, require_aware
+from tickwork.triggers.base import Fire, Trigger, format_duration, require_aware
 
 
 class Repeating(Trigger):

@@ -21,11 +21,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from triggers.base import Fire, Trigger
-from triggers.cron import Cron
-from triggers.fires import known_zone
-from triggers.once import RunOnce
-from triggers.repeating import Repeating
+from tickwork.triggers.base import Fire, Trigger
+from tickwork.triggers.cron import Cron
+from tickwork.triggers.fires import known_zone
+from tickwork.triggers.once import RunOnce
+from tickwork.triggers.repeating import Repeating
 
 #: A spec inside ``Specs``: pydantic picks the class from ``kind``.
 AnySpec = Annotated[RunOnce | Repeating | Cron, Field(discriminator="kind")]

@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 
-from scheduler import BackendError
-from scheduler.backends import AbortRequest, Backend
-from scheduler.model.headers import OVERLAP
-from triggers import Overlap
-from workers.holdings import Holdings, Work
-from workers.pool import HandlerPool
+from tickwork.scheduler import BackendError
+from tickwork.scheduler.backends import AbortRequest, Backend
+from tickwork.scheduler.model.headers import OVERLAP
+from tickwork.triggers import Overlap
+from tickwork.workers.holdings import Holdings, Work
+from tickwork.workers.pool import HandlerPool
 
 log = logging.getLogger("tickwork.worker")
 

@@ -12,10 +12,16 @@ import logging
 import threading
 from collections.abc import Callable
 
-from scheduler import BackendError
-from scheduler.backends import Backend
-from scheduler.views.activity import COUNTS, LATENESS_BUCKETS, RUN_BUCKETS, Interval, activity_entry
-from workers.metrics import WorkerMetrics
+from tickwork.scheduler import BackendError
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.views.activity import (
+    COUNTS,
+    LATENESS_BUCKETS,
+    RUN_BUCKETS,
+    Interval,
+    activity_entry,
+)
+from tickwork.workers.metrics import WorkerMetrics
 
 log = logging.getLogger("tickwork.worker")
 

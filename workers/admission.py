@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from workers.aborts import AbortWatcher
-from workers.execution import HandlerResult, Verdict, aborted
-from workers.holdings import Work
-from workers.limits import LimitGate
-from workers.rates import RateGate
-from workers.settler import Settler
+from tickwork.workers.aborts import AbortWatcher
+from tickwork.workers.execution import HandlerResult, Verdict, aborted
+from tickwork.workers.holdings import Work
+from tickwork.workers.limits import LimitGate
+from tickwork.workers.rates import RateGate
+from tickwork.workers.settler import Settler
 
 
 class Admission:

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
-from scheduler import App, UnknownTask
-from scheduler.runs.context import RunContext, RunInfo
-from scheduler.runs.results import report_progress
-from workers.execution import HandlerResult, Verdict, aborted, run_async_handler
-from workers.pool import Done, HandlerPool
-from workers.time_limits import over_limit_message
+from tickwork.scheduler import App, UnknownTask
+from tickwork.scheduler.runs.context import RunContext, RunInfo
+from tickwork.scheduler.runs.results import report_progress
+from tickwork.workers.execution import HandlerResult, Verdict, aborted, run_async_handler
+from tickwork.workers.pool import Done, HandlerPool
+from tickwork.workers.time_limits import over_limit_message
 
 W = TypeVar("W")
 Job = tuple[Any, str, list[Any], dict[str, Any], RunInfo]

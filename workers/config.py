@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from workers.pools import POOL_KINDS
+from tickwork.workers.pools import POOL_KINDS
 
 
 class WorkerConfig(BaseModel):

@@ -16,18 +16,18 @@ import threading
 import time
 from collections.abc import Callable
 
-from scheduler import App, BackendError, DecodeError
-from scheduler.backends import Backend, Claim, Failure
-from scheduler.model.message import Message, is_unique_window
-from scheduler.schedules.overlap import is_ticker
-from scheduler.workflows.graph_schedules import is_graph_schedule
-from workers.config import WorkerConfig
-from workers.flow import Counters, Permits
-from workers.holdings import Holdings, Work
-from workers.limits import LimitGate
-from workers.metrics import NoMetrics, WorkerMetrics
-from workers.settler import Settler
-from workers.timer import Timer
+from tickwork.scheduler import App, BackendError, DecodeError
+from tickwork.scheduler.backends import Backend, Claim, Failure
+from tickwork.scheduler.model.message import Message, is_unique_window
+from tickwork.scheduler.schedules.overlap import is_ticker
+from tickwork.scheduler.workflows.graph_schedules import is_graph_schedule
+from tickwork.workers.config import WorkerConfig
+from tickwork.workers.flow import Counters, Permits
+from tickwork.workers.holdings import Holdings, Work
+from tickwork.workers.limits import LimitGate
+from tickwork.workers.metrics import NoMetrics, WorkerMetrics
+from tickwork.workers.settler import Settler
+from tickwork.workers.timer import Timer
 
 log = logging.getLogger("tickwork.worker")
 

@@ -4,10 +4,10 @@ subscriptions to events are installed (those the code no longer declares uninsta
 
 from __future__ import annotations
 
-from scheduler import App
-from scheduler.backends import Backend
-from scheduler.backends.base import Capability
-from workers.config import WorkerConfig
+from tickwork.scheduler import App
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.backends.base import Capability
+from tickwork.workers.config import WorkerConfig
 
 
 def require_features(app: App, backend: Backend) -> None:

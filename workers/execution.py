@@ -11,14 +11,14 @@ from collections.abc import Awaitable
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
-from scheduler import Aborted, App, InvalidMessage, UnknownTask
-from scheduler.hooks import notify
-from scheduler.model.tasks import TaskFunction
-from scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
-from scheduler.runs.results import encode_value
-from scheduler.runs.snooze import Snooze
-from scheduler.runs.tracing import NO_SPAN, handler_span
-from workers.time_limits import over_limit_message
+from tickwork.scheduler import Aborted, App, InvalidMessage, UnknownTask
+from tickwork.scheduler.hooks import notify
+from tickwork.scheduler.model.tasks import TaskFunction
+from tickwork.scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
+from tickwork.scheduler.runs.results import encode_value
+from tickwork.scheduler.runs.snooze import Snooze
+from tickwork.scheduler.runs.tracing import NO_SPAN, handler_span
+from tickwork.workers.time_limits import over_limit_message
 
 
 class Verdict(StrEnum):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 
-from scheduler import App, TickworkError
-from scheduler.model.message import Message
-from scheduler.schedules.ledger import RunOutcome
+from tickwork.scheduler import App, TickworkError
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.schedules.ledger import RunOutcome
 
 log = logging.getLogger("tickwork.worker")
 

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from scheduler.backends import Backend, MemberOutcome, Waiter
-from scheduler.model.message import Message
-from scheduler.runs.results import failed_record, succeeded_record
-from scheduler.workflows.batches import BatchDescription, CallbackPlace
-from scheduler.workflows.status import callback_argument
-from workers.graph_fanin import GraphFanIn
-from workers.holdings import Work
+from tickwork.scheduler.backends import Backend, MemberOutcome, Waiter
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.runs.results import failed_record, succeeded_record
+from tickwork.scheduler.workflows.batches import BatchDescription, CallbackPlace
+from tickwork.scheduler.workflows.status import callback_argument
+from tickwork.workers.graph_fanin import GraphFanIn
+from tickwork.workers.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
 

@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from scheduler.backends import Backend, BatchRecord, MemberOutcome, Waiter
-from scheduler.model.message import Message
-from scheduler.model.places import Edge, Node
-from scheduler.runs.results import ResultRecord, failed_record, succeeded_record
-from scheduler.workflows.graph_records import (
+from tickwork.scheduler.backends import Backend, BatchRecord, MemberOutcome, Waiter
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.places import Edge, Node
+from tickwork.scheduler.runs.results import ResultRecord, failed_record, succeeded_record
+from tickwork.scheduler.workflows.graph_records import (
     CANCELLED,
     PARKED_MS,
     GraphDescription,

@@ -13,9 +13,9 @@ import logging
 import threading
 from collections.abc import Callable
 
-from scheduler import BackendError
-from scheduler.backends import Backend
-from workers.holdings import Holdings, Work
+from tickwork.scheduler import BackendError
+from tickwork.scheduler.backends import Backend
+from tickwork.workers.holdings import Holdings, Work
 
 log = logging.getLogger("tickwork.worker")
 

@@ -15,9 +15,9 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from scheduler.backends import AbortRequest, Claim
-from scheduler.model.message import Message
-from scheduler.runs.context import RunInfo
+from tickwork.scheduler.backends import AbortRequest, Claim
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.runs.context import RunInfo
 
 
 @dataclass(slots=True)

@@ -17,11 +17,11 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from scheduler import App
-from scheduler.backends import LedgerEntry
-from scheduler.clock import to_datetime, to_ms
-from scheduler.model.message import Message
-from scheduler.schedules.ledger import (
+from tickwork.scheduler import App
+from tickwork.scheduler.backends import LedgerEntry
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.schedules.ledger import (
     HistoryEntry,
     RecordWriter,
     Retention,
@@ -30,9 +30,9 @@ from scheduler.schedules.ledger import (
     origin_of,
     subject_of,
 )
-from triggers import Misfire, Trigger
-from triggers.base import Fire
-from workers.holdings import Work
+from tickwork.triggers import Misfire, Trigger
+from tickwork.triggers.base import Fire
+from tickwork.workers.holdings import Work
 
 #: the most dropped occurrences one settle walks to name them (the rest are counted)
 _WALK = 1000

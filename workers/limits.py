@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from scheduler import App, BackendError
-from scheduler.backends import Backend, SlotRequest, Waiter
-from scheduler.schedules.overlap import is_overlap_limit
-from workers.flow import Counters
-from workers.holdings import Work
+from tickwork.scheduler import App, BackendError
+from tickwork.scheduler.backends import Backend, SlotRequest, Waiter
+from tickwork.scheduler.schedules.overlap import is_overlap_limit
+from tickwork.workers.flow import Counters
+from tickwork.workers.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
 

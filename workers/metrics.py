@@ -32,10 +32,10 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from scheduler.views.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
-from workers.holdings import Holdings, Work
-from workers.pool import HandlerPool
-from workers.thread_pool import ThreadPool
+from tickwork.scheduler.views.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
+from tickwork.workers.holdings import Holdings, Work
+from tickwork.workers.pool import HandlerPool
+from tickwork.workers.thread_pool import ThreadPool
 
 #: seconds; one claim call to the backend
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from scheduler import App
-from scheduler.runs.context import RunInfo
-from workers.execution import HandlerResult
+from tickwork.scheduler import App
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.workers.execution import HandlerResult
 
 W = TypeVar("W")
 Done = Callable[[W, HandlerResult], None]

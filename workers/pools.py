@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import ConfigurationError
-from workers.pool import Done, HandlerPool, PoolSpec, W
-from workers.process_pool import ProcessPool
-from workers.thread_pool import ThreadPool
+from tickwork.scheduler import ConfigurationError
+from tickwork.workers.pool import Done, HandlerPool, PoolSpec, W
+from tickwork.workers.process_pool import ProcessPool
+from tickwork.workers.thread_pool import ThreadPool
 
 
 def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:

@@ -14,15 +14,15 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 
-from scheduler import BackendError
-from scheduler.backends import Backend
-from scheduler.clock import to_datetime
-from scheduler.limits.view import declared_limits
-from scheduler.model.registry import TaskRegistry
-from scheduler.views.presence import KEPT_FOR, WorkerInfo
-from workers.config import WorkerConfig
-from workers.flow import Counters
-from workers.holdings import Holdings, Work
+from tickwork.scheduler import BackendError
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.limits.view import declared_limits
+from tickwork.scheduler.model.registry import TaskRegistry
+from tickwork.scheduler.views.presence import KEPT_FOR, WorkerInfo
+from tickwork.workers.config import WorkerConfig
+from tickwork.workers.flow import Counters
+from tickwork.workers.holdings import Holdings, Work
 
 log = logging.getLogger("tickwork.worker")
 

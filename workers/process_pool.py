@@ -28,11 +28,11 @@ from multiprocessing.sharedctypes import SynchronizedArray
 from types import FrameType
 from typing import Any
 
-from scheduler import Aborted, App, TickworkError, TimeLimitExceeded
-from scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitExceeded
-from scheduler.runs.results import report_progress, running_record
-from workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
-from workers.pool import Done, HandlerPool, W
+from tickwork.scheduler import Aborted, App, TickworkError, TimeLimitExceeded
+from tickwork.scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitExceeded
+from tickwork.scheduler.runs.results import report_progress, running_record
+from tickwork.workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
+from tickwork.workers.pool import Done, HandlerPool, W
 
 log = logging.getLogger("tickwork.worker")
 

@@ -16,10 +16,10 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from scheduler import App, BackendError
-from scheduler.backends import Backend, RateRequest
-from workers.flow import Counters
-from workers.holdings import Work
+from tickwork.scheduler import App, BackendError
+from tickwork.scheduler.backends import Backend, RateRequest
+from tickwork.workers.flow import Counters
+from tickwork.workers.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
 

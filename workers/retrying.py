@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import BackendError
-from workers.flow import Counters
+from tickwork.scheduler import BackendError
+from tickwork.workers.flow import Counters
 
 log = logging.getLogger("tickwork.worker")
 

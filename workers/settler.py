@@ -20,28 +20,28 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from scheduler import App, BackendError
-from scheduler.backends import (
+from tickwork.scheduler import App, BackendError
+from tickwork.scheduler.backends import (
     Backend,
     Claim,
     Envelope,
     Failure,
     LedgerEntry,
 )
-from scheduler.hooks import notify
-from scheduler.model.message import Message
-from scheduler.runs.context import RunInfo
-from scheduler.workflows.graph_records import PARKED_MS
-from workers.execution import HandlerResult
-from workers.failure_pause import pause_if_failing
-from workers.flow import Counters, Permits
-from workers.holdings import Holdings, Work, log_fields
-from workers.limits import LimitGate
-from workers.metrics import NoMetrics, WorkerMetrics
-from workers.retrying import Retrying
-from workers.tickers import Tickers
-from workers.verdicts import Decider, Poisoned, Retried, Snoozed
-from workers.workflow_counts import WorkflowCounts
+from tickwork.scheduler.hooks import notify
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.workflows.graph_records import PARKED_MS
+from tickwork.workers.execution import HandlerResult
+from tickwork.workers.failure_pause import pause_if_failing
+from tickwork.workers.flow import Counters, Permits
+from tickwork.workers.holdings import Holdings, Work, log_fields
+from tickwork.workers.limits import LimitGate
+from tickwork.workers.metrics import NoMetrics, WorkerMetrics
+from tickwork.workers.retrying import Retrying
+from tickwork.workers.tickers import Tickers
+from tickwork.workers.verdicts import Decider, Poisoned, Retried, Snoozed
+from tickwork.workers.workflow_counts import WorkflowCounts
 
 log = logging.getLogger("tickwork.worker")
 

@@ -8,13 +8,13 @@ import threading
 from functools import partial
 from typing import Any
 
-from scheduler import App
-from scheduler.runs.context import RunContext, RunInfo
-from scheduler.runs.results import report_progress
-from workers.execution import HandlerResult, Verdict, aborted, run_handler
-from workers.pool import Done, HandlerPool, W
-from workers.thread_tuning import ThreadGate
-from workers.time_limits import ThreadLimits, over_limit_message
+from tickwork.scheduler import App
+from tickwork.scheduler.runs.context import RunContext, RunInfo
+from tickwork.scheduler.runs.results import report_progress
+from tickwork.workers.execution import HandlerResult, Verdict, aborted, run_handler
+from tickwork.workers.pool import Done, HandlerPool, W
+from tickwork.workers.thread_tuning import ThreadGate
+from tickwork.workers.time_limits import ThreadLimits, over_limit_message
 
 
 class ThreadPool(HandlerPool[W]):

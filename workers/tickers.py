@@ -10,21 +10,21 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from scheduler import App, TickworkError
-from scheduler.backends import Backend, Claim, OnConflict, StoredMessage
-from scheduler.model.message import Message
-from scheduler.schedules import control
-from scheduler.schedules.overlap import last_runs, run_of, with_last_run
-from scheduler.workflows.graph_records import GraphDescription, halted
-from scheduler.workflows.graph_schedules import (
+from tickwork.scheduler import App, TickworkError
+from tickwork.scheduler.backends import Backend, Claim, OnConflict, StoredMessage
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.schedules import control
+from tickwork.scheduler.schedules.overlap import last_runs, run_of, with_last_run
+from tickwork.scheduler.workflows.graph_records import GraphDescription, halted
+from tickwork.scheduler.workflows.graph_schedules import (
     instance_id,
     live_instance,
     stored_graph,
     with_live_instance,
 )
-from triggers import Overlap
-from workers.flow import Permits
-from workers.verdicts import Decider
+from tickwork.triggers import Overlap
+from tickwork.workers.flow import Permits
+from tickwork.workers.verdicts import Decider
 
 log = logging.getLogger("tickwork.worker")
 

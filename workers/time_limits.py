@@ -26,8 +26,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from scheduler import App
-from scheduler.runs.context import SoftTimeLimitExceeded, TimeLimitExceeded
+from tickwork.scheduler import App
+from tickwork.scheduler.runs.context import SoftTimeLimitExceeded, TimeLimitExceeded
 
 log = logging.getLogger("tickwork.worker")
 

@@ -31,17 +31,17 @@ import logging
 import math
 from dataclasses import dataclass, field
 
-from scheduler import App, TickworkError
-from scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
-from scheduler.model.headers import SCHEDULE
-from scheduler.model.message import Message
-from scheduler.runs.results import failed_record, succeeded_record
-from scheduler.runs.retry import GiveUp, decide
-from scheduler.schedules.ledger import RunOutcome
-from workers.execution import HandlerResult, Verdict
-from workers.fanin import member_outcome
-from workers.holdings import Work
-from workers.ledger import RunLedger
+from tickwork.scheduler import App, TickworkError
+from tickwork.scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
+from tickwork.scheduler.model.headers import SCHEDULE
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.runs.results import failed_record, succeeded_record
+from tickwork.scheduler.runs.retry import GiveUp, decide
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.workers.execution import HandlerResult, Verdict
+from tickwork.workers.fanin import member_outcome
+from tickwork.workers.holdings import Work
+from tickwork.workers.ledger import RunLedger
 
 log = logging.getLogger("tickwork.worker")
 

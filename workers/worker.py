@@ -42,34 +42,34 @@ import threading
 import time
 from collections.abc import Callable
 
-from scheduler import App, BackendError, TickworkError
-from scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
-from scheduler.hooks import notify
-from scheduler.runs.context import RunInfo
-from scheduler.runs.tracing import TRACEPARENT, look_for_provider
-from workers.aborts import AbortWatcher
-from workers.activity import ActivityLog
-from workers.admission import Admission
-from workers.async_pool import AsyncPool, RoutingPool
-from workers.config import WorkerConfig
-from workers.consumer import Consumer
-from workers.declared import install_declared, require_features
-from workers.execution import HandlerResult, Verdict
-from workers.fanin import run_args, value_needed
-from workers.flow import Counters, Pace, Permits, WorkerStats
-from workers.graph_fanin import Held
-from workers.heartbeat import Heartbeat
-from workers.holdings import Holdings, Work, log_fields
-from workers.lifecycle import guarded, stop_signals
-from workers.limits import LimitGate
-from workers.metrics import NoMetrics, WorkerMetrics
-from workers.pool import HandlerPool, PoolSpec
-from workers.pools import make_pool
-from workers.presence import Presence
-from workers.rates import RateGate
-from workers.settler import Settler
-from workers.time_limits import limits_of
-from workers.timer import Timer
+from tickwork.scheduler import App, BackendError, TickworkError
+from tickwork.scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
+from tickwork.scheduler.hooks import notify
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.runs.tracing import TRACEPARENT, look_for_provider
+from tickwork.workers.aborts import AbortWatcher
+from tickwork.workers.activity import ActivityLog
+from tickwork.workers.admission import Admission
+from tickwork.workers.async_pool import AsyncPool, RoutingPool
+from tickwork.workers.config import WorkerConfig
+from tickwork.workers.consumer import Consumer
+from tickwork.workers.declared import install_declared, require_features
+from tickwork.workers.execution import HandlerResult, Verdict
+from tickwork.workers.fanin import run_args, value_needed
+from tickwork.workers.flow import Counters, Pace, Permits, WorkerStats
+from tickwork.workers.graph_fanin import Held
+from tickwork.workers.heartbeat import Heartbeat
+from tickwork.workers.holdings import Holdings, Work, log_fields
+from tickwork.workers.lifecycle import guarded, stop_signals
+from tickwork.workers.limits import LimitGate
+from tickwork.workers.metrics import NoMetrics, WorkerMetrics
+from tickwork.workers.pool import HandlerPool, PoolSpec
+from tickwork.workers.pools import make_pool
+from tickwork.workers.presence import Presence
+from tickwork.workers.rates import RateGate
+from tickwork.workers.settler import Settler
+from tickwork.workers.time_limits import limits_of
+from tickwork.workers.timer import Timer
 
 log = logging.getLogger("tickwork.worker")
 

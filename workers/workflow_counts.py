@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.backends import Backend, MemberOutcome
-from workers.fanin import FanIn, member_outcome
-from workers.graph_fanin import GraphFanIn
-from workers.holdings import Work
-from workers.verdicts import Acked
+from tickwork.scheduler.backends import Backend, MemberOutcome
+from tickwork.workers.fanin import FanIn, member_outcome
+from tickwork.workers.graph_fanin import GraphFanIn
+from tickwork.workers.holdings import Work
+from tickwork.workers.verdicts import Acked
 
 
 class WorkflowCounts:

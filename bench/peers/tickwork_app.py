@@ -6,7 +6,7 @@ import sys
 from datetime import UTC, datetime
 
 from bench.peers.common import QUEUE, URL, delayed_body, noop_body
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App(URL)
 

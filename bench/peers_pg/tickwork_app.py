@@ -6,7 +6,7 @@ import sys
 from datetime import UTC, datetime
 
 from bench.peers_pg.common import CONCURRENCY, QUEUE, URL, delayed_body, update_body
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App(URL)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from urllib.parse import urlsplit
 
-from scheduler.backends.base import (
+from tickwork.scheduler.backends.base import (
     Backend,
     Claim,
     ClaimBatch,
@@ -16,8 +16,8 @@ from scheduler.backends.base import (
     State,
     StoredMessage,
 )
-from scheduler.backends.options import redacted, sqlite_file
-from scheduler.backends.records import (
+from tickwork.scheduler.backends.options import redacted, sqlite_file
+from tickwork.scheduler.backends.records import (
     AbortRequest,
     BatchRecord,
     Failure,
@@ -28,19 +28,19 @@ from scheduler.backends.records import (
     SlotRequest,
     Waiter,
 )
-from scheduler.clock import Clock
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.clock import Clock
+from tickwork.scheduler.errors import ConfigurationError
 
 #: scheme -> (module, class, extra that provides its driver or None)
 _SCHEMES: dict[str, tuple[str, str, str | None]] = {
-    "sqlite": ("scheduler.backends.sqlite", "SQLiteBackend", None),
-    "redis": ("scheduler.backends.redis", "RedisBackend", "redis"),
-    "rediss": ("scheduler.backends.redis", "RedisBackend", "redis"),
-    "redis+cluster": ("scheduler.backends.redis", "RedisBackend", "redis"),
-    "rediss+cluster": ("scheduler.backends.redis", "RedisBackend", "redis"),
-    "cassandra": ("scheduler.backends.cassandra", "CassandraBackend", "cassandra"),
-    "postgresql": ("scheduler.backends.postgres", "PostgresBackend", "postgres"),
-    "postgres": ("scheduler.backends.postgres", "PostgresBackend", "postgres"),
+    "sqlite": ("tickwork.scheduler.backends.sqlite", "SQLiteBackend", None),
+    "redis": ("tickwork.scheduler.backends.redis", "RedisBackend", "redis"),
+    "rediss": ("tickwork.scheduler.backends.redis", "RedisBackend", "redis"),
+    "redis+cluster": ("tickwork.scheduler.backends.redis", "RedisBackend", "redis"),
+    "rediss+cluster": ("tickwork.scheduler.backends.redis", "RedisBackend", "redis"),
+    "cassandra": ("tickwork.scheduler.backends.cassandra", "CassandraBackend", "cassandra"),
+    "postgresql": ("tickwork.scheduler.backends.postgres", "PostgresBackend", "postgres"),
+    "postgres": ("tickwork.scheduler.backends.postgres", "PostgresBackend", "postgres"),
 }
 
 DEFAULT_URL = "sqlite:///tickwork.db"
@@ -58,7 +58,7 @@ def open_backend(url: str, clock: Clock | None = None) -> Backend:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
-        if extra is not None and err.name is not None and not err.name.startswith("scheduler"):
+        if extra is not None and err.name is not None and not err.name.startswith("tickwork"):
             raise ConfigurationError(
                 f"the {scheme!r} backend needs the {extra!r} extra: pip install 'tickwork[{extra}]'"
             ) from err

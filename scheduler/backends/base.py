@@ -21,7 +21,7 @@ from enum import StrEnum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from scheduler.backends.roles import (
+from tickwork.scheduler.backends.roles import (
     Aborts,
     Batches,
     Leases,
@@ -34,18 +34,18 @@ from scheduler.backends.roles import (
     Registry,
     Results,
 )
-from scheduler.backends.values import Claim as Claim
-from scheduler.backends.values import ClaimBatch as ClaimBatch
-from scheduler.backends.values import Envelope as Envelope
-from scheduler.backends.values import OnConflict as OnConflict
-from scheduler.backends.values import Outcome as Outcome
-from scheduler.backends.values import PoisonRecord as PoisonRecord
-from scheduler.backends.values import State as State
-from scheduler.backends.values import StoredMessage as StoredMessage
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.values import Claim as Claim
+from tickwork.scheduler.backends.values import ClaimBatch as ClaimBatch
+from tickwork.scheduler.backends.values import Envelope as Envelope
+from tickwork.scheduler.backends.values import OnConflict as OnConflict
+from tickwork.scheduler.backends.values import Outcome as Outcome
+from tickwork.scheduler.backends.values import PoisonRecord as PoisonRecord
+from tickwork.scheduler.backends.values import State as State
+from tickwork.scheduler.backends.values import StoredMessage as StoredMessage
+from tickwork.scheduler.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from scheduler.clock import Clock
+    from tickwork.scheduler.clock import Clock
 
 
 class Capability(StrEnum):

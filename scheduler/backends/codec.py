@@ -29,10 +29,10 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, Self
 
-from scheduler.backends.base import Backend
-from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.roles import Leases, Ledger, Messages, PoisonStore, Results
-from scheduler.backends.values import (
+from tickwork.scheduler.backends.base import Backend
+from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
+from tickwork.scheduler.backends.roles import Leases, Ledger, Messages, PoisonStore, Results
+from tickwork.scheduler.backends.values import (
     Claim,
     ClaimBatch,
     Envelope,
@@ -41,8 +41,8 @@ from scheduler.backends.values import (
     PoisonRecord,
     StoredMessage,
 )
-from scheduler.clock import Clock
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.clock import Clock
+from tickwork.scheduler.errors import ConfigurationError
 
 log = logging.getLogger("tickwork.hooks")
 

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.errors import ConfigurationError
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from scheduler.backends.base import Envelope, OnConflict, Outcome
-from scheduler.errors import KeyConflict
+from tickwork.scheduler.backends.base import Envelope, OnConflict, Outcome
+from tickwork.scheduler.errors import KeyConflict
 
 #: the outcomes that store the message
 WRITES = (Outcome.ENQUEUED, Outcome.REPLACED)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.values import Envelope, State, StoredMessage
+from tickwork.scheduler.backends.values import Envelope, State, StoredMessage
 
 SCHEDULED, READY, LEASED = 0, 1, 2
 STATE_NAMES = {SCHEDULED: State.SCHEDULED, READY: State.READY, LEASED: State.RUNNING}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from scheduler.backends.records import Failure
+from tickwork.scheduler.backends.records import Failure
 
 
 class OnConflict(StrEnum):

@@ -30,15 +30,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scheduler.backends import Backend, Envelope, LedgerEntry, MemberOutcome, OnConflict, Waiter
-from scheduler.events.names import Event
-from scheduler.events.subscriptions import Subscription, stored_subscriptions
-from scheduler.events.waits import EVENTS_QUEUE, read_waiters, wait_record_id
-from scheduler.events.workflows import WORKFLOW_TASK
-from scheduler.model.ids import identity_chain_id
-from scheduler.model.message import Message
-from scheduler.model.tasks import Call
-from scheduler.producing.building import MessageBuilder
+from tickwork.scheduler.backends import (
+    Backend,
+    Envelope,
+    LedgerEntry,
+    MemberOutcome,
+    OnConflict,
+    Waiter,
+)
+from tickwork.scheduler.events.names import Event
+from tickwork.scheduler.events.subscriptions import Subscription, stored_subscriptions
+from tickwork.scheduler.events.waits import EVENTS_QUEUE, read_waiters, wait_record_id
+from tickwork.scheduler.events.workflows import WORKFLOW_TASK
+from tickwork.scheduler.model.ids import identity_chain_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.producing.building import MessageBuilder
 
 log = logging.getLogger("tickwork.events")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.errors import InvalidMessage
+from tickwork.scheduler.errors import InvalidMessage
 
 #: the longest event name (and pattern)
 NAME_MOST = 200

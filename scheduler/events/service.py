@@ -14,23 +14,38 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from scheduler.backends import Backend
-from scheduler.clock import to_datetime
-from scheduler.errors import InvalidMessage
-from scheduler.events import subscriptions
-from scheduler.events.fanout import EVENT_TASK, Delivered, FanOut, event_argument, read_recent
-from scheduler.events.names import Event, check_name, check_pattern
-from scheduler.events.subscriptions import Subscription, stored_subscriptions, subscription_of
-from scheduler.events.waits import WAIT_TASK, OnTimeout, Waits
-from scheduler.events.workflows import WORKFLOW_TASK, WorkflowStarts, check_workflow, with_event
-from scheduler.model.ids import new_chain_id
-from scheduler.model.registry import TaskRegistry
-from scheduler.model.tasks import Call, TaskFunction
-from scheduler.parts import AppParts
-from scheduler.runs.context import current_run
-from scheduler.runs.retry import RetryPolicy
-from scheduler.workflows.graph_records import build_graph
-from scheduler.workflows.graphs import Graph, Workflow, compile_spec
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.events import subscriptions
+from tickwork.scheduler.events.fanout import (
+    EVENT_TASK,
+    Delivered,
+    FanOut,
+    event_argument,
+    read_recent,
+)
+from tickwork.scheduler.events.names import Event, check_name, check_pattern
+from tickwork.scheduler.events.subscriptions import (
+    Subscription,
+    stored_subscriptions,
+    subscription_of,
+)
+from tickwork.scheduler.events.waits import WAIT_TASK, OnTimeout, Waits
+from tickwork.scheduler.events.workflows import (
+    WORKFLOW_TASK,
+    WorkflowStarts,
+    check_workflow,
+    with_event,
+)
+from tickwork.scheduler.model.ids import new_chain_id
+from tickwork.scheduler.model.registry import TaskRegistry
+from tickwork.scheduler.model.tasks import Call, TaskFunction
+from tickwork.scheduler.parts import AppParts
+from tickwork.scheduler.runs.context import current_run
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.scheduler.workflows.graph_records import build_graph
+from tickwork.scheduler.workflows.graphs import Graph, Workflow, compile_spec
 
 
 class Events:

@@ -24,11 +24,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scheduler.backends import Backend, LedgerEntry, MemberOutcome
-from scheduler.errors import InvalidMessage, TickworkError
-from scheduler.events.names import check_name
-from scheduler.model.tasks import Call
-from scheduler.runs.snooze import Snooze
+from tickwork.scheduler.backends import Backend, LedgerEntry, MemberOutcome
+from tickwork.scheduler.errors import InvalidMessage, TickworkError
+from tickwork.scheduler.events.names import check_name
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.runs.snooze import Snooze
 
 #: the built-in task of a wait step
 WAIT_TASK = "tickwork.wait"

@@ -15,12 +15,12 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.backends import Backend
-from scheduler.errors import InvalidMessage
-from scheduler.events.names import Event
-from scheduler.events.subscriptions import stored_subscription
-from scheduler.workflows.graph_schedules import StoredGraph
-from scheduler.workflows.graphs import Graph
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.events.names import Event
+from tickwork.scheduler.events.subscriptions import stored_subscription
+from tickwork.scheduler.workflows.graph_schedules import StoredGraph
+from tickwork.scheduler.workflows.graphs import Graph
 
 #: the built-in task whose run starts a subscribed workflow for one event
 WORKFLOW_TASK = "tickwork.workflow"

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from scheduler.errors import InvalidMessage
+from tickwork.scheduler.errors import InvalidMessage
 
 #: a limit key: the name of one of the task's parameters, or a function of its arguments
 LimitKey = str | Callable[..., Any]

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.backends import Backend
-from scheduler.model.registry import TaskRegistry
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.model.registry import TaskRegistry
 
 
 class DeclaredLimit(BaseModel):

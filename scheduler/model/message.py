@@ -24,12 +24,12 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import from_json, to_json
 
-from scheduler.backends.base import Envelope, State, StoredMessage
-from scheduler.clock import to_datetime, to_ms
-from scheduler.errors import DecodeError
-from scheduler.model import headers as header_names
-from scheduler.model.places import Callback, ChainStart, Membership, Node, Step
-from triggers import AnyTrigger
+from tickwork.scheduler.backends.base import Envelope, State, StoredMessage
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.errors import DecodeError
+from tickwork.scheduler.model import headers as header_names
+from tickwork.scheduler.model.places import Callback, ChainStart, Membership, Node, Step
+from tickwork.triggers import AnyTrigger
 
 #: stored triggers (their JSON) and what they validated to, at most _TRIGGERS_MOST of them
 _TRIGGERS: dict[bytes, Any] = {}

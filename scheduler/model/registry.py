@@ -15,19 +15,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
-from scheduler.events.names import check_pattern
-from scheduler.limits.declared import (
+from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
+from tickwork.scheduler.events.names import check_pattern
+from tickwork.scheduler.limits.declared import (
     ConcurrencyLimit,
     LimitKey,
     RateLimit,
     check_key_option,
     check_limit,
 )
-from scheduler.model.arguments import Arguments
-from scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
-from scheduler.runs.retry import RetryPolicy
-from triggers import Trigger
+from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.triggers import Trigger
 
 #: the lease of tickwork's own tasks' messages (heartbeats extend it while one runs)
 BUILTIN_LEASE_S = 10.0

@@ -15,11 +15,11 @@ from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
-from scheduler.model.arguments import Arguments
-from scheduler.runs.results import ResultReader, TaskHandle
-from scheduler.runs.retry import RetryPolicy
-from triggers import Trigger
+from tickwork.scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
+from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.runs.results import ResultReader, TaskHandle
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.triggers import Trigger
 
 P = ParamSpec("P")
 R = TypeVar("R")

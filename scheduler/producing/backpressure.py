@@ -16,9 +16,9 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from scheduler.backends import Backend, Envelope, OnConflict, Outcome
-from scheduler.backends.outcomes import WRITES
-from scheduler.errors import QueueFull
+from tickwork.scheduler.backends import Backend, Envelope, OnConflict, Outcome
+from tickwork.scheduler.backends.outcomes import WRITES
+from tickwork.scheduler.errors import QueueFull
 
 FIRST_PAUSE_S = 0.01
 LONGEST_PAUSE_S = 0.5

@@ -14,12 +14,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.backends import Envelope
-from scheduler.clock import Clock, to_datetime, to_ms
-from scheduler.errors import InvalidMessage
-from scheduler.limits.declared import fair_value, limit_keys
-from scheduler.model.ids import first_chain_id, new_chain_id, occurrence_id
-from scheduler.model.message import (
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.clock import Clock, to_datetime, to_ms
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.limits.declared import fair_value, limit_keys
+from tickwork.scheduler.model.ids import first_chain_id, new_chain_id, occurrence_id
+from tickwork.scheduler.model.message import (
     UNIQUE_FOR,
     UNIQUE_UNTIL,
     Message,
@@ -27,20 +27,20 @@ from scheduler.model.message import (
     is_unique_window,
     reencode,
 )
-from scheduler.model.places import Callback, Membership, Node
-from scheduler.model.registry import TaskRegistry
-from scheduler.model.tasks import Call, TaskFunction
-from scheduler.producing.plain import PlainPath, is_plain
-from scheduler.producing.planning import check_overlap, check_scalars, expiry_ms, plan
-from scheduler.runs.tracing import with_traceparent
-from scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
-from scheduler.workflows.chains import (
+from tickwork.scheduler.model.places import Callback, Membership, Node
+from tickwork.scheduler.model.registry import TaskRegistry
+from tickwork.scheduler.model.tasks import Call, TaskFunction
+from tickwork.scheduler.producing.plain import PlainPath, is_plain
+from tickwork.scheduler.producing.planning import check_overlap, check_scalars, expiry_ms, plan
+from tickwork.scheduler.runs.tracing import with_traceparent
+from tickwork.scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
+from tickwork.scheduler.workflows.chains import (
     head_of,
     resolve_step,
     result_taking_arguments,
     step_after,
 )
-from triggers import Trigger
+from tickwork.triggers import Trigger
 
 
 class MessageBuilder:

@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from scheduler.backends import Envelope
-from scheduler.model.ids import first_chain_id
-from scheduler.model.message import MS_FROM, stamp
-from scheduler.model.tasks import Call, TaskFunction, TaskOptions
-from scheduler.producing.planning import check_scalars, plan
-from scheduler.runs.tracing import with_traceparent
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.model.ids import first_chain_id
+from tickwork.scheduler.model.message import MS_FROM, stamp
+from tickwork.scheduler.model.tasks import Call, TaskFunction, TaskOptions
+from tickwork.scheduler.producing.planning import check_scalars, plan
+from tickwork.scheduler.runs.tracing import with_traceparent
 
 #: the constant parts of a plain body: what follows its id, what follows its times
 _Parts = tuple[bytes, bytes]

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from scheduler.errors import InvalidMessage
-from scheduler.model.message import Message
-from scheduler.model.tasks import Call
-from triggers import Cron, Overlap, Repeating, Specs, Trigger
-from triggers.base import Fire, require_aware
-from triggers.preview import Occurrence, preview
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.tasks import Call
+from tickwork.triggers import Cron, Overlap, Repeating, Specs, Trigger
+from tickwork.triggers.base import Fire, require_aware
+from tickwork.triggers.preview import Occurrence, preview
 
 
 def check_scalars(call: Call, queue: str) -> None:

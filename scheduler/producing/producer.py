@@ -10,20 +10,20 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from scheduler.backends import Envelope, OnConflict, Outcome
-from scheduler.backends.outcomes import WRITES
-from scheduler.clock import CorrectedClock, to_datetime
-from scheduler.errors import QueueFull
-from scheduler.model.tasks import Call
-from scheduler.producing.backpressure import awrite_bounded, write_bounded
-from scheduler.producing.reports import EnqueueReport, conflict_mode
-from scheduler.schedules.actions import ActionLog
-from scheduler.workflows.graphs import Workflow
+from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
+from tickwork.scheduler.backends.outcomes import WRITES
+from tickwork.scheduler.clock import CorrectedClock, to_datetime
+from tickwork.scheduler.errors import QueueFull
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.producing.backpressure import awrite_bounded, write_bounded
+from tickwork.scheduler.producing.reports import EnqueueReport, conflict_mode
+from tickwork.scheduler.schedules.actions import ActionLog
+from tickwork.scheduler.workflows.graphs import Workflow
 
 if TYPE_CHECKING:
-    from scheduler.backends import Backend
-    from scheduler.parts import AppParts
-    from scheduler.workflows.service import Batches
+    from tickwork.scheduler.backends import Backend
+    from tickwork.scheduler.parts import AppParts
+    from tickwork.scheduler.workflows.service import Batches
 
 
 class Producer:

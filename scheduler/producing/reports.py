@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.backends import OnConflict, Outcome
-from scheduler.errors import InvalidMessage
+from tickwork.scheduler.backends import OnConflict, Outcome
+from tickwork.scheduler.errors import InvalidMessage
 
 
 @dataclass

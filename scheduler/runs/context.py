@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import NamedTuple
 
-from scheduler.errors import TickworkError
+from tickwork.scheduler.errors import TickworkError
 
 
 class Aborted(TickworkError):

@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import to_json
 
-from scheduler.backends import Backend, State
-from scheduler.clock import to_datetime
-from scheduler.errors import TickworkError
-from scheduler.runs.context import RunInfo
+from tickwork.scheduler.backends import Backend, State
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.runs.context import RunInfo
 
 
 class ResultReader(Protocol):

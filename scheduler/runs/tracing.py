@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from scheduler.model import headers as header_names
+from tickwork.scheduler.model import headers as header_names
 
 try:
     from opentelemetry import propagate, trace
@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     ENABLED = False
 
 if TYPE_CHECKING:
-    from scheduler.runs.context import RunInfo
+    from tickwork.scheduler.runs.context import RunInfo
 
 TRACEPARENT = header_names.TRACEPARENT
 

@@ -22,9 +22,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scheduler.backends import Backend
-from scheduler.schedules.ledger import Retention, schedule_subject
-from scheduler.settings import Settings
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.schedules.ledger import Retention, schedule_subject
+from tickwork.scheduler.settings import Settings
 
 Verb = Literal[
     "pause", "resume", "run_now", "backfill", "replace", "cancel", "uninstall", "calendar"

@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from scheduler.backends import Backend, OnConflict
-from scheduler.clock import to_datetime, to_ms
-from scheduler.errors import DecodeError, InvalidMessage
-from scheduler.model.ids import keyed_chain_id
-from scheduler.model.message import Message
-from scheduler.schedules.actions import Action, ActionLog
-from scheduler.schedules.control import PAUSED_DUE
-from triggers import Exclusions, Trigger
+from tickwork.scheduler.backends import Backend, OnConflict
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.errors import DecodeError, InvalidMessage
+from tickwork.scheduler.model.ids import keyed_chain_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.schedules.actions import Action, ActionLog
+from tickwork.scheduler.schedules.control import PAUSED_DUE
+from tickwork.triggers import Exclusions, Trigger
 
 if TYPE_CHECKING:
-    from scheduler.parts import AppParts
+    from tickwork.scheduler.parts import AppParts
 
 log = logging.getLogger("tickwork.calendars")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from scheduler.backends import (
+from tickwork.scheduler.backends import (
     AbortRequest,
     Backend,
     Envelope,
@@ -26,13 +26,13 @@ from scheduler.backends import (
     State,
     StoredMessage,
 )
-from scheduler.clock import to_datetime, to_ms
-from scheduler.errors import BackendError, DecodeError, InvalidMessage, ScheduleNotFound
-from scheduler.model.ids import identity_chain_id, occurrence_id
-from scheduler.model.message import Message
-from scheduler.producing.building import MessageBuilder
-from triggers import Misfire, Trigger
-from triggers.base import Fire
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.errors import BackendError, DecodeError, InvalidMessage, ScheduleNotFound
+from tickwork.scheduler.model.ids import identity_chain_id, occurrence_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.producing.building import MessageBuilder
+from tickwork.triggers import Misfire, Trigger
+from tickwork.triggers.base import Fire
 
 #: where a paused schedule's message waits: no worker's clock reaches it
 PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)

@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from scheduler.backends import Backend, LedgerEntry
-from scheduler.clock import to_datetime, to_ms
-from scheduler.model import headers as header_names
-from scheduler.model.message import Message
-from scheduler.settings import Settings
+from tickwork.scheduler.backends import Backend, LedgerEntry
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.model import headers as header_names
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.settings import Settings
 
 SCHEDULE_HEADER = header_names.SCHEDULE
 ORIGIN_HEADER = header_names.ORIGIN

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scheduler.backends import Envelope
-from scheduler.clock import to_ms
-from scheduler.model.headers import LAST_RUN, OVERLAP
-from scheduler.model.ids import identity_chain_id
-from scheduler.model.message import Message
-from scheduler.producing.building import MessageBuilder
-from triggers import Overlap
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.clock import to_ms
+from tickwork.scheduler.model.headers import LAST_RUN, OVERLAP
+from tickwork.scheduler.model.ids import identity_chain_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.producing.building import MessageBuilder
+from tickwork.triggers import Overlap
 
 #: how long a run of an overlapping schedule keeps its key after it succeeded, at least
 #: (twice the ticker's lease when that is longer): longer than a ticker can wait to be

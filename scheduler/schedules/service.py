@@ -11,17 +11,17 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from scheduler.backends import OnConflict, Outcome
-from scheduler.clock import to_datetime
-from scheduler.errors import DecodeError, InvalidMessage
-from scheduler.model.headers import PERIODIC
-from scheduler.model.message import Message
-from scheduler.model.tasks import Call
-from scheduler.schedules import control
-from scheduler.schedules.actions import Action, ActionLog, Verb
-from scheduler.schedules.calendars import SharedCalendars
-from scheduler.schedules.control import Backfill, Overdue, Resumed, ScheduleInfo
-from scheduler.schedules.ledger import (
+from tickwork.scheduler.backends import OnConflict, Outcome
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.errors import DecodeError, InvalidMessage
+from tickwork.scheduler.model.headers import PERIODIC
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.schedules import control
+from tickwork.scheduler.schedules.actions import Action, ActionLog, Verb
+from tickwork.scheduler.schedules.calendars import SharedCalendars
+from tickwork.scheduler.schedules.control import Backfill, Overdue, Resumed, ScheduleInfo
+from tickwork.scheduler.schedules.ledger import (
     NOT_RUN,
     HistoryEntry,
     Retention,
@@ -31,8 +31,8 @@ from scheduler.schedules.ledger import (
     read_history,
     schedule_subject,
 )
-from scheduler.workflows.graph_records import cancel_graph, graph_of_anchor
-from triggers import Misfire, Overlap
+from tickwork.scheduler.workflows.graph_records import cancel_graph, graph_of_anchor
+from tickwork.triggers import Misfire, Overlap
 
 #: the records a schedule listing reads to find the last run's outcome
 _RECENT = 10
@@ -40,11 +40,11 @@ _RECENT = 10
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from scheduler.backends import Backend
-    from scheduler.model.registry import Periodic
-    from scheduler.parts import AppParts
-    from scheduler.producing.building import MessageBuilder
-    from scheduler.settings import Settings
+    from tickwork.scheduler.backends import Backend
+    from tickwork.scheduler.model.registry import Periodic
+    from tickwork.scheduler.parts import AppParts
+    from tickwork.scheduler.producing.building import MessageBuilder
+    from tickwork.scheduler.settings import Settings
 
 
 class Schedules:

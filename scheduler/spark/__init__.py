@@ -2,7 +2,7 @@
 
 Two front doors share one per-partition core (``scheduler.spark.rows``)::
 
-    from scheduler.spark import enqueue_dataframe, register
+    from tickwork.spark import enqueue_dataframe, register
     result = enqueue_dataframe(df, backend="redis://...", task="billing.tasks.send_invoice",
                                args=["customer_id"], kwargs={"amount": "amount_due"},
                                key="invoice_key", at="send_at", queue="billing")
@@ -25,28 +25,28 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from scheduler.errors import ConfigurationError, InvalidMessage
-from scheduler.spark.batches import (
+from tickwork.scheduler.errors import ConfigurationError, InvalidMessage
+from tickwork.scheduler.spark.batches import (
     SparkBatch,
     check_batch_mapping,
     drop_callbacks,
     open_spark_batch,
     partition_offsets,
 )
-from scheduler.spark.rows import (
+from tickwork.scheduler.spark.rows import (
     InvalidRows,
     PartitionResult,
     RowMapping,
     build_mapping,
     write_rows,
 )
-from triggers import Trigger
+from tickwork.triggers import Trigger
 
 try:
     import pyarrow as pa
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ConfigurationError(
-        "scheduler.spark needs the 'spark' extra: pip install 'tickwork[spark]'"
+        "tickwork.spark needs the 'spark' extra: pip install 'tickwork[spark]'"
     ) from err
 
 OUTPUT_SCHEMA = (
@@ -282,7 +282,7 @@ def _run(
 
 def register(spark: Any) -> None:
     """Make ``df.write.format("tickwork")`` available in ``spark`` (Spark 4+)."""
-    from scheduler.spark.datasource import TickworkDataSource
+    from tickwork.scheduler.spark.datasource import TickworkDataSource
 
     spark.dataSource.register(TickworkDataSource)
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from scheduler.app import App
-from scheduler.backends import Envelope, OnConflict, open_backend
-from scheduler.errors import InvalidMessage, TickworkError
-from scheduler.model.ids import new_chain_id
-from scheduler.model.tasks import Call
-from scheduler.spark.rows import RowMapping, resolve_task
-from scheduler.workflows.batches import BatchDescription, build_callbacks
-from scheduler.workflows.shapes import When
+from tickwork.scheduler.app import App
+from tickwork.scheduler.backends import Envelope, OnConflict, open_backend
+from tickwork.scheduler.errors import InvalidMessage, TickworkError
+from tickwork.scheduler.model.ids import new_chain_id
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.spark.rows import RowMapping, resolve_task
+from tickwork.scheduler.workflows.batches import BatchDescription, build_callbacks
+from tickwork.scheduler.workflows.shapes import When
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
-from scheduler.errors import InvalidMessage
-from scheduler.spark.rows import RowMapping, build_mapping, write_rows
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.spark.rows import RowMapping, build_mapping, write_rows
 
 log = logging.getLogger("tickwork.spark")
 

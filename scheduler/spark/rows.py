@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from scheduler.app import App
-from scheduler.backends import Envelope, OnConflict, Outcome
-from scheduler.clock import SystemClock, to_datetime
-from scheduler.errors import InvalidMessage, TickworkError
-from scheduler.model.arguments import Arguments
-from scheduler.model.places import Membership
-from scheduler.model.tasks import Call, TaskFunction, TaskOptions
-from scheduler.producing.backpressure import write_bounded
-from scheduler.runs.retry import RetryPolicy
-from scheduler.workflows.batches import member_id
-from triggers import Cron, Trigger
+from tickwork.scheduler.app import App
+from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
+from tickwork.scheduler.clock import SystemClock, to_datetime
+from tickwork.scheduler.errors import InvalidMessage, TickworkError
+from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.places import Membership
+from tickwork.scheduler.model.tasks import Call, TaskFunction, TaskOptions
+from tickwork.scheduler.producing.backpressure import write_bounded
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.scheduler.workflows.batches import member_id
+from tickwork.triggers import Cron, Trigger
 
 
 class InvalidRows(TickworkError):

@@ -21,7 +21,7 @@ from itertools import accumulate
 
 from pydantic_core import from_json, to_json
 
-from scheduler.backends import Backend, LedgerEntry
+from tickwork.scheduler.backends import Backend, LedgerEntry
 
 #: seconds; from "on time" to an hour late (Prometheus' buckets for lateness too)
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 3600.0)

@@ -14,8 +14,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scheduler.backends import Backend, LedgerEntry
-from scheduler.clock import to_datetime
+from tickwork.scheduler.backends import Backend, LedgerEntry
+from tickwork.scheduler.clock import to_datetime
 
 AUDIT_QUEUE = "tickwork.audit"
 AUDIT_SUBJECT = "actions"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.backends import Backend, PoisonRecord
-from scheduler.errors import TickworkError
-from scheduler.model.message import Message
+from tickwork.scheduler.backends import Backend, PoisonRecord
+from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.model.message import Message
 
 #: the most records one filtered replay or purge takes
 MAX_SELECTED = 10_000

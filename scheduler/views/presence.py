@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.backends import Backend
-from scheduler.clock import to_datetime
-from scheduler.limits.view import DeclaredLimit
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.limits.view import DeclaredLimit
 
 if TYPE_CHECKING:
-    from scheduler.parts import AppParts
+    from tickwork.scheduler.parts import AppParts
 
 #: a record not refreshed for this many intervals says its worker is gone
 GONE_AFTER = 3

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scheduler.errors import ConfigurationError, QueueNotFound
-from scheduler.views.activity import Activity, read_activity
+from tickwork.scheduler.errors import ConfigurationError, QueueNotFound
+from tickwork.scheduler.views.activity import Activity, read_activity
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from scheduler.backends import QueueStats
-    from scheduler.parts import AppParts
+    from tickwork.scheduler.backends import QueueStats
+    from tickwork.scheduler.parts import AppParts
 
 
 class Queues:

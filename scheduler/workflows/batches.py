@@ -31,16 +31,16 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.backends import Envelope
-from scheduler.clock import to_datetime, to_ms
-from scheduler.errors import InvalidMessage
-from scheduler.model.ids import new_chain_id
-from scheduler.model.places import Callback, Membership
-from scheduler.model.tasks import Call
-from scheduler.producing.building import MessageBuilder
-from scheduler.producing.planning import plan
-from scheduler.schedules.control import PAUSED_DUE
-from scheduler.workflows.shapes import Batch, Group, Sequenced, When
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.ids import new_chain_id
+from tickwork.scheduler.model.places import Callback, Membership
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.producing.building import MessageBuilder
+from tickwork.scheduler.producing.planning import plan
+from tickwork.scheduler.schedules.control import PAUSED_DUE
+from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced, When
 
 
 class CallbackPlace(BaseModel):

@@ -17,17 +17,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.backends import Backend, BatchRecord, Envelope, MemberOutcome
-from scheduler.clock import to_datetime, to_ms
-from scheduler.errors import DecodeError
-from scheduler.model.headers import LAST_RUN
-from scheduler.model.ids import keyed_chain_id, new_chain_id
-from scheduler.model.message import Message
-from scheduler.model.places import Edge, Node
-from scheduler.producing.building import MessageBuilder
-from scheduler.runs.results import failed_record
-from scheduler.schedules.control import PAUSED_DUE
-from scheduler.workflows.graphs import FailureRule, Graph
+from tickwork.scheduler.backends import Backend, BatchRecord, Envelope, MemberOutcome
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.errors import DecodeError
+from tickwork.scheduler.model.headers import LAST_RUN
+from tickwork.scheduler.model.ids import keyed_chain_id, new_chain_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.places import Edge, Node
+from tickwork.scheduler.producing.building import MessageBuilder
+from tickwork.scheduler.runs.results import failed_record
+from tickwork.scheduler.schedules.control import PAUSED_DUE
+from tickwork.scheduler.workflows.graphs import FailureRule, Graph
 
 #: the task name of a graph's anchor: the parked message that holds the graph's key
 GRAPH_TASK = "tickwork.graph"

@@ -19,16 +19,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from scheduler.backends import Envelope
-from scheduler.clock import to_ms
-from scheduler.errors import InvalidMessage
-from scheduler.model.headers import LAST_RUN
-from scheduler.model.ids import keyed_chain_id
-from scheduler.model.message import Message
-from scheduler.model.tasks import Call
-from scheduler.producing.planning import plan
-from scheduler.workflows.graph_records import GRAPH_TASK
-from scheduler.workflows.graphs import FailureRule, Graph, GraphNode, Takes
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.clock import to_ms
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.headers import LAST_RUN
+from tickwork.scheduler.model.ids import keyed_chain_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.producing.planning import plan
+from tickwork.scheduler.workflows.graph_records import GRAPH_TASK
+from tickwork.scheduler.workflows.graphs import FailureRule, Graph, GraphNode, Takes
 
 
 class StoredStep(BaseModel):

@@ -9,20 +9,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from scheduler.backends import Backend
-from scheduler.clock import to_datetime
-from scheduler.errors import TickworkError, WorkflowNotFound
-from scheduler.model.message import Message
-from scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
-from scheduler.workflows.graph_records import (
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.errors import TickworkError, WorkflowNotFound
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
+from tickwork.scheduler.workflows.graph_records import (
     CANCELLED,
     PARKED_MS,
     graph_of_anchor,
     halted,
     read_description,
 )
-from scheduler.workflows.status import BatchReader
-from scheduler.workflows.view import StepView, WorkflowView
+from tickwork.scheduler.workflows.status import BatchReader
+from tickwork.scheduler.workflows.view import StepView, WorkflowView
 
 
 def graph_view(backend: Backend, graph_id: str, again: bool = True) -> WorkflowView | None:

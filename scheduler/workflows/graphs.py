@@ -32,10 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from scheduler.errors import InvalidMessage
-from scheduler.model.tasks import Call
-from scheduler.workflows.shapes import Batch, Group, Sequenced, When
-from triggers import Trigger
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced, When
+from tickwork.triggers import Trigger
 
 FailureRule = Literal["stop", "continue"]
 Takes = Literal["dict", "value", "list", "outcome"]

@@ -8,13 +8,13 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, overload
 
-from scheduler.backends import OnConflict
-from scheduler.clock import to_datetime
-from scheduler.errors import BatchNotFound, WorkflowNotFound
-from scheduler.model.message import Message
-from scheduler.producing.backpressure import write_bounded
-from scheduler.workflows.batches import BuiltBatch, build_batch, member_id
-from scheduler.workflows.graph_records import (
+from tickwork.scheduler.backends import OnConflict
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.errors import BatchNotFound, WorkflowNotFound
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.producing.backpressure import write_bounded
+from tickwork.scheduler.workflows.batches import BuiltBatch, build_batch, member_id
+from tickwork.scheduler.workflows.graph_records import (
     PARKED_MS,
     BuiltGraph,
     build_graph,
@@ -22,16 +22,21 @@ from scheduler.workflows.graph_records import (
     graph_of_anchor,
     is_graph_id,
 )
-from scheduler.workflows.graph_schedules import is_graph_schedule, schedule_envelope
-from scheduler.workflows.graph_view import GraphHandle, graph_view
-from scheduler.workflows.graphs import Graph, Workflow, compile_spec, nests
-from scheduler.workflows.shapes import Batch, Group, Sequenced
-from scheduler.workflows.status import BatchHandle, BatchStatus, read_description, read_status
-from scheduler.workflows.view import WorkflowView, batch_view, chain_view, keyed_view
+from tickwork.scheduler.workflows.graph_schedules import is_graph_schedule, schedule_envelope
+from tickwork.scheduler.workflows.graph_view import GraphHandle, graph_view
+from tickwork.scheduler.workflows.graphs import Graph, Workflow, compile_spec, nests
+from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced
+from tickwork.scheduler.workflows.status import (
+    BatchHandle,
+    BatchStatus,
+    read_description,
+    read_status,
+)
+from tickwork.scheduler.workflows.view import WorkflowView, batch_view, chain_view, keyed_view
 
 if TYPE_CHECKING:
-    from scheduler.backends import Backend
-    from scheduler.parts import AppParts
+    from tickwork.scheduler.backends import Backend
+    from tickwork.scheduler.parts import AppParts
 
 _CHUNK = 1000  # members written per backend call
 

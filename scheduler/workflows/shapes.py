@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
-from scheduler.errors import InvalidMessage
-from scheduler.model.tasks import Call
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.tasks import Call
 
 #: when a batch's callback runs: every member succeeded, all settled, or one failed
 When = Literal["success", "complete", "failure"]

@@ -11,14 +11,14 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import TypedDict  # pydantic validates a task argument typed with it (3.11)
 
-from scheduler.backends import Backend, BatchRecord
-from scheduler.clock import to_datetime
-from scheduler.errors import BatchNotFound, TickworkError
-from scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
-from scheduler.workflows.batches import BatchDescription, member_id
-from scheduler.workflows.graph_records import is_graph_id
-from scheduler.workflows.graph_records import read_description as read_graph
-from scheduler.workflows.shapes import When
+from tickwork.scheduler.backends import Backend, BatchRecord
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.errors import BatchNotFound, TickworkError
+from tickwork.scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
+from tickwork.scheduler.workflows.batches import BatchDescription, member_id
+from tickwork.scheduler.workflows.graph_records import is_graph_id
+from tickwork.scheduler.workflows.graph_records import read_description as read_graph
+from tickwork.scheduler.workflows.shapes import When
 
 
 class BatchFailed(TickworkError):

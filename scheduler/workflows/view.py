@@ -16,14 +16,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.backends import Backend
-from scheduler.clock import to_datetime, to_ms
-from scheduler.model.ids import occurrence_id
-from scheduler.model.message import Message
-from scheduler.runs.results import RunStatus, read
-from scheduler.schedules.control import PAUSED_DUE
-from scheduler.workflows.chains import chain_start, recurring_step_id, step_id
-from scheduler.workflows.status import read_status
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.model.ids import occurrence_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.runs.results import RunStatus, read
+from tickwork.scheduler.schedules.control import PAUSED_DUE
+from tickwork.scheduler.workflows.chains import chain_start, recurring_step_id, step_id
+from tickwork.scheduler.workflows.status import read_status
 
 
 class StepView(BaseModel):

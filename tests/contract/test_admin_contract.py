@@ -3,9 +3,9 @@ statistics, purge, pause and abort requests, on every backend."""
 
 from __future__ import annotations
 
-from scheduler.backends import AbortRequest, Failure
 from tests.support.backends import BackendHarness
 from tests.support.contract import claim_all, env
+from tickwork.scheduler.backends import AbortRequest, Failure
 
 # -- poison ----------------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import uuid
 
-from scheduler.backends import MemberOutcome
 from tests.support.backends import BackendHarness
+from tickwork.scheduler.backends import MemberOutcome
 
 
 def _batch() -> str:

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from scheduler.backends import Backend, Envelope, OnConflict, Outcome
-from scheduler.backends.records import Failure
-from scheduler.errors import ConfigurationError
 from tests.support.backends import BackendHarness
+from tickwork.scheduler.backends import Backend, Envelope, OnConflict, Outcome
+from tickwork.scheduler.backends.records import Failure
+from tickwork.scheduler.errors import ConfigurationError
 
 BOUND = 6
 

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from scheduler import InvalidMessage
-from scheduler.backends import Envelope, State
-from scheduler.backends.base import Capability
 from tests.support.backends import BackendHarness
+from tickwork.scheduler import InvalidMessage
+from tickwork.scheduler.backends import Envelope, State
+from tickwork.scheduler.backends.base import Capability
 
 
 @pytest.fixture

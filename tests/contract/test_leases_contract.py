@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from scheduler.backends import Backend, Claim, Envelope, Failure, OnConflict, State
 from tests.support.backends import BackendHarness
 from tests.support.contract import TIMEOUT_MS, claim_all, env
+from tickwork.scheduler.backends import Backend, Claim, Envelope, Failure, OnConflict, State
 
 # -- claiming --------------------------------------------------------------------------------
 

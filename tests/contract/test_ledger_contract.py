@@ -5,10 +5,10 @@ is held. Run against every backend."""
 
 from __future__ import annotations
 
-from scheduler.backends import Failure, LedgerEntry
-from scheduler.backends.sqlite.ledger_log import FOLD_EVERY_MS
 from tests.support.backends import BackendHarness
 from tests.support.contract import TIMEOUT_MS, claim_all, env
+from tickwork.scheduler.backends import Failure, LedgerEntry
+from tickwork.scheduler.backends.sqlite.ledger_log import FOLD_EVERY_MS
 
 DAY_MS = 86_400_000
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from scheduler.backends import Envelope, SlotRequest, State, Waiter
 from tests.support.backends import BackendHarness
+from tickwork.scheduler.backends import Envelope, SlotRequest, State, Waiter
 
 
 def _limit() -> str:

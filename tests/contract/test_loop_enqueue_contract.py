@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from scheduler import KeyConflict
-from scheduler.backends import Envelope, OnConflict, Outcome
 from tests.support.backends import BackendHarness
+from tickwork.scheduler import KeyConflict
+from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
 
 T = TypeVar("T")
 

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from scheduler import KeyConflict
-from scheduler.backends import OnConflict, Outcome, State
 from tests.support.backends import BackendHarness
 from tests.support.contract import claim_all, env
+from tickwork.scheduler import KeyConflict
+from tickwork.scheduler.backends import OnConflict, Outcome, State
 
 # -- enqueue, read, delete -------------------------------------------------------------------
 

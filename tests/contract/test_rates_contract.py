@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from scheduler.backends import RateRequest
 from tests.support.backends import BackendHarness
+from tickwork.scheduler.backends import RateRequest
 
 
 def _limit() -> str:

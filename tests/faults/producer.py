@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scheduler import BackendError
+from tickwork.scheduler import BackendError
 
 
 class Producer:

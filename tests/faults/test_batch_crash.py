@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, batch, group
 from tests.support.backends import backend_url
 from tests.support.helpers import completed, start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App, batch, group
 
 N = 1000
 FAILING = {n for n in range(N) if n % 97 == 0}

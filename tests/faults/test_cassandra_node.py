@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, BackendUnavailable
 from tests.faults.producer import Producer, jobs_run
 from tests.support.cassandra_servers import CassandraNode
 from tests.support.helpers import run_one_task, start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App, BackendUnavailable
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.loop_tasks"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
 from tests.faults.producer import Producer, jobs_run, publish
 from tests.support.cassandra_servers import CassandraCluster
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.loop_tasks"

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
-from scheduler.clock import ManualClock, to_datetime
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tests.support.servers import ensure_debian_packages
-from triggers import Cron, Repeating
+from tickwork.scheduler import App
+from tickwork.scheduler.clock import ManualClock, to_datetime
+from tickwork.triggers import Cron, Repeating
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.skew_tasks"

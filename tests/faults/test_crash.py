@@ -5,8 +5,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from scheduler import App
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
+from tickwork.scheduler import App
 
 N = 1500
 

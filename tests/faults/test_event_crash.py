@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
-from scheduler.model.ids import identity_chain_id
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App
+from tickwork.scheduler.model.ids import identity_chain_id
 
 N = 400  # events: order.* reach both subscribers, the others only ``audit``
 MODULE = "tests.support.event_tasks"

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import App
-from scheduler.backends import Envelope
-from scheduler.model.message import Message
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.helpers import running, wait_for
+from tickwork.scheduler import App
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.model.message import Message
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
@@ -135,7 +135,7 @@ def test_a_malformed_record_in_redis_is_poisoned_and_loses_nothing_around_it(
     """A record written below the backend's interface (straight into a shard's message
     hash and ready set, as a broken tool or a partial restore might leave it): the claim
     that meets it still leases everything else it took, and the worker poisons it."""
-    from scheduler.backends.redis import RedisBackend
+    from tickwork.scheduler.backends.redis import RedisBackend
 
     app = App(backend_url("redis", tmp_path))
     _, good = _tasks(app)
@@ -229,7 +229,7 @@ def test_a_malformed_row_in_cassandra_is_poisoned_and_loses_nothing_around_it(
     """A pending row changed below the backend's interface (Cassandra has no NOT NULL):
     the claim that meets it still leases the rest, and the worker poisons it as
     undecodable, saying what is wrong."""
-    from scheduler.backends.cassandra import CassandraBackend
+    from tickwork.scheduler.backends.cassandra import CassandraBackend
 
     app = App(backend_url("cassandra", tmp_path))
     backend = app.backend

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, after, graph
 from tests.support.backends import backend_url
 from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App, after, graph
 
 WIDTH, DEPTH = 10, 100
 N = WIDTH * DEPTH

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, wait_until
+from tickwork.scheduler import App
 
 MODULE = "tests.support.limit_tasks"
 LIMIT = f"{MODULE}.hold:t1"

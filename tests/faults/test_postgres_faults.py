@@ -13,11 +13,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from scheduler import open_backend
 from tests.support.backends import Servers, backend_url
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.postgres_servers import PostgresServer
-from workers.flow import LENT_PER_PERMIT
+from tickwork.scheduler import open_backend
+from tickwork.workers.flow import LENT_PER_PERMIT
 
 pytestmark = pytest.mark.slow
 

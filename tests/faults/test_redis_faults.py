@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
-from scheduler.model.ids import stable_shard
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.servers import RedisServer, free_port
+from tickwork.scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
+from tickwork.scheduler.model.ids import stable_shard
 
 N = 2000
 
@@ -107,7 +107,7 @@ def test_pipelined_scripts_survive_a_server_that_lost_them() -> None:
     calls the server refused with NOSCRIPT, and only those."""
     import redis
 
-    from scheduler.backends import Envelope, Outcome
+    from tickwork.scheduler.backends import Envelope, Outcome
 
     server = RedisServer()
     try:
@@ -131,7 +131,7 @@ def test_a_single_script_call_survives_lost_scripts_and_killed_connections() -> 
     client's connections it reconnects; an error reply is still one clear error."""
     import redis
 
-    from scheduler.backends import Envelope, Outcome
+    from tickwork.scheduler.backends import Envelope, Outcome
 
     server = RedisServer()
     try:
@@ -168,7 +168,7 @@ def test_script_calls_that_time_out_go_again_on_a_new_connection() -> None:
     one call, and a pipelined round of two (a queue of two shards)."""
     import redis
 
-    from scheduler.backends import Envelope, Outcome
+    from tickwork.scheduler.backends import Envelope, Outcome
 
     server = RedisServer()
     try:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduler import App, ReplicaTimeout
 from tests.support.helpers import running, wait_for
 from tests.support.servers import (
     RedisClusterServers,
@@ -22,6 +21,7 @@ from tests.support.servers import (
     replica_of,
     wait_for_replicas,
 )
+from tickwork.scheduler import App, ReplicaTimeout
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +114,7 @@ def test_a_retry_and_a_poison_no_replica_acknowledges_are_one_clear_error(
 ) -> None:
     """A retry and a poison write what the worker is told is done, so they wait for the
     replicas as an ack does (they went around the wait before)."""
-    from scheduler.backends import Failure
+    from tickwork.scheduler.backends import Failure
 
     waiting = App(_with(replicated.url, "wait_replicas=1&wait_timeout_ms=300&prefix=settle"))
 

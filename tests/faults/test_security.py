@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, BackendUnavailable
 from tests.support.helpers import run_one_task, without_threads
 from tests.support.servers import RedisClusterServers, RedisServer, free_port, make_certificates
+from tickwork.scheduler import App, BackendUnavailable
 
 pytestmark = pytest.mark.slow
 

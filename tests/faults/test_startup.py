@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
 from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 MODULE = "tests.support.startup_tasks"

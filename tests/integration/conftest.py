@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
 from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
+from tickwork.scheduler import App
 
 
 @pytest.fixture(params=BACKEND_NAMES)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import Aborted, AbortResult, App, current_run
-from scheduler.backends import State
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
-from triggers import Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import Aborted, AbortResult, App, current_run
+from tickwork.scheduler.backends import State
+from tickwork.triggers import Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 
 def test_a_sync_handler_sees_the_abort_and_is_not_retried(app: App) -> None:

@@ -8,11 +8,11 @@ from datetime import timedelta
 
 from starlette.testclient import TestClient
 
-from scheduler import App, RetryPolicy
-from scheduler.backends import LedgerEntry
-from scheduler.views.activity import ACTIVITY_SUBJECT, Minute
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
+from tickwork.scheduler import App, RetryPolicy
+from tickwork.scheduler.backends import LedgerEntry
+from tickwork.scheduler.views.activity import ACTIVITY_SUBJECT, Minute
 
 
 def test_workers_log_what_they_did_and_the_overview_draws_it(pair_app: App) -> None:

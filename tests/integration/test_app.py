@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import (
+from tickwork.scheduler import (
     App,
     Call,
     ConfigurationError,
@@ -24,8 +24,8 @@ from scheduler import (
     State,
     UnknownTask,
 )
-from scheduler.clock import ManualClock, to_datetime
-from triggers import Cron, Misfire, Repeating
+from tickwork.scheduler.clock import ManualClock, to_datetime
+from tickwork.triggers import Cron, Misfire, Repeating
 
 
 @pytest.fixture
@@ -271,7 +271,7 @@ def test_message_decode_rejects_garbage() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from scheduler import DecodeError
+    from tickwork.scheduler import DecodeError
 
     @settings(max_examples=300, deadline=None)
     @given(st.binary(max_size=300))

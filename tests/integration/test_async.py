@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, InvalidMessage, RetryPolicy
-from scheduler.runs.context import RunContext, RunInfo
 from tests.support.backends import backend_url
 from tests.support.helpers import wait_for
-from triggers import Misfire, Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, InvalidMessage, RetryPolicy
+from tickwork.scheduler.runs.context import RunContext, RunInfo
+from tickwork.triggers import Misfire, Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 
 def burst(app: App, **config: object) -> Worker:
@@ -225,7 +225,7 @@ def test_a_graceful_stop_waits_for_running_coroutines(sqlite_app: App) -> None:
 def test_an_async_task_on_the_sync_path_still_runs() -> None:
     """Defence in depth: if an async handler ever reaches a thread or process, it runs to
     completion on a fresh loop rather than being acked unawaited."""
-    from workers.execution import Verdict, run_handler
+    from tickwork.workers.execution import Verdict, run_handler
 
     app = App("sqlite://:memory:")
     ran: list[int] = []

@@ -9,10 +9,10 @@ from itertools import pairwise
 
 import pytest
 
-from scheduler import App, InvalidMessage, ScheduleNotFound, current_run
-from scheduler.clock import to_datetime, to_ms
-from triggers import Cron
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, InvalidMessage, ScheduleNotFound, current_run
+from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.triggers import Cron
+from tickwork.workers import Worker, WorkerConfig
 
 
 def _hour_floor(at: datetime) -> datetime:

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from scheduler import (
+from tests.support.helpers import running, wait_for
+from tickwork.cli import cli
+from tickwork.scheduler import (
     App,
     Batch,
     BatchFailed,
@@ -24,11 +26,9 @@ from scheduler import (
     chain,
     group,
 )
-from scheduler.backends import MemberOutcome
-from scheduler.runs.results import succeeded_record
-from scheduler.workflows.batches import member_id
-from tests.support.helpers import running, wait_for
-from tickwork.cli import cli
+from tickwork.scheduler.backends import MemberOutcome
+from tickwork.scheduler.runs.results import succeeded_record
+from tickwork.scheduler.workflows.batches import member_id
 
 
 def test_on_success_takes_the_results_in_order_and_fires_once(app: App) -> None:

@@ -13,10 +13,10 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import App, ConfigurationError, QueueFull
 from tests.support import bounded_tasks
 from tests.support.helpers import running, wait_for
-from triggers import Repeating
+from tickwork.scheduler import App, ConfigurationError, QueueFull
+from tickwork.triggers import Repeating
 
 
 def _pending(app: App, queue: str) -> int:

@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from scheduler import App, InvalidMessage
-from scheduler.schedules import calendars as shared
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
-from triggers import Cron, Exclusions, Repeating, Window
+from tickwork.scheduler import App, InvalidMessage
+from tickwork.scheduler.schedules import calendars as shared
+from tickwork.triggers import Cron, Exclusions, Repeating, Window
 
 PARIS = ZoneInfo("Europe/Paris")
 

@@ -16,19 +16,19 @@ from cassandra import ConsistencyLevel, WriteTimeout
 from cassandra.policies import WriteType
 from click.testing import CliRunner
 
-from scheduler import (
+from tests.support.backends import Servers
+from tests.support.servers import free_port
+from tickwork.cli import cli
+from tickwork.scheduler import (
     BackendError,
     BackendUnavailable,
     ConfigurationError,
     InvalidMessage,
     open_backend,
 )
-from scheduler.backends import Envelope, OnConflict, Outcome
-from scheduler.backends.base import Claim
-from scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
-from tests.support.backends import Servers
-from tests.support.servers import free_port
-from tickwork.cli import cli
+from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
+from tickwork.scheduler.backends.base import Claim
+from tickwork.scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_a_dead_lock_holder_blocks_its_shard_only_until_the_lock_ttl() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from scheduler import open_backend; "
+            "import sys, time; from tickwork.scheduler import open_backend; "
             f"b = open_backend({address!r}); assert b.store.lock('q', 0) is not None; "
             "print('locked', flush=True); time.sleep(600)",
         ],

@@ -68,7 +68,7 @@ def test_show_by_id_tells_what_a_run_returned(run) -> None:  # type: ignore[no-u
 
 
 def test_workers_lists_the_registry(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler import App
+    from tickwork.scheduler import App
 
     app = App(sqlite_url)
     app.backend.now_ms()  # the database exists, no worker has registered yet
@@ -94,7 +94,7 @@ def test_workers_lists_the_registry(run, sqlite_url: str) -> None:  # type: igno
 
 
 def test_abort_a_running_and_a_pending_message(run, sqlite_url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler import App
+    from tickwork.scheduler import App
 
     for key in ("running", "pending"):
         args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
@@ -195,7 +195,7 @@ def test_on_conflict_modes(run) -> None:  # type: ignore[no-untyped-def]
 def test_bad_input_is_one_line_and_writes_nothing(  # type: ignore[no-untyped-def]
     run, sqlite_url: str, args: list[str], needle: str
 ) -> None:
-    from scheduler import App
+    from tickwork.scheduler import App
 
     with App(sqlite_url) as app:
         app.backend.now_ms()  # the database exists: the check below reads it
@@ -326,7 +326,7 @@ def test_a_script_run_directly_names_tasks_as_its_worker_will(
     """``python app.py`` enqueues ``app.send``, the task ``tickwork worker -A app`` runs."""
     script = tmp_path / "app.py"
     script.write_text(
-        "from scheduler import App\n"
+        "from tickwork.scheduler import App\n"
         "app = App()\n"
         "@app.task\n"
         "def send(n: int) -> None: print('sent', n)\n"
@@ -542,10 +542,10 @@ def test_schedules_check_is_a_dead_mans_switch(run, sqlite_url: str) -> None:  #
     import time as time_module
     from datetime import timedelta
 
-    from scheduler import App, Call
-    from scheduler.clock import ManualClock
     from tests.support import cli_tasks
-    from triggers import Repeating
+    from tickwork.scheduler import App, Call
+    from tickwork.scheduler.clock import ManualClock
+    from tickwork.triggers import Repeating
 
     args = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
     assert run(*args, "--args", '["e"]', "--every", "3600", "--key", "hourly")[0] == 0

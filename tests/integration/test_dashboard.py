@@ -12,10 +12,10 @@ from datetime import timedelta
 import pytest
 from starlette.testclient import TestClient
 
-from scheduler import App, Call, RetryPolicy, batch, group
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import Access, create_dashboard
-from triggers import Cron, Repeating
+from tickwork.scheduler import App, Call, RetryPolicy, batch, group
+from tickwork.triggers import Cron, Repeating
 
 
 @pytest.fixture

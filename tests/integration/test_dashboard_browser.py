@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from scheduler import App, Call, RetryPolicy, graph
 from tests.support.browser import browser, served
 from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
-from triggers import Cron
+from tickwork.scheduler import App, Call, RetryPolicy, graph
+from tickwork.triggers import Cron
 
 pytestmark = pytest.mark.slow
 

@@ -12,12 +12,12 @@ from urllib.parse import quote
 import pytest
 from starlette.testclient import TestClient
 
-from scheduler import App, Call, RetryPolicy
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
 from tickwork.dashboard.hardening import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES
 from tickwork.dashboard.security import Access
-from triggers import Cron
+from tickwork.scheduler import App, Call, RetryPolicy
+from tickwork.triggers import Cron
 
 #: markup a stored value may hold: each sets ``window.__xss`` if it ever runs
 SCRIPT = "<script>window.__xss = 1</script>"

@@ -8,9 +8,9 @@ import threading
 
 from starlette.testclient import TestClient
 
-from scheduler import App
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
+from tickwork.scheduler import App
 
 
 def _row(page: str, key: str) -> str:

@@ -20,10 +20,10 @@ from django.contrib.auth.models import Permission, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from scheduler import App  # noqa: E402
 from tests.support.backends import backend_url  # noqa: E402
 from tests.support.django_site.shop import tasks  # noqa: E402
 from tickwork.django import get_app  # noqa: E402
+from tickwork.scheduler import App  # noqa: E402
 
 ROOT = "/ops/tickwork/"
 

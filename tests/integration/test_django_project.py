@@ -18,12 +18,12 @@ django.setup()
 
 from django.db import transaction  # noqa: E402
 
-from scheduler import App, InvalidMessage  # noqa: E402
 from tests.support.backends import backend_url  # noqa: E402
 from tests.support.django_site.shop import tasks  # noqa: E402
 from tickwork.django import enqueue_on_commit, get_app  # noqa: E402
 from tickwork.django.compat import TaskResultStatus  # noqa: E402
 from tickwork.django.management.commands.tickwork import tickwork_argv  # noqa: E402
+from tickwork.scheduler import App, InvalidMessage  # noqa: E402
 
 SETTINGS = "tests.support.django_site.settings"
 

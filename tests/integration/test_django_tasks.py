@@ -21,7 +21,6 @@ django.setup()
 
 from django.utils import timezone  # noqa: E402
 
-from scheduler import App  # noqa: E402
 from tests.support.backends import backend_url  # noqa: E402
 from tests.support.django_site.shop import tasks  # noqa: E402
 from tests.support.helpers import running, wait_for  # noqa: E402
@@ -36,7 +35,8 @@ from tickwork.django.compat import (  # noqa: E402
     task_finished,
     task_started,
 )
-from workers import Worker, WorkerConfig  # noqa: E402
+from tickwork.scheduler import App  # noqa: E402
+from tickwork.workers import Worker, WorkerConfig  # noqa: E402
 
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])

@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from scheduler import App, DecodeError, RetryPolicy, open_backend
-from scheduler.backends.codec import UNREADABLE
-from scheduler.encryption import MAGIC, Encryption
-from scheduler.errors import ConfigurationError
-from scheduler.schedules.ledger import message_subject
 from tests.support.helpers import running, wait_for
 from tickwork.dashboard import create_dashboard
-from triggers import Cron
+from tickwork.scheduler import App, DecodeError, RetryPolicy, open_backend
+from tickwork.scheduler.backends.codec import UNREADABLE
+from tickwork.scheduler.encryption import MAGIC, Encryption
+from tickwork.scheduler.errors import ConfigurationError
+from tickwork.scheduler.schedules.ledger import message_subject
+from tickwork.triggers import Cron
 
 SECRET = "SECRET-4521"
 

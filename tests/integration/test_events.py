@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from scheduler import App, InvalidMessage, chain
-from scheduler.events.names import Event
-from scheduler.events.subscriptions import SUBSCRIPTIONS_QUEUE, stored_subscriptions
-from scheduler.events.waits import WAIT_TASK, read_waiters, wait_for
-from scheduler.events.workflows import EVENT, WORKFLOW_TASK, run_id
-from scheduler.model.ids import identity_chain_id
-from scheduler.model.message import Message
-from scheduler.workflows.graphs import after, graph
 from tests.support.helpers import running
 from tests.support.helpers import wait_for as eventually
+from tickwork.scheduler import App, InvalidMessage, chain
+from tickwork.scheduler.events.names import Event
+from tickwork.scheduler.events.subscriptions import SUBSCRIPTIONS_QUEUE, stored_subscriptions
+from tickwork.scheduler.events.waits import WAIT_TASK, read_waiters, wait_for
+from tickwork.scheduler.events.workflows import EVENT, WORKFLOW_TASK, run_id
+from tickwork.scheduler.model.ids import identity_chain_id
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.workflows.graphs import after, graph
 
 
 class Seen:

@@ -8,11 +8,11 @@ import json
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from scheduler import App
-from scheduler.events.names import Event
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
+from tickwork.scheduler import App
+from tickwork.scheduler.events.names import Event
 
 
 def test_emit_from_the_command_line_and_read_back(pair_app: App) -> None:

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler import App, InvalidMessage
-from scheduler.schedules.ledger import RunOutcome
 from tests.support.helpers import running, wait_for
-from triggers import Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, InvalidMessage
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.triggers import Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 
 def _burst(app: App) -> Worker:

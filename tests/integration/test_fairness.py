@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, ConfigurationError, InvalidMessage
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
-from workers import Worker
+from tickwork.scheduler import App, ConfigurationError, InvalidMessage
+from tickwork.workers import Worker
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis", "redis-cluster"])

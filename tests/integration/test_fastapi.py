@@ -14,10 +14,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from examples import fastapi_app
-from scheduler import App, BackendUnavailable
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
 from tickwork.fastapi import TickworkApp, lifespan
+from tickwork.scheduler import App, BackendUnavailable
 
 OPERATOR = {"x-api-key": fastapi_app.API_KEY}
 

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler import App, InvalidMessage, after, graph
-from scheduler.schedules.ledger import RunOutcome
-from scheduler.workflows.graph_view import GraphHandle
 from tests.support.helpers import running, wait_for
-from triggers import Repeating, RunOnce
+from tickwork.scheduler import App, InvalidMessage, after, graph
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.scheduler.workflows.graph_view import GraphHandle
+from tickwork.triggers import Repeating, RunOnce
 
 
 class Seen:

@@ -14,12 +14,12 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from scheduler import App, InvalidMessage, KeyConflict, after, batch, chain, graph, group
-from scheduler.workflows.graph_view import GraphFailed, GraphHandle
 from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
+from tickwork.scheduler import App, InvalidMessage, KeyConflict, after, batch, chain, graph, group
+from tickwork.scheduler.workflows.graph_view import GraphFailed, GraphHandle
 
 
 class Runs:

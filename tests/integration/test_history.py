@@ -11,10 +11,10 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-from scheduler import App, Settings
-from scheduler.schedules.ledger import NOT_RUN, RunOutcome
 from tests.support.helpers import running, wait_for
-from triggers import Misfire, Repeating
+from tickwork.scheduler import App, Settings
+from tickwork.scheduler.schedules.ledger import NOT_RUN, RunOutcome
+from tickwork.triggers import Misfire, Repeating
 
 
 def outcomes(app: App, key: str) -> list[RunOutcome]:

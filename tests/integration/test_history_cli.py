@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from click.testing import CliRunner
 
-from scheduler import App
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
-from triggers import Cron, Repeating
+from tickwork.scheduler import App
+from tickwork.triggers import Cron, Repeating
 
 
 def run(url: str, *args: str) -> tuple[int, str, str]:

@@ -10,14 +10,14 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import App, Message
-from scheduler.backends import Envelope, Failure
-from scheduler.backends.codec import CodedBackend
-from scheduler.hooks import Hook, Hooks
-from scheduler.runs.context import RunInfo
-from scheduler.runs.retry import RetryPolicy
 from tests.support.helpers import running, wait_for
-from triggers import Repeating
+from tickwork.scheduler import App, Message
+from tickwork.scheduler.backends import Envelope, Failure
+from tickwork.scheduler.backends.codec import CodedBackend
+from tickwork.scheduler.hooks import Hook, Hooks
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.triggers import Repeating
 
 PREFIX = b"wrapped:"
 

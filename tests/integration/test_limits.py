@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from scheduler import App, ConcurrencyLimit, InvalidMessage
-from scheduler.backends import Envelope
 from tests.support.helpers import running, wait_for
+from tickwork.scheduler import App, ConcurrencyLimit, InvalidMessage
+from tickwork.scheduler.backends import Envelope
 
 
 class Gauge:
@@ -39,7 +39,7 @@ def test_at_most_n_run_at_once_per_key_across_two_workers(app: App) -> None:
 
     @app.task(concurrency_limit=2, limit_key="customer")
     def sync_customer(customer: str, n: int) -> None:
-        from scheduler import current_run
+        from tickwork.scheduler import current_run
 
         attempts.append(current_run().attempt)
         gauge.run(customer, n, 0.15)
@@ -115,7 +115,7 @@ def test_a_limited_message_stored_without_its_limit_key_outside_the_body_is_limi
 def test_a_limit_key_function_and_a_recurring_limited_chain(sqlite_app: App) -> None:
     from datetime import timedelta
 
-    from triggers import Repeating
+    from tickwork.triggers import Repeating
 
     gauge = Gauge()
 
@@ -169,7 +169,7 @@ def test_bad_limit_keys_are_one_clear_error_and_store_nothing(sqlite_app: App) -
 def test_a_worker_names_only_unambiguous_limits_for_its_claims(sqlite_app: App) -> None:
     """The limits whose slots a claim may take: not one name given two capacities, nor
     names one of which, with a ``:VALUE``, reads as the other's key."""
-    from workers.limits import claim_capacities
+    from tickwork.workers.limits import claim_capacities
 
     shared = ConcurrencyLimit(name="crm", capacity=3)
     for name, limit in [

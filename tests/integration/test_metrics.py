@@ -15,10 +15,10 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler import App, RetryPolicy
 from tests.support.helpers import running, wait_for
 from tickwork.exporter import serve
-from triggers import Cron
+from tickwork.scheduler import App, RetryPolicy
+from tickwork.triggers import Cron
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ import itertools
 from datetime import timedelta
 from typing import Any
 
-from scheduler import App, Message
-from scheduler.clock import ManualClock
-from scheduler.model.message import reencode
-from triggers import Cron, Misfire, Repeating
+from tickwork.scheduler import App, Message
+from tickwork.scheduler.clock import ManualClock
+from tickwork.scheduler.model.message import reencode
+from tickwork.triggers import Cron, Misfire, Repeating
 
 _START = 1_800_000_000_000
 

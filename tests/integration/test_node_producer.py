@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App
 from tests.support.backends import Servers
 from tests.support.browser import served
 from tests.support.helpers import running, wait_for
 from tests.support.servers import free_port, wait_for_port
 from tickwork.dashboard import create_dashboard
+from tickwork.scheduler import App
 
 ROOT = Path(__file__).resolve().parents[2]
 LUA = ROOT / "scheduler" / "backends" / "redis" / "lua"

@@ -10,14 +10,14 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import App, InvalidMessage, Outcome, chain
-from scheduler.backends import OnConflict, State
-from scheduler.clock import to_ms
-from scheduler.model.message import Message
-from scheduler.schedules.ledger import RunOutcome
-from scheduler.schedules.overlap import run_of
 from tests.support.helpers import running, wait_for
-from triggers import Overlap, Repeating
+from tickwork.scheduler import App, InvalidMessage, Outcome, chain
+from tickwork.scheduler.backends import OnConflict, State
+from tickwork.scheduler.clock import to_ms
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.scheduler.schedules.overlap import run_of
+from tickwork.triggers import Overlap, Repeating
 
 EVERY = timedelta(milliseconds=300)
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scheduler import Aborted, App, ConcurrencyLimit, InvalidMessage, chain, current_run
-from scheduler.model.message import Message, is_unique_window
-from scheduler.schedules.ledger import RunOutcome
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
-from triggers import Overlap, Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import Aborted, App, ConcurrencyLimit, InvalidMessage, chain, current_run
+from tickwork.scheduler.model.message import Message, is_unique_window
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.triggers import Overlap, Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 
 class Runs:

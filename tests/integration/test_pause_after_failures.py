@@ -7,10 +7,10 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from scheduler import App, RetryPolicy
 from tests.support.helpers import running, wait_for
-from triggers import Repeating
-from workers.failure_pause import ACTOR
+from tickwork.scheduler import App, RetryPolicy
+from tickwork.triggers import Repeating
+from tickwork.workers.failure_pause import ACTOR
 
 
 def _paused(app: App, key: str) -> bool:

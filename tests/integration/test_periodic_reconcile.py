@@ -5,9 +5,9 @@ action logs), and leaves alone those of other modules, schedules not installed f
 
 from __future__ import annotations
 
-from scheduler import App, Settings
 from tests.support.helpers import running
-from triggers import Cron
+from tickwork.scheduler import App, Settings
+from tickwork.triggers import Cron
 
 HOURLY = Cron("0 0 1 1 *")  # yearly: nothing of it comes due while the test runs
 MODULE = "tests.integration.test_periodic_reconcile"

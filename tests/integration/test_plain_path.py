@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from scheduler import App
-from scheduler.runs import tracing
-from scheduler.runs.retry import RetryPolicy
 from tests.support.helpers import running, wait_for
-from workers import admission, failure_pause, fanin, settler, verdicts
-from workers.fanin import FanIn
-from workers.graph_fanin import GraphFanIn
-from workers.ledger import RunLedger
-from workers.limits import LimitGate
-from workers.metrics import NoMetrics
-from workers.rates import RateGate
+from tickwork.scheduler import App
+from tickwork.scheduler.runs import tracing
+from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.workers import admission, failure_pause, fanin, settler, verdicts
+from tickwork.workers.fanin import FanIn
+from tickwork.workers.graph_fanin import GraphFanIn
+from tickwork.workers.ledger import RunLedger
+from tickwork.workers.limits import LimitGate
+from tickwork.workers.metrics import NoMetrics
+from tickwork.workers.rates import RateGate
 
 #: (where, name) of each optional step's entry point
 OPTIONAL_STEPS: list[tuple[Any, str]] = [

@@ -13,11 +13,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from scheduler import App
-from scheduler.backends import Envelope, open_backend
-from scheduler.backends.postgres.schema import VERSION
-from scheduler.errors import BackendError, ConfigurationError, InvalidMessage
 from tests.support.backends import Servers
+from tickwork.scheduler import App
+from tickwork.scheduler.backends import Envelope, open_backend
+from tickwork.scheduler.backends.postgres.schema import VERSION
+from tickwork.scheduler.errors import BackendError, ConfigurationError, InvalidMessage
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from scheduler import App
 from tests.support.backends import backend_url
 from tests.support.helpers import wait_for
-from workers.config import WorkerConfig
-from workers.worker import Worker
+from tickwork.scheduler import App
+from tickwork.workers.config import WorkerConfig
+from tickwork.workers.worker import Worker
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from scheduler import App, Event
-from scheduler.errors import ConfigurationError, KeyConflict
-from scheduler.model.tasks import TaskFunction
-from scheduler.workflows.shapes import Batch
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
-from workers.config import WorkerConfig
-from workers.worker import Worker
+from tickwork.scheduler import App, Event
+from tickwork.scheduler.errors import ConfigurationError, KeyConflict
+from tickwork.scheduler.model.tasks import TaskFunction
+from tickwork.scheduler.workflows.shapes import Batch
+from tickwork.workers.config import WorkerConfig
+from tickwork.workers.worker import Worker
 
 
 class Boom(Exception):

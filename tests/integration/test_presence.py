@@ -8,10 +8,10 @@ import os
 import threading
 from datetime import timedelta
 
-from scheduler import App
-from scheduler.clock import to_datetime
-from scheduler.views.presence import WorkerInfo
 from tests.support.helpers import running, wait_for
+from tickwork.scheduler import App
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.views.presence import WorkerInfo
 
 
 def test_a_worker_is_listed_while_it_runs_and_removed_when_it_stops(app: App) -> None:

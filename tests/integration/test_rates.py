@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import App, InvalidMessage, RateLimit
 from tests.support.helpers import running, wait_for
+from tickwork.scheduler import App, InvalidMessage, RateLimit
 
 
 def _most_in_any_window(starts: list[int], period_ms: int) -> int:
@@ -29,7 +29,7 @@ def test_at_most_n_starts_per_period_per_key_across_two_workers(app: App) -> Non
 
     @app.task(rate_limit="3/2s", limit_key="customer")
     def call_api(customer: str, n: int) -> None:
-        from scheduler import current_run
+        from tickwork.scheduler import current_run
 
         with lock:
             starts[customer].append(app.backend.now_ms())
@@ -102,7 +102,7 @@ def test_bad_rates_are_one_clear_error_and_store_nothing(sqlite_app: App) -> Non
 def test_a_burst_worker_waits_for_the_starts_it_sent_work_back_to_wait_for(
     sqlite_app: App,
 ) -> None:
-    from workers import Worker, WorkerConfig
+    from tickwork.workers import Worker, WorkerConfig
 
     ran: list[int] = []
 

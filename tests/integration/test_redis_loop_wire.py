@@ -12,11 +12,11 @@ import uuid
 import pytest
 import redis
 
-from scheduler import ReplicaTimeout, open_backend
-from scheduler.backends import Envelope, OnConflict, Outcome
-from scheduler.backends.redis.backend import RedisBackend
 from tests.support.backends import Servers
 from tests.support.helpers import without_threads
+from tickwork.scheduler import ReplicaTimeout, open_backend
+from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
+from tickwork.scheduler.backends.redis.backend import RedisBackend
 
 
 def _backend(options: str = "") -> tuple[RedisBackend, str]:

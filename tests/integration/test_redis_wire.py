@@ -8,10 +8,10 @@ import threading
 import uuid
 from typing import Any
 
-from scheduler import open_backend
-from scheduler.backends import Envelope
-from scheduler.backends.redis.backend import RedisBackend
 from tests.support.backends import Servers
+from tickwork.scheduler import open_backend
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.backends.redis.backend import RedisBackend
 
 
 def _backend(options: str = "") -> RedisBackend:

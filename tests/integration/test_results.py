@@ -10,7 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import (
+from tests.support.helpers import running, wait_for
+from tickwork.scheduler import (
     App,
     ResultTimeout,
     RunStatus,
@@ -19,7 +20,6 @@ from scheduler import (
     TickworkError,
     current_run,
 )
-from tests.support.helpers import running, wait_for
 
 
 def test_a_handle_waits_for_the_value_and_raises_a_failure(app: App) -> None:

@@ -14,8 +14,6 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from scheduler import App, RetryPolicy
-from scheduler.views.audit import read_actions
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
@@ -26,7 +24,9 @@ from tickwork.dashboard.users import (
     hash_password,
     token_digest,
 )
-from triggers import Cron
+from tickwork.scheduler import App, RetryPolicy
+from tickwork.scheduler.views.audit import read_actions
+from tickwork.triggers import Cron
 
 PASSWORDS = {"ann": "ann-pw-1", "olga": "olga-pw-2", "vic": "vic-pw-3"}
 TOKEN = "t0ken-for-the-deploy-bot"

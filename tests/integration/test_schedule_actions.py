@@ -14,12 +14,12 @@ from datetime import timedelta
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from scheduler import App, Settings
-from scheduler.clock import to_datetime
-from scheduler.schedules.actions import NOTE_MOST, default_actor
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
-from triggers import Cron, Repeating
+from tickwork.scheduler import App, Settings
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.schedules.actions import NOTE_MOST, default_actor
+from tickwork.triggers import Cron, Repeating
 
 
 def test_every_steering_action_is_recorded_with_its_actor_and_note(app: App) -> None:

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler import (
+from tests.support.helpers import wait_for
+from tickwork.scheduler import (
     App,
     InvalidMessage,
     Message,
@@ -17,12 +18,11 @@ from scheduler import (
     State,
     TaskFunction,
 )
-from scheduler.clock import to_ms
-from scheduler.model.ids import identity_chain_id, keyed_chain_id
-from scheduler.schedules import control
-from tests.support.helpers import wait_for
-from triggers import Misfire, Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler.clock import to_ms
+from tickwork.scheduler.model.ids import identity_chain_id, keyed_chain_id
+from tickwork.scheduler.schedules import control
+from tickwork.triggers import Misfire, Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 HOURLY = Repeating(interval=timedelta(hours=1), start=T0)
@@ -154,7 +154,7 @@ def test_trigger_now_runs_once_without_moving_the_grid(app: App) -> None:
 
     @app.task
     def report(customer: int) -> None:
-        from scheduler import current_run
+        from tickwork.scheduler import current_run
 
         ran.append((customer, current_run().message_id))
         done.set()
@@ -182,7 +182,7 @@ def test_a_paused_schedule_runs_nothing_across_worker_restarts(app: App) -> None
 
     @app.task
     def tick() -> None:
-        from scheduler import current_run
+        from tickwork.scheduler import current_run
 
         runs.append(current_run().attempt)
 

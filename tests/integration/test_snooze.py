@@ -16,10 +16,10 @@ from types import ModuleType
 
 import pytest
 
-from scheduler import App, RetryPolicy, Snooze
-from scheduler.schedules.ledger import RunOutcome
 from tests.support.helpers import running, wait_for
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, RetryPolicy, Snooze
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.workers import Worker, WorkerConfig
 
 
 def test_a_snoozed_run_comes_back_later_without_using_an_attempt(app: App) -> None:
@@ -27,7 +27,7 @@ def test_a_snoozed_run_comes_back_later_without_using_an_attempt(app: App) -> No
 
     @app.task(retries=0, history=True)
     def export(name: str) -> str | Snooze:
-        from scheduler import current_run
+        from tickwork.scheduler import current_run
 
         starts.append((time.monotonic(), current_run().attempt))
         if len(starts) < 3:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import App, InvalidMessage
 from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
+from tickwork.scheduler import App, InvalidMessage
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "tests.support.spark_tasks.send_invoice"
@@ -76,7 +76,7 @@ def stored(url: str, queue: str = "billing") -> int:
 
 def enqueue_invoices(df, url: str, **options):  # type: ignore[no-untyped-def]
     """``enqueue_dataframe`` of TASK with the invoice columns as its arguments."""
-    from scheduler.spark import enqueue_dataframe
+    from tickwork.scheduler.spark import enqueue_dataframe
 
     options.setdefault("queue", "billing")
     return enqueue_dataframe(
@@ -175,7 +175,7 @@ def test_invalid_rows_can_fail_the_job(spark, pair_url: str) -> None:  # type: i
 
 def test_bad_options_fail_on_the_driver(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
     url = pair_url
-    from scheduler.spark import enqueue_dataframe
+    from tickwork.scheduler.spark import enqueue_dataframe
 
     df = invoices(spark, 3)
     with pytest.raises(InvalidMessage, match="no column named 'nope'"):
@@ -212,7 +212,7 @@ def test_cron_triggers_from_a_column(spark, pair_url: str) -> None:  # type: ign
 
 def test_declared_schema_when_the_task_module_is_not_importable(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
     url = pair_url
-    from scheduler.spark import enqueue_dataframe
+    from tickwork.scheduler.spark import enqueue_dataframe
 
     df = spark.createDataFrame([(1, "a"), (2, "b")], "user_id long, k string")
     with pytest.raises(Exception, match=r"not importable|cannot import"):
@@ -265,7 +265,7 @@ def test_rows_without_a_key_use_their_content_or_identity_columns(spark, pair_ur
 
 def test_the_data_source_writer(spark, pair_url: str) -> None:  # type: ignore[no-untyped-def]
     url = pair_url
-    from scheduler.spark import register
+    from tickwork.scheduler.spark import register
 
     register(spark)
     df = invoices(spark, 300, partitions=3)
@@ -291,9 +291,9 @@ def test_a_job_five_times_the_bound_waits_for_a_worker(spark, pair_url: str) -> 
     url = pair_url
     import threading
 
-    from scheduler.spark import enqueue_dataframe
     from tests.support import spark_tasks
     from tests.support.helpers import running, wait_for
+    from tickwork.scheduler.spark import enqueue_dataframe
 
     bound, rows, batch = 100, 500, 50
     app = spark_tasks.app
@@ -335,9 +335,9 @@ def test_a_job_five_times_the_bound_waits_for_a_worker(spark, pair_url: str) -> 
 
 
 def test_rows_enqueued_as_a_batch_call_back_once(spark, url: str) -> None:  # type: ignore[no-untyped-def]
-    from scheduler.spark import SparkBatch, enqueue_dataframe
     from tests.support import spark_tasks
     from tests.support.helpers import running, wait_for
+    from tickwork.scheduler.spark import SparkBatch, enqueue_dataframe
 
     app = spark_tasks.app
     app.use_backend(url)

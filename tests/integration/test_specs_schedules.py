@@ -9,10 +9,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-from scheduler import App
-from scheduler.schedules.ledger import RunOutcome
 from tests.support.helpers import running, wait_for
-from triggers import Misfire, Repeating, Specs
+from tickwork.scheduler import App
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.triggers import Misfire, Repeating, Specs
 
 MS = timedelta(milliseconds=1)
 

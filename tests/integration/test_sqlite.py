@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.backends import open_backend
-from scheduler.backends.sqlite import SQLiteBackend
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends import open_backend
+from tickwork.scheduler.backends.sqlite import SQLiteBackend
+from tickwork.scheduler.errors import ConfigurationError
 
 
 def test_url_options_are_typed(tmp_path: Path) -> None:
@@ -74,8 +74,8 @@ def test_many_threads_create_one_file_at_once(tmp_path: Path) -> None:
 
 
 def test_rate_starts_that_left_every_window_are_deleted(tmp_path: Path) -> None:
-    from scheduler.backends import RateRequest
-    from scheduler.clock import ManualClock
+    from tickwork.scheduler.backends import RateRequest
+    from tickwork.scheduler.clock import ManualClock
 
     clock = ManualClock()
     backend = open_backend(f"sqlite:///{tmp_path}/a.db", clock=clock)
@@ -95,8 +95,8 @@ def test_ledger_records_are_read_from_the_log_then_from_the_pages_they_fold_into
 ) -> None:
     """Records wait in the log until a fold; a read sees them the same before and after
     it, newest first, trimmed to the subject's ``keep``."""
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log
+    from tickwork.scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
     now = backend.now_ms()
@@ -123,8 +123,8 @@ def test_a_fold_gathered_before_another_fold_took_its_records_writes_nothing(
 ) -> None:
     """A fold reads the log with no lock held: when another process folds those rows
     before this one writes, writing them again would show each record twice."""
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log
+    from tickwork.scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends.sqlite import ledger_log
 
     one = SQLiteBackend(str(tmp_path / "a.db"))
     other = SQLiteBackend(str(tmp_path / "a.db"))
@@ -152,8 +152,8 @@ def test_a_write_that_finds_the_fold_due_folds_after_it_ends(
     """The append that finds a fold due leaves it to the end of its write: the log is
     read with this process's write lock free (claims and acks go on meanwhile), then
     folded in a write of its own."""
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log
+    from tickwork.scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
     lock_held_while_gathering: list[bool] = []
@@ -174,7 +174,7 @@ def test_a_write_that_finds_the_fold_due_folds_after_it_ends(
 
 
 def test_a_ledger_page_comes_back_as_packed() -> None:
-    from scheduler.backends.sqlite.ledger_pages import pack_page, unpack_page
+    from tickwork.scheduler.backends.sqlite.ledger_pages import pack_page, unpack_page
 
     records = [(10, b""), (11, b"\n\x00\xff"), (12, b"{}" * 3000)]
     page = pack_page(
@@ -186,8 +186,8 @@ def test_a_ledger_page_comes_back_as_packed() -> None:
 def test_a_fold_keeps_the_newest_records_of_entries_of_several_records(tmp_path: Path) -> None:
     """A fold cuts each logged entry's records as one chunk and trims a subject logged
     past its keep before writing its page: the records kept are the newest, whole."""
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log
+    from tickwork.scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends.sqlite import ledger_log
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
     backend.store._chores_ms["fold ledger_log"] = backend.now_ms()  # no fold on these appends
@@ -214,8 +214,8 @@ def test_a_fold_keeps_the_newest_records_of_entries_of_several_records(tmp_path:
 
 
 def test_packed_ledger_records_come_back_as_appended() -> None:
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite.ledger_log import pack, unpack
+    from tickwork.scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends.sqlite.ledger_log import pack, unpack
 
     odd = 'k:\n"odd" key'
     entries = [
@@ -235,8 +235,8 @@ def test_a_fold_between_a_reads_two_queries_shows_no_record_twice(
 ) -> None:
     """A read takes the log, then the folded rows: another process's fold in between
     would move the log's records into the folded rows it reads next."""
-    from scheduler.backends import LedgerEntry
-    from scheduler.backends.sqlite import ledger_log, ledger_pages
+    from tickwork.scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends.sqlite import ledger_log, ledger_pages
 
     reader = SQLiteBackend(str(tmp_path / "a.db"))
     writer = SQLiteBackend(str(tmp_path / "a.db"))
@@ -262,7 +262,7 @@ def test_a_damaged_log_row_fails_the_fold_not_the_write_that_found_it_due(
 ) -> None:
     """The fold runs after the write that found it due has committed: a row it cannot
     read (written below tickwork) is logged as a warning, and that write still succeeds."""
-    from scheduler.backends import LedgerEntry
+    from tickwork.scheduler.backends import LedgerEntry
 
     backend = SQLiteBackend(str(tmp_path / "a.db"))
     backend.store.connection().execute("INSERT INTO ledger_writes (packed) VALUES (?)", (b"junk",))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from scheduler.backends import LedgerEntry
-from scheduler.backends.sqlite import SQLiteBackend, ledger_log
+from tickwork.scheduler.backends import LedgerEntry
+from tickwork.scheduler.backends.sqlite import SQLiteBackend, ledger_log
 
 WRITERS = 3
 WRITES = 150

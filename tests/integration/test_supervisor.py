@@ -16,11 +16,11 @@ from subprocess import Popen
 
 import pytest
 
-from scheduler import App
 from tests.support import supervised_tasks
 from tests.support.helpers import wait_for
 from tickwork.cli.worker import child_command, worker
-from workers.supervisor import _die_with_parent
+from tickwork.scheduler import App
+from tickwork.workers.supervisor import _die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from scheduler import App, BatchOutcome, InvalidMessage, batch, chain, group
-from scheduler.clock import ManualClock
 from tests.support.backends import backend_url
 from tickwork import TaskFailed
+from tickwork.scheduler import App, BatchOutcome, InvalidMessage, batch, chain, group
+from tickwork.scheduler.clock import ManualClock
 from tickwork.testing import IsolateFixture, RunFailedInline, isolated, run_task
-from triggers import Cron
+from tickwork.triggers import Cron
 
 
 def _shop() -> tuple[App, dict[str, Any]]:

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler import App
-from scheduler.runs.context import RunInfo
 from tests.support.helpers import wait_for
-from workers.execution import HandlerResult, Verdict
-from workers.thread_pool import ThreadPool
-from workers.thread_tuning import FLOOR, WINDOW_S
+from tickwork.scheduler import App
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.workers.execution import HandlerResult, Verdict
+from tickwork.workers.thread_pool import ThreadPool
+from tickwork.workers.thread_tuning import FLOOR, WINDOW_S
 
 
 class Results:

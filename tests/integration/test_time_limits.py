@@ -13,9 +13,9 @@ from types import ModuleType
 
 import pytest
 
-from scheduler import App, ConfigurationError
 from tests.support.helpers import wait_for
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, ConfigurationError
+from tickwork.workers import Worker, WorkerConfig
 
 pytestmark = pytest.mark.slow
 

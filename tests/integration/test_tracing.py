@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from scheduler import App, RetryPolicy
 from tests.support.helpers import running, wait_for
+from tickwork.scheduler import App, RetryPolicy
 
 _EXPORTER = InMemorySpanExporter()
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from scheduler import App, Call, KeyConflict, Outcome
-from scheduler.model.message import UNIQUE_UNTIL
 from tests.support.helpers import wait_for
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, Call, KeyConflict, Outcome
+from tickwork.scheduler.model.message import UNIQUE_UNTIL
+from tickwork.workers import Worker, WorkerConfig
 
 
 def test_a_key_stays_taken_for_the_window_after_success_then_frees_itself(app: App) -> None:

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scheduler import App, Message, QueueNotFound
-from scheduler.backends import Envelope, State
-from scheduler.clock import ManualClock
 from tests.support.helpers import running, wait_for
-from triggers import Misfire, Repeating
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App, Message, QueueNotFound
+from tickwork.scheduler.backends import Envelope, State
+from tickwork.scheduler.clock import ManualClock
+from tickwork.triggers import Misfire, Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 
 class Runs:
@@ -73,7 +73,7 @@ def test_exception_retries_with_backoff_then_poisons(app: App) -> None:
         runs.add(time.monotonic())
         raise ValueError("boom")
 
-    from scheduler import RetryPolicy
+    from tickwork.scheduler import RetryPolicy
 
     app.tasks["tests.integration.test_worker.broken"].options = app.tasks[
         "tests.integration.test_worker.broken"

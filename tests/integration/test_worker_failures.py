@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from scheduler import App
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App
+from tickwork.workers import Worker, WorkerConfig
 
 
 def test_a_failed_consumer_thread_stops_the_worker(

@@ -13,11 +13,19 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner
 
-from scheduler import App, InvalidMessage, KeyConflict, Message, RetryPolicy, RunStatus, chain
-from scheduler.workflows.chains import step_id
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
-from triggers import Cron, Repeating
+from tickwork.scheduler import (
+    App,
+    InvalidMessage,
+    KeyConflict,
+    Message,
+    RetryPolicy,
+    RunStatus,
+    chain,
+)
+from tickwork.scheduler.workflows.chains import step_id
+from tickwork.triggers import Cron, Repeating
 
 
 def test_steps_run_in_order_each_taking_the_previous_result(app: App) -> None:

@@ -4,7 +4,7 @@ marker files so the test, in another process, sees what ran."""
 import time
 from pathlib import Path
 
-from scheduler import Aborted, App
+from tickwork.scheduler import Aborted, App
 
 app = App()
 

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from scheduler import Backend, open_backend
-from scheduler.clock import ManualClock
 from tests.support.cassandra_servers import CassandraNode
 from tests.support.postgres_servers import PostgresServer
 from tests.support.servers import RedisClusterServers, RedisServer
+from tickwork.scheduler import Backend, open_backend
+from tickwork.scheduler.clock import ManualClock
 
 BACKEND_NAMES = ["sqlite", "postgres", "redis", "redis-cluster", "cassandra"]
 #: the embedded backend and a sharded server: for integration tests of logic above the

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from scheduler import App, BatchOutcome
+from tickwork.scheduler import App, BatchOutcome
 
 app = App()
 

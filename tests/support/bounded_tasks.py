@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler import App, QueueFull
+from tickwork.scheduler import App, QueueFull
 
 app = App()
 

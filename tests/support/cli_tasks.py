@@ -1,6 +1,6 @@
 """Tasks for the CLI tests."""
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

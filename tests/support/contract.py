@@ -3,8 +3,8 @@ everything due."""
 
 from __future__ import annotations
 
-from scheduler.backends import Claim, Envelope
 from tests.support.backends import BackendHarness
+from tickwork.scheduler.backends import Claim, Envelope
 
 TIMEOUT_MS = 1000  # leases of 300 ms expired between two claims on a cold Cassandra node
 

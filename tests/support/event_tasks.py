@@ -6,11 +6,11 @@ delivery done twice because the fan-out that wrote it was killed."""
 import os
 import time
 
-from scheduler import App
-from scheduler.events.fanout import EVENT_TASK
-from scheduler.events.names import Event
-from scheduler.hooks import Hook
-from scheduler.runs.context import RunInfo
+from tickwork.scheduler import App
+from tickwork.scheduler.events.fanout import EVENT_TASK
+from tickwork.scheduler.events.names import Event
+from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.runs.context import RunInfo
 
 
 def _record(line: str) -> None:

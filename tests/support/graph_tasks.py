@@ -7,7 +7,7 @@ import json
 import os
 import time
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler import After, Call, after
+from tickwork.scheduler import After, Call, after
 
 
 def mesh_name(level: int, place: int) -> str:

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scheduler import App
-from workers import Worker, WorkerConfig
+from tickwork.scheduler import App
+from tickwork.workers import Worker, WorkerConfig
 
 T = TypeVar("T")
 

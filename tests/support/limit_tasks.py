@@ -5,7 +5,7 @@ for TICKWORK_TEST_HOLD_S seconds."""
 import os
 import time
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

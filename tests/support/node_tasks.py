@@ -1,6 +1,6 @@
 """The tasks a Node.js producer enqueues in ``tests/integration/test_node_producer.py``."""
 
-from scheduler import App, Event
+from tickwork.scheduler import App, Event
 
 app = App()
 seen: list[object] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

@@ -1,6 +1,6 @@
 """Tasks for the process-pool test (imported by each pool process)."""
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 
@@ -25,7 +25,7 @@ async def async_square(n: int) -> int:
 
 @app.task(keep_result=True)
 def cube(n: int) -> int:
-    from scheduler import current_run
+    from tickwork.scheduler import current_run
 
     current_run().progress(1.0, "computed in a pool process")
     return n * n * n

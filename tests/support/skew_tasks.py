@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from scheduler import App, current_run
+from tickwork.scheduler import App, current_run
 
 app = App()
 

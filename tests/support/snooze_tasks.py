@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scheduler import App, Snooze, current_run
+from tickwork.scheduler import App, Snooze, current_run
 
 app = App()
 

@@ -1,6 +1,6 @@
 """Tasks for the Spark tests (imported on the executors)."""
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

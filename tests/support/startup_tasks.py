@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from scheduler import App, current_run
-from triggers import Cron, Repeating
+from tickwork.scheduler import App, current_run
+from tickwork.triggers import Cron, Repeating
 
 app = App()
 

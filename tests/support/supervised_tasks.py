@@ -3,7 +3,7 @@
 import os
 import time
 
-from scheduler import App
+from tickwork.scheduler import App
 
 app = App()
 

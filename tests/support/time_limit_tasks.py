@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from scheduler import App, SoftTimeLimitExceeded, current_run
+from tickwork.scheduler import App, SoftTimeLimitExceeded, current_run
 
 app = App()
 

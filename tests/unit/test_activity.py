@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.views.activity import LATENESS_BUCKETS, RUN_BUCKETS, Interval, Minute, quantile
+from tickwork.scheduler.views.activity import (
+    LATENESS_BUCKETS,
+    RUN_BUCKETS,
+    Interval,
+    Minute,
+    quantile,
+)
 
 
 def interval(worker: str = "w1", succeeded: int = 3, late: list[int] | None = None) -> Interval:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from triggers import Cron, Misfire, Repeating
-from triggers.base import Fire
+from tickwork.triggers import Cron, Misfire, Repeating
+from tickwork.triggers.base import Fire
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 HOURLY = Repeating(interval=timedelta(hours=1), start=T0)

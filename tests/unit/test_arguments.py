@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal, Optional
 import pytest
 from pydantic import Field
 
-from scheduler.errors import InvalidMessage
-from scheduler.model.arguments import Arguments, plain_types
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.arguments import Arguments, plain_types
 
 
 def through_pydantic(fn: Any) -> Arguments:

@@ -10,7 +10,7 @@ import holidays
 import pytest
 from pydantic import TypeAdapter
 
-from triggers import AnyTrigger, Cron, Exclusions, Misfire, Repeating, preview
+from tickwork.triggers import AnyTrigger, Cron, Exclusions, Misfire, Repeating, preview
 
 PARIS = ZoneInfo("Europe/Paris")
 

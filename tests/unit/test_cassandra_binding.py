@@ -11,7 +11,7 @@ from cassandra.cqltypes import BooleanType, BytesType, Int32Type, LongType, UTF8
 from cassandra.protocol import ColumnMetadata
 from cassandra.query import UNSET_VALUE, BatchStatement, BatchType, PreparedStatement
 
-from scheduler.backends.cassandra.binding import add_to_batch, unset_nulls
+from tickwork.scheduler.backends.cassandra.binding import add_to_batch, unset_nulls
 
 _COLUMNS = [
     ("queue", UTF8Type),

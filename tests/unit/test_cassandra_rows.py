@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cassandra.query import named_tuple_factory
 
-from scheduler.backends.cassandra.rows import cached_named_tuple_factory
+from tickwork.scheduler.backends.cassandra.rows import cached_named_tuple_factory
 
 
 def test_rows_equal_the_drivers_and_share_one_class() -> None:

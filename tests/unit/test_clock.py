@@ -11,9 +11,9 @@ import pytest
 from pydantic import TypeAdapter
 from pydantic_core import to_json
 
-from scheduler import clock
-from scheduler.clock import CorrectedClock, ManualClock, to_ms
-from scheduler.model.message import Message
+from tickwork.scheduler import clock
+from tickwork.scheduler.clock import CorrectedClock, ManualClock, to_ms
+from tickwork.scheduler.model.message import Message
 
 
 class Reference:

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from scheduler import App
-from scheduler.model.message import Message
 from tickwork.cli import cli
 from tickwork.cli.cron import in_words
-from triggers import Cron, Repeating
-from triggers.preview import preview
+from tickwork.scheduler import App
+from tickwork.scheduler.model.message import Message
+from tickwork.triggers import Cron, Repeating
+from tickwork.triggers.preview import preview
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

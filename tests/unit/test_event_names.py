@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.errors import InvalidMessage
-from scheduler.events.names import check_name, check_pattern, matches
-from scheduler.events.waits import waiters_subject
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.events.names import check_name, check_pattern, matches
+from tickwork.scheduler.events.waits import waiters_subject
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from itertools import product
 
-from scheduler import App
-from scheduler.backends.base import Claim
-from scheduler.clock import to_ms
-from scheduler.model.message import Message
-from scheduler.schedules.ledger import (
+from tickwork.scheduler import App
+from tickwork.scheduler.backends.base import Claim
+from tickwork.scheduler.clock import to_ms
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.schedules.ledger import (
     ORIGIN_HEADER,
     SCHEDULE_HEADER,
     HistoryEntry,
@@ -22,9 +22,9 @@ from scheduler.schedules.ledger import (
     run_record,
     subject_of,
 )
-from triggers import Cron, Exclusions, Misfire, Repeating
-from workers.holdings import Work
-from workers.ledger import RunLedger, dropped_records
+from tickwork.triggers import Cron, Exclusions, Misfire, Repeating
+from tickwork.workers.holdings import Work
+from tickwork.workers.ledger import RunLedger, dropped_records
 
 T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # a Monday
 

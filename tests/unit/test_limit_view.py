@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler import App, ConcurrencyLimit
-from scheduler.limits.view import DeclaredLimit, declared_limits, merged
+from tickwork.scheduler import App, ConcurrencyLimit
+from tickwork.scheduler.limits.view import DeclaredLimit, declared_limits, merged
 
 
 def test_limits_are_listed_once_with_every_task_that_uses_them() -> None:

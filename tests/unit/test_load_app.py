@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler import App
-from workers.execution import load_app
+from tickwork.scheduler import App
+from tickwork.workers.execution import load_app
 
 
 class LazyProxy:

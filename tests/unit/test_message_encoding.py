@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.clock import to_datetime
-from scheduler.model.message import Message, encode_fields
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.model.message import Message, encode_fields
 
 
 def _fields(**changes: Any) -> dict[str, Any]:
@@ -74,8 +74,8 @@ def test_times_round_trip_exactly_whatever_their_precision() -> None:
 def test_a_stored_trigger_is_validated_once_and_shared_and_a_bad_one_refused_each_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from scheduler.errors import DecodeError
-    from scheduler.model import message as message_module
+    from tickwork.scheduler.errors import DecodeError
+    from tickwork.scheduler.model import message as message_module
 
     cache: dict[bytes, Any] = {}
     monkeypatch.setattr(message_module, "_TRIGGERS", cache)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduler.errors import DecodeError
-from scheduler.model.message import PACK_STEPS_OVER, Message, encode_fields
-from scheduler.model.places import Step
+from tickwork.scheduler.errors import DecodeError
+from tickwork.scheduler.model.message import PACK_STEPS_OVER, Message, encode_fields
+from tickwork.scheduler.model.places import Step
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler import App, InvalidMessage
-from scheduler.backends import Envelope
-from scheduler.clock import to_datetime
-from scheduler.model.message import Message
-from scheduler.model.tasks import Call
-from scheduler.producing.plain import is_plain
-from triggers import Repeating
+from tickwork.scheduler import App, InvalidMessage
+from tickwork.scheduler.backends import Envelope
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.producing.plain import is_plain
+from tickwork.triggers import Repeating
 
 app = App()
 

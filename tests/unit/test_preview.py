@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from triggers import Cron, Repeating, RunOnce
-from triggers.preview import MAX_PREVIEW, preview
+from tickwork.triggers import Cron, Repeating, RunOnce
+from tickwork.triggers.preview import MAX_PREVIEW, preview
 
 PARIS = "Europe/Paris"  # 2026: forward 03-29 02:00 -> 03:00, back 10-25 03:00 -> 02:00
 

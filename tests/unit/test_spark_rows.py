@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scheduler import App
-from scheduler.spark.rows import BATCH_SIZE, SQLITE_BATCH_SIZE, build_mapping, write_rows
+from tickwork.scheduler import App
+from tickwork.scheduler.spark.rows import BATCH_SIZE, SQLITE_BATCH_SIZE, build_mapping, write_rows
 
 TASK = "tests.support.spark_tasks.send_invoice"
 

@@ -13,8 +13,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("triggers", "scheduler", "workers", "tickwork")
-#: what each top-level package may import of ours (besides itself)
+#: the folders at the repository's top and the import package each one is (``tickwork``
+#: holds the other three, linked in: ``tickwork/scheduler`` -> ``../scheduler``)
+FOLDERS = {
+    "triggers": "tickwork.triggers",
+    "scheduler": "tickwork.scheduler",
+    "workers": "tickwork.workers",
+    "tickwork": "tickwork",
+}
+#: the layers, bottom up: what each may import of ours (besides itself); "tickwork" is the
+#: top layer (the facade, the CLI, the dashboard, the API, the integrations)
 ALLOWED = {
     "triggers": set(),
     "scheduler": {"triggers"},
@@ -24,21 +32,34 @@ ALLOWED = {
 MAX_LINES = 400  # past it, a module asks whether it is one job
 #: modules past ``MAX_LINES`` that are one job all the same, each with why
 LONG_MODULES: dict[str, str] = {
-    "scheduler.app": "the facade users import: each producer verb (and its asynchronous "
-    "twin, which takes the caller's connection) and the typed signature of @app.task with "
-    "its options (time limits, expiry, limits, keys) is a docstring and a delegation to "
-    "the producer, the registry or a service; what grows it is options on those verbs "
-    "(cancel's note and actor, soft_time_limit, on_events) and new verbs with their async "
-    "twins (emit, aemit), and splitting it would only move the signatures users read into "
-    "a second class",
+    "tickwork.scheduler.app": "the facade users import: each producer verb (and its "
+    "asynchronous twin, which takes the caller's connection) and the typed signature of "
+    "@app.task with its options (time limits, expiry, limits, keys) is a docstring and a "
+    "delegation to the producer, the registry or a service; what grows it is options on "
+    "those verbs (cancel's note and actor, soft_time_limit, on_events) and new verbs with "
+    "their async twins (emit, aemit), and splitting it would only move the signatures "
+    "users read into a second class",
 }
+
+
+def _layer(module: str) -> str:
+    """The layer a module of ours sits in: triggers, scheduler, workers or tickwork."""
+    parts = module.split(".")
+    return (
+        parts[1]
+        if len(parts) > 1 and parts[1] in ("triggers", "scheduler", "workers")
+        else "tickwork"
+    )
 
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            parts = path.relative_to(ROOT).with_suffix("").parts
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            relative = path.relative_to(ROOT / folder)
+            if relative.parts[0] in FOLDERS:  # tickwork's links to the other folders
+                continue
+            parts = (*package.split("."), *relative.with_suffix("").parts)
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path
     return found
@@ -79,8 +100,7 @@ def test_each_package_imports_only_what_sits_below_it() -> None:
         f"{module} imports {target}"
         for module, targets in _graph().items()
         for target in targets
-        if (top := target.split(".")[0]) != module.split(".")[0]
-        and top not in ALLOWED[module.split(".")[0]]
+        if (layer := _layer(target)) != _layer(module) and layer not in ALLOWED[_layer(module)]
     ]
     assert wrong == []
 
@@ -141,7 +161,7 @@ def test_no_class_is_built_from_two_of_ours() -> None:
 
 def test_the_app_is_composed_of_services() -> None:
     """``App`` inherits nothing of ours: its operator verbs are on services it holds."""
-    from scheduler.app import App
+    from tickwork.scheduler.app import App
 
     assert App.__mro__ == (App, object)
 
@@ -149,13 +169,13 @@ def test_the_app_is_composed_of_services() -> None:
 def test_backends_are_composed_not_chained() -> None:
     """Every backend is its class, ``Backend``, ``ABC`` and ``object``; every role has
     one implementation per backend, each its class, the role, ``ABC`` and ``object``."""
-    from scheduler.backends import codec, roles
-    from scheduler.backends.base import Backend
-    from scheduler.backends.cassandra import CassandraBackend
-    from scheduler.backends.codec import CodedBackend
-    from scheduler.backends.postgres import PostgresBackend
-    from scheduler.backends.redis import RedisBackend
-    from scheduler.backends.sqlite import SQLiteBackend
+    from tickwork.scheduler.backends import codec, roles
+    from tickwork.scheduler.backends.base import Backend
+    from tickwork.scheduler.backends.cassandra import CassandraBackend
+    from tickwork.scheduler.backends.codec import CodedBackend
+    from tickwork.scheduler.backends.postgres import PostgresBackend
+    from tickwork.scheduler.backends.redis import RedisBackend
+    from tickwork.scheduler.backends.sqlite import SQLiteBackend
 
     backends = (SQLiteBackend, PostgresBackend, RedisBackend, CassandraBackend)
     assert [len(backend.__mro__) for backend in backends] == [4, 4, 4, 4]
@@ -172,9 +192,35 @@ def test_backends_are_composed_not_chained() -> None:
 def test_the_checker_sees_imports() -> None:
     """Guards the tests above against passing because they read nothing."""
     graph = _graph()
-    assert "triggers" in graph["scheduler.producing.planning"] or any(
-        t.startswith("triggers") for t in graph["scheduler.producing.planning"]
-    )
-    assert "scheduler.backends.base" in graph["scheduler.backends.sqlite.backend"]
-    assert any(t.startswith("scheduler") for t in graph["workers.settler"])
+    planning = graph["tickwork.scheduler.producing.planning"]
+    assert any(_layer(t) == "triggers" for t in planning)
+    sqlite = graph["tickwork.scheduler.backends.sqlite.backend"]
+    assert "tickwork.scheduler.backends.base" in sqlite
+    assert any(_layer(t) == "scheduler" for t in graph["tickwork.workers.settler"])
+    assert _layer("tickwork.cli.main") == "tickwork" and _layer("tickwork") == "tickwork"
     assert len(graph) > 60
+
+
+def test_everything_is_imported_through_tickwork() -> None:
+    """The folders ``scheduler/``, ``workers/`` and ``triggers/`` are ``tickwork.scheduler``
+    and so on (the only import package the wheel installs); a bare ``import scheduler``
+    works in a checkout only, and would load a second copy of the module."""
+    bare = []
+    for folder in (*FOLDERS, "tests", "bench", "examples"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.relative_to(ROOT / folder).parts[0] in FOLDERS:
+                continue  # tickwork's links to the other folders
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and not node.level
+                    else []
+                )
+                bare += [
+                    f"{path.relative_to(ROOT)}: {name}"
+                    for name in names
+                    if name.split(".")[0] in ("scheduler", "workers", "triggers")
+                ]
+    assert bare == []

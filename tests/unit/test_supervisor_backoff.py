@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from workers.supervisor import Supervisor, _Child
+from tickwork.workers.supervisor import Supervisor, _Child
 
 
 def supervisor() -> Supervisor:

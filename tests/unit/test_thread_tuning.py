@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from workers.thread_tuning import (
+from tickwork.workers.thread_tuning import (
     FLOOR,
     HOLD_WINDOWS,
     KEEP_SHARE,

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.backends import Backend, Claim, Envelope
-from scheduler.backends.sqlite import SQLiteBackend
-from scheduler.clock import ManualClock
-from scheduler.model.message import Message
-from workers.flow import LENT_PER_PERMIT, Pace, Permits
-from workers.heartbeat import Heartbeat
-from workers.holdings import Holdings, Work
-from workers.timer import Timer
-from workers.timing_wheel import TimingWheel
+from tickwork.scheduler.backends import Backend, Claim, Envelope
+from tickwork.scheduler.backends.sqlite import SQLiteBackend
+from tickwork.scheduler.clock import ManualClock
+from tickwork.scheduler.model.message import Message
+from tickwork.workers.flow import LENT_PER_PERMIT, Pace, Permits
+from tickwork.workers.heartbeat import Heartbeat
+from tickwork.workers.holdings import Holdings, Work
+from tickwork.workers.timer import Timer
+from tickwork.workers.timing_wheel import TimingWheel
 
 START = 1_800_000_000_000
 

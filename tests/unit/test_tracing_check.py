@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _CASE = """
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from scheduler.runs import tracing
+from tickwork.scheduler.runs import tracing
 tracing.RECHECK_S = 3600.0
 assert not tracing._configured()
 trace.set_tracer_provider(TracerProvider())

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from tests.support.zones import ZONES
-from triggers import (
+from tickwork.triggers import (
     AnyTrigger,
     Cron,
     Exclusions,

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.zones import ZONES
-from triggers import Cron, Misfire, Repeating, RunOnce
-from triggers.base import Fire
+from tickwork.triggers import Cron, Misfire, Repeating, RunOnce
+from tickwork.triggers.base import Fire
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 EXPRESSIONS = ["0 * * * *", "30 1 * * *", "30 2 * * *", "0 0 * * *", "*/15 * * * *", "45 2 * * *"]
@@ -395,7 +395,7 @@ def test_catch_up_is_bounded(missed: int, bound: int) -> None:
 def test_triggers_survive_json(expr: str, tz: str) -> None:
     from pydantic import TypeAdapter
 
-    from triggers import AnyTrigger
+    from tickwork.triggers import AnyTrigger
 
     adapter: TypeAdapter[object] = TypeAdapter(AnyTrigger)
     for trigger in (
@@ -573,7 +573,7 @@ def test_repeat_count_counts_grid_slots_by_default_and_runs_on_request() -> None
 
 
 def test_whether_a_cron_expression_fires_is_searched_once_per_process() -> None:
-    from triggers import cron
+    from tickwork.triggers import cron
 
     cron._ever_fires.cache_clear()
     for _ in range(3):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.backends import open_backend
-from scheduler.backends.cassandra import CassandraOptions
-from scheduler.backends.options import parse_options
-from scheduler.backends.postgres.backend import PostgresOptions
-from scheduler.backends.redis import RedisOptions
-from scheduler.backends.sqlite import SQLiteOptions
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends import open_backend
+from tickwork.scheduler.backends.cassandra import CassandraOptions
+from tickwork.scheduler.backends.options import parse_options
+from tickwork.scheduler.backends.postgres.backend import PostgresOptions
+from tickwork.scheduler.backends.redis import RedisOptions
+from tickwork.scheduler.backends.sqlite import SQLiteOptions
+from tickwork.scheduler.errors import ConfigurationError
 
 BAD = [
     ("redis://127.0.0.1:1/0?shard=4", "unknown option 'shard'"),

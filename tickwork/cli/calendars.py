@@ -20,7 +20,7 @@ from tickwork.cli.common import (
     not_found,
     pass_state,
 )
-from triggers import Exclusions, Window
+from tickwork.triggers import Exclusions, Window
 
 
 @click.group()

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from scheduler.backends import open_backend
 from tickwork.cli.common import (
     State,
     app_options,
@@ -14,6 +11,7 @@ from tickwork.cli.common import (
     fail,
     pass_state,
 )
+from tickwork.scheduler.backends import open_backend
 
 
 @click.group()
@@ -33,7 +31,7 @@ def cassandra() -> None:
 @clean_errors
 def create_schema(state: State, replication_factor: int | None) -> None:
     """Create the keyspace and tables named by --backend (idempotent)."""
-    url = state.backend or os.environ.get("TICKWORK_BACKEND", "")
+    url = state.url()
     if not url.startswith("cassandra://"):
         fail("give a cassandra:// URL with --backend or TICKWORK_BACKEND")
     if replication_factor is not None:

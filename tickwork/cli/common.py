@@ -14,7 +14,7 @@ import click
 from pydantic import ValidationError as PydanticValidationError
 from rich.console import Console
 
-from scheduler import (
+from tickwork.scheduler import (
     App,
     BackendError,
     ConfigurationError,
@@ -24,10 +24,10 @@ from scheduler import (
     TickworkError,
     WorkflowNotFound,
 )
-from scheduler.backends import DEFAULT_URL, redacted, sqlite_file
-from scheduler.backends.records import QueueStats
-from scheduler.clock import to_datetime
-from workers import load_app
+from tickwork.scheduler.backends import DEFAULT_URL, redacted, sqlite_file
+from tickwork.scheduler.backends.records import QueueStats
+from tickwork.scheduler.clock import to_datetime
+from tickwork.workers import load_app
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -10,8 +10,8 @@ from cron_descriptor import FormatException, Options, get_description
 
 from tickwork.cli.common import clean_errors, json_option
 from tickwork.cli.schedules import print_occurrences
-from triggers import Cron
-from triggers.preview import preview
+from tickwork.triggers import Cron
+from tickwork.triggers.preview import preview
 
 #: the DST options of ``cron explain`` and ``enqueue --cron``
 dst_gap_option = click.option(

@@ -116,6 +116,6 @@ def token_command(name: str, role: str) -> None:
 def encryption_key() -> None:
     """Print a new key for encryption at rest (TICKWORK_ENCRYPTION_KEYS: keys newest
     first, comma-separated)."""
-    from scheduler.encryption import Encryption
+    from tickwork.scheduler.encryption import Encryption
 
     click.echo(Encryption.new_key())

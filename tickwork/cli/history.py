@@ -10,9 +10,6 @@ from zoneinfo import ZoneInfo
 import click
 from rich.table import Table
 
-from scheduler.errors import DecodeError
-from scheduler.schedules.actions import Action
-from scheduler.schedules.ledger import HistoryEntry
 from tickwork.cli.common import (
     State,
     app_options,
@@ -23,6 +20,9 @@ from tickwork.cli.common import (
     pass_state,
 )
 from tickwork.cli.schedules import local_time, schedules
+from tickwork.scheduler.errors import DecodeError
+from tickwork.scheduler.schedules.actions import Action
+from tickwork.scheduler.schedules.ledger import HistoryEntry
 
 
 @schedules.command("history")

@@ -7,11 +7,6 @@ from datetime import datetime, timedelta
 
 import click
 
-from scheduler import (
-    AbortResult,
-    Call,
-    OnConflict,
-)
 from tickwork.cli.common import (
     State,
     app_options,
@@ -25,7 +20,12 @@ from tickwork.cli.common import (
     pass_state,
 )
 from tickwork.cli.cron import dst_gap_option, dst_repeat_option
-from triggers import Cron, Repeating, Trigger
+from tickwork.scheduler import (
+    AbortResult,
+    Call,
+    OnConflict,
+)
+from tickwork.triggers import Cron, Repeating, Trigger
 
 
 @click.command()

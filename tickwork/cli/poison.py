@@ -7,12 +7,6 @@ from typing import Any
 import click
 from rich.table import Table
 
-from scheduler import (
-    TickworkError,
-)
-from scheduler.backends.codec import shown
-from scheduler.model.message import Message
-from scheduler.views import poison as poisoned
 from tickwork.cli.common import (
     State,
     app_options,
@@ -25,6 +19,12 @@ from tickwork.cli.common import (
     not_found,
     pass_state,
 )
+from tickwork.scheduler import (
+    TickworkError,
+)
+from tickwork.scheduler.backends.codec import shown
+from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.views import poison as poisoned
 
 
 @click.group()

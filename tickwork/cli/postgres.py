@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from urllib.parse import parse_qs, urlsplit
 
 import click
 
-from scheduler.backends import open_backend
-from scheduler.backends.postgres.schema import DEFAULT_SCHEMA, VERSION, checked_schema
-from scheduler.backends.postgres.schema import install_script as schema_script
 from tickwork.cli.common import State, app_options, clean_errors, fail, pass_state
+from tickwork.scheduler.backends import open_backend
 
 
 @click.group()
@@ -35,7 +32,16 @@ def postgres() -> None:
 @clean_errors
 def install(state: State, print_only: bool, schema: str | None) -> None:
     """Create or upgrade tickwork's tables (workers and producers also do it on connect)."""
-    url = state.backend or os.environ.get("TICKWORK_BACKEND", "")
+    try:  # the driver is an extra: the rest of the command line works without it
+        from tickwork.scheduler.backends.postgres.schema import (
+            DEFAULT_SCHEMA,
+            VERSION,
+            checked_schema,
+        )
+        from tickwork.scheduler.backends.postgres.schema import install_script as schema_script
+    except ModuleNotFoundError as err:
+        fail(f"this needs the 'postgres' extra: pip install 'tickwork[postgres]' ({err})")
+    url = state.url()
     from_url = parse_qs(urlsplit(url).query).get("schema", [None])[-1]
     name = checked_schema(schema or from_url or DEFAULT_SCHEMA)
     if print_only:

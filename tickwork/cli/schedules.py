@@ -18,8 +18,8 @@ from tickwork.cli.common import (
     json_option,
     pass_state,
 )
-from triggers import Misfire
-from triggers.preview import Occurrence
+from tickwork.triggers import Misfire
+from tickwork.triggers.preview import Occurrence
 
 
 @click.group(invoke_without_command=True)

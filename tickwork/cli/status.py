@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from scheduler.backends.records import COUNTERS
 from tickwork.cli.common import (
     State,
     app_options,
@@ -17,6 +16,7 @@ from tickwork.cli.common import (
     json_option,
     pass_state,
 )
+from tickwork.scheduler.backends.records import COUNTERS
 
 
 @click.command()

@@ -17,9 +17,9 @@ from tickwork.cli.common import (
     pass_state,
 )
 from tickwork.logs import configure as configure_logs
-from workers import Worker, WorkerConfig
-from workers.pools import POOL_KINDS
-from workers.supervisor import Supervisor
+from tickwork.workers import Worker, WorkerConfig
+from tickwork.workers.pools import POOL_KINDS
+from tickwork.workers.supervisor import Supervisor
 
 
 def _default(field: str) -> Any:

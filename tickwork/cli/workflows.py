@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from scheduler.workflows.graph_view import levels
-from scheduler.workflows.view import WorkflowView
 from tickwork.cli.common import (
     State,
     app_options,
@@ -15,6 +13,8 @@ from tickwork.cli.common import (
     json_option,
     pass_state,
 )
+from tickwork.scheduler.workflows.graph_view import levels
+from tickwork.scheduler.workflows.view import WorkflowView
 
 
 @click.group()

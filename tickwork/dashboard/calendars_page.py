@@ -8,9 +8,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from scheduler import App
 from tickwork.dashboard.plumbing import page
 from tickwork.dashboard.security import Guard
+from tickwork.scheduler import App
 
 #: how many changes of each calendar the page shows
 CHANGES_SHOWN = 5

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from scheduler.clock import to_datetime
-from scheduler.views.activity import Minute
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.views.activity import Minute
 
 WIDTH, HEIGHT, LEFT, BOTTOM = 720, 150, 48, 18
 PLOT_W, PLOT_H = WIDTH - LEFT - 8, HEIGHT - BOTTOM - 8

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.workflows.graph_view import levels
-from scheduler.workflows.view import WorkflowView
+from tickwork.scheduler.workflows.graph_view import levels
+from tickwork.scheduler.workflows.view import WorkflowView
 
 BOX_W, BOX_H = 120, 30
 GAP_X, GAP_Y = 48, 12

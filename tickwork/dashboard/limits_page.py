@@ -9,10 +9,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from scheduler import App
-from scheduler.limits.view import declared_limits, limit_usage, merged
 from tickwork.dashboard.plumbing import page
 from tickwork.dashboard.security import Guard
+from tickwork.scheduler import App
+from tickwork.scheduler.limits.view import declared_limits, limit_usage, merged
 
 
 def limits_routes(app: App, access: Guard) -> list[Route]:

@@ -13,8 +13,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.routing import Mount, Route
 
-from scheduler import App, InvalidMessage, TickworkError
-from scheduler.views.audit import record_action
 from tickwork.dashboard.api.app import create_api
 from tickwork.dashboard.calendars_page import calendars_routes
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
@@ -25,6 +23,8 @@ from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Audit, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
 from tickwork.dashboard.security import Access, Guard, Refused
+from tickwork.scheduler import App, InvalidMessage, TickworkError
+from tickwork.scheduler.views.audit import record_action
 
 _BACKFILL_LIMIT = 1000  # occurrences one backfill from the page may enqueue
 

@@ -17,11 +17,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from scheduler import TickworkError
-from scheduler.backends.codec import shown
-from scheduler.clock import to_datetime
 from tickwork.dashboard.roles import Role, needed
 from tickwork.dashboard.security import CSRF_COOKIE, Guard, Refused
+from tickwork.scheduler import TickworkError
+from tickwork.scheduler.backends.codec import shown
+from tickwork.scheduler.clock import to_datetime
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 Handler = Callable[[Request], Awaitable[Response]]

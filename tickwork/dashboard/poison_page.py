@@ -9,11 +9,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from scheduler import App
-from scheduler.clock import to_datetime
-from scheduler.views import poison as poisoned
 from tickwork.dashboard.plumbing import Form, action, page
 from tickwork.dashboard.security import Guard, Refused
+from tickwork.scheduler import App
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.views import poison as poisoned
 
 #: records the page lists at most (a filter narrows them; actions on a filter reach further)
 SHOWN = 200

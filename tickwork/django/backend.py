@@ -30,7 +30,6 @@ from typing import Any
 
 from django.core import checks
 
-from scheduler import App, Call
 from tickwork.django.compat import (
     BaseTaskBackend,
     InvalidTaskError,
@@ -43,6 +42,7 @@ from tickwork.django.compat import (
 from tickwork.django.project import get_app
 from tickwork.django.results import read_result
 from tickwork.django.runner import ARUN, RUN
+from tickwork.scheduler import App, Call
 
 
 class TickworkBackend(BaseTaskBackend):

@@ -24,11 +24,11 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, reset_queries
 
-from scheduler import App
-from scheduler.hooks import Hook
-from scheduler.runs.context import RunInfo
-from scheduler.settings import Settings
-from workers.execution import load_app
+from tickwork.scheduler import App
+from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.settings import Settings
+from tickwork.workers.execution import load_app
 
 #: the dotted path of the Django tasks backend, as written in ``TASKS``
 BACKEND_PATH = "tickwork.django.TickworkBackend"

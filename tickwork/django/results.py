@@ -10,9 +10,6 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from scheduler import App, Message
-from scheduler.runs.results import RunStatus
-from scheduler.schedules.ledger import HistoryEntry, RunOutcome
 from tickwork.django.compat import (
     Task,
     TaskError,
@@ -21,6 +18,9 @@ from tickwork.django.compat import (
     TaskResultStatus,
 )
 from tickwork.django.runner import RUNNERS
+from tickwork.scheduler import App, Message
+from tickwork.scheduler.runs.results import RunStatus
+from tickwork.scheduler.schedules.ledger import HistoryEntry, RunOutcome
 
 #: how an attempt that raised ended
 _FAILED = (RunOutcome.RETRIED, RunOutcome.POISONED, RunOutcome.ABORTED)

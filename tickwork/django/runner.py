@@ -21,8 +21,6 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from scheduler import App, UnknownTask
-from scheduler.runs.context import current_run
 from tickwork.django.compat import (
     Task,
     TaskContext,
@@ -35,6 +33,8 @@ from tickwork.django.compat import (
     task_finished,
     task_started,
 )
+from tickwork.scheduler import App, UnknownTask
+from tickwork.scheduler.runs.context import current_run
 
 #: the tickwork task names of the runners (sync and ``async def`` functions)
 RUN = "django.tasks.run"

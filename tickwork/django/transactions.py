@@ -18,10 +18,10 @@ from contextlib import contextmanager
 from django.db import transaction
 from django.db.transaction import TransactionManagementError
 
-from scheduler import App, Call
-from scheduler.backends import OnConflict
-from scheduler.producing.backpressure import write_bounded
 from tickwork.django.project import get_app
+from tickwork.scheduler import App, Call
+from tickwork.scheduler.backends import OnConflict
+from tickwork.scheduler.producing.backpressure import write_bounded
 
 
 def enqueue_on_commit(

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-from scheduler import App
+from tickwork.scheduler import App
 
 
 class Isolated(Protocol):

@@ -13,14 +13,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from scheduler import App
-from scheduler.clock import Clock, ManualClock
-from scheduler.hooks import Hooks
-from scheduler.model.message import Message, ScheduledMessage
-from scheduler.model.tasks import TaskFunction
+from tickwork.scheduler import App
+from tickwork.scheduler.clock import Clock, ManualClock
+from tickwork.scheduler.hooks import Hooks
+from tickwork.scheduler.model.message import Message, ScheduledMessage
+from tickwork.scheduler.model.tasks import TaskFunction
 from tickwork.testing.inline import InlineEntries
 from tickwork.testing.outcomes import Drained, Outcomes, Recorder, RunFailedInline
-from workers import Worker, WorkerConfig
+from tickwork.workers import Worker, WorkerConfig
 
 
 class Isolated:

@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from scheduler.backends.records import Failure
-from scheduler.hooks import Hook
-from scheduler.model.tasks import TaskFunction
-from scheduler.runs.context import RunInfo
-from scheduler.runs.results import TaskFailed
+from tickwork.scheduler.backends.records import Failure
+from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.model.tasks import TaskFunction
+from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.runs.results import TaskFailed
 
 
 @dataclass

@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from scheduler import App
-from scheduler.model.tasks import TaskFunction
-from scheduler.runs.context import RunContext, RunInfo, enter, leave
-from scheduler.runs.results import encode_value
+from tickwork.scheduler import App
+from tickwork.scheduler.model.tasks import TaskFunction
+from tickwork.scheduler.runs.context import RunContext, RunInfo, enter, leave
+from tickwork.scheduler.runs.results import encode_value
 
 
 def run_task(task: TaskFunction[..., Any], *args: Any, **kwargs: Any) -> Any:

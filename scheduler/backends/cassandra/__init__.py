@@ -41,9 +41,9 @@ purge, aborts; bounds in ``bounds.py``), ``limits.py``, ``rates.py``, ``results.
 statement.
 """
 
-from scheduler.backends.cassandra.backend import CassandraBackend
-from scheduler.backends.cassandra.batching import MAX_BODY_BYTES
-from scheduler.backends.cassandra.connection import CassandraOptions
-from scheduler.backends.cassandra.schema import create_schema
+from tickwork.scheduler.backends.cassandra.backend import CassandraBackend
+from tickwork.scheduler.backends.cassandra.batching import MAX_BODY_BYTES
+from tickwork.scheduler.backends.cassandra.connection import CassandraOptions
+from tickwork.scheduler.backends.cassandra.schema import create_schema
 
 __all__ = ["MAX_BODY_BYTES", "CassandraBackend", "CassandraOptions", "create_schema"]

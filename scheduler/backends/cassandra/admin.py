@@ -7,16 +7,16 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.base import Envelope, PoisonRecord
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
-from scheduler.backends.cassandra.bounds import CassandraBounds
-from scheduler.backends.cassandra.shard_lock import (
+from tickwork.scheduler.backends.base import Envelope, PoisonRecord
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
+from tickwork.scheduler.backends.cassandra.bounds import CassandraBounds
+from tickwork.scheduler.backends.cassandra.shard_lock import (
     CassandraShardLock,
     stored_state,
 )
-from scheduler.backends.records import AbortRequest, Failure, QueueStats
-from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
+from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
 
 
 class CassandraPoison(PoisonStore):

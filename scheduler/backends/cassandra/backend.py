@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.base import Backend
-from scheduler.backends.cassandra.admin import CassandraAborts, CassandraPoison, CassandraQueues
-from scheduler.backends.cassandra.batches import CassandraBatches
-from scheduler.backends.cassandra.bounds import CassandraBounds
-from scheduler.backends.cassandra.connection import connect
-from scheduler.backends.cassandra.leases import CassandraLeases
-from scheduler.backends.cassandra.ledger import CassandraLedger
-from scheduler.backends.cassandra.limits import CassandraLimits
-from scheduler.backends.cassandra.messages import CassandraMessages
-from scheduler.backends.cassandra.rates import CassandraRates
-from scheduler.backends.cassandra.registry import CassandraRegistry
-from scheduler.backends.cassandra.results import CassandraResults
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.clock import Clock
+from tickwork.scheduler.backends.base import Backend
+from tickwork.scheduler.backends.cassandra.admin import (
+    CassandraAborts,
+    CassandraPoison,
+    CassandraQueues,
+)
+from tickwork.scheduler.backends.cassandra.batches import CassandraBatches
+from tickwork.scheduler.backends.cassandra.bounds import CassandraBounds
+from tickwork.scheduler.backends.cassandra.connection import connect
+from tickwork.scheduler.backends.cassandra.leases import CassandraLeases
+from tickwork.scheduler.backends.cassandra.ledger import CassandraLedger
+from tickwork.scheduler.backends.cassandra.limits import CassandraLimits
+from tickwork.scheduler.backends.cassandra.messages import CassandraMessages
+from tickwork.scheduler.backends.cassandra.rates import CassandraRates
+from tickwork.scheduler.backends.cassandra.registry import CassandraRegistry
+from tickwork.scheduler.backends.cassandra.results import CassandraResults
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.clock import Clock
 
 
 class CassandraBackend(Backend):

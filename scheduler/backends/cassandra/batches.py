@@ -16,13 +16,13 @@ import random
 import time
 from collections.abc import Sequence
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import ttl_seconds
-from scheduler.backends.cassandra.rows import applied
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.records import BatchRecord, MemberOutcome
-from scheduler.backends.roles import Batches
-from scheduler.errors import BackendError
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import ttl_seconds
+from tickwork.scheduler.backends.cassandra.rows import applied
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.records import BatchRecord, MemberOutcome
+from tickwork.scheduler.backends.roles import Batches
+from tickwork.scheduler.errors import BackendError
 
 _CAS_ATTEMPTS = 200
 

@@ -7,8 +7,8 @@ import math
 
 from cassandra.query import BatchStatement, BatchType
 
-from scheduler.backends.cassandra.binding import add_to_batch as add_to_batch
-from scheduler.backends.cassandra.binding import unset_nulls as unset_nulls
+from tickwork.scheduler.backends.cassandra.binding import add_to_batch as add_to_batch
+from tickwork.scheduler.backends.cassandra.binding import unset_nulls as unset_nulls
 
 _BATCH_BYTES = 8_000  # messages per logged batch up to about this size (Cassandra fails
 # batches over 50 KiB by default and warns over 5 KiB: raise that warning for this workload)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from scheduler.backends.base import Envelope
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock, stored_state
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.base import Envelope
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock, stored_state
+from tickwork.scheduler.errors import ConfigurationError
 
 _BOUNDS_FRESH_S = 1.0
 _COUNT_FRESH_S = 1.0

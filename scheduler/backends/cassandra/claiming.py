@@ -10,15 +10,20 @@ from typing import Any
 
 from cassandra.query import BatchStatement
 
-from scheduler.backends.base import (
+from tickwork.scheduler.backends.base import (
     Claim,
     ClaimBatch,
     Envelope,
 )
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import Batches, add_to_batch
-from scheduler.backends.cassandra.layout import CLAIM_DELETE, CLAIM_WRITE, END_ID, EXPIRE_INSERT
-from scheduler.backends.cassandra.shard_lock import (
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import Batches, add_to_batch
+from tickwork.scheduler.backends.cassandra.layout import (
+    CLAIM_DELETE,
+    CLAIM_WRITE,
+    END_ID,
+    EXPIRE_INSERT,
+)
+from tickwork.scheduler.backends.cassandra.shard_lock import (
     ORIGIN,
     READ_MARGIN_MS,
     SWEEP_LAG_MS,

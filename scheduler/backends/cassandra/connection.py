@@ -30,11 +30,11 @@ from cassandra.policies import (
 from cassandra.query import BatchStatement, BatchType, PreparedStatement
 from pydantic import Field, field_validator
 
-from scheduler.backends.cassandra.batching import unset_nulls
-from scheduler.backends.cassandra.rows import cached_named_tuple_factory
-from scheduler.backends.cassandra.schema import TABLES, create_schema
-from scheduler.backends.options import UrlOptions, parse_options
-from scheduler.errors import (
+from tickwork.scheduler.backends.cassandra.batching import unset_nulls
+from tickwork.scheduler.backends.cassandra.rows import cached_named_tuple_factory
+from tickwork.scheduler.backends.cassandra.schema import TABLES, create_schema
+from tickwork.scheduler.backends.options import UrlOptions, parse_options
+from tickwork.scheduler.errors import (
     BackendError,
     BackendUnavailable,
     ConfigurationError,

@@ -16,16 +16,16 @@ from cassandra.cluster import (
 )
 from cassandra.query import BatchStatement
 
-from scheduler.backends.base import (
+from tickwork.scheduler.backends.base import (
     Claim,
     Envelope,
     State,
     StoredMessage,
 )
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch
-from scheduler.backends.cassandra.connection import CassandraConnection
-from scheduler.model.ids import stable_shard
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import add_to_batch
+from tickwork.scheduler.backends.cassandra.connection import CassandraConnection
+from tickwork.scheduler.model.ids import stable_shard
 
 Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
 

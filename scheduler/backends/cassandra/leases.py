@@ -9,17 +9,17 @@ from typing import Any
 
 from cassandra.query import BatchStatement
 
-from scheduler.backends.base import Claim, Envelope
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import Batches, add_to_batch
-from scheduler.backends.cassandra.claiming import CassandraClaiming
-from scheduler.backends.cassandra.layout import ACK_DELETE, ACK_INSERT
-from scheduler.backends.cassandra.ledger import add_ledger
-from scheduler.backends.cassandra.limits import CassandraLimits
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.roles import Leases
-from scheduler.backends.values import ClaimBatch
+from tickwork.scheduler.backends.base import Claim, Envelope
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import Batches, add_to_batch
+from tickwork.scheduler.backends.cassandra.claiming import CassandraClaiming
+from tickwork.scheduler.backends.cassandra.layout import ACK_DELETE, ACK_INSERT
+from tickwork.scheduler.backends.cassandra.ledger import add_ledger
+from tickwork.scheduler.backends.cassandra.limits import CassandraLimits
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
+from tickwork.scheduler.backends.roles import Leases
+from tickwork.scheduler.backends.values import ClaimBatch
 
 
 class CassandraLeases(Leases):

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from cassandra.query import BatchStatement, PreparedStatement
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.roles import Ledger
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.roles import Ledger
 
 
 def add_ledger(

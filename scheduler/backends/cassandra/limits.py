@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from scheduler.backends.base import Envelope
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch
-from scheduler.backends.cassandra.layout import EXPIRE_INSERT
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.records import SlotRequest, Waiter
-from scheduler.backends.roles import Limits
-from scheduler.errors import BackendError
+from tickwork.scheduler.backends.base import Envelope
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import add_to_batch
+from tickwork.scheduler.backends.cassandra.layout import EXPIRE_INSERT
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.records import SlotRequest, Waiter
+from tickwork.scheduler.backends.roles import Limits
+from tickwork.scheduler.errors import BackendError
 
 T = TypeVar("T")
 

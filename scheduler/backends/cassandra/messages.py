@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
-from scheduler.backends.cassandra.bounds import CassandraBounds
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
-from scheduler.backends.roles import Messages
-from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
-from scheduler.errors import InvalidMessage
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
+from tickwork.scheduler.backends.cassandra.bounds import CassandraBounds
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
+from tickwork.scheduler.backends.roles import Messages
+from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
+from tickwork.scheduler.errors import InvalidMessage
 
 _KEY_SETTLE_READS = 5  # reads of a key that names a missing message before it is stale
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
-from scheduler.backends.cassandra.limits import CasRow, CassandraLimits
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.records import RateRequest
-from scheduler.backends.roles import Rates
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import add_to_batch, ttl_seconds
+from tickwork.scheduler.backends.cassandra.limits import CasRow, CassandraLimits
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.records import RateRequest
+from tickwork.scheduler.backends.roles import Rates
 
 _RATE_ROW = CasRow(cql.SELECT_RATE, cql.INSERT_RATE, cql.UPDATE_RATE, lambda v: list(v or []))
 

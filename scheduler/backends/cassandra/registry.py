@@ -3,10 +3,10 @@ live worker written with a time to live that its heartbeat renews."""
 
 from __future__ import annotations
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import ttl_seconds
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.roles import Registry
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import ttl_seconds
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.roles import Registry
 
 
 class CassandraRegistry(Registry):

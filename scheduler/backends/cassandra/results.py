@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.batching import ttl_seconds
-from scheduler.backends.cassandra.shard_lock import CassandraShardLock
-from scheduler.backends.roles import Results
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.batching import ttl_seconds
+from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.roles import Results
 
 
 class CassandraResults(Results):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from cassandra.cluster import NoHostAvailable, Session
 
-from scheduler.errors import BackendError, BackendUnavailable
+from tickwork.scheduler.errors import BackendError, BackendUnavailable
 
 QUEUE_TABLE_OPTIONS = (
     "WITH compaction = {'class': 'LeveledCompactionStrategy'} AND gc_grace_seconds = 3600"

@@ -8,10 +8,15 @@ from typing import Any
 
 from cassandra import ConsistencyLevel, ReadTimeout, WriteTimeout
 
-from scheduler.backends.cassandra import cql
-from scheduler.backends.cassandra.layout import END_ID, FENCE_STEP, CassandraLayout, Position
-from scheduler.backends.cassandra.rows import applied
-from scheduler.errors import (
+from tickwork.scheduler.backends.cassandra import cql
+from tickwork.scheduler.backends.cassandra.layout import (
+    END_ID,
+    FENCE_STEP,
+    CassandraLayout,
+    Position,
+)
+from tickwork.scheduler.backends.cassandra.rows import applied
+from tickwork.scheduler.errors import (
     BackendError,
 )
 

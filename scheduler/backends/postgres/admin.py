@@ -7,12 +7,12 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.postgres.notify import announce_queues
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.records import AbortRequest, Failure, QueueStats
-from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
-from scheduler.backends.values import Envelope, PoisonRecord
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.postgres.notify import announce_queues
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
+from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.values import Envelope, PoisonRecord
+from tickwork.scheduler.errors import ConfigurationError
 
 _POISON_COLUMNS = (
     "id, queue, key, priority, timeout_ms, attempts, failed_ms, reason, error_type, error, "

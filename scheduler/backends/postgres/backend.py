@@ -10,20 +10,28 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
 
-from scheduler.backends.base import Backend, Capability
-from scheduler.backends.options import UrlOptions, parse_options
-from scheduler.backends.postgres.admin import PostgresAborts, PostgresPoison, PostgresQueues
-from scheduler.backends.postgres.leases import PostgresLeases
-from scheduler.backends.postgres.ledger import PostgresLedger
-from scheduler.backends.postgres.limits import PostgresLimits
-from scheduler.backends.postgres.messages import PostgresMessages
-from scheduler.backends.postgres.notify import Listener
-from scheduler.backends.postgres.rates import PostgresRates
-from scheduler.backends.postgres.records import PostgresBatches, PostgresRegistry, PostgresResults
-from scheduler.backends.postgres.schema import DEFAULT_SCHEMA, checked_schema
-from scheduler.backends.postgres.store import PostgresStore
-from scheduler.clock import Clock
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.base import Backend, Capability
+from tickwork.scheduler.backends.options import UrlOptions, parse_options
+from tickwork.scheduler.backends.postgres.admin import (
+    PostgresAborts,
+    PostgresPoison,
+    PostgresQueues,
+)
+from tickwork.scheduler.backends.postgres.leases import PostgresLeases
+from tickwork.scheduler.backends.postgres.ledger import PostgresLedger
+from tickwork.scheduler.backends.postgres.limits import PostgresLimits
+from tickwork.scheduler.backends.postgres.messages import PostgresMessages
+from tickwork.scheduler.backends.postgres.notify import Listener
+from tickwork.scheduler.backends.postgres.rates import PostgresRates
+from tickwork.scheduler.backends.postgres.records import (
+    PostgresBatches,
+    PostgresRegistry,
+    PostgresResults,
+)
+from tickwork.scheduler.backends.postgres.schema import DEFAULT_SCHEMA, checked_schema
+from tickwork.scheduler.backends.postgres.store import PostgresStore
+from tickwork.scheduler.clock import Clock
+from tickwork.scheduler.errors import ConfigurationError
 
 
 class PostgresOptions(UrlOptions):

@@ -8,7 +8,7 @@ same stale ``last``; queues without fair messages never take the lock."""
 
 from __future__ import annotations
 
-from scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
 
 
 def make_fair_ready(store: PostgresStore, db: Connection, queue: str, until_ms: int) -> None:

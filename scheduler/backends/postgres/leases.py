@@ -10,22 +10,22 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scheduler.backends.postgres import ledger as ledger_rows
-from scheduler.backends.postgres.fairness import make_fair_ready
-from scheduler.backends.postgres.limits import release_in
-from scheduler.backends.postgres.notify import SOON_MS, announce, announce_queues
-from scheduler.backends.postgres.rows import (
+from tickwork.scheduler.backends.postgres import ledger as ledger_rows
+from tickwork.scheduler.backends.postgres.fairness import make_fair_ready
+from tickwork.scheduler.backends.postgres.limits import release_in
+from tickwork.scheduler.backends.postgres.notify import SOON_MS, announce, announce_queues
+from tickwork.scheduler.backends.postgres.rows import (
     INSERT_MANY,
     RETURNED,
     claim_of,
     insert_columns,
     order,
 )
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.roles import Leases
-from scheduler.backends.states import READY, SCHEDULED
-from scheduler.backends.values import Claim, ClaimBatch, Envelope
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
+from tickwork.scheduler.backends.roles import Leases
+from tickwork.scheduler.backends.states import READY, SCHEDULED
+from tickwork.scheduler.backends.values import Claim, ClaimBatch, Envelope
 
 #: the state a message goes back to: the one given, but a message with a fair-share key
 #: waits scheduled (the next claim gives it a new turn: ``fairness.py``)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.roles import Ledger
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.roles import Ledger
 
 _SWEEP_EVERY_MS = 60_000
 

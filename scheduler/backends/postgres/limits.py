@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from scheduler.backends.postgres.notify import announce_queues
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.records import SlotRequest, Waiter
-from scheduler.backends.roles import Limits
-from scheduler.backends.states import LEASED, READY
+from tickwork.scheduler.backends.postgres.notify import announce_queues
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.records import SlotRequest, Waiter
+from tickwork.scheduler.backends.roles import Limits
+from tickwork.scheduler.backends.states import LEASED, READY
 
 
 def lock_limits(db: Connection, names: Iterable[str]) -> None:

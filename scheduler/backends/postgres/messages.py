@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.postgres.writing import NoRoom, aenqueue_on, enqueue_on, fresh, run
-from scheduler.backends.roles import Messages
-from scheduler.backends.states import COLUMNS, stored_message
-from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.postgres.writing import NoRoom, aenqueue_on, enqueue_on, fresh, run
+from tickwork.scheduler.backends.roles import Messages
+from tickwork.scheduler.backends.states import COLUMNS, stored_message
+from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 
 
 class PostgresMessages(Messages):

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import psycopg
 
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.values import Envelope
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.values import Envelope
 
 log = logging.getLogger("tickwork.postgres")
 

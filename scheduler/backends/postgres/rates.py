@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.records import RateRequest
-from scheduler.backends.roles import Rates
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.records import RateRequest
+from tickwork.scheduler.backends.roles import Rates
 
 
 class PostgresRates(Rates):

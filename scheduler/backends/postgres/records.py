@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.records import BatchRecord, MemberOutcome
-from scheduler.backends.roles import Batches, Registry, Results
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.records import BatchRecord, MemberOutcome
+from tickwork.scheduler.backends.roles import Batches, Registry, Results
 
 
 class PostgresResults(Results):

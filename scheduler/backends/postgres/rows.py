@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.states import initial_state
-from scheduler.backends.values import Claim, Envelope
+from tickwork.scheduler.backends.states import initial_state
+from tickwork.scheduler.backends.values import Claim, Envelope
 
 #: a claimed row's columns, in ``claim_of``'s order
 RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority, turn"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.errors import ConfigurationError
 
 DEFAULT_SCHEMA = "tickwork"
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")

@@ -26,9 +26,9 @@ from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from scheduler.backends.postgres.bridge import LoopBridge
-from scheduler.backends.postgres.schema import MIGRATIONS, qualify
-from scheduler.errors import (
+from tickwork.scheduler.backends.postgres.bridge import LoopBridge
+from tickwork.scheduler.backends.postgres.schema import MIGRATIONS, qualify
+from tickwork.scheduler.errors import (
     BackendError,
     BackendUnavailable,
     ConfigurationError,

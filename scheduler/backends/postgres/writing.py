@@ -27,12 +27,12 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
-from scheduler.backends.outcomes import WRITES, plan
-from scheduler.backends.postgres.notify import SOON_MS, channel
-from scheduler.backends.postgres.rows import INSERT_MANY, insert_columns
-from scheduler.backends.postgres.store import Connection, PostgresStore
-from scheduler.backends.values import Envelope, OnConflict, Outcome
-from scheduler.errors import BackendError
+from tickwork.scheduler.backends.outcomes import WRITES, plan
+from tickwork.scheduler.backends.postgres.notify import SOON_MS, channel
+from tickwork.scheduler.backends.postgres.rows import INSERT_MANY, insert_columns
+from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
+from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome
+from tickwork.scheduler.errors import BackendError
 
 T = TypeVar("T")
 Query = tuple[str, Any]  # a statement (its tables qualified) and its parameters

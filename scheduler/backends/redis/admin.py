@@ -8,12 +8,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.records import AbortRequest, Failure, QueueStats
-from scheduler.backends.redis.scripts import BOUND, FAIR_STATE, stored_envelope
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
-from scheduler.backends.values import PoisonRecord
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
+from tickwork.scheduler.backends.redis.scripts import BOUND, FAIR_STATE, stored_envelope
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.values import PoisonRecord
+from tickwork.scheduler.errors import ConfigurationError
 
 
 def shares(max_pending: int, shards: int) -> list[int]:

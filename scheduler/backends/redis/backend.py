@@ -24,20 +24,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.base import Backend, Capability
-from scheduler.backends.redis.admin import RedisAborts, RedisPoison, RedisQueues
-from scheduler.backends.redis.batches import RedisBatches
-from scheduler.backends.redis.leases import RedisLeases
-from scheduler.backends.redis.ledger import RedisLedger
-from scheduler.backends.redis.limits import RedisLimits
-from scheduler.backends.redis.loop_wire import LoopWire
-from scheduler.backends.redis.messages import RedisMessages
-from scheduler.backends.redis.options import connect, without_query
-from scheduler.backends.redis.rates import RedisRates
-from scheduler.backends.redis.registry import RedisRegistry
-from scheduler.backends.redis.results import RedisResults
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.clock import Clock
+from tickwork.scheduler.backends.base import Backend, Capability
+from tickwork.scheduler.backends.redis.admin import RedisAborts, RedisPoison, RedisQueues
+from tickwork.scheduler.backends.redis.batches import RedisBatches
+from tickwork.scheduler.backends.redis.leases import RedisLeases
+from tickwork.scheduler.backends.redis.ledger import RedisLedger
+from tickwork.scheduler.backends.redis.limits import RedisLimits
+from tickwork.scheduler.backends.redis.loop_wire import LoopWire
+from tickwork.scheduler.backends.redis.messages import RedisMessages
+from tickwork.scheduler.backends.redis.options import connect, without_query
+from tickwork.scheduler.backends.redis.rates import RedisRates
+from tickwork.scheduler.backends.redis.registry import RedisRegistry
+from tickwork.scheduler.backends.redis.results import RedisResults
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.clock import Clock
 
 
 class RedisBackend(Backend):

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.records import BatchRecord, MemberOutcome
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Batches
+from tickwork.scheduler.backends.records import BatchRecord, MemberOutcome
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Batches
 
 
 class RedisBatches(Batches):

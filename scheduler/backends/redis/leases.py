@@ -11,11 +11,11 @@ import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.redis.limits import RedisLimits
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Leases
-from scheduler.backends.values import (
+from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
+from tickwork.scheduler.backends.redis.limits import RedisLimits
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Leases
+from tickwork.scheduler.backends.values import (
     Claim,
     ClaimBatch,
     Envelope,

@@ -15,10 +15,10 @@ import heapq
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Ledger
-from scheduler.model.ids import stable_shard
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Ledger
+from tickwork.scheduler.model.ids import stable_shard
 
 
 class RedisLedger(Ledger):

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.records import SlotRequest, Waiter
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Limits
+from tickwork.scheduler.backends.records import SlotRequest, Waiter
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Limits
 
 
 class RedisLimits(Limits):

@@ -6,20 +6,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.redis.scripts import (
+from tickwork.scheduler.backends.redis.scripts import (
     encode_record,
     raise_errors,
 )
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Messages
-from scheduler.backends.values import (
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Messages
+from tickwork.scheduler.backends.values import (
     Envelope,
     OnConflict,
     Outcome,
     StoredMessage,
 )
-from scheduler.errors import KeyConflict
-from scheduler.model.ids import stable_shard
+from tickwork.scheduler.errors import KeyConflict
+from tickwork.scheduler.model.ids import stable_shard
 
 _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 

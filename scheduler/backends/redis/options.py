@@ -18,8 +18,8 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
-from scheduler.backends.options import UrlOptions, parse_options
-from scheduler.errors import BackendUnavailable, ConfigurationError
+from tickwork.scheduler.backends.options import UrlOptions, parse_options
+from tickwork.scheduler.errors import BackendUnavailable, ConfigurationError
 
 
 class RedisOptions(UrlOptions):

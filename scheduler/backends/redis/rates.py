@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scheduler.backends.records import RateRequest
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Rates
+from tickwork.scheduler.backends.records import RateRequest
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Rates
 
 
 class RedisRates(Rates):

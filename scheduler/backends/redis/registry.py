@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Registry
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Registry
 
 
 class RedisRegistry(Registry):

@@ -32,8 +32,8 @@ from redis.exceptions import (
     TryAgainError,
 )
 
-from scheduler.backends.redis.scripts import Call, evalsha_round_trip, raise_errors
-from scheduler.errors import ReplicaTimeout
+from tickwork.scheduler.backends.redis.scripts import Call, evalsha_round_trip, raise_errors
+from tickwork.scheduler.errors import ReplicaTimeout
 
 #: the scripts whose writes a caller is told are done; these wait for replicas
 WAITED = frozenset(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.redis.shards import RedisShards
-from scheduler.backends.roles import Results
+from tickwork.scheduler.backends.redis.shards import RedisShards
+from tickwork.scheduler.backends.roles import Results
 
 
 class RedisResults(Results):

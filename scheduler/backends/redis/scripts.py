@@ -20,9 +20,9 @@ from typing import Any
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-from scheduler.backends.base import Envelope
-from scheduler.backends.redis.wire import send_commands
-from scheduler.errors import BackendError
+from tickwork.scheduler.backends.base import Envelope
+from tickwork.scheduler.backends.redis.wire import send_commands
+from tickwork.scheduler.errors import BackendError
 
 #: one script call: (script name, keys, args)
 Call = tuple[str, list[str], list[Any]]

@@ -19,20 +19,20 @@ import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 
-from scheduler.backends.base import Claim, Envelope, State, StoredMessage
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.redis.loop_wire import LoopWire
-from scheduler.backends.redis.options import unreachable
-from scheduler.backends.redis.replicas import WAITED, ReplicaWait
-from scheduler.backends.redis.scripts import (
+from tickwork.scheduler.backends.base import Claim, Envelope, State, StoredMessage
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.redis.loop_wire import LoopWire
+from tickwork.scheduler.backends.redis.options import unreachable
+from tickwork.scheduler.backends.redis.replicas import WAITED, ReplicaWait
+from tickwork.scheduler.backends.redis.scripts import (
     SHARD_KEYS,
     evalsha_round_trip,
     load_scripts,
     raise_errors,
     stored_envelope,
 )
-from scheduler.errors import BackendError, ConfigurationError
-from scheduler.model.ids import stable_shard
+from tickwork.scheduler.errors import BackendError, ConfigurationError
+from tickwork.scheduler.model.ids import stable_shard
 
 T = TypeVar("T")
 

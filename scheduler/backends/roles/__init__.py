@@ -4,11 +4,11 @@ in ``tests/contract/``. A new backend implements the core first (``Messages`` an
 ``Leases``, then ``QueueAdmin`` and ``PoisonStore``) and passes their contract, then the
 others."""
 
-from scheduler.backends.roles.admin import Aborts, PoisonStore, QueueAdmin
-from scheduler.backends.roles.leases import Leases
-from scheduler.backends.roles.limits import Limits, Rates
-from scheduler.backends.roles.messages import Messages
-from scheduler.backends.roles.records import Batches, Ledger, Registry, Results
+from tickwork.scheduler.backends.roles.admin import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.roles.leases import Leases
+from tickwork.scheduler.backends.roles.limits import Limits, Rates
+from tickwork.scheduler.backends.roles.messages import Messages
+from tickwork.scheduler.backends.roles.records import Batches, Ledger, Registry, Results
 
 __all__ = [
     "Aborts",

@@ -7,8 +7,8 @@ import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from scheduler.backends.records import AbortRequest, QueueStats
-from scheduler.backends.values import PoisonRecord
+from tickwork.scheduler.backends.records import AbortRequest, QueueStats
+from tickwork.scheduler.backends.values import PoisonRecord
 
 
 class PoisonStore(ABC):

@@ -17,8 +17,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 
-from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.values import Claim, ClaimBatch, Envelope
+from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
+from tickwork.scheduler.backends.values import Claim, ClaimBatch, Envelope
 
 
 class Leases(ABC):

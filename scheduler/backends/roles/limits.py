@@ -6,7 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from scheduler.backends.records import RateRequest, SlotRequest, Waiter
+from tickwork.scheduler.backends.records import RateRequest, SlotRequest, Waiter
 
 
 class Limits(ABC):

@@ -7,7 +7,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
+from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 
 
 class Messages(ABC):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from scheduler.backends.records import BatchRecord, LedgerEntry, MemberOutcome
+from tickwork.scheduler.backends.records import BatchRecord, LedgerEntry, MemberOutcome
 
 
 class Results(ABC):

@@ -11,7 +11,7 @@ URL: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, ``sqlite:/
 ``ConfigurationError``.
 """
 
-from scheduler.backends.sqlite.backend import SQLiteBackend
-from scheduler.backends.sqlite.connection import SQLiteOptions
+from tickwork.scheduler.backends.sqlite.backend import SQLiteBackend
+from tickwork.scheduler.backends.sqlite.connection import SQLiteOptions
 
 __all__ = ["SQLiteBackend", "SQLiteOptions"]

@@ -7,11 +7,11 @@ import builtins
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.records import AbortRequest, Failure, QueueStats
-from scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
-from scheduler.backends.sqlite.connection import SQLiteStore
-from scheduler.backends.values import Envelope, PoisonRecord
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
+from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.values import Envelope, PoisonRecord
+from tickwork.scheduler.errors import ConfigurationError
 
 
 class SQLitePoison(PoisonStore):

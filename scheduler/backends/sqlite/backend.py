@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-from scheduler.backends.base import Backend, Capability
-from scheduler.backends.options import parse_options, sqlite_file
-from scheduler.backends.sqlite.admin import SQLiteAborts, SQLitePoison, SQLiteQueues
-from scheduler.backends.sqlite.batches import SQLiteBatches
-from scheduler.backends.sqlite.connection import SQLiteOptions, SQLiteStore
-from scheduler.backends.sqlite.leases import SQLiteLeases
-from scheduler.backends.sqlite.ledger import SQLiteLedger
-from scheduler.backends.sqlite.limits import SQLiteLimits
-from scheduler.backends.sqlite.messages import SQLiteMessages
-from scheduler.backends.sqlite.rates import SQLiteRates
-from scheduler.backends.sqlite.registry import SQLiteRegistry
-from scheduler.backends.sqlite.results import SQLiteResults
-from scheduler.clock import Clock
-from scheduler.errors import ConfigurationError
+from tickwork.scheduler.backends.base import Backend, Capability
+from tickwork.scheduler.backends.options import parse_options, sqlite_file
+from tickwork.scheduler.backends.sqlite.admin import SQLiteAborts, SQLitePoison, SQLiteQueues
+from tickwork.scheduler.backends.sqlite.batches import SQLiteBatches
+from tickwork.scheduler.backends.sqlite.connection import SQLiteOptions, SQLiteStore
+from tickwork.scheduler.backends.sqlite.leases import SQLiteLeases
+from tickwork.scheduler.backends.sqlite.ledger import SQLiteLedger
+from tickwork.scheduler.backends.sqlite.limits import SQLiteLimits
+from tickwork.scheduler.backends.sqlite.messages import SQLiteMessages
+from tickwork.scheduler.backends.sqlite.rates import SQLiteRates
+from tickwork.scheduler.backends.sqlite.registry import SQLiteRegistry
+from tickwork.scheduler.backends.sqlite.results import SQLiteResults
+from tickwork.scheduler.clock import Clock
+from tickwork.scheduler.errors import ConfigurationError
 
 
 class SQLiteBackend(Backend):

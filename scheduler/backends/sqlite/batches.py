@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.records import BatchRecord, MemberOutcome
-from scheduler.backends.roles import Batches
-from scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.records import BatchRecord, MemberOutcome
+from tickwork.scheduler.backends.roles import Batches
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 
 
 class SQLiteBatches(Batches):

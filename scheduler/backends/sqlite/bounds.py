@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.base import Envelope
+from tickwork.scheduler.backends.base import Envelope
 
 
 def count_in(db: sqlite3.Connection, added: dict[str, int], bounded: bool) -> bool:

@@ -15,14 +15,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from scheduler.backends.base import Envelope
-from scheduler.backends.options import UrlOptions
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.sqlite import ledger_log, ledger_pages
-from scheduler.backends.sqlite.fairness import FAIR_SCHEMA
-from scheduler.backends.states import initial_state
-from scheduler.clock import Clock, SystemClock
-from scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
+from tickwork.scheduler.backends.base import Envelope
+from tickwork.scheduler.backends.options import UrlOptions
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.sqlite import ledger_log, ledger_pages
+from tickwork.scheduler.backends.sqlite.fairness import FAIR_SCHEMA
+from tickwork.scheduler.backends.states import initial_state
+from tickwork.scheduler.clock import Clock, SystemClock
+from tickwork.scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
 
 #: The whole storage schema. Messages live in a rowid table (appended in arrival order) with
 #: a unique index on ``id``: keyed ids are hashes, and inserting them at random into a

@@ -8,14 +8,14 @@ import secrets
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
-from scheduler.backends.records import Failure, LedgerEntry, Waiter
-from scheduler.backends.roles import Leases
-from scheduler.backends.sqlite.connection import SQLiteStore
-from scheduler.backends.sqlite.fairness import make_fair_ready
-from scheduler.backends.sqlite.limits import SQLiteLimits
-from scheduler.backends.sqlite.rows import DEADLINE, RETURNED, SOUND, claim_of, order
-from scheduler.backends.states import READY, SCHEDULED
-from scheduler.backends.values import Claim, ClaimBatch, Envelope
+from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
+from tickwork.scheduler.backends.roles import Leases
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.sqlite.fairness import make_fair_ready
+from tickwork.scheduler.backends.sqlite.limits import SQLiteLimits
+from tickwork.scheduler.backends.sqlite.rows import DEADLINE, RETURNED, SOUND, claim_of, order
+from tickwork.scheduler.backends.states import READY, SCHEDULED
+from tickwork.scheduler.backends.values import Claim, ClaimBatch, Envelope
 
 #: the state a message goes back to: the one given, but a message with a fair-share key
 #: waits scheduled (the next claim gives it a new turn: ``fairness.py``)

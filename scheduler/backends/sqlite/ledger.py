@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.roles import Ledger
-from scheduler.backends.sqlite import ledger_log
-from scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.roles import Ledger
+from tickwork.scheduler.backends.sqlite import ledger_log
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 
 
 class SQLiteLedger(Ledger):

@@ -29,10 +29,10 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from scheduler.backends.records import LedgerEntry
-from scheduler.backends.sqlite import ledger_pages
-from scheduler.backends.sqlite.ledger_pages import Logged, NewRecords
-from scheduler.errors import BackendError
+from tickwork.scheduler.backends.records import LedgerEntry
+from tickwork.scheduler.backends.sqlite import ledger_pages
+from tickwork.scheduler.backends.sqlite.ledger_pages import Logged, NewRecords
+from tickwork.scheduler.errors import BackendError
 
 log = logging.getLogger("tickwork.sqlite")
 

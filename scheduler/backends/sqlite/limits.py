@@ -7,10 +7,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.records import SlotRequest, Waiter
-from scheduler.backends.roles import Limits
-from scheduler.backends.sqlite.connection import SQLiteStore
-from scheduler.backends.states import LEASED, READY
+from tickwork.scheduler.backends.records import SlotRequest, Waiter
+from tickwork.scheduler.backends.roles import Limits
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.states import LEASED, READY
 
 
 class SQLiteLimits(Limits):

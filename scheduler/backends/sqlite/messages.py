@@ -7,12 +7,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.outcomes import plan
-from scheduler.backends.roles import Messages
-from scheduler.backends.sqlite import bounds
-from scheduler.backends.sqlite.connection import SQLiteStore
-from scheduler.backends.states import COLUMNS, initial_state, stored_message
-from scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
+from tickwork.scheduler.backends.outcomes import plan
+from tickwork.scheduler.backends.roles import Messages
+from tickwork.scheduler.backends.sqlite import bounds
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.states import COLUMNS, initial_state, stored_message
+from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
 
 
 class SQLiteMessages(Messages):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from scheduler.backends.records import RateRequest
-from scheduler.backends.roles import Rates
-from scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.records import RateRequest
+from tickwork.scheduler.backends.roles import Rates
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 
 
 class SQLiteRates(Rates):

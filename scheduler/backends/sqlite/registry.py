@@ -4,8 +4,8 @@ second, when a worker next writes its own (``SQLiteStore._prune``)."""
 
 from __future__ import annotations
 
-from scheduler.backends.roles import Registry
-from scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.roles import Registry
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 
 
 class SQLiteRegistry(Registry):

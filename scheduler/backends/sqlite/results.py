@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.backends.roles import Results
-from scheduler.backends.sqlite.connection import SQLiteStore
+from tickwork.scheduler.backends.roles import Results
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 
 
 class SQLiteResults(Results):

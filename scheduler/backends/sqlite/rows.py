@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.backends.base import Claim
+from tickwork.scheduler.backends.base import Claim
 
 #: a claimed row's columns, in ``RETURNING`` order, then whether SQLite found them sound
 RETURNED = "id, key, body, attempt, due_ms, at_ms, timeout_ms, priority, turn"

@@ -9,11 +9,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from scheduler import App
 from tickwork.dashboard.api.openapi import document
 from tickwork.dashboard.api.plumbing import error_response
 from tickwork.dashboard.api.routes import api_routes
 from tickwork.dashboard.security import Guard
+from tickwork.scheduler import App
 
 
 def create_api(

@@ -18,7 +18,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from scheduler import (
+from tickwork.dashboard.api.models import ErrorBody, ErrorDetail
+from tickwork.dashboard.roles import Role
+from tickwork.dashboard.security import Guard, Refused
+from tickwork.scheduler import (
     BackendError,
     InvalidMessage,
     KeyConflict,
@@ -27,9 +30,6 @@ from scheduler import (
     UnknownTask,
     WorkflowNotFound,
 )
-from tickwork.dashboard.api.models import ErrorBody, ErrorDetail
-from tickwork.dashboard.roles import Role
-from tickwork.dashboard.security import Guard, Refused
 
 M = TypeVar("M", bound=BaseModel)
 Endpoint = Callable[[Request], Awaitable[Response]]

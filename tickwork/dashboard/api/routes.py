@@ -17,11 +17,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from scheduler import App, Call, ScheduledMessage
-from scheduler.backends.codec import shown
-from scheduler.clock import to_datetime
-from scheduler.views.audit import read_actions
-from scheduler.views.poison import PoisonFilter, purge, replay, task_of
 from tickwork.dashboard.api.endpoints import ENDPOINTS, Spec
 from tickwork.dashboard.api.models import (
     Backfilled,
@@ -44,7 +39,12 @@ from tickwork.dashboard.api.models import (
 )
 from tickwork.dashboard.api.plumbing import ApiError, Endpoint, actor, endpoint, query
 from tickwork.dashboard.security import Guard
-from triggers import Cron, Exclusions, Repeating, Trigger
+from tickwork.scheduler import App, Call, ScheduledMessage
+from tickwork.scheduler.backends.codec import shown
+from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.views.audit import read_actions
+from tickwork.scheduler.views.poison import PoisonFilter, purge, replay, task_of
+from tickwork.triggers import Cron, Exclusions, Repeating, Trigger
 
 #: the most items a listing returns
 LIST_MOST = 1000

@@ -1,0 +1,52 @@
+"""Every error tickwork raises, in one place: ``from tickwork.errors import QueueFull``.
+
+All are ``TickworkError`` s, bar the two a handler's time limits raise inside it
+(``TimeLimitExceeded``, a ``BaseException`` so that ``except Exception`` does not swallow
+it, and ``SoftTimeLimitExceeded``, which a handler may catch to stop cleanly)."""
+
+from tickwork.scheduler.errors import (
+    BackendError,
+    BackendUnavailable,
+    BatchNotFound,
+    ConfigurationError,
+    DecodeError,
+    InvalidMessage,
+    KeyConflict,
+    QueueFull,
+    QueueNotFound,
+    ReplicaTimeout,
+    ScheduleNotFound,
+    TickworkError,
+    UnknownTask,
+    WorkflowNotFound,
+)
+from tickwork.scheduler.events.waits import WaitTimedOut
+from tickwork.scheduler.runs.context import Aborted, SoftTimeLimitExceeded, TimeLimitExceeded
+from tickwork.scheduler.runs.results import ResultTimeout, TaskFailed
+from tickwork.scheduler.workflows.graph_view import GraphFailed
+from tickwork.scheduler.workflows.status import BatchFailed
+
+__all__ = [
+    "Aborted",
+    "BackendError",
+    "BackendUnavailable",
+    "BatchFailed",
+    "BatchNotFound",
+    "ConfigurationError",
+    "DecodeError",
+    "GraphFailed",
+    "InvalidMessage",
+    "KeyConflict",
+    "QueueFull",
+    "QueueNotFound",
+    "ReplicaTimeout",
+    "ResultTimeout",
+    "ScheduleNotFound",
+    "SoftTimeLimitExceeded",
+    "TaskFailed",
+    "TickworkError",
+    "TimeLimitExceeded",
+    "UnknownTask",
+    "WaitTimedOut",
+    "WorkflowNotFound",
+]

@@ -1,0 +1,22 @@
+"""Workflows: ``chain``, ``group``, ``batch`` and ``graph`` (with ``after``) build them (the
+four are also in ``tickwork``); their handles and outcomes, and ``step_id``, the id of a
+chain's step."""
+
+from tickwork.scheduler.workflows.chains import chain, step_id
+from tickwork.scheduler.workflows.graph_view import GraphHandle
+from tickwork.scheduler.workflows.graphs import after, graph
+from tickwork.scheduler.workflows.shapes import batch, group
+from tickwork.scheduler.workflows.status import BatchHandle, BatchOutcome, BatchStatus
+
+__all__ = [
+    "BatchHandle",
+    "BatchOutcome",
+    "BatchStatus",
+    "GraphHandle",
+    "after",
+    "batch",
+    "chain",
+    "graph",
+    "group",
+    "step_id",
+]
