@@ -1,7 +1,8 @@
 """tickwork's core: tasks, messages, the producer API and the storage backends.
 
-These names are the public API; everything else is importable from its module but may
-change between releases.
+Its names serve tickwork's own packages; users import from ``tickwork`` and its
+documented sub-namespaces (``tickwork.errors``, ``tickwork.workflows``...), whose names
+are kept from release to release.
 """
 
 from tickwork.scheduler.app import App

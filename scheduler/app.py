@@ -3,8 +3,9 @@ message builder (``scheduler.producing.building``) and, opened on first use, a b
 producer's verbs are its own (tasks, enqueue, get, cancel, abort, result, preview); the
 operator's are on small services reached from it, each a collaborator over the same
 parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
-(``scheduler.views.queues``), ``app.batches`` (``scheduler.workflows.service``) and
-``app.workers`` (``scheduler.views.presence``)."""
+(``scheduler.views.queues``), ``app.poison`` (``scheduler.views.poison``), ``app.batches``
+(``scheduler.workflows.service``) and ``app.workers`` (``scheduler.views.presence``);
+each operator verb records itself in ``app.audit`` (``scheduler.views.audit``)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ from tickwork.scheduler.schedules.control import AbortResult
 from tickwork.scheduler.schedules.ledger import HistoryEntry
 from tickwork.scheduler.schedules.service import Schedules
 from tickwork.scheduler.settings import Settings
+from tickwork.scheduler.views.audit import Audit
+from tickwork.scheduler.views.poison import Poison
 from tickwork.scheduler.views.presence import Workers
 from tickwork.scheduler.views.queues import Queues
 from tickwork.scheduler.workflows.graphs import Workflow
@@ -93,7 +96,9 @@ class App:
         )
         self.backend_clock, self.builder = self._stamping()
         self.Task: type[TaskClass] = type("Task", (TaskClass,), {"app": self})
-        #: the operator's services (see the module docstring)
+        #: the operator's services (see the module docstring), their actions in ``audit``
+        self.audit = Audit(self)
+        self.poison = Poison(self)
         self.schedules = Schedules(self)
         self.builder.shared = self.schedules.calendars.resolve
         self.builder.shared_required = self.schedules.calendars.require
@@ -443,14 +448,19 @@ class App:
         key: str | None = None,
         queue: str | None = None,
         continue_chain: bool = True,
+        actor: str | None = None,
     ) -> AbortResult:
         """Stop a run by ``id`` or ``key``. A running handler is asked to stop (sync ones
         see ``current_run().aborted``, async ones are cancelled, process-pool ones get
         ``Aborted`` raised and are killed after a grace); the run ends as aborted, with no
         retry, and its chain goes on unless ``continue_chain`` is False. A pending message
-        is cancelled."""
-        stored = self._read(id, key, queue)
-        return control.abort(self.backend, stored, continue_chain, self._now_ms())
+        is cancelled. Recorded in ``app.audit`` with ``actor``."""
+        result = control.abort(
+            self.backend, self._read(id, key, queue), continue_chain, self._now_ms()
+        )
+        target = id or f"{queue or self.settings.default_queue}/{key}"
+        self.audit.record("message.abort", target, actor=actor, outcome=result.value)
+        return result
 
     def preview(
         self, what: Trigger | str, count: int = 10, *, queue: str | None = None

@@ -78,6 +78,9 @@ class SharedCalendars:
         )
         self.backend.messages.enqueue([message.envelope(to_ms(PAUSED_DUE))], OnConflict.REPLACE)
         self._log().record(CALENDARS_QUEUE, name, "calendar", now, actor, note, rules.describe())
+        self._parts.audit.record(
+            "calendar.put", name, actor=actor, outcome=rules.describe(), note=note
+        )
         self._read_at = float("-inf")
 
     def get(self, name: str) -> Exclusions | None:
@@ -121,6 +124,9 @@ class SharedCalendars:
         if deleted:
             now = to_datetime(self.backend.now_ms())
             self._log().record(CALENDARS_QUEUE, name, "calendar", now, actor, note, "deleted")
+            self._parts.audit.record(
+                "calendar.delete", name, actor=actor, outcome="deleted", note=note
+            )
             self._read_at = float("-inf")
         return deleted
 

@@ -82,9 +82,26 @@ class Schedules:
         """Cancel by ``id`` or ``key``. A running occurrence finishes but does not reschedule.
         Returns False when there was nothing to cancel. Cancelling a recurring schedule
         records its pending occurrence as cancelled in the schedule's history, and the
-        cancel (with ``note`` and ``actor``) in its action log."""
+        cancel (with ``note`` and ``actor``) in its action log; every cancel is recorded
+        in ``app.audit``."""
         if (id is None) == (key is None):
             raise InvalidMessage("give exactly one of id= and key=")
+        cancelled = self._cancel(id, key, queue, note, actor)
+        target = id if key is None else f"{queue or self.settings.default_queue}/{key}"
+        outcome = "cancelled" if cancelled else "nothing to cancel"
+        self._parts.audit.record(
+            "message.cancel", target or "", actor=actor, outcome=outcome, note=note
+        )
+        return cancelled
+
+    def _cancel(
+        self,
+        id: str | None,
+        key: str | None,
+        queue: str | None,
+        note: str | None,
+        actor: str | None,
+    ) -> bool:
         if key is None:
             assert id is not None
             return self.backend.messages.delete(id, queue)
@@ -146,9 +163,15 @@ class Schedules:
         note: str | None,
         detail: str | None = None,
     ) -> None:
-        """Record a steering action in ``key``'s action log (``actions``)."""
+        """Record a steering action in ``key``'s action log (``actions``) and in the
+        operators' audit log (``app.audit``)."""
         at = to_datetime(self._now_ms())
         ActionLog(self.backend, self.settings).record(queue, key, action, at, actor, note, detail)
+        if action != "cancel":  # a cancel is recorded as the message's (``cancel``)
+            target, outcome = f"{queue}/{key}", detail or ""
+            self._parts.audit.record(
+                f"schedule.{action}", target, actor=actor, outcome=outcome, note=note
+            )
 
     def actions(
         self, key: str, *, queue: str | None = None, limit: int | None = None

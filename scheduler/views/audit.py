@@ -1,8 +1,11 @@
-"""The audit log: every action an operator took through the dashboard or the HTTP API
-(pausing a queue, replaying or purging the poison store, enqueueing, steering a
-schedule...), with who, when, what on and how it ended, newest first. A schedule's own
-action log (``scheduler.schedules.actions``) tells its story; this one tells the
-operators'.
+"""The audit log (``app.audit``): every action an operator took (pausing a queue,
+replaying or purging the poison store, steering or cancelling a schedule, changing a
+calendar...), with who, when, what on and how it ended, newest first. The app's
+services record their own operator verbs here, with the actor their caller names, so the
+same action from Python, the command line, a dashboard page or the HTTP API leaves the
+same record; the API also records what producers wrote through it and every refused
+write. A schedule's own action log (``scheduler.schedules.actions``) tells its story;
+this one tells the operators'.
 
 Kept in the ledger (queue ``AUDIT_QUEUE``, subject ``AUDIT_SUBJECT``), the newest
 ``AUDIT_KEEP`` records for ``AUDIT_TTL_MS``.
@@ -11,11 +14,16 @@ Kept in the ledger (queue ``AUDIT_QUEUE``, subject ``AUDIT_SUBJECT``), the newes
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tickwork.scheduler.backends import Backend, LedgerEntry
 from tickwork.scheduler.clock import to_datetime
+from tickwork.scheduler.schedules.actions import default_actor
+
+if TYPE_CHECKING:
+    from tickwork.scheduler.parts import AppParts
 
 AUDIT_QUEUE = "tickwork.audit"
 AUDIT_SUBJECT = "actions"
@@ -71,3 +79,30 @@ def read_actions(backend: Backend, limit: int = 100) -> list[AuditRecord]:
         except ValidationError:
             continue
     return found
+
+
+class Audit:
+    """``app.audit``: who did what, newest first (``recent``). The operator verbs of the
+    app's services (``app.queues``, ``app.poison``, ``app.schedules`` and its calendars,
+    ``app.cancel``) record themselves here with the ``actor`` they are given (default:
+    this process's ``user@host``)."""
+
+    def __init__(self, parts: AppParts) -> None:
+        self._parts = parts
+
+    def record(
+        self,
+        action: str,
+        target: str,
+        *,
+        actor: str | None = None,
+        outcome: str = "",
+        note: str | None = None,
+    ) -> None:
+        """Append one action (``"queue.pause"``, on ``target`` ``"mail"``) to the log."""
+        backend = self._parts.backend
+        record_action(backend, actor or default_actor(), action, target, outcome, note)
+
+    def recent(self, limit: int = 100) -> list[AuditRecord]:
+        """The newest ``limit`` actions, newest first."""
+        return read_actions(self._parts.backend, limit)

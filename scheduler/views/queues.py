@@ -42,32 +42,43 @@ class Queues:
             )
         return name
 
-    def pause(self, queue: str | None = None) -> bool:
+    def pause(self, queue: str | None = None, *, actor: str | None = None) -> bool:
         """Stop every worker claiming from ``queue`` (default: the default queue) within
         its poll interval; enqueueing goes on and due messages wait. False if it was
-        already paused; raises ``QueueNotFound``."""
-        return self._parts.backend.queues.pause(self._known(queue))
+        already paused; raises ``QueueNotFound``. Recorded in ``app.audit``."""
+        name = self._known(queue)
+        paused = self._parts.backend.queues.pause(name)
+        outcome = "paused" if paused else "already paused"
+        self._parts.audit.record("queue.pause", name, actor=actor, outcome=outcome)
+        return paused
 
-    def resume(self, queue: str | None = None) -> bool:
+    def resume(self, queue: str | None = None, *, actor: str | None = None) -> bool:
         """Let workers claim from ``queue`` again. False if it was not paused; raises
-        ``QueueNotFound``."""
-        return self._parts.backend.queues.resume(self._known(queue))
+        ``QueueNotFound``. Recorded in ``app.audit``."""
+        name = self._known(queue)
+        resumed = self._parts.backend.queues.resume(name)
+        outcome = "resumed" if resumed else "was not paused"
+        self._parts.audit.record("queue.resume", name, actor=actor, outcome=outcome)
+        return resumed
 
     def paused(self) -> list[str]:
         """The paused queues, sorted."""
         return self._parts.backend.queues.paused()
 
-    def configure(self, queue: str, *, max_pending: int | None) -> None:
+    def configure(self, queue: str, *, max_pending: int | None, actor: str | None = None) -> None:
         """Bound ``queue`` to ``max_pending`` messages waiting or leased (poisoned ones do
         not count), or remove its bound with None. While it is full, ``delay``,
         ``schedule`` and ``enqueue_many`` wait for room (``QueueFull`` after their
         timeout); retries, replays and a recurring chain's next occurrence always pass.
-        A queue may be bounded before anything was written to it."""
+        A queue may be bounded before anything was written to it. Recorded in
+        ``app.audit``."""
         if max_pending is not None and (isinstance(max_pending, bool) or max_pending < 1):
             raise ConfigurationError(
                 f"max_pending must be a whole number >= 1, not {max_pending!r}"
             )
         self._parts.backend.queues.set_bound(queue, max_pending)
+        bound = "unbounded" if max_pending is None else f"max_pending {max_pending}"
+        self._parts.audit.record("queue.bound", queue, actor=actor, outcome=bound)
 
     def bounds(self) -> dict[str, int]:
         """``max_pending`` of every bounded queue."""

@@ -154,8 +154,8 @@ def test_enqueue_repeating_and_cron_then_schedules(run) -> None:  # type: ignore
     code, out, _ = run("schedules", "--json")
     rows = {r["key"]: r for r in json.loads(out)}
     assert code == 0 and set(rows) == {"every", "cron"}
-    assert rows["cron"]["trigger"]["tz"] == "Europe/Paris"
-    assert rows["every"]["trigger"]["repeat_count"] == 3
+    assert rows["cron"]["trigger_spec"]["tz"] == "Europe/Paris"
+    assert rows["every"]["trigger_spec"]["repeat_count"] == 3
     code, out, _ = run("schedules")
     assert code == 0 and "every" in out
 
@@ -480,8 +480,8 @@ def test_cron_explain_and_schedules_preview(run) -> None:  # type: ignore[no-unt
     assert code == 0 and "morning" in out and "cron 0 9 * * * Asia/Tokyo" in out
     assert "09:00:00 JST" in out, "next run in the schedule's own timezone"
     (row,) = json.loads(run("schedules", "--json")[1])
-    assert row["trigger_text"] == "cron 0 9 * * * Asia/Tokyo" and row["timezone"] == "Asia/Tokyo"
-    assert row["next_run"].endswith("T00:00:00+00:00"), "UTC in JSON"
+    assert row["trigger"] == "cron 0 9 * * * Asia/Tokyo" and row["timezone"] == "Asia/Tokyo"
+    assert row["next_run"].endswith("T00:00:00Z"), "UTC in JSON"
     code, _, err = run("schedules", "preview", "missing")
     assert code == 1 and "no schedule holds the key 'missing'" in err
 

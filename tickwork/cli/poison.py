@@ -14,43 +14,16 @@ from tickwork.cli.common import (
     console,
     emit_json,
     fail,
-    iso,
     json_option,
     not_found,
     pass_state,
 )
-from tickwork.scheduler import (
-    TickworkError,
-)
-from tickwork.scheduler.backends.codec import shown
-from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.views import poison as poisoned
 
 
 @click.group()
 def poison() -> None:
     """Inspect, replay or purge messages that failed for good."""
-
-
-def poison_dict(record: Any) -> dict[str, Any]:
-    try:
-        body: Any = Message.decode(record.envelope.body).model_dump(
-            mode="json", exclude_defaults=True
-        )
-    except TickworkError:
-        body = record.envelope.body.decode("utf-8", "replace")
-    return {
-        "id": record.envelope.id,
-        "queue": record.envelope.queue,
-        "key": record.envelope.key,
-        "attempts": record.attempts,
-        "failed_at": iso(record.failed_at_ms),
-        "reason": record.failure.reason,
-        "error_type": record.failure.error_type,
-        "error": shown(record.failure.message),
-        "traceback": shown(record.failure.traceback),
-        "message": body,
-    }
 
 
 @poison.command("list")
@@ -62,19 +35,19 @@ def poison_dict(record: Any) -> dict[str, Any]:
 @clean_errors
 def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> None:
     """List poisoned messages, oldest first."""
-    records = [poison_dict(r) for r in state.app(reading=True).backend.poison.list(queue, limit)]
+    records = state.app(reading=True).poison.list(queue, limit)
     if as_json:
-        emit_json(records)
+        emit_json([record.model_dump(mode="json") for record in records])
         return
     table = Table("id", "queue", "key", "attempts", "failed at", "error")
     for r in records:
         table.add_row(
-            r["id"],
-            r["queue"],
-            r["key"] or "-",
-            str(r["attempts"]),
-            r["failed_at"],
-            f"{r['error_type']}: {r['error']}"[:80],
+            r.id,
+            r.queue,
+            r.key or "-",
+            str(r.attempts),
+            r.failed_at.isoformat(timespec="milliseconds"),
+            f"{r.error_type}: {r.error}"[:80],
         )
     console().print(table)
 
@@ -85,11 +58,11 @@ def poison_list(state: State, queue: str | None, limit: int, as_json: bool) -> N
 @app_options
 @clean_errors
 def poison_show(state: State, message_id: str) -> None:
-    """Show one poisoned message with its error and traceback."""
-    record = state.app(reading=True).backend.poison.get(message_id)
+    """Show one poisoned message whole: its error, traceback and body."""
+    record = state.app(reading=True).poison.get(message_id)
     if record is None:
         not_found(f"no poisoned message with id {message_id!r}")
-    emit_json(poison_dict(record))
+    emit_json(record.model_dump(mode="json"))
 
 
 def _filter_options(command: Any) -> Any:
@@ -125,13 +98,14 @@ def poison_replay(
 ) -> None:
     """Move poisoned messages (by id, or --all that the filter options match) back to
     their queue, due now, with fresh attempts."""
-    backend = state.app(reading=True).backend
+    service = state.app(reading=True).poison
     if bool(message_ids) == replay_all:
         fail("give message ids or --all")
+    chosen = poisoned.PoisonFilter(queue, reason, task, text)
     if replay_all:
-        moved = poisoned.replay(backend, poisoned.PoisonFilter(queue, reason, task, text))
+        moved = service.replay(chosen=chosen)
     else:
-        moved = backend.poison.replay(list(message_ids), queue)
+        moved = service.replay(message_ids, chosen=poisoned.PoisonFilter(queue))
         if moved == 0:
             not_found(f"no replayable poisoned message among {', '.join(message_ids)}")
     click.echo(f"replayed {moved}")
@@ -153,9 +127,8 @@ def poison_purge(
 ) -> None:
     """Delete poisoned messages: these ids, or every one the filter options match (all
     of them without options)."""
-    backend = state.app(reading=True).backend
+    service = state.app(reading=True).poison
     if message_ids:
-        click.echo(f"purged {backend.poison.purge(queue, list(message_ids))}")
+        click.echo(f"purged {service.purge(message_ids, chosen=poisoned.PoisonFilter(queue))}")
         return
-    chosen = poisoned.PoisonFilter(queue, reason, task, text)
-    click.echo(f"purged {poisoned.purge(backend, chosen)}")
+    click.echo(f"purged {service.purge(chosen=poisoned.PoisonFilter(queue, reason, task, text))}")

@@ -18,6 +18,7 @@ from tickwork.cli.common import (
     json_option,
     pass_state,
 )
+from tickwork.scheduler.views.schedules import ScheduleView
 from tickwork.triggers import Misfire
 from tickwork.triggers.preview import Occurrence
 
@@ -37,26 +38,7 @@ def schedules(state: State, ctx: click.Context, queue: str | None, as_json: bool
         return
     rows = state.app(reading=True).schedules.list(queue)
     if as_json:
-        emit_json(
-            [
-                {
-                    "queue": r.queue,
-                    "key": r.key,
-                    "task": r.task,
-                    "trigger": r.trigger.model_dump(mode="json", exclude_defaults=True),
-                    "trigger_text": r.trigger.describe(),
-                    "timezone": r.trigger.zone,
-                    "next_run": r.next_run.isoformat(),
-                    "last_run": r.last_run and r.last_run.isoformat(),
-                    "last_success": r.last_success and r.last_success.isoformat(),
-                    "misfires": r.misfires,
-                    "last_outcome": r.last_outcome,
-                    "state": "paused" if r.paused_at else str(r.state),
-                    "paused_at": r.paused_at and r.paused_at.isoformat(),
-                }
-                for r in rows
-            ]
-        )
+        emit_json([ScheduleView.of(r).model_dump(mode="json") for r in rows])
         return
     table = Table(
         "queue",

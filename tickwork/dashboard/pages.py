@@ -24,7 +24,6 @@ from tickwork.dashboard.plumbing import Act, Audit, Form, Gather, Handler, actio
 from tickwork.dashboard.poison_page import poison_routes
 from tickwork.dashboard.security import Access, Guard, Refused
 from tickwork.scheduler import App, InvalidMessage, TickworkError
-from tickwork.scheduler.views.audit import record_action
 
 _BACKFILL_LIMIT = 1000  # occurrences one backfill from the page may enqueue
 
@@ -66,10 +65,11 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
 
 
 def audit_of(app: App) -> Audit:
-    """What records an action of the dashboard or the API in ``app``'s audit log."""
+    """What records, in ``app``'s audit log, a request of the dashboard or the API that
+    no service recorded (one refused, or a producer's write through the API)."""
 
     def audit(actor: str, action: str, outcome: str) -> None:
-        record_action(app.backend, actor, action, outcome=outcome)
+        app.audit.record(action, "", actor=actor, outcome=outcome)
 
     return audit
 
@@ -170,13 +170,13 @@ class _Views:
     # -- actions -------------------------------------------------------------------------
 
     def queue_action(self, path: dict[str, str], form: Form) -> str:
-        queue, verb = path["queue"], path["verb"]
+        queue, verb, actor = path["queue"], path["verb"], path.get("actor")
         if verb == "pause":
-            return f"paused {queue}" if self.app.queues.pause(queue) else f"{queue} was paused"
+            paused = self.app.queues.pause(queue, actor=actor)
+            return f"paused {queue}" if paused else f"{queue} was paused"
         if verb == "resume":
-            return (
-                f"resumed {queue}" if self.app.queues.resume(queue) else f"{queue} was not paused"
-            )
+            resumed = self.app.queues.resume(queue, actor=actor)
+            return f"resumed {queue}" if resumed else f"{queue} was not paused"
         raise Refused(404, f"no queue action {verb!r}")
 
     def schedule_action(self, path: dict[str, str], form: Form) -> str:
@@ -223,11 +223,10 @@ class _Views:
         return times[0], times[1]
 
     def message_action(self, path: dict[str, str], form: Form) -> str:
-        message_id, verb = path["id"], path["verb"]
+        message_id, verb, actor = path["id"], path["verb"], path.get("actor")
         if verb == "cancel":
-            return (
-                f"cancelled {message_id}" if self.app.cancel(id=message_id) else "nothing to cancel"
-            )
+            cancelled = self.app.cancel(id=message_id, actor=actor)
+            return f"cancelled {message_id}" if cancelled else "nothing to cancel"
         if verb == "abort":
-            return f"abort of {message_id}: {self.app.abort(id=message_id).value}"
+            return f"abort of {message_id}: {self.app.abort(id=message_id, actor=actor).value}"
         raise Refused(404, f"no message action {verb!r}")

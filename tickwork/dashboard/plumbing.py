@@ -101,10 +101,10 @@ def action(access: Guard, act: Act) -> Handler:
             return refusal(refused)
         except TickworkError as err:
             done = f"error: {err}"
-        audit: Audit | None = getattr(request.app.state, "audit", None)
-        if audit is not None:  # who did what, in the audit log
-            what = request.url.path.removeprefix(str(request.scope.get("root_path", "")))
-            await run_in_threadpool(audit, params["actor"], f"dashboard POST {what}", done)
+            audit: Audit | None = getattr(request.app.state, "audit", None)
+            if audit is not None:  # what was done, the service recorded; this, it did not
+                what = request.url.path.removeprefix(str(request.scope.get("root_path", "")))
+                await run_in_threadpool(audit, params["actor"], f"dashboard POST {what}", done)
         root = str(request.scope.get("root_path", ""))
         back = form.get("next", "")
         if not back.startswith(f"{root}/") or back.startswith("//"):

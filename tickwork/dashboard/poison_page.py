@@ -58,39 +58,40 @@ class _PoisonViews:
         }
 
     def one_action(self, path: dict[str, str], form: Form) -> str:
-        message_id, verb = path["id"], path["verb"]
+        message_id, verb, actor = path["id"], path["verb"], path.get("actor")
         if verb == "replay":
-            count = self.app.backend.poison.replay([message_id])
+            count = self.app.poison.replay([message_id], actor=actor)
             return f"replayed {message_id}" if count else f"{message_id} was not replayed"
         if verb == "purge":
-            count = self.app.backend.poison.purge(ids=[message_id])
+            count = self.app.poison.purge([message_id], actor=actor)
             return f"purged {message_id}" if count else f"{message_id} was not poisoned"
         raise Refused(404, f"no poison action {verb!r}")
 
     def queue_action(self, path: dict[str, str], form: Form) -> str:
         """Everything poisoned in one queue: replay it all, or purge it all."""
-        queue, verb = path["queue"], path["verb"]
+        queue, verb, actor = path["queue"], path["verb"], path.get("actor")
+        chosen = poisoned.PoisonFilter(queue=queue)
         if verb == "replay":
-            return f"replayed {self.app.backend.poison.replay(None, queue)} of {queue}"
+            return f"replayed {self.app.poison.replay(chosen=chosen, actor=actor)} of {queue}"
         if verb == "purge":
-            return f"purged {self.app.backend.poison.purge(queue)} of {queue}"
+            return f"purged {self.app.poison.purge(chosen=chosen, actor=actor)} of {queue}"
         raise Refused(404, f"no poison queue action {verb!r}")
 
     def selection_action(self, path: dict[str, str], form: Form) -> str:
         """``replay`` or ``purge`` of the ticked messages (``id`` fields), or with
         ``matching=1`` of everything the filter in the form matches."""
-        verb = path["verb"]
+        verb, actor = path["verb"], path.get("actor")
         if verb not in ("replay", "purge"):
             raise Refused(404, f"no poison selection action {verb!r}")
-        backend, done = self.app.backend, _DONE[verb]
+        service, done = self.app.poison, _DONE[verb]
+        act = service.replay if verb == "replay" else service.purge
         if form.get("matching"):
             chosen = _filter(form)
             if chosen.empty:
                 raise Refused(400, "give a filter, or use a queue's replay all / purge all")
-            act = poisoned.replay if verb == "replay" else poisoned.purge
-            return f"{done} {act(backend, chosen)} matching the filter"
+            return f"{done} {act(chosen=chosen, actor=actor)} matching the filter"
         ids = form.getlist("id")
         if not ids:
             return "nothing was ticked"
-        count = backend.poison.replay(ids) if verb == "replay" else backend.poison.purge(ids=ids)
+        count = act(ids, actor=actor)
         return f"{done} {count} of {len(ids)} ticked"

@@ -20,14 +20,14 @@ from tickwork.dashboard.api.models import (
     EnqueueRequest,
     MessageView,
     NoteRequest,
-    PoisonView,
     PurgeRequest,
     QueueView,
     ReplayRequest,
     ResumeRequest,
-    ScheduleView,
 )
 from tickwork.dashboard.roles import Role
+from tickwork.scheduler.views.poison import PoisonView
+from tickwork.scheduler.views.schedules import ScheduleView
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,15 @@ class Spec:
     many: bool = False
     query: tuple[str, ...] = ()
     needs: Role = Role.OPERATOR  # the role a write needs (a read: any)
+    #: a write no operator service records (a producer's): the API records it when done
+    #: (a refused write it records always)
+    recorded_here: bool = False
 
 
 ENDPOINTS = (
     Spec("/messages", "POST", "enqueue", EnqueueRequest, Enqueued,
-         "Enqueue a task (Idempotency-Key: a retried request stores it once)"),
+         "Enqueue a task (Idempotency-Key: a retried request stores it once)",
+         recorded_here=True),
     Spec("/messages", "GET", "read", None, MessageView, "Read a message by id or key",
          query=("id", "key", "queue")),
     Spec("/messages", "DELETE", "cancel", NoteRequest, Done, "Cancel a message by id or key",
@@ -89,7 +93,9 @@ ENDPOINTS = (
          "Delete a named calendar no schedule uses", needs=Role.ADMIN),
     Spec("/workers", "GET", "workers", None, None, "The worker registry"),
     Spec("/audit", "GET", "audit", None, None,
-         "Every action taken through the dashboard and the API, newest first",
+         "Every operator action (from Python, the command line, a page or the API) and "
+         "every write through the API, newest first",
          query=("limit",)),
-    Spec("/events", "POST", "emit", EmitRequest, Enqueued, "Emit an event; its id"),
+    Spec("/events", "POST", "emit", EmitRequest, Enqueued, "Emit an event; its id",
+         recorded_here=True),
 )  # fmt: skip

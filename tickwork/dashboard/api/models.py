@@ -116,22 +116,6 @@ class CalendarRequest(ApiModel):
     note: str | None = Field(default=None, max_length=2000)
 
 
-class ScheduleView(ApiModel):
-    """A keyed recurring schedule."""
-
-    queue: str
-    key: str
-    task: str
-    trigger: str
-    timezone: str
-    next_run: datetime
-    last_run: datetime | None
-    last_success: datetime | None
-    last_outcome: str | None
-    paused: bool
-    misfires: int
-
-
 class QueueView(ApiModel):
     """A queue: what it holds, and whether it is paused or bounded."""
 
@@ -142,19 +126,6 @@ class QueueView(ApiModel):
     in_flight: int
     poisoned: int
     max_pending: int | None
-
-
-class PoisonView(ApiModel):
-    """A message in the poison store."""
-
-    id: str
-    queue: str
-    task: str | None
-    reason: str
-    error_type: str
-    error: str
-    attempts: int
-    failed_at: datetime
 
 
 class ReplayRequest(ApiModel):

@@ -79,10 +79,13 @@ def endpoint(
     body: type[BaseModel] | None = None,
     needs: Role = Role.OPERATOR,
     audit: Callable[[str, str, str], None] | None = None,
+    *,
+    record_done: bool = False,
 ) -> Endpoint:
     """An endpoint: ``handle(request, parsed body or None)`` runs in a thread and returns
     a model (or a list of them, or a plain JSON value) answered with 200. A write needs
-    the role ``needs``; a read, any role."""
+    the role ``needs``; a read, any role. ``audit`` records a refused write, and with
+    ``record_done`` a write done (one no operator service records itself)."""
 
     async def serve(request: Request) -> Response:
         try:
@@ -108,7 +111,7 @@ def endpoint(
                 await _audited(audit, guard, request, f"refused: {mapped.code}")
             return error_response(mapped.status, mapped.code, str(mapped))
         answer = _jsonable(result)
-        if audit is not None and request.method in _WRITES:
+        if audit is not None and record_done and request.method in _WRITES:
             await _audited(audit, guard, request, json.dumps(answer)[:200])
         return JSONResponse(answer)
 

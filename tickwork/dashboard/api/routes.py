@@ -30,20 +30,17 @@ from tickwork.dashboard.api.models import (
     EnqueueRequest,
     MessageView,
     NoteRequest,
-    PoisonView,
     PurgeRequest,
     QueueView,
     ReplayRequest,
     ResumeRequest,
-    ScheduleView,
 )
 from tickwork.dashboard.api.plumbing import ApiError, Endpoint, actor, endpoint, query
 from tickwork.dashboard.security import Guard
 from tickwork.scheduler import App, Call, ScheduledMessage
 from tickwork.scheduler.backends.codec import shown
-from tickwork.scheduler.clock import to_datetime
-from tickwork.scheduler.views.audit import read_actions
-from tickwork.scheduler.views.poison import PoisonFilter, purge, replay, task_of
+from tickwork.scheduler.views.poison import PoisonFilter, PoisonView
+from tickwork.scheduler.views.schedules import ScheduleView
 from tickwork.triggers import Cron, Exclusions, Repeating, Trigger
 
 #: the most items a listing returns
@@ -63,7 +60,12 @@ def api_routes(
     for path, specs in by_path.items():  # one route a path, dispatching on the method
         served = {
             spec.method: endpoint(
-                guard, getattr(handlers, spec.handler), spec.body, spec.needs, audit
+                guard,
+                getattr(handlers, spec.handler),
+                spec.body,
+                spec.needs,
+                audit,
+                record_done=spec.recorded_here,
             )
             for spec in specs
         }
@@ -149,7 +151,8 @@ class _Handlers:
         message_id, key = query(request, "id"), query(request, "key")
         if (message_id is None) == (key is None):
             raise ApiError(422, "invalid", "give exactly one of ?id= and ?key=")
-        result = self.app.abort(id=message_id, key=key, queue=query(request, "queue"))
+        who = actor(self.guard, request)
+        result = self.app.abort(id=message_id, key=key, queue=query(request, "queue"), actor=who)
         return {"result": result.value}
 
     def result(self, request: Request, _: None) -> dict[str, Any]:
@@ -159,22 +162,8 @@ class _Handlers:
     # -- schedules -------------------------------------------------------------------------
 
     def schedules(self, request: Request, _: None) -> list[ScheduleView]:
-        return [
-            ScheduleView(
-                queue=info.queue,
-                key=info.key,
-                task=info.task,
-                trigger=info.trigger.describe(),
-                timezone=info.trigger.zone,
-                next_run=info.next_run,
-                last_run=info.last_run,
-                last_success=info.last_success,
-                last_outcome=info.last_outcome,
-                paused=info.paused_at is not None,
-                misfires=info.misfires,
-            )
-            for info in self.app.schedules.list(query(request, "queue"))[:LIST_MOST]
-        ]
+        found = self.app.schedules.list(query(request, "queue"))[:LIST_MOST]
+        return [ScheduleView.of(info) for info in found]
 
     def preview(self, request: Request, _: None) -> list[dict[str, Any]]:
         count = _count(request, default=10, most=100)
@@ -242,44 +231,31 @@ class _Handlers:
         ]
 
     def pause_queue(self, request: Request, _: NoteRequest) -> Done:
-        self.app.queues.pause(request.path_params["queue"])
-        return Done(done=True)
+        who = actor(self.guard, request)
+        return Done(done=self.app.queues.pause(request.path_params["queue"], actor=who))
 
     def resume_queue(self, request: Request, _: NoteRequest) -> Done:
-        self.app.queues.resume(request.path_params["queue"])
-        return Done(done=True)
+        who = actor(self.guard, request)
+        return Done(done=self.app.queues.resume(request.path_params["queue"], actor=who))
 
     def bound(self, request: Request, body: BoundRequest) -> Done:
-        self.app.queues.configure(request.path_params["queue"], max_pending=body.max_pending)
+        who, queue = actor(self.guard, request), request.path_params["queue"]
+        self.app.queues.configure(queue, max_pending=body.max_pending, actor=who)
         return Done(done=True)
 
     def poison(self, request: Request, _: None) -> list[PoisonView]:
         limit = _count(request, default=100, most=LIST_MOST)
-        return [
-            PoisonView(
-                id=record.envelope.id,
-                queue=record.envelope.queue,
-                task=task_of(record),
-                reason=record.failure.reason,
-                error_type=record.failure.error_type,
-                error=shown(record.failure.message) or "",
-                attempts=record.attempts,
-                failed_at=to_datetime(record.failed_at_ms),
-            )
-            for record in self.app.backend.poison.list(query(request, "queue"), limit)
-        ]
+        return self.app.poison.list(query(request, "queue"), limit)
 
     def replay(self, request: Request, body: ReplayRequest) -> Count:
-        ids = _ids_or_queue(body)
-        if ids is not None:
-            return Count(count=self.app.backend.poison.replay(ids) if ids else 0)
-        return Count(count=replay(self.app.backend, PoisonFilter(queue=body.queue)))
+        ids, who = _ids_or_queue(body), actor(self.guard, request)
+        chosen = PoisonFilter(queue=body.queue)
+        return Count(count=self.app.poison.replay(ids, chosen=chosen, actor=who))
 
     def purge(self, request: Request, body: PurgeRequest) -> Count:
-        ids = _ids_or_queue(body)
-        if ids is not None:
-            return Count(count=self.app.backend.poison.purge(ids=ids) if ids else 0)
-        return Count(count=purge(self.app.backend, PoisonFilter(queue=body.queue)))
+        ids, who = _ids_or_queue(body), actor(self.guard, request)
+        chosen = PoisonFilter(queue=body.queue)
+        return Count(count=self.app.poison.purge(ids, chosen=chosen, actor=who))
 
     def calendars(self, request: Request, _: None) -> dict[str, Any]:
         found = self.app.schedules.calendars.all()
@@ -302,7 +278,7 @@ class _Handlers:
 
     def audit(self, request: Request, _: None) -> list[dict[str, Any]]:
         limit = _count(request, default=100, most=LIST_MOST)
-        return [r.model_dump(mode="json") for r in read_actions(self.app.backend, limit)]
+        return [record.model_dump(mode="json") for record in self.app.audit.recent(limit)]
 
     def workers(self, request: Request, _: None) -> list[dict[str, Any]]:
         return [worker.model_dump(mode="json") for worker in self.app.workers.live()]

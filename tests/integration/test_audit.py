@@ -1,0 +1,176 @@
+"""One operator core: the same action taken from Python, the command line, the HTTP API
+and a dashboard page (the server the docs start, ``tickwork dashboard -A``) leaves the
+same record in the audit log, each with its actor; and the command line's ``--json``
+and the API show a poisoned message and a schedule in one shape."""
+
+from __future__ import annotations
+
+import base64
+import http.cookiejar
+import json
+import shutil
+import signal
+import subprocess
+import textwrap
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.support.servers import free_port, wait_for_port
+from tickwork.dashboard.security import CSRF_COOKIE
+from tickwork.scheduler.schedules.actions import default_actor
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "s3cret-token"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # a page's action answers 303: that is the answer wanted
+
+
+@pytest.fixture
+def served(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[str, Path, dict[str, str]]]:
+    """``tickwork dashboard -A ops --token ...`` over an app whose backend is a file; the
+    base URL, the directory commands run from and their environment."""
+    (tmp_path / "ops.py").write_text(
+        textwrap.dedent(f"""
+            from tickwork import App
+
+            app = App("sqlite:///{tmp_path / "ops.db"}")
+
+
+            @app.task(queue="reports")
+            def report() -> None:
+                raise RuntimeError("the printer is on fire")
+        """)
+    )
+    env = {**clean_env, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
+    assert exe is not None, "the console script is installed by make"
+    port = free_port()
+    command = [exe, "dashboard", "-A", "ops", "--port", str(port), "--token", TOKEN]
+    server = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}", tmp_path, env
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
+
+
+def _cli(cwd: Path, env: dict[str, str], *args: str) -> str:
+    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
+    assert exe is not None
+    done = subprocess.run(
+        [exe, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, (args, done.stderr)
+    return done.stdout
+
+
+def _api(base: str, method: str, path: str, body: object = None) -> object:
+    request = urllib.request.Request(
+        f"{base}/api/v1{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def _page_post(base: str, path: str) -> int:
+    """A dashboard form's POST, as a browser sends it: signed in, with its CSRF token."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    signed_in = {"authorization": "Basic " + base64.b64encode(f"ops:{TOKEN}".encode()).decode()}
+    opener.open(urllib.request.Request(f"{base}/", headers=signed_in), timeout=30).close()
+    (token,) = [cookie.value for cookie in jar if cookie.name == CSRF_COOKIE]  # the page's
+    form = urlencode({"csrf": token, "next": "/"}).encode()
+    try:
+        opener.open(urllib.request.Request(f"{base}{path}", form, signed_in), timeout=30)
+    except urllib.error.HTTPError as answer:
+        return answer.code
+    return 200
+
+
+def test_one_action_from_every_surface_leaves_the_same_record(
+    served: tuple[str, Path, dict[str, str]],
+) -> None:
+    base, cwd, env = served
+    from tickwork import App
+
+    app = App(f"sqlite:///{cwd / 'ops.db'}")
+
+    @app.task(queue="reports")  # the same queue as the served app's task
+    def report() -> None: ...
+
+    def pause_and_resume(pause: object, resume: object) -> None:
+        assert callable(pause) and callable(resume)
+        pause()
+        resume()
+
+    pause_and_resume(
+        lambda: app.queues.pause("reports", actor="ada@python"),
+        lambda: app.queues.resume("reports", actor="ada@python"),
+    )
+    pause_and_resume(
+        lambda: _cli(cwd, env, "queues", "pause", "reports", "-A", "ops"),
+        lambda: _cli(cwd, env, "queues", "resume", "reports", "-A", "ops"),
+    )
+    pause_and_resume(
+        lambda: _api(base, "POST", "/queues/reports/pause", {}),
+        lambda: _api(base, "POST", "/queues/reports/resume", {}),
+    )
+    pause_and_resume(
+        lambda: _page_post(base, "/queues/reports/pause") == 303 or pytest.fail("page"),
+        lambda: _page_post(base, "/queues/reports/resume") == 303 or pytest.fail("page"),
+    )
+    pauses = [
+        (record.actor, record.target, record.outcome)
+        for record in reversed(app.audit.recent())
+        if record.action == "queue.pause"
+    ]
+    assert pauses == [
+        ("ada@python", "reports", "paused"),
+        (default_actor(), "reports", "paused"),
+        ("api", "reports", "paused"),
+        ("dashboard", "reports", "paused"),
+    ]
+    through_api = _api(base, "GET", "/audit?limit=8")
+    assert isinstance(through_api, list)
+    assert [(a["actor"], a["action"]) for a in through_api][::2] == [
+        ("dashboard", "queue.resume"),
+        ("api", "queue.resume"),
+        (default_actor(), "queue.resume"),
+        ("ada@python", "queue.resume"),
+    ]
+    app.close()
+
+
+def test_the_command_line_and_the_api_show_one_shape(
+    served: tuple[str, Path, dict[str, str]],
+) -> None:
+    base, cwd, env = served
+    from tickwork import App
+
+    _cli(cwd, env, "enqueue", "ops.report", "-A", "ops")
+    _cli(cwd, env, "enqueue", "ops.report", "-A", "ops", "--cron", "0 9 * * *", "--key", "daily")
+    _cli(cwd, env, "worker", "-A", "ops", "--burst", "--log-level", "error")
+    from_cli = json.loads(_cli(cwd, env, "poison", "list", "-A", "ops", "--json"))
+    from_api = _api(base, "GET", "/poison")
+    assert from_cli == from_api and len(from_cli) == 1
+    assert from_cli[0]["task"] == "ops.report" and "on fire" in from_cli[0]["error"]
+    schedules_cli = json.loads(_cli(cwd, env, "schedules", "-A", "ops", "--json"))
+    assert schedules_cli == _api(base, "GET", "/schedules")
+    assert [row["trigger"] for row in schedules_cli] == ["cron 0 9 * * * UTC"]
+    replayed = _api(base, "POST", "/poison/replay", {"queue": "reports"})
+    assert replayed == {"count": 1}
+    with App(f"sqlite:///{cwd / 'ops.db'}") as app:
+        (record,) = [r for r in app.audit.recent() if r.action == "poison.replay"]
+    assert (record.actor, record.target, record.outcome) == ("api", "queue=reports", "replayed 1")
