@@ -19,6 +19,10 @@ class ScheduleNotFound(InvalidMessage):
     """No recurring schedule holds that key."""
 
 
+class CalendarNotFound(InvalidMessage):
+    """No named calendar is stored under that name."""
+
+
 class QueueNotFound(InvalidMessage):
     """No queue has that name: nothing was written to it and no task names it."""
 

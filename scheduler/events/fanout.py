@@ -97,10 +97,12 @@ class FanOut:
     def __init__(
         self,
         backend: Callable[[], Backend],
-        builder: MessageBuilder,
+        builder: Callable[[], MessageBuilder],
         now_ms: Callable[[], int],
         retention: timedelta,
     ) -> None:
+        """``backend``, ``builder`` and ``now_ms`` are read at each use: the app's may be
+        replaced (``use_backend``, a test's clock)."""
         self._backend = backend
         self._builder = builder
         self._now_ms = now_ms
@@ -148,10 +150,10 @@ class FanOut:
         if subscription.workflow is not None:  # its run starts the workflow's
             args = (subscription.task, argument)
             start = Call(WORKFLOW_TASK, args=args, identity=identity, queue=subscription.queue)
-            return self._builder.build(start, emitted_ms, emitted)[1]
-        if subscription.task in self._builder.registry.tasks:
+            return self._builder().build(start, emitted_ms, emitted)[1]
+        if subscription.task in self._builder().registry.tasks:
             call = Call(subscription.task, args=(argument,), identity=identity)
-            return self._builder.build(call, emitted_ms, emitted)[1]
+            return self._builder().build(call, emitted_ms, emitted)[1]
         message = Message(
             id=identity_chain_id(subscription.queue, identity),
             queue=subscription.queue,

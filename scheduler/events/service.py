@@ -57,9 +57,12 @@ class Events:
         """``start_run``: starts one run of a graph under an id (``app.batches``)."""
         self._parts = parts
         self._registry = registry
-        now_ms = parts.backend_clock.now_ms
+
+        def now_ms() -> int:  # the app's clock of the moment (a test may swap it)
+            return parts.backend_clock.now_ms()
+
         retention = timedelta(seconds=parts.settings.batch_retention_s)
-        self._fanout = FanOut(lambda: parts.backend, parts.builder, now_ms, retention)
+        self._fanout = FanOut(lambda: parts.backend, lambda: parts.builder, now_ms, retention)
         self._waits = Waits(lambda: parts.backend, now_ms)
         self._starts = WorkflowStarts(lambda: parts.backend, start_run, now_ms)
         #: the workflows this app's code subscribes, by name

@@ -7,6 +7,7 @@ knows nothing of ``App``.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import sys
 from collections.abc import Callable, Sequence
@@ -220,7 +221,20 @@ class TaskRegistry:
         try:
             return self.tasks[name]
         except KeyError:
-            raise UnknownTask(f"no task named {name!r} is registered") from None
+            raise UnknownTask(self._unknown(name)) from None
+
+    def _unknown(self, name: str) -> str:
+        """Why ``name`` is refused: the registered name it was likely meant as (a task's
+        full name ends with its function's), else the names there are."""
+        ours = sorted(task for task in self.tasks if task not in self.builtins)
+        meant = [task for task in ours if task.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]]
+        meant = meant or difflib.get_close_matches(name, ours, n=1, cutoff=0.6)
+        if meant:
+            return f"no task named {name!r} is registered; did you mean {meant[0]!r}?"
+        if not ours:
+            return f"no task named {name!r} is registered: this app registers no task"
+        shown = ", ".join(ours[:8]) + (f" and {len(ours) - 8} more" if len(ours) > 8 else "")
+        return f"no task named {name!r} is registered; the app's tasks: {shown}"
 
 
 def _check_runnable(function: Callable[..., Any], task_name: str) -> None:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from tickwork.scheduler.backends import Backend, OnConflict
 from tickwork.scheduler.clock import to_datetime, to_ms
-from tickwork.scheduler.errors import DecodeError, InvalidMessage
+from tickwork.scheduler.errors import CalendarNotFound, DecodeError, InvalidMessage
 from tickwork.scheduler.model.ids import keyed_chain_id
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.schedules.actions import Action, ActionLog
@@ -114,13 +114,15 @@ class SharedCalendars:
         return found
 
     def delete(self, name: str, *, note: str | None = None, actor: str | None = None) -> bool:
-        """Remove calendar ``name``; False if there was none. Refused (``InvalidMessage``)
-        while a schedule names it: change or cancel those first."""
+        """Remove calendar ``name``; ``CalendarNotFound`` if there is none. Refused
+        (``InvalidMessage``) while a schedule names it: change or cancel those first."""
         used = self.users(name)
         if used:
             keys = ", ".join(key for _, key in used[:5])
             raise InvalidMessage(f"calendar {name!r} is used by {len(used)} schedule(s): {keys}")
         deleted = self.backend.messages.delete_by_key(CALENDARS_QUEUE, name)
+        if not deleted:
+            raise CalendarNotFound(f"no calendar is named {name!r}")
         if deleted:
             now = to_datetime(self.backend.now_ms())
             self._log().record(CALENDARS_QUEUE, name, "calendar", now, actor, note, "deleted")

@@ -132,8 +132,24 @@ class Schedules:
         it ended, when it was due, started and finished, its attempts, worker and error),
         and the occurrences that did not run (missed, coalesced, skipped by overlap or in
         a pause, excluded, cancelled). At most ``limit`` (default: all that are kept, the
-        setting ``history_keep``)."""
-        return self._history(schedule_subject(key), queue, limit)
+        setting ``history_keep``). Without ``queue``, the queue that holds ``key`` (the
+        default one first); a cancelled schedule of another queue needs its ``queue``."""
+        return self._history(schedule_subject(key), self._queue_of(key, queue), limit)
+
+    def _queue_of(self, key: str, queue: str | None) -> str:
+        """``queue``, else the queue holding ``key``: the default one, or the only other
+        queue a message holds it in (the default queue when none or several do)."""
+        if queue is not None:
+            return queue
+        default, messages = self.settings.default_queue, self.backend.messages
+        if messages.get_by_key(default, key) is not None:
+            return default
+        holders = [
+            name
+            for name in self.backend.queues.names()
+            if name != default and messages.get_by_key(name, key) is not None
+        ]
+        return holders[0] if len(holders) == 1 else default
 
     def run_history(
         self, message_id: str, *, queue: str | None = None, limit: int | None = None
@@ -177,8 +193,9 @@ class Schedules:
         self, key: str, *, queue: str | None = None, limit: int | None = None
     ) -> builtins.list[Action]:
         """Who steered schedule ``key`` and why, newest first: each pause, resume, run
-        now, backfill and cancel, with its time, actor and note."""
-        queue = queue or self.settings.default_queue
+        now, backfill and cancel, with its time, actor and note. Without ``queue``, the
+        queue that holds ``key`` (as ``history``)."""
+        queue = self._queue_of(key, queue)
         limit = self.settings.history_keep if limit is None else limit
         return ActionLog(self.backend, self.settings).read(queue, key, limit)
 

@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
+from tickwork.errors import CalendarNotFound
 from tickwork.scheduler import App, InvalidMessage
 from tickwork.scheduler.schedules import calendars as shared
 from tickwork.triggers import Cron, Exclusions, Repeating, Window
@@ -67,6 +68,8 @@ def test_schedules_share_a_calendar_and_follow_its_changes(app: App) -> None:
     app.cancel(key="backup")
     assert app.schedules.calendars.delete("ops", note="not needed")
     assert app.schedules.calendars.get("ops") is None
+    with pytest.raises(CalendarNotFound, match="no calendar is named 'ops'"):
+        app.schedules.calendars.delete("ops")  # steering what does not exist is an error
 
 
 def test_an_unknown_calendar_is_refused_with_nothing_stored(app: App) -> None:
@@ -140,6 +143,8 @@ def test_calendars_from_the_command_line(sqlite_url: str) -> None:
     assert shown["rules"]["dates"] == ["2030-12-24"]
     code, out = invoke("calendars", "delete", "ops")
     assert code != 0 and "used by 1 schedule" in out
+    code, out = invoke("calendars", "delete", "no-such")
+    assert code == 1 and "no calendar is named 'no-such' in " in out
     code, out = invoke("calendars", "history", "ops", "--json")
     (changed,) = json.loads(out)
     assert changed["note"] == "office" and changed["action"] == "calendar"

@@ -211,6 +211,11 @@ def test_bad_input_is_one_line_and_writes_nothing(  # type: ignore[no-untyped-de
 def test_unknown_task_and_module(run) -> None:  # type: ignore[no-untyped-def]
     code, _, err = run("enqueue", "nope", "-A", "tests.support.cli_tasks")
     assert code == 2 and "no task named 'nope'" in err
+    assert "the app's tasks: tests.support.cli_tasks.explode, " in err, "what there is"
+    code, _, err = run("enqueue", "greet", "-A", "tests.support.cli_tasks")
+    assert code == 2 and "did you mean 'tests.support.cli_tasks.greet'?" in err
+    code, _, err = run("enqueue", "tests.support.cli_tasks.gret", "-A", "tests.support.cli_tasks")
+    assert "did you mean 'tests.support.cli_tasks.greet'?" in err, "a typo"
     code, _, err = run("enqueue", "nope", "-A", "no_such_module_anywhere")
     assert code == 2 and "cannot load the app" in err
 

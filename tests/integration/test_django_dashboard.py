@@ -94,6 +94,43 @@ def test_an_action_passes_djangos_csrf_check(app: App) -> None:
     assert app.backend.queues.paused() == ["default"]
 
 
+def test_the_api_takes_json_writes_and_pages_keep_their_security_headers(app: App) -> None:
+    """The HTTP API below the mount, as a signed-in superuser's script calls it: JSON
+    bodies with Django's CSRF token in the header (a POST, a PUT and a DELETE)."""
+    admin, _ = User.objects.get_or_create(username="admin", is_staff=True, is_superuser=True)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin)
+    page = client.get(ROOT)
+    assert page["Content-Security-Policy"].startswith("default-src")
+    assert page["X-Content-Type-Options"] == "nosniff" and page["Referrer-Policy"] == "no-referrer"
+    token = {"X-CSRFToken": client.cookies["csrftoken"].value}
+    paused = client.post(
+        ROOT + "api/v1/queues/default/pause", "{}", content_type="application/json", headers=token
+    )
+    assert paused.status_code == 200, paused.content
+    assert paused.json() == {"done": True} and app.backend.queues.paused() == ["default"]
+    bound = client.put(
+        ROOT + "api/v1/queues/default/bound",
+        '{"max_pending": 50}',
+        content_type="application/json",
+        headers=token,
+    )
+    assert bound.status_code == 200 and app.queues.bounds() == {"default": 50}
+    enqueued = client.post(
+        ROOT + "api/v1/messages",
+        '{"task": "shop.which_connection", "key": "k"}',
+        content_type="application/json",
+        headers=token,
+    )
+    assert enqueued.status_code == 200, enqueued.content
+    cancelled = client.delete(
+        ROOT + "api/v1/messages?key=k", "{}", content_type="application/json", headers=token
+    )
+    assert cancelled.json() == {"done": True}
+    (pause,) = [r for r in app.audit.recent() if r.action == "queue.pause"]
+    assert pause.actor == "admin (dashboard)"
+
+
 def test_the_dashboard_app_alone_serves_nothing_without_its_host(app: App) -> None:
     from starlette.testclient import TestClient
 

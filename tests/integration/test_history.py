@@ -193,3 +193,20 @@ def test_history_keep_bounds_a_ledger_and_zero_turns_it_off(pair_app: App) -> No
     finally:
         bounded.close()
         off.close()
+
+
+def test_the_history_of_a_schedule_on_another_queue_is_found_by_its_key(app: App) -> None:
+    """``history(key)`` and ``actions(key)`` without ``queue=`` find the queue holding the
+    key (they read the default queue only, and answered ``[]``)."""
+    ran: list[int] = []
+
+    @app.task(queue="reports")
+    def report() -> None:
+        ran.append(1)
+
+    report.schedule(trigger=Repeating(interval=timedelta(hours=1)), key="hourly")
+    with running(app, queues=("reports",)):
+        wait_for(lambda: outcomes(app, "hourly") == [RunOutcome.SUCCEEDED])
+    assert app.schedules.pause("hourly", queue="reports", note="quiet hours")
+    assert [action.action for action in app.schedules.actions("hourly")] == ["pause"]
+    assert app.schedules.history("hourly", queue="default") == [], "the queue, when given"

@@ -296,3 +296,27 @@ async def test_an_async_test_with_async_tasks(tickwork_isolated: IsolateFixture)
         tw.assert_enqueued(double, args=[1])
     assert tw.drain().succeeded == 1 and seen == [42, 2]
     app.close()
+
+
+def test_a_wait_for_step_times_out_on_the_tests_clock() -> None:
+    """A workflow waiting for an event that never comes ends when the test's clock passes
+    the wait's timeout (waits, fan-outs and workflow starts read the isolated app's
+    clock, not the one the app had when it was made)."""
+    from tickwork import App, chain
+    from tickwork.events import wait_for
+
+    app = App()
+    seen: list[object] = []
+
+    @app.task
+    def settle(event: object) -> None:
+        seen.append(event)
+
+    with isolated(app) as tw:
+        app.enqueue(
+            chain(wait_for("payment.settled", timeout=3600, on_timeout="continue"), settle.s())
+        )
+        tw.drain()
+        assert seen == [], "the step waits for its event"
+        tw.drain(advance=timedelta(seconds=3700))
+        assert seen == [None], "the wait timed out: the next step took None"

@@ -140,8 +140,7 @@ def calendar_history(state: State, name: str, limit: int, as_json: bool) -> None
 @clean_errors
 def delete_calendar(state: State, name: str, note: str | None) -> None:
     """Remove calendar NAME (refused while a schedule names it)."""
-    if not state.app(reading=True).schedules.calendars.delete(name, note=note):
-        not_found(f"no calendar named {name!r}")
+    state.app(reading=True).schedules.calendars.delete(name, note=note)
     click.echo(f"{name}: deleted")
 
 

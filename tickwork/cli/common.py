@@ -17,6 +17,7 @@ from rich.console import Console
 from tickwork.scheduler import (
     App,
     BackendError,
+    CalendarNotFound,
     ConfigurationError,
     InvalidMessage,
     QueueFull,
@@ -47,7 +48,7 @@ def clean_errors(command: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except (ScheduleNotFound, WorkflowNotFound) as err:
+        except (ScheduleNotFound, WorkflowNotFound, CalendarNotFound) as err:
             not_found(str(err))
         except (InvalidMessage, ConfigurationError) as err:
             fail(str(err))

@@ -27,8 +27,11 @@ from tickwork.django.project import get_app
 
 #: the permission that lets a staff user act
 ACT = "tickwork.act_on_dashboard"
-#: response headers passed on to the browser (the dashboard sets no cookie here)
-_PASSED = {b"content-type", b"location", b"cache-control"}
+#: response headers not passed on to the browser: Django sets the length, and the
+#: dashboard sets no cookie of its own here (the host's session and CSRF are Django's)
+_HELD = {b"content-length", b"transfer-encoding", b"connection", b"set-cookie"}
+#: request bodies Django has parsed into ``request.POST`` (its CSRF check read them)
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 _lock = threading.Lock()
 _dashboard: Any = None
@@ -58,11 +61,16 @@ def dashboard(request: HttpRequest, subpath: str = "") -> HttpResponse:
         if name.lower() not in ("content-type", "content-length")
     ]
     body = b""
-    if request.method == "POST":
-        # the form as Django read it (its CSRF check has consumed the stream), posted on
-        # in the one encoding the dashboard reads
-        body = urlencode(list(request.POST.lists()), doseq=True).encode()
-        headers.append((b"content-type", b"application/x-www-form-urlencoded"))
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        media = (request.content_type or "").lower()
+        if media in _FORMS:
+            # a page's form as Django read it (its CSRF check has consumed the stream),
+            # posted on in the one form encoding the dashboard reads
+            body = urlencode(list(request.POST.lists()), doseq=True).encode()
+            media = "application/x-www-form-urlencoded"
+        else:  # the API's JSON (or whatever came: the API answers what it refuses)
+            body = request.body
+        headers.append((b"content-type", media.encode("latin-1")))
         headers.append((b"content-length", str(len(body)).encode()))
     scope = {
         "type": "http",
@@ -84,7 +92,7 @@ def dashboard(request: HttpRequest, subpath: str = "") -> HttpResponse:
     status, answered, content = async_to_sync(_call)(_asgi(), scope, body)
     response = HttpResponse(content, status=status)
     for name, value in answered:
-        if name.lower() in _PASSED:
+        if name.lower() not in _HELD:
             response[name.decode("latin-1")] = value.decode("latin-1")
     return response
 

@@ -23,6 +23,7 @@ from tickwork.dashboard.roles import Role
 from tickwork.dashboard.security import Guard, Refused
 from tickwork.scheduler import (
     BackendError,
+    CalendarNotFound,
     InvalidMessage,
     KeyConflict,
     QueueFull,
@@ -60,7 +61,7 @@ def _mapped(err: Exception) -> ApiError:
         return err
     if isinstance(err, UnknownTask):
         return ApiError(404, "unknown_task", str(err))
-    if isinstance(err, ScheduleNotFound | WorkflowNotFound):
+    if isinstance(err, ScheduleNotFound | WorkflowNotFound | CalendarNotFound):
         return ApiError(404, "not_found", str(err))
     if isinstance(err, KeyConflict):
         return ApiError(409, "key_conflict", str(err))
