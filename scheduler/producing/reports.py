@@ -25,6 +25,14 @@ class EnqueueReport:
     def skipped(self) -> int:
         return self.outcomes.get(Outcome.IGNORED, 0) + self.outcomes.get(Outcome.DUPLICATE, 0)
 
+    def __repr__(self) -> str:
+        """The counts, and the first ids only (a bulk enqueue may hold millions)."""
+        shown = ", ".join(self.ids[:3]) + (
+            f", ... ({len(self.ids)} ids)" if len(self.ids) > 3 else ""
+        )
+        counts = ", ".join(f"{outcome.value} {n}" for outcome, n in self.outcomes.items())
+        return f"EnqueueReport(ids=[{shown}], {counts or 'nothing'}, waited {self.waited_s:.3f} s)"
+
 
 def conflict_mode(value: str | OnConflict) -> OnConflict:
     """``on_conflict`` as given by a caller, or ``InvalidMessage``."""

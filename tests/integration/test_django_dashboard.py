@@ -62,6 +62,14 @@ def _pause_form(page: str) -> dict[str, str]:
     return fields
 
 
+def test_djangos_checks_find_nothing_to_say_of_tickwork() -> None:
+    from django.apps import apps
+    from django.core import checks
+
+    found = checks.run_checks(app_configs=[apps.get_app_config("tickwork")])
+    assert [message.id for message in found] == [], "no W042 on a project's migrate"
+
+
 def test_anonymous_users_are_sent_to_log_in(app: App) -> None:
     response = Client().get(ROOT)
     assert response.status_code == 302 and response["Location"].startswith("/login/?next=")

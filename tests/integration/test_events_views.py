@@ -55,3 +55,5 @@ def test_emit_from_the_command_line_and_read_back(pair_app: App) -> None:
     assert 'data-event="ev-7"' in page and book.name in page
     filtered = TestClient(create_dashboard(App(url))).get("/events", params={"name": "other"})
     assert 'data-event="ev-7"' not in filtered.text and "no event was delivered" in filtered.text
+    code, out = invoke("emit", "order.lost")
+    assert code == 0 and "note: no task subscribes to 'order.lost'" in out, "said, not silent"

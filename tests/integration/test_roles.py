@@ -142,6 +142,10 @@ def test_the_users_file_is_checked_and_made_from_the_command_line(tmp_path: Path
     assert not check_password("other", made.output.strip())
     token = runner.invoke(cli, ["users", "token", "ci", "--role", "viewer"])
     assert token.exit_code == 0 and 'role = "viewer"' in token.stdout
+    assert "the token for ci (give it to the program; it is not kept): " in token.stderr
+    secret = token.stderr.split("it is not kept): ", 1)[1].split()[0]
+    assert secret not in token.stdout, "stdout is the file's lines alone"
+    assert token_digest(secret) in token.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text('[users.x]\npassword = "plain"\nrole = "admin"\n')
     with pytest.raises(ValueError, match="as a hash"):

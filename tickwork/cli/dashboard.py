@@ -103,12 +103,14 @@ def hash_command(password: str) -> None:
     show_default=True,
 )
 def token_command(name: str, role: str) -> None:
-    """Make a token for program NAME: prints the token (give it to the program, once) and
-    the lines to add to the users file (its digest only)."""
+    """Make a token for program NAME: prints, on stderr, the token (give it to the
+    program, once: it is not kept), and on stdout the lines to add to the users file
+    (its digest only), so ``tickwork users token ci >> users.toml`` appends them."""
     from tickwork.dashboard.users import token_digest
 
     token = secrets.token_urlsafe(32)
-    click.echo(f"token: {token}", err=True)
+    click.echo(f"the token for {name} (give it to the program; it is not kept): {token}", err=True)
+    click.echo(f"# add to the users file: {name}'s token, as a digest", err=True)
     click.echo(f'[tokens.{name}]\nsha256 = "{token_digest(token)}"\nrole = "{role}"')
 
 

@@ -45,7 +45,14 @@ def emit(
             value = json.loads(payload)
         except json.JSONDecodeError as err:
             fail(f"PAYLOAD is not valid JSON: {err}")
-    click.echo(state.app().emit(name, value, key=key, event_id=event_id, queue=queue))
+    app = state.app()
+    click.echo(app.emit(name, value, key=key, event_id=event_id, queue=queue))
+    if not any(subscription.wants(name) for subscription in app.events.subscriptions()):
+        click.echo(
+            f"tickwork: note: no task subscribes to {name!r}: the event is stored for "
+            "steps that wait for it (wait_for), and reaches no subscriber",
+            err=True,
+        )
 
 
 @click.group()

@@ -11,6 +11,9 @@ class TickworkConfig(AppConfig):
     name = "tickwork.django"
     label = "tickwork"
     verbose_name = "tickwork"
+    # the id type of its one model (the dashboard's permission, as migrated), so Django
+    # does not warn (W042) in a project that sets no DEFAULT_AUTO_FIELD
+    default_auto_field = "django.db.models.AutoField"
 
     def ready(self) -> None:
         autodiscover_modules("tasks")
