@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tickwork.scheduler.backends import AbortRequest, Claim
+from tickwork.scheduler.hooks import Hooks
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.runs.context import RunInfo
 
@@ -125,3 +126,9 @@ def log_fields(work: Work) -> dict[str, object]:
         "attempt": work.claim.attempt,
         "lateness_ms": work.lateness_ms if work.started_ms else None,
     }
+
+
+def logged_error(hooks: Hooks, text: str | None) -> str | None:
+    """An error text as a log line may show it: not at all when ``hooks`` keep error texts
+    encrypted at rest (the log would hold them in clear)."""
+    return "(not logged: error texts are encrypted)" if hooks.has_data_codec else text

@@ -35,7 +35,7 @@ from tickwork.scheduler.workflows.graph_records import PARKED_MS
 from tickwork.workers.execution import HandlerResult
 from tickwork.workers.failure_pause import pause_if_failing
 from tickwork.workers.flow import Counters, Permits
-from tickwork.workers.holdings import Holdings, Work, log_fields
+from tickwork.workers.holdings import Holdings, Work, log_fields, logged_error
 from tickwork.workers.limits import LimitGate
 from tickwork.workers.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.retrying import Retrying
@@ -250,7 +250,7 @@ class Settler:
             work.claim.attempt,
             retried.max_attempts,
             result.error_type,
-            result.error,
+            logged_error(self._hooks, result.error),
             retried.delay_s,
             extra=log_fields(work),
         )
@@ -298,7 +298,7 @@ class Settler:
                 "%s id=%s expired: %s",
                 message.task,
                 message.id,
-                result.error,
+                logged_error(self._hooks, result.error),
                 extra=log_fields(work),
             )
         else:
@@ -308,7 +308,7 @@ class Settler:
                 message.id,
                 work.claim.attempt,
                 result.error_type,
-                result.error,
+                logged_error(self._hooks, result.error),
                 extra=log_fields(work),
             )
         if self._hooks.on_poison:
@@ -340,7 +340,7 @@ class Settler:
     def poison_now(self, claim: Claim, failure: Failure, message: Message | None = None) -> None:
         """Poison a claim that can never run (undecodable, unknown task) at once; a batch
         member or graph step among them (``message`` decoded) counts as failed."""
-        log.error("poisoning %s: %s", claim.id, failure.message)
+        log.error("poisoning %s: %s", claim.id, logged_error(self._hooks, failure.message))
         if self._hooks.on_poison:
             task = message.task if message is not None else ""
             info = RunInfo(claim.id, task, claim.queue, claim.key, claim.attempt)

@@ -6,6 +6,8 @@ and loses nothing."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -25,7 +27,10 @@ def _encrypted_app(app: App, *keys: str) -> App:
     return App(app.settings.backend, hooks=[Encryption(list(keys))])
 
 
-def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
+def test_what_is_stored_is_encrypted_and_runs_as_before(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="tickwork")
     key = Encryption.new_key()
     secure = _encrypted_app(app, key)
 
@@ -75,6 +80,9 @@ def test_what_is_stored_is_encrypted_and_runs_as_before(app: App) -> None:
     page = TestClient(create_dashboard(keyless)).get("/poison").text
     assert UNREADABLE in page and SECRET not in page
     assert secure.schedules.list()[0].key == "daily"
+    # nor does the worker's log hold the error text in clear
+    assert "ValueError: (not logged: error texts are encrypted)" in caplog.text
+    assert SECRET not in caplog.text
 
 
 def test_keys_rotate_without_downtime(app: App) -> None:
