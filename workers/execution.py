@@ -116,6 +116,8 @@ def _run_handler(
         if hooks.after_handler:
             notify(hooks.after_handler, run.info)
         leave(token)
+    if run.abort_seen:  # it saw its abort and returned: it stopped because of it
+        return aborted(f"message {run.info.message_id} stopped on its abort", started)
     return _returned(returned, started, value)
 
 
@@ -155,6 +157,8 @@ async def _run_async_handler(
         if hooks.after_handler:
             notify(hooks.after_handler, run.info)
         leave(token)
+    if run.abort_seen:  # it saw its abort and returned: it stopped because of it
+        return aborted(f"message {run.info.message_id} stopped on its abort", started)
     return _returned(returned, started, value)
 
 

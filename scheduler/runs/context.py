@@ -61,7 +61,7 @@ ProgressReporter = Callable[[RunInfo, float, str | None], None]
 class RunContext:
     """One handler's run: what it is running and whether it was asked to stop."""
 
-    __slots__ = ("_aborted", "_event", "_reporter", "_started", "info")
+    __slots__ = ("_aborted", "_event", "_reporter", "_started", "abort_seen", "info")
 
     _event_lock = threading.Lock()
 
@@ -69,6 +69,9 @@ class RunContext:
         self.info = info
         self._reporter = reporter  # writes progress (the worker gives one)
         self._aborted = False
+        #: whether the handler was told of its abort (``aborted``, ``wait_aborted``): a
+        #: handler that then returns stopped because of it, and its run ends as aborted
+        self.abort_seen = False
         self._event: threading.Event | None = None  # made only if a handler waits on it
         self._started = 0.0  # when its handler started (monotonic), set by ``enter``
 
@@ -91,7 +94,10 @@ class RunContext:
 
     @property
     def aborted(self) -> bool:
-        """True once an abort of this run was requested."""
+        """True once an abort of this run was requested (a handler that sees it and
+        returns ends its run as aborted)."""
+        if self._aborted:
+            self.abort_seen = True
         return self._aborted
 
     def raise_if_aborted(self) -> None:
@@ -106,9 +112,10 @@ class RunContext:
             if self._event is None:
                 self._event = threading.Event()
             event = self._event
-        if self._aborted:
+        if self._aborted or event.wait(timeout_s) or self._aborted:
+            self.abort_seen = True
             return True
-        return event.wait(timeout_s) or self._aborted
+        return False
 
     def time_left(self) -> float | None:
         """Seconds before this run is stopped by its task's ``time_limit`` (None: it has

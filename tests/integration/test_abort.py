@@ -111,6 +111,30 @@ def test_a_handler_that_finishes_anyway_is_acked(sqlite_app: App) -> None:
     assert sqlite_app.backend.aborts.pending() == []
 
 
+def test_a_handler_that_sees_the_abort_and_returns_is_recorded_aborted(sqlite_app: App) -> None:
+    """Stopping early by returning (after ``aborted`` said so) is an abort, not a success:
+    no result, to the poison store as aborted."""
+    started = threading.Event()
+
+    @sqlite_app.task(keep_result=True)
+    def polite() -> str:
+        started.set()
+        run, deadline = current_run(), time.monotonic() + 20
+        while not run.aborted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return "stopped early"
+
+    handle = polite.delay()
+    with running(sqlite_app) as worker:
+        assert started.wait(20)
+        assert sqlite_app.abort(id=handle) is AbortResult.REQUESTED
+        wait_for(lambda: worker.stats.aborted == 1)
+    assert worker.stats.acked == 0
+    (record,) = sqlite_app.backend.poison.list()
+    assert record.envelope.id == handle and record.failure.reason == "aborted"
+    assert handle.status().value == "failed"
+
+
 def test_raising_aborted_ends_the_run_without_retry(sqlite_app: App) -> None:
     runs: list[int] = []
 
