@@ -142,6 +142,12 @@ class Arguments:
         named = self._named(args, kwargs)
         if self._simple and self._is_plain(named):
             return list(args), dict(kwargs)
+        for name, value in named.items():
+            if _not_finite(value):
+                raise InvalidMessage(
+                    f"invalid arguments for task {self.task_name!r}: {name}: NaN and "
+                    "infinity cannot be stored (JSON has no such number)"
+                )
         try:
             dumped = self._serializer.to_python(
                 self._validate(named), mode="json", exclude_unset=True
@@ -184,3 +190,17 @@ class Arguments:
             if name in bound.arguments:
                 bound.arguments[name] = getattr(model, name)
         return bound.args, bound.kwargs
+
+
+def _not_finite(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is or holds (in lists, tuples, sets and dicts, 20 levels deep) a
+    float NaN or infinity, which JSON cannot hold (pydantic would store null)."""
+    if isinstance(value, float):
+        return value - value != 0  # nan for inf and nan
+    if depth > 20:
+        return False
+    if isinstance(value, dict):
+        return any(_not_finite(item, depth + 1) for item in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_not_finite(item, depth + 1) for item in value)
+    return False

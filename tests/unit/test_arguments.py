@@ -95,3 +95,22 @@ def test_the_plain_types_of_each_annotation() -> None:
     assert plain_types(list[int]) == frozenset()
     assert plain_types(int | list[int]) == frozenset()
     assert plain_types(Annotated[int, Field(gt=0)]) == frozenset()
+
+
+def test_nan_and_infinity_are_refused_not_stored_as_null() -> None:
+    """JSON has no NaN: a float parameter or an ``Any`` one, at any depth, is refused
+    with one clear error naming the argument (pydantic would have stored null)."""
+
+    def anything(value: Any, amount: float = 0.0, rows: list[float] | None = None) -> None:
+        """A handler taking anything."""
+
+    arguments = Arguments(anything, "t")
+    for args, kwargs, name in (
+        ([math.nan], {}, "value"),
+        ([1], {"amount": math.inf}, "amount"),
+        ([{"a": [1, -math.inf]}], {}, "value"),
+        ([1], {"rows": [1.0, math.nan]}, "rows"),
+    ):
+        with pytest.raises(InvalidMessage, match=f"{name}: NaN and infinity cannot be stored"):
+            arguments.to_json(args, kwargs)
+    assert arguments.to_json([{"a": [1.5]}], {"amount": 2.5}) == ([{"a": [1.5]}], {"amount": 2.5})
