@@ -51,8 +51,8 @@ def _best(run: Any, count: int) -> float:
 
 def entry_per_second() -> float:
     """``RunLedger.entry`` of a keyed ``Repeating`` schedule's run that succeeded."""
-    from tickwork.workers.holdings import Work
-    from tickwork.workers.ledger import RunLedger
+    from tickwork.workers.intake.holdings import Work
+    from tickwork.workers.settling.ledger import RunLedger
 
     app = App("sqlite:///unused.db")
     message = Message(

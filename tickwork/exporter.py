@@ -1,6 +1,6 @@
 """The deployment's Prometheus exporter (``tickwork exporter --port P``): what the backend
 holds, read at each scrape, served once per deployment (each worker serves only its own
-counts, ``workers/metrics.py``).
+counts, ``workers/reporting/metrics.py``).
 
 Per queue: messages by state (ready, scheduled, in flight, poison), whether it is paused,
 its bound and fill, and the counters every worker adds to (enqueued, claimed, acked, ...).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tickwork.workers.pools import POOL_KINDS
+from tickwork.workers.pools.kinds import POOL_KINDS
 
 
 class WorkerConfig(BaseModel):
@@ -22,7 +22,7 @@ class WorkerConfig(BaseModel):
     async_concurrency: int = Field(default=100, ge=1)
     pool: str = "thread"
     #: the thread pool lets fewer of its threads take work while fast handlers keep the
-    #: process's core busy (``workers/thread_tuning.py``); False: all of them always
+    #: process's core busy (``workers/pools/thread_tuning.py``); False: all of them always
     adaptive_threads: bool = True
     prefetch: int | None = Field(default=None, ge=0)  # default: follows the pace (Pace)
     batch_size: int = Field(default=100, ge=1)

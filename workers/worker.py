@@ -47,29 +47,29 @@ from tickwork.scheduler.clock import Clock, CorrectedClock, SystemClock, to_date
 from tickwork.scheduler.hooks import notify
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.runs.tracing import TRACEPARENT, look_for_provider
-from tickwork.workers.aborts import AbortWatcher
-from tickwork.workers.activity import ActivityLog
-from tickwork.workers.admission import Admission
-from tickwork.workers.async_pool import AsyncPool, RoutingPool
+from tickwork.workers.admission.admission import Admission
+from tickwork.workers.admission.limits import LimitGate
+from tickwork.workers.admission.rates import RateGate
 from tickwork.workers.config import WorkerConfig
-from tickwork.workers.consumer import Consumer
 from tickwork.workers.declared import install_declared, require_features
-from tickwork.workers.execution import HandlerResult, Verdict
-from tickwork.workers.fanin import run_args, value_needed
-from tickwork.workers.flow import Counters, Pace, Permits, WorkerStats
-from tickwork.workers.graph_fanin import Held
-from tickwork.workers.heartbeat import Heartbeat
-from tickwork.workers.holdings import Holdings, Work, log_fields
+from tickwork.workers.intake.aborts import AbortWatcher
+from tickwork.workers.intake.consumer import Consumer
+from tickwork.workers.intake.flow import Counters, Pace, Permits, WorkerStats
+from tickwork.workers.intake.heartbeat import Heartbeat
+from tickwork.workers.intake.holdings import Holdings, Work, log_fields
+from tickwork.workers.intake.timer import Timer
 from tickwork.workers.lifecycle import guarded, stop_signals
-from tickwork.workers.limits import LimitGate
-from tickwork.workers.metrics import NoMetrics, WorkerMetrics
-from tickwork.workers.pool import HandlerPool, PoolSpec
-from tickwork.workers.pools import make_pool
-from tickwork.workers.presence import Presence
-from tickwork.workers.rates import RateGate
-from tickwork.workers.settler import Settler
-from tickwork.workers.time_limits import limits_of
-from tickwork.workers.timer import Timer
+from tickwork.workers.pools.async_pool import AsyncPool, RoutingPool
+from tickwork.workers.pools.execution import HandlerResult, Verdict
+from tickwork.workers.pools.kinds import make_pool
+from tickwork.workers.pools.pool import HandlerPool, PoolSpec
+from tickwork.workers.pools.time_limits import limits_of
+from tickwork.workers.reporting.activity import ActivityLog
+from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
+from tickwork.workers.reporting.presence import Presence
+from tickwork.workers.settling.settler import Settler
+from tickwork.workers.workflows.fanin import run_args, value_needed
+from tickwork.workers.workflows.graph_fanin import Held
 
 log = logging.getLogger("tickwork.worker")
 
@@ -302,7 +302,7 @@ class Worker:
 
     def _submit(self, works: list[Work]) -> None:
         """Hand claimed work that is due to the pool (from the consumer or the timer),
-        through admission (``workers/admission.py``): aborts, rates, concurrency limits."""
+        through admission (``admission/admission.py``): aborts, rates, concurrency limits."""
         if self._stopping.is_set():
             self._settler.release(works)
             return

@@ -5,8 +5,9 @@ message carries (``Message.limit``, ``Message.rate``), computed once when it is 
 the same customer run at once across every worker; ``concurrency_limit=ConcurrencyLimit(
 "crm", 5)`` names a limit several tasks share. ``rate_limit="100/m"`` lets at most 100
 of them start in any minute (``RateLimit("crm", 100, timedelta(minutes=1))`` names one).
-Workers enforce both (``workers/limits.py``, ``workers/rates.py``) with the backend's
-slots and start logs; the figures a worker registers are the ones it enforces.
+Workers enforce both (``workers/admission/limits.py``, ``workers/admission/rates.py``)
+with the backend's slots and start logs; the figures a worker registers are the ones it
+enforces.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The worker registry as read by producers and operators: each worker stores a record of
-itself in the backend (``workers/presence.py`` writes it every ``interval_s``); a record
+itself in the backend (``workers/reporting/presence.py`` writes it every ``interval_s``); a record
 not refreshed for three intervals says the worker is gone, and one not refreshed for ten
 is dropped by the backend. ``app.workers.live()`` and ``tickwork workers`` list them."""
 

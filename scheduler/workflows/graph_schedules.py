@@ -2,7 +2,7 @@
 
 The graph's key is held by its schedule: a message of task ``GRAPH_TASK`` carrying the
 trigger and the graph's steps as JSON (``StoredGraph``), claimed like any recurring
-message. At each occurrence a worker (``workers/tickers.py``) starts a run of the graph
+message. At each occurrence a worker (``workers/settling/tickers.py``) starts a run of the graph
 (``instance_id``: named by the schedule and the occurrence's time, so a schedule message
 delivered twice starts it once), unless the run before it is still going: then that
 occurrence is skipped (``skipped_overlap`` in the schedule's history). The schedule's

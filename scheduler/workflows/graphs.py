@@ -8,7 +8,7 @@ member is a chain, a callback that is a group) are compiled into a graph as well
 (``compile_spec``): a step after a group takes the group's results as a list, in order,
 as Celery's chords do.
 
-How a graph runs (``workers/graph_fanin.py``): every step is stored when the graph is
+How a graph runs (``workers/workflows/graph_fanin.py``): every step is stored when the graph is
 enqueued; the steps without parents are due at once, the others parked (stored, never
 claimed). Each step with parents has a fan-in counter, a batch record kept under its own
 message id, in which each parent counts once when it succeeds, in the same atomic step

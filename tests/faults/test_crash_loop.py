@@ -27,7 +27,7 @@ from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App
 from tickwork.triggers import Cron, Repeating
-from tickwork.workers.flow import LENT_PER_PERMIT
+from tickwork.workers.intake.flow import LENT_PER_PERMIT
 
 FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 NOW, DELAYED, KEYED = (3000, 700, 300) if FULL else (300, 100, 60)

@@ -17,7 +17,7 @@ from tests.support.backends import Servers, backend_url
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.postgres_servers import PostgresServer
 from tickwork.scheduler import open_backend
-from tickwork.workers.flow import LENT_PER_PERMIT
+from tickwork.workers.intake.flow import LENT_PER_PERMIT
 
 pytestmark = pytest.mark.slow
 

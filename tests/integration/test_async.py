@@ -225,7 +225,7 @@ def test_a_graceful_stop_waits_for_running_coroutines(sqlite_app: App) -> None:
 def test_an_async_task_on_the_sync_path_still_runs() -> None:
     """Defence in depth: if an async handler ever reaches a thread or process, it runs to
     completion on a fresh loop rather than being acked unawaited."""
-    from tickwork.workers.execution import Verdict, run_handler
+    from tickwork.workers.pools.execution import Verdict, run_handler
 
     app = App("sqlite://:memory:")
     ran: list[int] = []

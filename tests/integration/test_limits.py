@@ -169,7 +169,7 @@ def test_bad_limit_keys_are_one_clear_error_and_store_nothing(sqlite_app: App) -
 def test_a_worker_names_only_unambiguous_limits_for_its_claims(sqlite_app: App) -> None:
     """The limits whose slots a claim may take: not one name given two capacities, nor
     names one of which, with a ``:VALUE``, reads as the other's key."""
-    from tickwork.workers.limits import claim_capacities
+    from tickwork.workers.admission.limits import claim_capacities
 
     shared = ConcurrencyLimit(name="crm", capacity=3)
     for name, limit in [

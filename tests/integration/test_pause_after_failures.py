@@ -10,7 +10,7 @@ from datetime import timedelta
 from tests.support.helpers import running, wait_for
 from tickwork.scheduler import App, RetryPolicy
 from tickwork.triggers import Repeating
-from tickwork.workers.failure_pause import ACTOR
+from tickwork.workers.settling.failure_pause import ACTOR
 
 
 def _paused(app: App, key: str) -> bool:

@@ -13,13 +13,15 @@ from tests.support.helpers import running, wait_for
 from tickwork.scheduler import App
 from tickwork.scheduler.runs import tracing
 from tickwork.scheduler.runs.retry import RetryPolicy
-from tickwork.workers import admission, failure_pause, fanin, settler, verdicts
-from tickwork.workers.fanin import FanIn
-from tickwork.workers.graph_fanin import GraphFanIn
-from tickwork.workers.ledger import RunLedger
-from tickwork.workers.limits import LimitGate
-from tickwork.workers.metrics import NoMetrics
-from tickwork.workers.rates import RateGate
+from tickwork.workers.admission import admission
+from tickwork.workers.admission.limits import LimitGate
+from tickwork.workers.admission.rates import RateGate
+from tickwork.workers.reporting.metrics import NoMetrics
+from tickwork.workers.settling import failure_pause, settler, verdicts
+from tickwork.workers.settling.ledger import RunLedger
+from tickwork.workers.workflows import fanin
+from tickwork.workers.workflows.fanin import FanIn
+from tickwork.workers.workflows.graph_fanin import GraphFanIn
 
 #: (where, name) of each optional step's entry point
 OPTIONAL_STEPS: list[tuple[Any, str]] = [
@@ -96,4 +98,4 @@ def test_the_same_steps_are_entered_by_a_task_that_uses_a_feature(
     _trip_every_optional_step(monkeypatch, entered)
     with running(sqlite_app) as worker:
         wait_for(lambda: worker.failed is not None)
-    assert "workers.verdicts.succeeded_record" in entered
+    assert "tickwork.workers.settling.verdicts.succeeded_record" in entered

@@ -1,4 +1,4 @@
-"""The thread pool's tuning on real threads (``workers/thread_tuning.py``): fast handlers
+"""The thread pool's tuning on real threads (``workers/pools/thread_tuning.py``): fast handlers
 keeping the core busy leave fewer threads taking work; handlers that then block bring
 them all back (eight handlers meeting at a barrier of eight all start); with
 ``adaptive`` off every thread always takes work; shutdown stops parked threads too."""
@@ -14,9 +14,9 @@ import pytest
 from tests.support.helpers import wait_for
 from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import RunInfo
-from tickwork.workers.execution import HandlerResult, Verdict
-from tickwork.workers.thread_pool import ThreadPool
-from tickwork.workers.thread_tuning import FLOOR, WINDOW_S
+from tickwork.workers.pools.execution import HandlerResult, Verdict
+from tickwork.workers.pools.thread_pool import ThreadPool
+from tickwork.workers.pools.thread_tuning import FLOOR, WINDOW_S
 
 
 class Results:

@@ -23,8 +23,8 @@ from tickwork.scheduler.schedules.ledger import (
     subject_of,
 )
 from tickwork.triggers import Cron, Exclusions, Misfire, Repeating
-from tickwork.workers.holdings import Work
-from tickwork.workers.ledger import RunLedger, dropped_records
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.settling.ledger import RunLedger, dropped_records
 
 T0 = datetime(2030, 1, 7, 9, 0, tzinfo=UTC)  # a Monday
 

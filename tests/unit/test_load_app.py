@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tickwork.scheduler import App
-from tickwork.workers.execution import load_app
+from tickwork.workers.pools.execution import load_app
 
 
 class LazyProxy:

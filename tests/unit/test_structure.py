@@ -196,7 +196,7 @@ def test_the_checker_sees_imports() -> None:
     assert any(_layer(t) == "triggers" for t in planning)
     sqlite = graph["tickwork.scheduler.backends.sqlite.backend"]
     assert "tickwork.scheduler.backends.base" in sqlite
-    assert any(_layer(t) == "scheduler" for t in graph["tickwork.workers.settler"])
+    assert any(_layer(t) == "scheduler" for t in graph["tickwork.workers.settling.settler"])
     assert _layer("tickwork.cli.main") == "tickwork" and _layer("tickwork") == "tickwork"
     assert len(graph) > 60
 

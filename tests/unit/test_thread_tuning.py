@@ -1,9 +1,9 @@
 """How many of a thread pool's threads take work, decided window by window
-(``workers/thread_tuning.py``): the tuner alone, fed windows."""
+(``workers/pools/thread_tuning.py``): the tuner alone, fed windows."""
 
 from __future__ import annotations
 
-from tickwork.workers.thread_tuning import (
+from tickwork.workers.pools.thread_tuning import (
     FLOOR,
     HOLD_WINDOWS,
     KEEP_SHARE,

@@ -17,11 +17,11 @@ from tickwork.scheduler.backends import Backend, Claim, Envelope
 from tickwork.scheduler.backends.sqlite import SQLiteBackend
 from tickwork.scheduler.clock import ManualClock
 from tickwork.scheduler.model.message import Message
-from tickwork.workers.flow import LENT_PER_PERMIT, Pace, Permits
-from tickwork.workers.heartbeat import Heartbeat
-from tickwork.workers.holdings import Holdings, Work
-from tickwork.workers.timer import Timer
-from tickwork.workers.timing_wheel import TimingWheel
+from tickwork.workers.intake.flow import LENT_PER_PERMIT, Pace, Permits
+from tickwork.workers.intake.heartbeat import Heartbeat
+from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.intake.timer import Timer
+from tickwork.workers.intake.timing_wheel import TimingWheel
 
 START = 1_800_000_000_000
 

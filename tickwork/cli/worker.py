@@ -18,7 +18,7 @@ from tickwork.cli.common import (
 )
 from tickwork.logs import configure as configure_logs
 from tickwork.workers import Worker, WorkerConfig
-from tickwork.workers.pools import POOL_KINDS
+from tickwork.workers.pools.kinds import POOL_KINDS
 from tickwork.workers.supervisor import Supervisor
 
 

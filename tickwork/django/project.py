@@ -28,7 +28,7 @@ from tickwork.scheduler import App
 from tickwork.scheduler.hooks import Hook
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.settings import Settings
-from tickwork.workers.execution import load_app
+from tickwork.workers.pools.execution import load_app
 
 #: the dotted path of the Django tasks backend, as written in ``TASKS``
 BACKEND_PATH = "tickwork.django.TickworkBackend"

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import RunInfo
-from tickwork.workers.execution import HandlerResult
+from tickwork.workers.pools.execution import HandlerResult
 
 W = TypeVar("W")
 Done = Callable[[W, HandlerResult], None]

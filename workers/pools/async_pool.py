@@ -34,9 +34,9 @@ from typing import Any, Generic, TypeVar
 from tickwork.scheduler import App, UnknownTask
 from tickwork.scheduler.runs.context import RunContext, RunInfo
 from tickwork.scheduler.runs.results import report_progress
-from tickwork.workers.execution import HandlerResult, Verdict, aborted, run_async_handler
-from tickwork.workers.pool import Done, HandlerPool
-from tickwork.workers.time_limits import over_limit_message
+from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_async_handler
+from tickwork.workers.pools.pool import Done, HandlerPool
+from tickwork.workers.pools.time_limits import over_limit_message
 
 W = TypeVar("W")
 Job = tuple[Any, str, list[Any], dict[str, Any], RunInfo]

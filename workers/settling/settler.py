@@ -1,4 +1,4 @@
-"""The settler thread: writes what ``workers/verdicts.py`` decides for finished runs.
+"""The settler thread: writes what ``workers/settling/verdicts.py`` decides for finished runs.
 
 Pools report ``(work, result)`` here (``finished``, from any thread). The thread drains
 them in batches of up to 1,000, asks the ``Decider`` for the plan (ack, redeliver,
@@ -32,16 +32,16 @@ from tickwork.scheduler.hooks import notify
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.workflows.graph_records import PARKED_MS
-from tickwork.workers.execution import HandlerResult
-from tickwork.workers.failure_pause import pause_if_failing
-from tickwork.workers.flow import Counters, Permits
-from tickwork.workers.holdings import Holdings, Work, log_fields, logged_error
-from tickwork.workers.limits import LimitGate
-from tickwork.workers.metrics import NoMetrics, WorkerMetrics
-from tickwork.workers.retrying import Retrying
-from tickwork.workers.tickers import Tickers
-from tickwork.workers.verdicts import Decider, Poisoned, Retried, Snoozed
-from tickwork.workers.workflow_counts import WorkflowCounts
+from tickwork.workers.admission.limits import LimitGate
+from tickwork.workers.intake.flow import Counters, Permits
+from tickwork.workers.intake.holdings import Holdings, Work, log_fields, logged_error
+from tickwork.workers.pools.execution import HandlerResult
+from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
+from tickwork.workers.settling.failure_pause import pause_if_failing
+from tickwork.workers.settling.retrying import Retrying
+from tickwork.workers.settling.tickers import Tickers
+from tickwork.workers.settling.verdicts import Decider, Poisoned, Retried, Snoozed
+from tickwork.workers.workflows.workflow_counts import WorkflowCounts
 
 log = logging.getLogger("tickwork.worker")
 
@@ -147,7 +147,7 @@ class Settler:
                 break
         return batch
 
-    # -- settling: the plan (``workers/verdicts.py``) written ---------------------------
+    # -- settling: the plan (``workers/settling/verdicts.py``) written ---------------------------
 
     def settle(self, batch: list[tuple[Work, HandlerResult]]) -> None:
         """Write the outcome of each finished handler: what to keep and the batch members
@@ -370,7 +370,7 @@ class Settler:
 
     def hold(self, work: Work) -> None:
         """A step of a stopped graph that was about to start: parked again, its attempt
-        not counted, until the graph resumes (``workers/graph_fanin.py``)."""
+        not counted, until the graph resumes (``workers/workflows/graph_fanin.py``)."""
         log.info("%s id=%s is held: its graph is stopped", work.message.task, work.message.id)
         self.release([work], PARKED_MS)
 

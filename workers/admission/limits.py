@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from tickwork.scheduler import App, BackendError
 from tickwork.scheduler.backends import Backend, SlotRequest, Waiter
 from tickwork.scheduler.schedules.overlap import is_overlap_limit
-from tickwork.workers.flow import Counters
-from tickwork.workers.holdings import Work
+from tickwork.workers.intake.flow import Counters
+from tickwork.workers.intake.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.scheduler import ConfigurationError
-from tickwork.workers.pool import Done, HandlerPool, PoolSpec, W
-from tickwork.workers.process_pool import ProcessPool
-from tickwork.workers.thread_pool import ThreadPool
+from tickwork.workers.pools.pool import Done, HandlerPool, PoolSpec, W
+from tickwork.workers.pools.process_pool import ProcessPool
+from tickwork.workers.pools.thread_pool import ThreadPool
 
 
 def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:

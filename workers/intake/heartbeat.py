@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import Backend
-from tickwork.workers.holdings import Holdings, Work
+from tickwork.workers.intake.holdings import Holdings, Work
 
 log = logging.getLogger("tickwork.worker")
 

@@ -7,7 +7,7 @@ runs now (read from ``Holdings`` at each scrape) and of the thread pool's thread
 work. Everything is counted in the worker process, where claims are taken and runs are
 settled, so it is correct with the process pool (its children only run handlers). Each
 worker has a registry of its own, not the global one: several workers in one process
-(tests) do not mix. The same counts feed the activity log (``workers/activity.py``);
+(tests) do not mix. The same counts feed the activity log (``workers/reporting/activity.py``);
 with neither a port nor the log the worker uses ``NoMetrics``, whose methods do nothing.
 
 The backend-wide numbers (depth per queue, poison, bounds, schedules) are the exporter's
@@ -33,9 +33,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from tickwork.scheduler.views.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
-from tickwork.workers.holdings import Holdings, Work
-from tickwork.workers.pool import HandlerPool
-from tickwork.workers.thread_pool import ThreadPool
+from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.pools.pool import HandlerPool
+from tickwork.workers.pools.thread_pool import ThreadPool
 
 #: seconds; one claim call to the backend
 CLAIM_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)

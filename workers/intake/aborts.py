@@ -16,8 +16,8 @@ from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import AbortRequest, Backend
 from tickwork.scheduler.model.headers import OVERLAP
 from tickwork.triggers import Overlap
-from tickwork.workers.holdings import Holdings, Work
-from tickwork.workers.pool import HandlerPool
+from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.pools.pool import HandlerPool
 
 log = logging.getLogger("tickwork.worker")
 

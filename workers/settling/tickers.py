@@ -23,8 +23,8 @@ from tickwork.scheduler.workflows.graph_schedules import (
     with_live_instance,
 )
 from tickwork.triggers import Overlap
-from tickwork.workers.flow import Permits
-from tickwork.workers.verdicts import Decider
+from tickwork.workers.intake.flow import Permits
+from tickwork.workers.settling.verdicts import Decider
 
 log = logging.getLogger("tickwork.worker")
 

@@ -21,8 +21,8 @@ from tickwork.scheduler.limits.view import declared_limits
 from tickwork.scheduler.model.registry import TaskRegistry
 from tickwork.scheduler.views.presence import KEPT_FOR, WorkerInfo
 from tickwork.workers.config import WorkerConfig
-from tickwork.workers.flow import Counters
-from tickwork.workers.holdings import Holdings, Work
+from tickwork.workers.intake.flow import Counters
+from tickwork.workers.intake.holdings import Holdings, Work
 
 log = logging.getLogger("tickwork.worker")
 

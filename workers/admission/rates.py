@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 
 from tickwork.scheduler import App, BackendError
 from tickwork.scheduler.backends import Backend, RateRequest
-from tickwork.workers.flow import Counters
-from tickwork.workers.holdings import Work
+from tickwork.workers.intake.flow import Counters
+from tickwork.workers.intake.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
 

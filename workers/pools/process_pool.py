@@ -31,8 +31,8 @@ from typing import Any
 from tickwork.scheduler import Aborted, App, TickworkError, TimeLimitExceeded
 from tickwork.scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitExceeded
 from tickwork.scheduler.runs.results import report_progress, running_record
-from tickwork.workers.execution import HandlerResult, Verdict, aborted, load_app, run_handler
-from tickwork.workers.pool import Done, HandlerPool, W
+from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, load_app, run_handler
+from tickwork.workers.pools.pool import Done, HandlerPool, W
 
 log = logging.getLogger("tickwork.worker")
 

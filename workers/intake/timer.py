@@ -15,9 +15,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from tickwork.workers.flow import Permits
-from tickwork.workers.holdings import Work
-from tickwork.workers.timing_wheel import TimingWheel
+from tickwork.workers.intake.flow import Permits
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.intake.timing_wheel import TimingWheel
 
 #: the longest the thread sleeps before looking at the clock again (ms)
 _MAX_WAIT_MS = 200

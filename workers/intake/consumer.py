@@ -21,13 +21,13 @@ from tickwork.scheduler.backends import Backend, Claim, Failure
 from tickwork.scheduler.model.message import Message, is_unique_window
 from tickwork.scheduler.schedules.overlap import is_ticker
 from tickwork.scheduler.workflows.graph_schedules import is_graph_schedule
+from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.config import WorkerConfig
-from tickwork.workers.flow import Counters, Permits
-from tickwork.workers.holdings import Holdings, Work
-from tickwork.workers.limits import LimitGate
-from tickwork.workers.metrics import NoMetrics, WorkerMetrics
-from tickwork.workers.settler import Settler
-from tickwork.workers.timer import Timer
+from tickwork.workers.intake.flow import Counters, Permits
+from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.intake.timer import Timer
+from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
+from tickwork.workers.settling.settler import Settler
 
 log = logging.getLogger("tickwork.worker")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.scheduler import BackendError
-from tickwork.workers.flow import Counters
+from tickwork.workers.intake.flow import Counters
 
 log = logging.getLogger("tickwork.worker")
 

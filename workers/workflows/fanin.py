@@ -18,8 +18,8 @@ from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.runs.results import failed_record, succeeded_record
 from tickwork.scheduler.workflows.batches import BatchDescription, CallbackPlace
 from tickwork.scheduler.workflows.status import callback_argument
-from tickwork.workers.graph_fanin import GraphFanIn
-from tickwork.workers.holdings import Work
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.workflows.graph_fanin import GraphFanIn
 
 log = logging.getLogger("tickwork.worker")
 

@@ -11,20 +11,20 @@ from typing import Any
 from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import RunContext, RunInfo
 from tickwork.scheduler.runs.results import report_progress
-from tickwork.workers.execution import HandlerResult, Verdict, aborted, run_handler
-from tickwork.workers.pool import Done, HandlerPool, W
-from tickwork.workers.thread_tuning import ThreadGate
-from tickwork.workers.time_limits import ThreadLimits, over_limit_message
+from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_handler
+from tickwork.workers.pools.pool import Done, HandlerPool, W
+from tickwork.workers.pools.thread_tuning import ThreadGate
+from tickwork.workers.pools.time_limits import ThreadLimits, over_limit_message
 
 
 class ThreadPool(HandlerPool[W]):
     """A fixed set of threads fed by one queue (lighter than ``ThreadPoolExecutor``: no
     future per message), of which as many take work as the handlers' pace needs
-    (``adaptive``; ``workers/thread_tuning.py``), else all of them. Abort sets the run's
+    (``adaptive``; ``workers/pools/thread_tuning.py``), else all of them. Abort sets the run's
     flag (``current_run().aborted``): a thread cannot be stopped from outside, so a
     handler that never looks runs to its end. A run past its time limit gets
     ``TimeLimitExceeded`` raised in it, and is abandoned (its thread replaced) if it does
-    not stop (``workers/time_limits.py``)."""
+    not stop (``workers/pools/time_limits.py``)."""
 
     def __init__(
         self,
@@ -51,7 +51,7 @@ class ThreadPool(HandlerPool[W]):
 
     @property
     def taking_work(self) -> int:
-        """How many of the pool's threads take work now (``workers/thread_tuning.py``)."""
+        """How many of the pool's threads take work now (``workers/pools/thread_tuning.py``)."""
         return self._gate.limit
 
     def _add_thread(self, index: int) -> None:

@@ -21,7 +21,7 @@ from tickwork.scheduler.views.activity import (
     Interval,
     activity_entry,
 )
-from tickwork.workers.metrics import WorkerMetrics
+from tickwork.workers.reporting.metrics import WorkerMetrics
 
 log = logging.getLogger("tickwork.worker")
 

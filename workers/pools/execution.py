@@ -18,7 +18,7 @@ from tickwork.scheduler.runs.context import RunContext, TimeLimitExceeded, enter
 from tickwork.scheduler.runs.results import encode_value
 from tickwork.scheduler.runs.snooze import Snooze
 from tickwork.scheduler.runs.tracing import NO_SPAN, handler_span
-from tickwork.workers.time_limits import over_limit_message
+from tickwork.workers.pools.time_limits import over_limit_message
 
 
 class Verdict(StrEnum):
@@ -44,7 +44,7 @@ class HandlerResult(NamedTuple):
 
 
 class LimitGuard(Protocol):
-    """What stops a sync handler at its time limit (``workers/time_limits.py``): opened
+    """What stops a sync handler at its time limit (``workers/pools/time_limits.py``): opened
     right around the handler's call only."""
 
     def enter(self) -> None: ...

@@ -1,6 +1,6 @@
 """The settler's decision: from finished runs to a plan of writes, writing nothing.
 
-For each run, by its verdict (``workers/execution.py``):
+For each run, by its verdict (``workers/pools/execution.py``):
 
 - returned: acked, with the result record to keep (a task that keeps results), its
   chain's next occurrence, its ledger entry and, for a batch member, its outcome;
@@ -17,7 +17,7 @@ For each run, by its verdict (``workers/execution.py``):
   with a ledger entry (``snoozed``) for a message that keeps history.
 
 Each planned item carries everything its write needs (the next occurrence built, the
-ledger entry, the records), so ``workers/settler.py`` only writes, in its order.
+ledger entry, the records), so ``workers/settling/settler.py`` only writes, in its order.
 
 A plain message (``Decider.plain``: a one-off without key, steps, batch or schedule of
 its own, of a task that keeps no results and no history) goes through none of the
@@ -38,10 +38,10 @@ from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.runs.results import failed_record, succeeded_record
 from tickwork.scheduler.runs.retry import GiveUp, decide
 from tickwork.scheduler.schedules.ledger import RunOutcome
-from tickwork.workers.execution import HandlerResult, Verdict
-from tickwork.workers.fanin import member_outcome
-from tickwork.workers.holdings import Work
-from tickwork.workers.ledger import RunLedger
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.pools.execution import HandlerResult, Verdict
+from tickwork.workers.settling.ledger import RunLedger
+from tickwork.workers.workflows.fanin import member_outcome
 
 log = logging.getLogger("tickwork.worker")
 

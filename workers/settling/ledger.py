@@ -32,7 +32,7 @@ from tickwork.scheduler.schedules.ledger import (
 )
 from tickwork.triggers import Misfire, Trigger
 from tickwork.triggers.base import Fire
-from tickwork.workers.holdings import Work
+from tickwork.workers.intake.holdings import Work
 
 #: the most dropped occurrences one settle walks to name them (the rest are counted)
 _WALK = 1000

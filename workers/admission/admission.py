@@ -4,9 +4,9 @@ claim here (from the consumer or the timer) before it starts any.
 In order: work not started within its ``expires`` of when it became due (its time, or a
 retry's or a replay's) never runs (it is settled as expired);
 work whose abort was requested before it started never runs (it is settled as
-aborted); then a rate-limited one reserves its start (``workers/rates.py``: one over
+aborted); then a rate-limited one reserves its start (``workers/admission/rates.py``: one over
 its rate goes back to storage, due at the start reserved for it); then a
-concurrency-limited one takes a slot (``workers/limits.py``: one over its limit goes
+concurrency-limited one takes a slot (``workers/admission/limits.py``: one over its limit goes
 back to wait for a slot). Rate first: a start reserved is a start counted, and a slot
 taken for a run that could not start would be held for nothing. What is sent back is
 forgotten here (its permit given back); what is left may start. A batch with no
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tickwork.workers.aborts import AbortWatcher
-from tickwork.workers.execution import HandlerResult, Verdict, aborted
-from tickwork.workers.holdings import Work
-from tickwork.workers.limits import LimitGate
-from tickwork.workers.rates import RateGate
-from tickwork.workers.settler import Settler
+from tickwork.workers.admission.limits import LimitGate
+from tickwork.workers.admission.rates import RateGate
+from tickwork.workers.intake.aborts import AbortWatcher
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted
+from tickwork.workers.settling.settler import Settler
 
 
 class Admission:

@@ -1,6 +1,6 @@
 """What a settled run counts in its workflow, before its ack or poison: a batch member's
-outcome in its batch (``workers/fanin.py``), a graph step's in its graph and in the
-fan-ins of the steps after it (``workers/graph_fanin.py``). A count that cannot be
+outcome in its batch (``workers/workflows/fanin.py``), a graph step's in its graph and in the
+fan-ins of the steps after it (``workers/workflows/graph_fanin.py``). A count that cannot be
 written (a forced stop) leaves the run unsettled, to be redelivered and counted then."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.scheduler.backends import Backend, MemberOutcome
-from tickwork.workers.fanin import FanIn, member_outcome
-from tickwork.workers.graph_fanin import GraphFanIn
-from tickwork.workers.holdings import Work
-from tickwork.workers.verdicts import Acked
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.settling.verdicts import Acked
+from tickwork.workers.workflows.fanin import FanIn, member_outcome
+from tickwork.workers.workflows.graph_fanin import GraphFanIn
 
 
 class WorkflowCounts:

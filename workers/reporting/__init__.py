@@ -1,0 +1,2 @@
+"""Reporting: metrics, the activity log behind the dashboard's charts, and the worker
+registry."""

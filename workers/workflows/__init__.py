@@ -1,0 +1,1 @@
+"""Workflow fan-in: the counters batches, groups and graphs settle as their members end."""
