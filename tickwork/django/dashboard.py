@@ -28,8 +28,11 @@ from tickwork.django.project import get_app
 #: the permission that lets a staff user act
 ACT = "tickwork.act_on_dashboard"
 #: response headers not passed on to the browser: Django sets the length, and the
-#: dashboard sets no cookie of its own here (the host's session and CSRF are Django's)
+#: dashboard sets no cookie of its own here (the host's session and CSRF are Django's);
+#: its ``no-referrer`` policy neither (under it a browser posts a form with ``Origin:
+#: null``, which Django's CSRF check refuses): ``same-origin`` instead, Django's default
 _HELD = {b"content-length", b"transfer-encoding", b"connection", b"set-cookie"}
+_REFERRER_POLICY = b"referrer-policy"
 #: request bodies Django has parsed into ``request.POST`` (its CSRF check read them)
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -92,7 +95,9 @@ def dashboard(request: HttpRequest, subpath: str = "") -> HttpResponse:
     status, answered, content = async_to_sync(_call)(_asgi(), scope, body)
     response = HttpResponse(content, status=status)
     for name, value in answered:
-        if name.lower() not in _HELD:
+        if name.lower() == _REFERRER_POLICY:
+            response["Referrer-Policy"] = "same-origin"
+        elif name.lower() not in _HELD:
             response[name.decode("latin-1")] = value.decode("latin-1")
     return response
 
