@@ -16,8 +16,10 @@ Threads of a worker process, one module each::
     activity.py: what it did per queue, appended to the activity log (the charts)
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
-the permits and counters; ``lifecycle.py`` the signals and a failed thread's stop. This
-module wires them together and runs them.
+the permits and counters; ``lifecycle.py`` the signals and a failed thread's stop;
+``launch.py`` starts admitted work on the pool. This module wires them together, each
+given the one ``WorkerContext`` (``context.py``) and its peers, and runs them; it is the
+one worker module that sees ``App``.
 
 Shutdown, in this order (SIGTERM/SIGINT, ``--duration``, ``--burst`` or ``stop()``):
 1. the consumer stops claiming;
@@ -42,34 +44,31 @@ import threading
 import time
 from collections.abc import Callable
 
-from tickwork.scheduler import App, BackendError, TickworkError
-from tickwork.scheduler.clock import Clock, CorrectedClock, SystemClock, to_datetime
-from tickwork.scheduler.hooks import notify
-from tickwork.scheduler.runs.context import RunInfo
-from tickwork.scheduler.runs.tracing import TRACEPARENT, look_for_provider
+from tickwork.scheduler import App, BackendError
+from tickwork.scheduler.clock import Clock, CorrectedClock, SystemClock
+from tickwork.scheduler.runs.tracing import look_for_provider
 from tickwork.workers.admission.admission import Admission
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
 from tickwork.workers.config import WorkerConfig
+from tickwork.workers.context import WorkerContext
 from tickwork.workers.declared import install_declared, require_features
 from tickwork.workers.intake.aborts import AbortWatcher
 from tickwork.workers.intake.consumer import Consumer
 from tickwork.workers.intake.flow import Counters, Pace, Permits, WorkerStats
 from tickwork.workers.intake.heartbeat import Heartbeat
-from tickwork.workers.intake.holdings import Holdings, Work, log_fields
+from tickwork.workers.intake.holdings import Holdings, Work
 from tickwork.workers.intake.timer import Timer
 from tickwork.workers.lifecycle import guarded, stop_signals
 from tickwork.workers.pools.async_pool import AsyncPool, RoutingPool
-from tickwork.workers.pools.execution import HandlerResult, Verdict
+from tickwork.workers.pools.execution import HandlerResult
 from tickwork.workers.pools.kinds import make_pool
+from tickwork.workers.pools.launch import Launcher
 from tickwork.workers.pools.pool import HandlerPool, PoolSpec
-from tickwork.workers.pools.time_limits import limits_of
 from tickwork.workers.reporting.activity import ActivityLog
 from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.reporting.presence import Presence
 from tickwork.workers.settling.settler import Settler
-from tickwork.workers.workflows.fanin import run_args, value_needed
-from tickwork.workers.workflows.graph_fanin import Held
 
 log = logging.getLogger("tickwork.worker")
 
@@ -89,94 +88,66 @@ class Worker:
         # the backend's clock, read locally: every component (the timer's wheel first of
         # all, built below) must agree with what the backend compares due times against
         self._time = CorrectedClock(self.backend.now_ms, self.clock, errors=(BackendError,))
-        self._stopping = threading.Event()
-        self._force = threading.Event()
-        self._settled = threading.Event()
         self._grace_deadline_ms: int | None = None
         #: the first of the worker's threads that raised; the worker then stops (the CLI
         #: exits with 1): without its consumer, settler or timer it would only look alive
         self.failed: str | None = None
-        self._counters = Counters()
         self._has_async = app.registry.has_async
         async_slots = self.config.async_concurrency if self._has_async else 0
-        self._permits = Permits(self.config.permits + async_slots)
+        permits = Permits(self.config.permits + async_slots)
         self._pace = (  # no prefetch given: it follows the handlers' pace
-            Pace(self._permits, self.config.concurrency, self.config.concurrency + async_slots)
+            Pace(permits, self.config.concurrency, self.config.concurrency + async_slots)
             if self.config.prefetch is None
             else None
         )
-        self._holdings = Holdings()
+        holdings = Holdings()
         counted = self.config.metrics_port is not None or self.config.activity_interval_s > 0
-        self._metrics = WorkerMetrics(self._holdings) if counted else NoMetrics()
-        self._counting = counted  # else no metrics call per run
-        self._hooks = app.hooks
+        self._context = context = WorkerContext(
+            app=app,
+            config=self.config,
+            backend=self.backend,
+            now_ms=self._now_ms,
+            holdings=holdings,
+            permits=permits,
+            counters=Counters(),
+            metrics=WorkerMetrics(holdings) if counted else NoMetrics(),
+            stopping=threading.Event(),
+            forced=threading.Event(),
+            wake=threading.Event(),
+        )
+        self._settled = threading.Event()
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
-        self._limits = LimitGate(
-            app, self.backend, self._counters, self._now_ms, woke=lambda: self._consumer.nudge()
-        )
-        self._rates = RateGate(app, self.backend, self._counters, self._now_ms)
-        self._settler = Settler(
-            app,
-            self.backend,
-            self._holdings,
-            self._permits,
-            self._counters,
-            self._now_ms,
-            self._force,
-            self._limits,
-            self._metrics,
-            nudge=lambda: self._consumer.nudge(),
-        )
+        self._limits = LimitGate(context)
+        self._rates = RateGate(context)
+        self._settler = Settler(context, self._limits)
         self._timer = Timer(
             self._now_ms,
-            self._permits,
+            permits,
             self._submit,
             self._settler.release,
-            self._stopping,
+            context.stopping,
             self.config.timer_capacity,
         )
+        self._aborts = AbortWatcher(self.backend, holdings, self.config.abort_check_s)
+        self._admission = Admission(context, self._aborts, self._rates, self._limits, self._settler)
         self._consumer = Consumer(
-            app,
-            self.backend,
-            self.config,
-            self._permits,
-            self._holdings,
-            self._timer,
-            self._settler,
-            self._counters,
-            self._now_ms,
-            self._submit,
-            self._stopping,
-            self.stop,
-            self._rates.deferred_until,
-            self._metrics,
-            self._limits,
+            context, self._timer, self._settler, self._admission, self._submit, self.stop
         )
-        self._heartbeat = Heartbeat(self.backend, self._holdings, self._now_ms)
-        self._presence = Presence(
-            self.backend,
-            self.config,
-            self._holdings,
-            self._counters,
-            self._now_ms,
-            self._has_async,
-            app.registry,
-        )
+        self._launcher = Launcher(context, self._settler)
+        self._heartbeat = Heartbeat(self.backend, holdings, self._now_ms)
+        self._presence = Presence(context)
         self._activity = (
             ActivityLog(
                 self.backend,
-                self._metrics,
+                metrics,
                 self._presence.worker_id,
                 self.config.activity_interval_s,
                 self._now_ms,
             )
-            if isinstance(self._metrics, WorkerMetrics) and self.config.activity_interval_s > 0
+            if isinstance(metrics := context.metrics, WorkerMetrics)
+            and self.config.activity_interval_s > 0
             else None
-        )
-        self._aborts = AbortWatcher(self.backend, self._holdings, self.config.abort_check_s)
-        self._admission = Admission(
-            self._aborts, self._rates, self._limits, self._settler, self._now_ms
         )
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
@@ -188,16 +159,15 @@ class Worker:
 
     @property
     def stats(self) -> WorkerStats:
-        return self._counters.snapshot()
+        return self._context.counters.snapshot()
 
     def start(self) -> None:
         """Install periodic schedules and event subscriptions, and start the threads."""
         self._time.measure()  # an unreachable backend fails the start
         look_for_provider()  # a tracer provider the application set before it starts
-        if isinstance(self._metrics, WorkerMetrics) and self.config.metrics_port is not None:
-            self.metrics_port = self._metrics.start(
-                self.config.metrics_port, self.config.metrics_host
-            )
+        metrics = self._context.metrics
+        if isinstance(metrics, WorkerMetrics) and self.config.metrics_port is not None:
+            self.metrics_port = metrics.start(self.config.metrics_port, self.config.metrics_host)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
         install_declared(self.app, self.config)
         spec = PoolSpec(
@@ -209,11 +179,11 @@ class Worker:
             self.config.adaptive_threads,
         )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
-        self._metrics.watch_pool(pool)
+        metrics.watch_pool(pool)
         if self._has_async:
             loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._finished)
             pool = RoutingPool(self.app, pool, loop)
-        self._pool = pool
+        self._pool = self._launcher.pool = pool
         roles: list[tuple[str, Callable[[], None]]] = [
             ("consumer", self._consumer.run),
             ("timer", self._timer.run),
@@ -246,11 +216,11 @@ class Worker:
     def stop(self, force: bool = False) -> None:
         """Ask the worker to shut down (gracefully; at once with ``force``). Returns at once."""
         if force:
-            self._force.set()
-        self._stopping.set()
+            self._context.forced.set()
+        self._context.stopping.set()
         self._consumer.nudge()
         self._timer.wake()
-        self._permits.give(0)
+        self._context.permits.give(0)
 
     @property
     def active_queues(self) -> tuple[str, ...]:
@@ -259,12 +229,12 @@ class Worker:
 
     @property
     def stopping(self) -> bool:
-        return self._stopping.is_set()
+        return self._context.stopping.is_set()
 
     @property
     def forced(self) -> bool:
         """True when the worker was stopped at once (running handlers were abandoned)."""
-        return self._force.is_set()
+        return self._context.forced.is_set()
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait for a stopped worker to finish its shutdown; True when it has."""
@@ -276,10 +246,10 @@ class Worker:
 
     def run(self, duration_s: float | None = None) -> WorkerStats:
         """Run until a signal, ``stop()``, ``duration_s`` elapsing, or (``burst``) idleness."""
-        with stop_signals(self.stop, self._stopping.is_set):
+        with stop_signals(self.stop, self._context.stopping.is_set):
             self.start()
             deadline = None if duration_s is None else time.monotonic() + duration_s
-            while not self._stopping.wait(0.2):
+            while not self._context.stopping.wait(0.2):
                 if deadline is not None and time.monotonic() >= deadline:
                     log.info("duration of %.1f s reached: shutting down", duration_s)
                     self.stop()
@@ -303,63 +273,11 @@ class Worker:
     def _submit(self, works: list[Work]) -> None:
         """Hand claimed work that is due to the pool (from the consumer or the timer),
         through admission (``admission/admission.py``): aborts, rates, concurrency limits."""
-        if self._stopping.is_set():
+        if self._context.stopping.is_set():
             self._settler.release(works)
             return
         for work in self._admission.admit(works):
-            self._start(work)
-
-    def _start(self, work: Work) -> None:
-        pool = self._pool
-        assert pool is not None
-        message = work.message
-        try:  # a batch's outcome or a graph step's parents' results first, if it takes them
-            args = run_args(self.backend, self._settler.counts.graphs, message)
-        except Held:
-            self._settler.hold(work)
-            return
-        except BackendError as err:
-            log.warning("cannot read the workflow of %s (due again): %s", message.id, err)
-            self._settler.release([work])
-            return
-        except TickworkError as err:
-            self._settler.finished(
-                work, HandlerResult(Verdict.POISON, type(err).__name__, str(err))
-            )
-            return
-        work.started_ms = self._now_ms()
-        if self._counting:
-            self._metrics.started(work)
-        if log.isEnabledFor(logging.DEBUG):  # a line per run: at debug, off by default
-            log.debug(
-                "fire %s id=%s scheduled=%s actual=%s late=%dms attempt=%d",
-                message.task,
-                message.id,
-                message.scheduled_at.isoformat(timespec="milliseconds"),
-                to_datetime(work.started_ms).isoformat(timespec="milliseconds"),
-                work.lateness_ms,
-                work.claim.attempt,
-                extra=log_fields(work),
-            )
-        # a chain's next step or a batch's callbacks take what the handler returns
-        keep_value = value_needed(message)
-        time_limit_s, soft_limit_s = limits_of(self.app, message.task, self.config.time_limit_s)
-        info = RunInfo(
-            message.id,
-            message.task,
-            message.queue,
-            message.key,
-            work.claim.attempt,
-            keep_value,
-            message.headers.get(TRACEPARENT),
-            work.lateness_ms,
-            time_limit_s,
-            soft_limit_s,
-        )
-        work.info = info
-        if self._hooks.before_run:
-            notify(self._hooks.before_run, info)
-        pool.submit(work, message.task, args, message.kwargs, info)
+            self._launcher.start(work)
 
     def _settle(self) -> None:
         try:
@@ -370,8 +288,8 @@ class Worker:
     def _beat(self) -> None:
         self._heartbeat.run(until=self._settled)
         if self._pool is not None:  # step 4: after the last result was settled
-            self._pool.shutdown(wait=not self._force.is_set())
-        self._metrics.stop()
+            self._pool.shutdown(wait=not self._context.forced.is_set())
+        self._context.metrics.stop()
 
     def _watch_aborts(self) -> None:
         assert self._pool is not None
@@ -380,11 +298,11 @@ class Worker:
     def _shutdown_step(self) -> bool:
         """Steps 2 and 3 of shutdown, polled by the settler when it has nothing to do:
         release unstarted work, wait for running work; True when the settler may stop."""
-        if not (self._stopping.is_set() and self._consumer.done.is_set()):
+        if not (self._context.stopping.is_set() and self._consumer.done.is_set()):
             return False
         if self._pool is not None:
             self._settler.release(self._pool.unstarted())
-        running = self._holdings.all()
+        running = self._context.holdings.all()
         if not running:
             return True
         now = self.clock.now_ms()
@@ -393,8 +311,9 @@ class Worker:
             log.info(
                 "waiting up to %.0fs for %d running handler(s)", self.config.grace_s, len(running)
             )
-        if self._force.is_set() or now >= self._grace_deadline_ms:
+        if self._context.forced.is_set() or now >= self._grace_deadline_ms:
             log.warning("abandoning %d running handler(s); their leases will expire", len(running))
-            self._force.set()  # past the grace the stop is forced: do not wait for their threads
+            # past the grace the stop is forced: do not wait for their threads
+            self._context.forced.set()
             return True
         return False

@@ -102,9 +102,9 @@ def test_a_handler_that_finishes_anyway_is_acked(sqlite_app: App) -> None:
     deaf.delay()
     with running(sqlite_app) as worker:
         assert started.wait(20)
-        message_id = worker._holdings.all()[0].claim.id
+        message_id = worker._context.holdings.all()[0].claim.id
         assert sqlite_app.abort(id=message_id) is AbortResult.REQUESTED
-        wait_for(lambda: worker._holdings.all()[0].abort is not None)
+        wait_for(lambda: worker._context.holdings.all()[0].abort is not None)
         release.set()
         wait_for(lambda: worker.stats.acked == 1)
     assert worker.stats.aborted == 0 and sqlite_app.backend.poison.list() == []
@@ -195,7 +195,7 @@ def test_an_async_handler_aborted_before_it_starts_never_runs(sqlite_app: App) -
     with running(sqlite_app, async_concurrency=1) as worker:
         assert first_started.wait(20)
         queued_id = queued.delay()
-        wait_for(lambda: any(w.claim.id == queued_id for w in worker._holdings.all()))
+        wait_for(lambda: any(w.claim.id == queued_id for w in worker._context.holdings.all()))
         assert sqlite_app.abort(id=queued_id) is AbortResult.REQUESTED
         wait_for(lambda: worker.stats.aborted == 1 and worker.stats.acked == 1)
     assert ran == ["holder"]

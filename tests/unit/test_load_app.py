@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tickwork.scheduler import App
-from tickwork.workers.pools.execution import load_app
+from tickwork.scheduler.loading import load_app
 
 
 class LazyProxy:

@@ -192,6 +192,61 @@ def test_backends_are_composed_not_chained() -> None:
         assert len(role.__abstractmethods__) <= 12, role_name
 
 
+#: what a worker component's constructor takes at most, besides ``self``: one that needs
+#: more takes the ``WorkerContext`` (``workers/context.py``) or is two jobs
+MAX_PARAMETERS = 6
+#: the worker module that wires the components together, the one that sees ``App``
+WORKER_WIRING = "tickwork.workers.worker"
+
+
+def _constructors(layer: str) -> dict[str, int]:
+    """How many parameters each ``__init__`` written in ``layer`` takes (``self`` aside).
+    A dataclass without one of its own is a record of values, not a component."""
+    found = {}
+    for module, path in _modules().items():
+        if _layer(module) != layer:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    arguments = item.args
+                    count = len(arguments.posonlyargs) + len(arguments.args) - 1
+                    count += len(arguments.kwonlyargs) + bool(arguments.vararg)
+                    found[f"{module}.{node.name}"] = count
+    return found
+
+
+def _importers_of_app(layer: str) -> set[str]:
+    """The modules of ``layer`` that import the ``App`` class by name."""
+    found = set()
+    for module, path in _modules().items():
+        if _layer(module) != layer:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("tickwork")
+                and any(alias.name == "App" for alias in node.names)
+            ):
+                found.add(module)
+    return found
+
+
+def test_no_worker_component_takes_more_than_six_parameters() -> None:
+    wide = {
+        name: count for name, count in _constructors("workers").items() if count > MAX_PARAMETERS
+    }
+    assert wide == {}
+
+
+def test_only_the_worker_wiring_sees_the_app() -> None:
+    """Components get ``WorkerApp`` (``workers/app_needs.py``), the part of the app a
+    worker uses; ``workers/worker.py`` alone builds the context from the ``App``."""
+    assert _importers_of_app("workers") <= {WORKER_WIRING}
+
+
 def test_the_checker_sees_imports() -> None:
     """Guards the tests above against passing because they read nothing."""
     graph = _graph()
@@ -202,6 +257,11 @@ def test_the_checker_sees_imports() -> None:
     assert any(_layer(t) == "scheduler" for t in graph["tickwork.workers.settling.settler"])
     assert _layer("tickwork.cli.main") == "tickwork" and _layer("tickwork") == "tickwork"
     assert len(graph) > 60
+    constructors = _constructors("workers")
+    assert constructors["tickwork.workers.intake.consumer.Consumer"] == MAX_PARAMETERS
+    assert constructors["tickwork.workers.worker.Worker"] == 3  # app, config, clock
+    assert WORKER_WIRING in _importers_of_app("workers")
+    assert "tickwork.scheduler.loading" in _importers_of_app("scheduler")
 
 
 def test_everything_is_imported_through_tickwork() -> None:

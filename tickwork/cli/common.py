@@ -28,7 +28,7 @@ from tickwork.scheduler import (
 from tickwork.scheduler.backends import DEFAULT_URL, redacted, sqlite_file
 from tickwork.scheduler.backends.records import QueueStats
 from tickwork.scheduler.clock import to_datetime
-from tickwork.workers import load_app
+from tickwork.scheduler.loading import load_app
 
 P = ParamSpec("P")
 R = TypeVar("R")

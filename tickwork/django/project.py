@@ -26,9 +26,9 @@ from django.db import close_old_connections, reset_queries
 
 from tickwork.scheduler import App
 from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.loading import load_app
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.settings import Settings
-from tickwork.workers.pools.execution import load_app
 
 #: the dotted path of the Django tasks backend, as written in ``TASKS``
 BACKEND_PATH = "tickwork.django.TickworkBackend"

@@ -15,10 +15,11 @@ rate-limited (or no concurrency-limited) message does not enter that gate at all
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
+from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.aborts import AbortWatcher
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted
@@ -30,16 +31,16 @@ class Admission:
 
     def __init__(
         self,
+        context: WorkerContext,
         aborts: AbortWatcher,
         rates: RateGate,
         limits: LimitGate,
         settler: Settler,
-        now_ms: Callable[[], int],
     ) -> None:
-        self._now_ms = now_ms
+        self._now_ms = context.now_ms
         self._aborts = aborts
-        self._rates = rates
-        self._limits = limits
+        self.rates = rates
+        self.limits = limits
         self._settler = settler
 
     def admit(self, works: Sequence[Work]) -> list[Work]:
@@ -61,9 +62,9 @@ class Admission:
                 runnable.append(work)
         admitted = runnable
         if any(work.message.rate is not None for work in admitted):
-            admitted = self._rates.admit(admitted)
+            admitted = self.rates.admit(admitted)
         if any(work.message.limit is not None and work.slot is None for work in admitted):
-            admitted = self._limits.admit(admitted)
+            admitted = self.limits.admit(admitted)
         if len(admitted) < len(runnable):
             kept = {id(work) for work in admitted}
             self._settler.forget([work for work in runnable if id(work) not in kept])

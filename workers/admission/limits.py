@@ -15,12 +15,13 @@ runs).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from tickwork.scheduler import App, BackendError
-from tickwork.scheduler.backends import Backend, SlotRequest, Waiter
+from tickwork.scheduler import BackendError
+from tickwork.scheduler.backends import SlotRequest, Waiter
 from tickwork.scheduler.schedules.overlap import is_overlap_limit
-from tickwork.workers.intake.flow import Counters
+from tickwork.workers.app_needs import WorkerApp
+from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
@@ -32,20 +33,13 @@ _MAX_POPS = 1000  # waiters gone or running already: take the next, up to this m
 class LimitGate:
     """Takes and gives back the slots of this worker's limited runs."""
 
-    def __init__(
-        self,
-        app: App,
-        backend: Backend,
-        counters: Counters,
-        now_ms: Callable[[], int],
-        woke: Callable[[], None] = lambda: None,
-    ) -> None:
-        self._woke = woke  # told when waiters were made due (the consumer claims at once)
-        self._app = app
-        self._backend = backend
-        self._counters = counters
-        self._now_ms = now_ms
-        self.capacities = claim_capacities(app)
+    def __init__(self, context: WorkerContext) -> None:
+        self._woke = context.nudge  # waiters were made due: the consumer claims at once
+        self._app = context.app
+        self._backend = context.backend
+        self._counters = context.counters
+        self._now_ms = context.now_ms
+        self.capacities = claim_capacities(context.app)
 
     def request(self, work: Work) -> SlotRequest | None:
         """The slot ``work`` needs, or None when it is not limited (the capacity is the
@@ -165,7 +159,7 @@ class LimitGate:
                 waiters += self._backend.limits.pop_waiters(waiter.limit, 1)
 
 
-def claim_capacities(app: App) -> dict[str, int]:
+def claim_capacities(app: WorkerApp) -> dict[str, int]:
     """The concurrency limits (name -> capacity) whose slots a claim may take: those of
     the registered tasks, less any name two tasks give different capacities, and any
     name that with a ``:VALUE`` could read as another (``a`` and ``a:b``): the slots of

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from tickwork.scheduler import App, BackendError
-from tickwork.scheduler.backends import Backend, RateRequest
-from tickwork.workers.intake.flow import Counters
+from tickwork.scheduler import BackendError
+from tickwork.scheduler.backends import RateRequest
+from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
@@ -29,13 +29,11 @@ _RETRY_MS = 1000  # when the backend could not be asked: look again this soon
 class RateGate:
     """Reserves the starts of this worker's rate-limited runs."""
 
-    def __init__(
-        self, app: App, backend: Backend, counters: Counters, now_ms: Callable[[], int]
-    ) -> None:
-        self._app = app
-        self._backend = backend
-        self._counters = counters
-        self._now_ms = now_ms
+    def __init__(self, context: WorkerContext) -> None:
+        self._app = context.app
+        self._backend = context.backend
+        self._counters = context.counters
+        self._now_ms = context.now_ms
         self._lock = threading.Lock()
         self._deferred_until = 0
 

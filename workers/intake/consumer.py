@@ -16,17 +16,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from tickwork.scheduler import App, BackendError, DecodeError
-from tickwork.scheduler.backends import Backend, Claim, Failure
+from tickwork.scheduler import BackendError, DecodeError
+from tickwork.scheduler.backends import Claim, Failure
 from tickwork.scheduler.model.message import Message, is_unique_window
 from tickwork.scheduler.schedules.overlap import is_ticker
 from tickwork.scheduler.workflows.graph_schedules import is_graph_schedule
-from tickwork.workers.admission.limits import LimitGate
-from tickwork.workers.config import WorkerConfig
-from tickwork.workers.intake.flow import Counters, Permits
-from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.admission.admission import Admission
+from tickwork.workers.context import WorkerContext
+from tickwork.workers.intake.holdings import Work
 from tickwork.workers.intake.timer import Timer
-from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.settling.settler import Settler
 
 log = logging.getLogger("tickwork.worker")
@@ -39,43 +37,34 @@ class Consumer:
 
     def __init__(
         self,
-        app: App,
-        backend: Backend,
-        config: WorkerConfig,
-        permits: Permits,
-        holdings: Holdings,
+        context: WorkerContext,
         timer: Timer,
         settler: Settler,
-        counters: Counters,
-        now_ms: Callable[[], int],
+        admission: Admission,
         submit: Callable[[list[Work]], None],
-        stopping: threading.Event,
         stop: Callable[[], None],
-        deferred_until: Callable[[], int] = lambda: 0,
-        metrics: NoMetrics | None = None,
-        limits: LimitGate | None = None,
     ) -> None:
-        self._app = app
-        self._limits = limits  # whose slots claims may take (None: admit takes them all)
-        self._slots = limits.capacities if limits is not None else None
-        # None when nothing counts (no metrics port, no activity log): no call per claim
-        self._metrics = metrics if isinstance(metrics, WorkerMetrics) else None
-        self._backend = backend
-        self._config = config
-        self._permits = permits
-        self._holdings = holdings
+        self._app = context.app
+        self._limits = admission.limits  # whose slots claims may take
+        self._slots = admission.limits.capacities
+        self._metrics = context.counting  # None: nothing counts, no call per claim
+        self._backend = context.backend
+        self._config = config = context.config
+        self._permits = context.permits
+        self._holdings = context.holdings
         self._timer = timer
         self._settler = settler
-        self._counters = counters
-        self._now_ms = now_ms
+        self._counters = context.counters
+        self._now_ms = context.now_ms
         self._submit = submit
-        self._stopping = stopping
+        self._stopping = context.stopping
         self._stop = stop
-        self._deferred_until = deferred_until  # work this worker sent to wait is due by then
+        # work this worker sent to wait for its rate is due by then
+        self._deferred_until = admission.rates.deferred_until
         self._empty_polls = 0  # not yet added to the backend's counters
         self._active = config.queues  # the consumed queues that are not paused
         self._paused_read_at = -float("inf")
-        self._nudged = threading.Event()
+        self._nudged = context.wake
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -206,7 +195,7 @@ class Consumer:
             self._stopping.wait(0.5)
         finally:
             self._permits.give(wanted - claimed)
-            if unused and self._limits is not None:
+            if unused:
                 self._limits.release(unused)  # one call for the round
             if ready:
                 self._submit(ready)

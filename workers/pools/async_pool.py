@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, TypeVar
 
-from tickwork.scheduler import App, UnknownTask
+from tickwork.scheduler import UnknownTask
 from tickwork.scheduler.runs.context import RunContext, RunInfo
 from tickwork.scheduler.runs.results import report_progress
+from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_async_handler
 from tickwork.workers.pools.pool import Done, HandlerPool
 from tickwork.workers.pools.time_limits import over_limit_message
@@ -63,7 +64,7 @@ class _Running:
 class AsyncPool(HandlerPool[W], Generic[W]):
     """Runs ``async def`` handlers on one event loop, at most ``size`` at once."""
 
-    def __init__(self, app: App, size: int, on_done: Done[W]) -> None:
+    def __init__(self, app: WorkerApp, size: int, on_done: Done[W]) -> None:
         self._app = app
         self._size = size
         self._on_done = on_done
@@ -178,7 +179,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
     ) -> HandlerResult | None:
         """One handler under the watchdog; None when a forced stop cancelled it."""
         try:
-            timeout_s = self._app.lookup(task).options.timeout_s
+            timeout_s = self._app.registry.lookup(task).options.timeout_s
         except UnknownTask:
             timeout_s = float("inf")  # it is poisoned at once below
         limited = info.time_limit_s is not None and info.time_limit_s < timeout_s
@@ -254,7 +255,7 @@ class RoutingPool(HandlerPool[W], Generic[W]):
     the event loop, every other handler (and an unknown task, which the sync path
     poisons) to the configured thread or process pool."""
 
-    def __init__(self, app: App, sync: HandlerPool[W], async_pool: HandlerPool[W]) -> None:
+    def __init__(self, app: WorkerApp, sync: HandlerPool[W], async_pool: HandlerPool[W]) -> None:
         self._app = app
         self._sync = sync
         self._async = async_pool
@@ -263,7 +264,7 @@ class RoutingPool(HandlerPool[W], Generic[W]):
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
         try:
-            is_async = self._app.lookup(task).is_async
+            is_async = self._app.registry.lookup(task).is_async
         except UnknownTask:
             is_async = False
         (self._async if is_async else self._sync).submit(item, task, args, kwargs, info)

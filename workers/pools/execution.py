@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import time
 import traceback
@@ -11,13 +10,14 @@ from collections.abc import Awaitable
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
-from tickwork.scheduler import Aborted, App, InvalidMessage, UnknownTask
+from tickwork.scheduler import Aborted, InvalidMessage, UnknownTask
 from tickwork.scheduler.hooks import notify
 from tickwork.scheduler.model.tasks import TaskFunction
 from tickwork.scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
 from tickwork.scheduler.runs.results import encode_value
 from tickwork.scheduler.runs.snooze import Snooze
 from tickwork.scheduler.runs.tracing import NO_SPAN, handler_span
+from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.time_limits import over_limit_message
 
 
@@ -53,7 +53,7 @@ class LimitGuard(Protocol):
 
 
 def run_handler(
-    app: App,
+    app: WorkerApp,
     task_name: str,
     args: list[Any],
     kwargs: dict[str, Any],
@@ -76,7 +76,7 @@ def run_handler(
 
 
 def _run_handler(
-    app: App,
+    app: WorkerApp,
     task_name: str,
     args: list[Any],
     kwargs: dict[str, Any],
@@ -89,7 +89,7 @@ def _run_handler(
     if hooks.before_handler:
         notify(hooks.before_handler, run.info)
     try:
-        task = app.lookup(task_name)
+        task = app.registry.lookup(task_name)
         if guard is not None and not task.is_async:
             guard.enter()
             try:
@@ -122,7 +122,7 @@ def _run_handler(
 
 
 async def run_async_handler(
-    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+    app: WorkerApp, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
 ) -> HandlerResult:
     """Await an ``async def`` handler, with ``run`` as its ``current_run()``, and classify
     the outcome (the caller enforces the timeout). Never raises, except
@@ -134,7 +134,7 @@ async def run_async_handler(
 
 
 async def _run_async_handler(
-    app: App, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
+    app: WorkerApp, task_name: str, args: list[Any], kwargs: dict[str, Any], run: RunContext
 ) -> HandlerResult:
     started = time.perf_counter()
     token = enter(run)
@@ -142,7 +142,7 @@ async def _run_async_handler(
     if hooks.before_handler:
         notify(hooks.before_handler, run.info)
     try:
-        task = app.lookup(task_name)
+        task = app.registry.lookup(task_name)
         returned = task.run(args, kwargs)
         if inspect.isawaitable(returned):
             returned = await returned
@@ -192,7 +192,9 @@ def _failed(
     )
 
 
-def _kept(app: App, task: TaskFunction[..., Any], returned: Any, needed: bool) -> bytes | None:
+def _kept(
+    app: WorkerApp, task: TaskFunction[..., Any], returned: Any, needed: bool
+) -> bytes | None:
     """What ``returned`` is kept as, if its task keeps results or the value is ``needed``
     (by a chain's next step); a value that cannot be kept raises (the run fails: it is
     retried or poisoned like any failure)."""
@@ -212,23 +214,3 @@ def _returned(returned: Any, started: float, value: bytes | None) -> HandlerResu
     if isinstance(returned, Snooze):
         return HandlerResult(Verdict.SNOOZED, duration_ms=elapsed, snooze_s=returned.delay_s)
     return HandlerResult(Verdict.ACK, duration_ms=elapsed, value=value)
-
-
-def load_app(reference: str) -> App:
-    """Import ``module`` or ``module:attribute`` and return its ``App``."""
-    module_name, _, attribute = reference.partition(":")
-    module = importlib.import_module(module_name)
-    if attribute:
-        found = getattr(module, attribute, None)
-        if not isinstance(found, App):
-            raise TypeError(f"{reference!r} is not a tickwork App")
-        return found
-    # ``type()``, not ``isinstance``: a lazy proxy (Django's ``settings``) answers
-    # ``isinstance`` by loading what it stands for, which may fail at import time
-    apps: list[App] = [v for v in vars(module).values() if issubclass(type(v), App)]
-    if len(apps) != 1:
-        raise TypeError(
-            f"module {module_name!r} defines {len(apps)} App objects; "
-            f"name one as {module_name}:NAME"
-        )
-    return apps[0]

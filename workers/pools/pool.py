@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import RunInfo
+from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult
 
 W = TypeVar("W")
@@ -56,7 +56,7 @@ class PoolSpec:
     """What a pool factory gets: the app (in this process), how to import it elsewhere,
     and how many handlers may run at once."""
 
-    app: App
+    app: WorkerApp
     app_reference: str | None
     size: int
     abort_grace_s: float = 10.0  # how long an aborted process-pool handler has to stop

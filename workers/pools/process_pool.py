@@ -28,10 +28,12 @@ from multiprocessing.sharedctypes import SynchronizedArray
 from types import FrameType
 from typing import Any
 
-from tickwork.scheduler import Aborted, App, TickworkError, TimeLimitExceeded
+from tickwork.scheduler import Aborted, TickworkError, TimeLimitExceeded
+from tickwork.scheduler.loading import load_app
 from tickwork.scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitExceeded
 from tickwork.scheduler.runs.results import report_progress, running_record
-from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, load_app, run_handler
+from tickwork.workers.app_needs import WorkerApp
+from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_handler
 from tickwork.workers.pools.pool import Done, HandlerPool, W
 
 log = logging.getLogger("tickwork.worker")
@@ -43,7 +45,7 @@ SOFT = 1 << 40
 
 # -- the child's side --------------------------------------------------------------------------
 
-_child_app: App | None = None
+_child_app: WorkerApp | None = None
 _child_started: Any = None  # multiprocessing SimpleQueue: (job, pid) per job started, and progress
 _child_aborting: SynchronizedArray[int] | None = None
 _child_job = 0  # the job this child runs now, 0 when idle
@@ -129,7 +131,7 @@ class ProcessPool(HandlerPool[W]):
 
     def __init__(
         self,
-        app: App,
+        app: WorkerApp,
         app_reference: str,
         size: int,
         on_done: Done[W],

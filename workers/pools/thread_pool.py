@@ -8,9 +8,9 @@ import threading
 from functools import partial
 from typing import Any
 
-from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import RunContext, RunInfo
 from tickwork.scheduler.runs.results import report_progress
+from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_handler
 from tickwork.workers.pools.pool import Done, HandlerPool, W
 from tickwork.workers.pools.thread_tuning import ThreadGate
@@ -28,7 +28,7 @@ class ThreadPool(HandlerPool[W]):
 
     def __init__(
         self,
-        app: App,
+        app: WorkerApp,
         size: int,
         on_done: Done[W],
         time_limit_grace_s: float = 5.0,

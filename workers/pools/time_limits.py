@@ -26,8 +26,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import SoftTimeLimitExceeded, TimeLimitExceeded
+from tickwork.workers.app_needs import WorkerApp
 
 log = logging.getLogger("tickwork.worker")
 
@@ -43,7 +43,7 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
 
 
 def limits_of(
-    app: App, task_name: str, default_s: float | None
+    app: WorkerApp, task_name: str, default_s: float | None
 ) -> tuple[float | None, float | None]:
     """The time limit of a run of ``task_name`` (its task's own, else ``default_s``, the
     worker's) and its soft time limit (its task's own; None: none)."""

@@ -12,17 +12,13 @@ import socket
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable
 
 from tickwork.scheduler import BackendError
-from tickwork.scheduler.backends import Backend
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.limits.view import declared_limits
-from tickwork.scheduler.model.registry import TaskRegistry
 from tickwork.scheduler.views.presence import KEPT_FOR, WorkerInfo
-from tickwork.workers.config import WorkerConfig
-from tickwork.workers.intake.flow import Counters
-from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.context import WorkerContext
+from tickwork.workers.intake.holdings import Work
 
 log = logging.getLogger("tickwork.worker")
 
@@ -30,26 +26,18 @@ log = logging.getLogger("tickwork.worker")
 class Presence:
     """Writes this worker's registry record until ``until`` is set, then removes it."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        config: WorkerConfig,
-        holdings: Holdings,
-        counters: Counters,
-        now_ms: Callable[[], int],
-        has_async: bool,
-        registry: TaskRegistry,
-    ) -> None:
-        self._backend = backend
-        self._config = config
-        self._holdings = holdings
-        self._counters = counters
-        self._now_ms = now_ms
-        self._has_async = has_async
+    def __init__(self, context: WorkerContext) -> None:
+        self._backend = context.backend
+        self._config = context.config
+        self._holdings = context.holdings
+        self._counters = context.counters
+        self._now_ms = context.now_ms
+        registry = context.app.registry
+        self._has_async = registry.has_async
         host = socket.gethostname()
         self.worker_id = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._host = host
-        self._started_ms = now_ms()
+        self._started_ms = context.now_ms()
         self._limits = declared_limits(registry)
 
     def record(self) -> bytes:

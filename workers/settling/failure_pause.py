@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from tickwork.scheduler import App, TickworkError
+from tickwork.scheduler import TickworkError
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.workers.app_needs import WorkerApp
 
 log = logging.getLogger("tickwork.worker")
 
@@ -22,7 +23,7 @@ _ENDS = frozenset({RunOutcome.SUCCEEDED, RunOutcome.POISONED, RunOutcome.ABORTED
 ACTOR = "tickwork"
 
 
-def pause_if_failing(app: App, message: Message) -> bool:
+def pause_if_failing(app: WorkerApp, message: Message) -> bool:
     """Pause ``message``'s schedule (which just failed for good) if its last occurrences
     all failed, as many as its trigger's ``pause_after_failures``; True if paused."""
     trigger, key = message.trigger, message.key

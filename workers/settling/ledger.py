@@ -17,7 +17,6 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from tickwork.scheduler import App
 from tickwork.scheduler.backends import LedgerEntry
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.model.message import Message
@@ -32,6 +31,7 @@ from tickwork.scheduler.schedules.ledger import (
 )
 from tickwork.triggers import Misfire, Trigger
 from tickwork.triggers.base import Fire
+from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.intake.holdings import Work
 
 #: the most dropped occurrences one settle walks to name them (the rest are counted)
@@ -41,7 +41,7 @@ _WALK = 1000
 class RunLedger:
     """Builds the ledger entries of settled runs for one worker process."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: WorkerApp) -> None:
         self._app = app
         self._records = RecordWriter(f"{socket.gethostname()}:{os.getpid()}")
         self._retention = Retention.of(app.settings)

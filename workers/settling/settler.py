@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import logging
 import queue as queue_module
-import threading
 import time
 from collections.abc import Callable, Sequence
 
-from tickwork.scheduler import App, BackendError
+from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import (
-    Backend,
     Claim,
     Envelope,
     Failure,
@@ -33,10 +31,9 @@ from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.workflows.graph_records import PARKED_MS
 from tickwork.workers.admission.limits import LimitGate
-from tickwork.workers.intake.flow import Counters, Permits
-from tickwork.workers.intake.holdings import Holdings, Work, log_fields, logged_error
+from tickwork.workers.context import WorkerContext
+from tickwork.workers.intake.holdings import Work, log_fields, logged_error
 from tickwork.workers.pools.execution import HandlerResult
-from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.settling.failure_pause import pause_if_failing
 from tickwork.workers.settling.retrying import Retrying
 from tickwork.workers.settling.tickers import Tickers
@@ -71,40 +68,26 @@ def _log_done(work: Work, result: HandlerResult) -> None:
 class Settler:
     """Acks, retries, poisons and releases the work this process holds."""
 
-    def __init__(
-        self,
-        app: App,
-        backend: Backend,
-        holdings: Holdings,
-        permits: Permits,
-        counters: Counters,
-        now_ms: Callable[[], int],
-        forced: threading.Event,
-        limits: LimitGate,
-        metrics: NoMetrics,
-        nudge: Callable[[], None] = lambda: None,
-    ) -> None:
-        self._nudge = nudge  # a chain's next step or a batch's callback is due: claim now
+    def __init__(self, context: WorkerContext, limits: LimitGate) -> None:
+        # a chain's next step or a batch's callback is due: the consumer claims now
+        self._nudge = context.nudge
         self._limits = limits
-        # None when nothing counts (no metrics port, no activity log): no call per run
-        self._metrics = metrics if isinstance(metrics, WorkerMetrics) else None
-        self._app = app
-        self._backend = backend
-        self._holdings = holdings
-        self._permits = permits
-        self._counters = counters
-        self._now_ms = now_ms
+        self._metrics = context.counting  # None: nothing counts, no call per run
+        self._app = context.app
+        self._backend = backend = context.backend
+        self._holdings = context.holdings
+        self._permits = context.permits
+        self._counters = context.counters
+        self._now_ms = context.now_ms
         #: a backend write retried until it is written (or the worker is forced to stop)
-        self._with_retries = Retrying(counters, forced)
+        self._with_retries = Retrying(context.counters, context.forced)
         self._results: queue_module.SimpleQueue[tuple[Work, HandlerResult]] = (
             queue_module.SimpleQueue()
         )
-        self.counts = WorkflowCounts(backend, self._with_retries, nudge, now_ms)
-        self._decider = Decider(app)
-        self.tickers = Tickers(
-            app, backend, self._decider, self._with_retries, permits, nudge, now_ms
-        )
-        self._hooks = app.hooks
+        self.counts = WorkflowCounts(backend, self._with_retries, self._nudge, self._now_ms)
+        self._decider = Decider(context.app)
+        self.tickers = Tickers(context, self._decider, self._with_retries)
+        self._hooks = context.hooks
 
     def finished(self, work: Work, result: HandlerResult) -> None:
         """A pool's callback (any thread): the permit is lent back now, before the ack."""

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from tickwork.scheduler import App, TickworkError
-from tickwork.scheduler.backends import Backend, Claim, OnConflict, StoredMessage
+from tickwork.scheduler import TickworkError
+from tickwork.scheduler.backends import Claim, OnConflict, StoredMessage
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.schedules import control
 from tickwork.scheduler.schedules.overlap import last_runs, run_of, with_last_run
@@ -23,7 +23,7 @@ from tickwork.scheduler.workflows.graph_schedules import (
     with_live_instance,
 )
 from tickwork.triggers import Overlap
-from tickwork.workers.intake.flow import Permits
+from tickwork.workers.context import WorkerContext
 from tickwork.workers.settling.verdicts import Decider
 
 log = logging.getLogger("tickwork.worker")
@@ -34,21 +34,17 @@ class Tickers:
 
     def __init__(
         self,
-        app: App,
-        backend: Backend,
+        context: WorkerContext,
         decider: Decider,
         with_retries: Callable[[Callable[[], Any]], Any],
-        permits: Permits,
-        nudge: Callable[[], None],
-        now_ms: Callable[[], int],
     ) -> None:
-        self._app = app
-        self._backend = backend
+        self._app = context.app
+        self._backend = context.backend
         self._decider = decider
         self._with_retries = with_retries
-        self._permits = permits
-        self._nudge = nudge
-        self._now_ms = now_ms
+        self._permits = context.permits
+        self._nudge = context.nudge
+        self._now_ms = context.now_ms
 
     def fire(self, claim: Claim, message: Message) -> None:
         """Enqueue the run of ``message``'s occurrence as its policy says, then ack the

@@ -31,13 +31,14 @@ import logging
 import math
 from dataclasses import dataclass, field
 
-from tickwork.scheduler import App, TickworkError
+from tickwork.scheduler import TickworkError
 from tickwork.scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
 from tickwork.scheduler.model.headers import SCHEDULE
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.runs.results import failed_record, succeeded_record
 from tickwork.scheduler.runs.retry import GiveUp, decide
 from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.pools.execution import HandlerResult, Verdict
 from tickwork.workers.settling.ledger import RunLedger
@@ -134,7 +135,7 @@ class Plan:
 class Decider:
     """Plans the settling of finished runs for an app (its tasks' options, its builder)."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: WorkerApp) -> None:
         self._app = app
         self._ledger = RunLedger(app)
         self._plain_tasks: dict[str, bool] = {}  # task name -> it keeps no results or history
