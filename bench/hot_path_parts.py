@@ -50,7 +50,7 @@ def _bulk_parts(url: str, count: int) -> dict[str, float]:
     """Building a message (and the parts of that: its arguments checked, its id, its
     body's bytes), writing it, the two together, and the server's script time (Redis)."""
     from tickwork.scheduler.clock import to_datetime
-    from tickwork.scheduler.model.ids import new_chain_id
+    from tickwork.scheduler.ids import new_chain_id
     from tickwork.scheduler.producing.plain import encoded_time
 
     app, tasks = fresh_app(url)

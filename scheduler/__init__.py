@@ -25,12 +25,22 @@ from tickwork.scheduler.errors import (
     UnknownTask,
     WorkflowNotFound,
 )
-from tickwork.scheduler.events.names import Event
 from tickwork.scheduler.events.waits import WaitTimedOut, wait_for
 from tickwork.scheduler.events.workflows import EVENT
-from tickwork.scheduler.limits.declared import ConcurrencyLimit, RateLimit
+from tickwork.scheduler.model.event_names import Event
+from tickwork.scheduler.model.handles import (
+    ResultTimeout,
+    RunStatus,
+    TaskFailed,
+    TaskHandle,
+    TaskInfo,
+)
+from tickwork.scheduler.model.limits import ConcurrencyLimit, RateLimit
 from tickwork.scheduler.model.message import Message, ScheduledMessage
+from tickwork.scheduler.model.retry import RetryPolicy
+from tickwork.scheduler.model.shapes import Batch, Group, batch, group
 from tickwork.scheduler.model.tasks import Call, TaskClass, TaskFunction
+from tickwork.scheduler.producing.chains import chain
 from tickwork.scheduler.producing.reports import EnqueueReport
 from tickwork.scheduler.runs.context import (
     Aborted,
@@ -39,21 +49,11 @@ from tickwork.scheduler.runs.context import (
     TimeLimitExceeded,
     current_run,
 )
-from tickwork.scheduler.runs.results import (
-    ResultTimeout,
-    RunStatus,
-    TaskFailed,
-    TaskHandle,
-    TaskInfo,
-)
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.scheduler.runs.snooze import Snooze
 from tickwork.scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from tickwork.scheduler.settings import Settings
-from tickwork.scheduler.workflows.chains import chain
 from tickwork.scheduler.workflows.graph_view import GraphFailed, GraphHandle
 from tickwork.scheduler.workflows.graphs import After, Graph, after, graph
-from tickwork.scheduler.workflows.shapes import Batch, Group, batch, group
 from tickwork.scheduler.workflows.status import (
     BatchFailed,
     BatchHandle,

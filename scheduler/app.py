@@ -28,18 +28,18 @@ from tickwork.scheduler.encryption import Encryption, keys_of
 from tickwork.scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from tickwork.scheduler.events.service import Events
 from tickwork.scheduler.hooks import Hook, Hooks
-from tickwork.scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
+from tickwork.scheduler.model.handles import TaskInfo
+from tickwork.scheduler.model.limits import ConcurrencyLimit, LimitKey, RateLimit
 from tickwork.scheduler.model.message import ScheduledMessage
 from tickwork.scheduler.model.registry import Periodic, TaskRegistry
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.model.tasks import Call, TaskClass, TaskFunction
+from tickwork.scheduler.producer import Producer
 from tickwork.scheduler.producing.building import MessageBuilder
 from tickwork.scheduler.producing.in_thread import in_thread
 from tickwork.scheduler.producing.planning import upcoming
-from tickwork.scheduler.producing.producer import Producer
 from tickwork.scheduler.producing.reports import EnqueueReport
 from tickwork.scheduler.runs import results
-from tickwork.scheduler.runs.results import TaskInfo
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.scheduler.schedules import control
 from tickwork.scheduler.schedules.control import AbortResult
 from tickwork.scheduler.schedules.ledger import HistoryEntry
@@ -277,7 +277,7 @@ class App:
         """The task registered as ``name``; raises ``UnknownTask``."""
         return self.registry.lookup(name)
 
-    # -- producing (``scheduler.producing.producer``) ---------------------------------------------
+    # -- producing (``scheduler.producer``) ---------------------------------------------
 
     def build(
         self, call: Call, now_ms: int | None = None, now: datetime | None = None

@@ -18,15 +18,15 @@ change between releases. The command line (``tickwork.cli``) and the dashboard
 from tickwork.scheduler.app import App
 from tickwork.scheduler.errors import InvalidMessage, TickworkError
 from tickwork.scheduler.hooks import Hook
-from tickwork.scheduler.limits.declared import ConcurrencyLimit, RateLimit
+from tickwork.scheduler.model.handles import RunStatus, TaskFailed, TaskHandle
+from tickwork.scheduler.model.limits import ConcurrencyLimit, RateLimit
+from tickwork.scheduler.model.retry import RetryPolicy
+from tickwork.scheduler.model.shapes import batch, group
 from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.producing.chains import chain
 from tickwork.scheduler.runs.context import Aborted, RunInfo, current_run
-from tickwork.scheduler.runs.results import RunStatus, TaskFailed, TaskHandle
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.scheduler.runs.snooze import Snooze
-from tickwork.scheduler.workflows.chains import chain
 from tickwork.scheduler.workflows.graphs import after, graph
-from tickwork.scheduler.workflows.shapes import batch, group
 from tickwork.scheduler.workflows.status import BatchOutcome
 from tickwork.triggers import Cron, Misfire, Repeating, RunOnce
 from tickwork.workers import Worker, WorkerConfig

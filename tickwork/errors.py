@@ -22,8 +22,8 @@ from tickwork.scheduler.errors import (
     WorkflowNotFound,
 )
 from tickwork.scheduler.events.waits import WaitTimedOut
+from tickwork.scheduler.model.handles import ResultTimeout, TaskFailed
 from tickwork.scheduler.runs.context import Aborted, SoftTimeLimitExceeded, TimeLimitExceeded
-from tickwork.scheduler.runs.results import ResultTimeout, TaskFailed
 from tickwork.scheduler.workflows.graph_view import GraphFailed
 from tickwork.scheduler.workflows.status import BatchFailed
 

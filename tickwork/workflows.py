@@ -2,10 +2,10 @@
 four are also in ``tickwork``); their handles and outcomes, and ``step_id``, the id of a
 chain's step."""
 
-from tickwork.scheduler.workflows.chains import chain, step_id
+from tickwork.scheduler.model.shapes import batch, group
+from tickwork.scheduler.producing.chains import chain, step_id
 from tickwork.scheduler.workflows.graph_view import GraphHandle
 from tickwork.scheduler.workflows.graphs import after, graph
-from tickwork.scheduler.workflows.shapes import batch, group
 from tickwork.scheduler.workflows.status import BatchHandle, BatchOutcome, BatchStatus
 
 __all__ = [

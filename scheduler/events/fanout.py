@@ -38,11 +38,11 @@ from tickwork.scheduler.backends import (
     OnConflict,
     Waiter,
 )
-from tickwork.scheduler.events.names import Event
 from tickwork.scheduler.events.subscriptions import Subscription, stored_subscriptions
 from tickwork.scheduler.events.waits import EVENTS_QUEUE, read_waiters, wait_record_id
 from tickwork.scheduler.events.workflows import WORKFLOW_TASK
-from tickwork.scheduler.model.ids import identity_chain_id
+from tickwork.scheduler.ids import identity_chain_id
+from tickwork.scheduler.model.event_names import Event
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.building import MessageBuilder

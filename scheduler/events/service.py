@@ -25,7 +25,6 @@ from tickwork.scheduler.events.fanout import (
     event_argument,
     read_recent,
 )
-from tickwork.scheduler.events.names import Event, check_name, check_pattern
 from tickwork.scheduler.events.subscriptions import (
     Subscription,
     stored_subscriptions,
@@ -38,12 +37,13 @@ from tickwork.scheduler.events.workflows import (
     check_workflow,
     with_event,
 )
-from tickwork.scheduler.model.ids import new_chain_id
+from tickwork.scheduler.ids import new_chain_id
+from tickwork.scheduler.model.event_names import Event, check_name, check_pattern
 from tickwork.scheduler.model.registry import TaskRegistry
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.model.tasks import Call, TaskFunction
 from tickwork.scheduler.parts import AppParts
 from tickwork.scheduler.runs.context import current_run
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.scheduler.workflows.graph_records import build_graph
 from tickwork.scheduler.workflows.graphs import Graph, Workflow, compile_spec
 

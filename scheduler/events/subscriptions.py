@@ -20,11 +20,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tickwork.scheduler.backends import Backend, Envelope, OnConflict
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import DecodeError
-from tickwork.scheduler.events.names import check_pattern, matches
-from tickwork.scheduler.model.ids import keyed_chain_id
-from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.ids import keyed_chain_id
+from tickwork.scheduler.model.event_names import check_pattern, matches
+from tickwork.scheduler.model.message import PAUSED_DUE, Message
 from tickwork.scheduler.model.tasks import TaskFunction
-from tickwork.scheduler.schedules.control import PAUSED_DUE
 
 #: the queue holding the subscriptions (no worker claims from it: nothing in it is due)
 SUBSCRIPTIONS_QUEUE = "tickwork.subscriptions"

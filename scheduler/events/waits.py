@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tickwork.scheduler.backends import Backend, LedgerEntry, MemberOutcome
 from tickwork.scheduler.errors import InvalidMessage, TickworkError
-from tickwork.scheduler.events.names import check_name
+from tickwork.scheduler.model.event_names import check_name
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.runs.snooze import Snooze
 

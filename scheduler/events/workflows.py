@@ -17,8 +17,8 @@ from typing import Any
 
 from tickwork.scheduler.backends import Backend
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.events.names import Event
 from tickwork.scheduler.events.subscriptions import stored_subscription
+from tickwork.scheduler.model.event_names import Event
 from tickwork.scheduler.workflows.graph_schedules import StoredGraph
 from tickwork.scheduler.workflows.graphs import Graph
 

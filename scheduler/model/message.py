@@ -11,7 +11,7 @@ import binascii
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import (
@@ -223,6 +223,10 @@ def encode_fields(
         fields["node"] = node
     return to_json(fields)
 
+
+#: where a paused schedule's message waits (and any message parked until something wakes
+#: it): no worker's clock reaches it
+PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)
 
 #: the optional time fields of a message (``scheduled_at`` and ``enqueued_at`` besides)
 _TIMES = ("last_run_at", "paused_at", "last_success_at")

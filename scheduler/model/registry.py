@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
-from tickwork.scheduler.events.names import check_pattern
-from tickwork.scheduler.limits.declared import (
+from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.event_names import check_pattern
+from tickwork.scheduler.model.limits import (
     ConcurrencyLimit,
     LimitKey,
     RateLimit,
     check_key_option,
     check_limit,
 )
-from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.triggers import Trigger
 
 #: the lease of tickwork's own tasks' messages (heartbeats extend it while one runs)

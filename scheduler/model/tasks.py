@@ -15,10 +15,10 @@ from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tickwork.scheduler.limits.declared import ConcurrencyLimit, LimitKey, RateLimit
 from tickwork.scheduler.model.arguments import Arguments
-from tickwork.scheduler.runs.results import ResultReader, TaskHandle
-from tickwork.scheduler.runs.retry import RetryPolicy
+from tickwork.scheduler.model.handles import ResultReader, TaskHandle
+from tickwork.scheduler.model.limits import ConcurrencyLimit, LimitKey, RateLimit
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.triggers import Trigger
 
 P = ParamSpec("P")
@@ -44,7 +44,7 @@ class Call:
     identity: str | None = None
     #: In a chain: this step takes the previous step's return value as its first argument
     takes_result: bool = False
-    #: The steps after this one (see ``scheduler.workflows.chains.chain``)
+    #: The steps after this one (see ``scheduler.producing.chains.chain``)
     then: tuple[Call, ...] = ()
     #: Not run at all if not started by then: a ``timedelta`` after each occurrence's
     #: time, or (a one-off) a ``datetime``; default: the task's ``expires``

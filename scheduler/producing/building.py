@@ -2,7 +2,7 @@
 ``Envelope``) and reborn (``next_occurrence``: the envelope of a chain's next run).
 
 Nothing here touches a backend: ``App`` writes what this module builds, and workers ask
-it for next occurrences when they settle. Ids follow ``scheduler.model.ids``: a keyed chain's
+it for next occurrences when they settle. Ids follow ``scheduler.ids``: a keyed chain's
 id derives from (queue, key), so building the same call twice names the same message.
 """
 
@@ -17,8 +17,9 @@ from typing import Any
 from tickwork.scheduler.backends import Envelope
 from tickwork.scheduler.clock import Clock, to_datetime, to_ms
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.limits.declared import fair_value, limit_keys
-from tickwork.scheduler.model.ids import first_chain_id, new_chain_id, occurrence_id
+from tickwork.scheduler.ids import first_chain_id, new_chain_id, occurrence_id
+from tickwork.scheduler.model import headers as header_names
+from tickwork.scheduler.model.limits import fair_value, limit_keys
 from tickwork.scheduler.model.message import (
     UNIQUE_FOR,
     UNIQUE_UNTIL,
@@ -30,16 +31,15 @@ from tickwork.scheduler.model.message import (
 from tickwork.scheduler.model.places import Callback, Membership, Node
 from tickwork.scheduler.model.registry import TaskRegistry
 from tickwork.scheduler.model.tasks import Call, TaskFunction
-from tickwork.scheduler.producing.plain import PlainPath, is_plain
-from tickwork.scheduler.producing.planning import check_overlap, check_scalars, expiry_ms, plan
-from tickwork.scheduler.runs.tracing import with_traceparent
-from tickwork.scheduler.schedules.ledger import ORIGIN_HEADER, SCHEDULE_HEADER
-from tickwork.scheduler.workflows.chains import (
+from tickwork.scheduler.producing.chains import (
     head_of,
     resolve_step,
     result_taking_arguments,
     step_after,
 )
+from tickwork.scheduler.producing.plain import PlainPath, is_plain
+from tickwork.scheduler.producing.planning import check_overlap, check_scalars, expiry_ms, plan
+from tickwork.scheduler.runs.tracing import with_traceparent
 from tickwork.triggers import Trigger
 
 
@@ -209,7 +209,7 @@ class MessageBuilder:
 
     def next_step(self, message: Message, now_ms: int, value: bytes | None) -> Envelope:
         """The envelope of the step after ``message`` (which succeeded and returned
-        ``value``, JSON) in its chain (``scheduler.workflows.chains.step_after``): due now."""
+        ``value``, JSON) in its chain (``scheduler.producing.chains.step_after``): due now."""
         now = to_datetime(now_ms)
         return self.restored(step_after(message, now, value, self.registry.tasks), now)
 
@@ -273,9 +273,9 @@ class MessageBuilder:
         now = to_datetime(now_ms)
         chain = chain or new_chain_id(now_ms)
         message = head_of(message)  # a recurring chain runs from its first step
-        headers = {**message.headers, ORIGIN_HEADER: origin}
+        headers = {**message.headers, header_names.ORIGIN: origin}
         if message.key is not None:  # its record goes to the schedule's ledger
-            headers[SCHEDULE_HEADER] = message.key
+            headers[header_names.SCHEDULE] = message.key
         if unique_for is not None:
             headers[UNIQUE_FOR] = str(unique_for // timedelta(milliseconds=1))
         run = message.model_copy(

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from tickwork.scheduler.backends import Envelope
-from tickwork.scheduler.model.ids import first_chain_id
+from tickwork.scheduler.ids import first_chain_id
 from tickwork.scheduler.model.message import MS_FROM, stamp
 from tickwork.scheduler.model.tasks import Call, TaskFunction, TaskOptions
 from tickwork.scheduler.producing.planning import check_scalars, plan

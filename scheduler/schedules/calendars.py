@@ -24,10 +24,9 @@ from pydantic import ValidationError
 from tickwork.scheduler.backends import Backend, OnConflict
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import CalendarNotFound, DecodeError, InvalidMessage
-from tickwork.scheduler.model.ids import keyed_chain_id
-from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.ids import keyed_chain_id
+from tickwork.scheduler.model.message import PAUSED_DUE, Message
 from tickwork.scheduler.schedules.actions import Action, ActionLog
-from tickwork.scheduler.schedules.control import PAUSED_DUE
 from tickwork.triggers import Exclusions, Trigger
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from tickwork.scheduler.backends import (
@@ -28,14 +28,12 @@ from tickwork.scheduler.backends import (
 )
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import BackendError, DecodeError, InvalidMessage, ScheduleNotFound
-from tickwork.scheduler.model.ids import identity_chain_id, occurrence_id
-from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.ids import identity_chain_id, occurrence_id
+from tickwork.scheduler.model.message import PAUSED_DUE, Message
 from tickwork.scheduler.producing.building import MessageBuilder
 from tickwork.triggers import Misfire, Trigger
 from tickwork.triggers.base import Fire
 
-#: where a paused schedule's message waits: no worker's clock reaches it
-PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)
 _PAUSE_ATTEMPTS = 10
 _SKIPPED_WALK = 1000  # skipped occurrences named by time on resume, at most (all counted)
 

@@ -27,8 +27,8 @@ from datetime import timedelta
 
 from tickwork.scheduler.backends import Envelope
 from tickwork.scheduler.clock import to_ms
+from tickwork.scheduler.ids import identity_chain_id
 from tickwork.scheduler.model.headers import LAST_RUN, OVERLAP
-from tickwork.scheduler.model.ids import identity_chain_id
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.producing.building import MessageBuilder
 from tickwork.triggers import Overlap

@@ -19,11 +19,11 @@ from typing import Any
 from tickwork.scheduler.app import App
 from tickwork.scheduler.backends import Envelope, OnConflict, open_backend
 from tickwork.scheduler.errors import InvalidMessage, TickworkError
-from tickwork.scheduler.model.ids import new_chain_id
+from tickwork.scheduler.ids import new_chain_id
+from tickwork.scheduler.model.shapes import When
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.spark.rows import RowMapping, resolve_task
 from tickwork.scheduler.workflows.batches import BatchDescription, build_callbacks
-from tickwork.scheduler.workflows.shapes import When
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from tickwork.scheduler.clock import SystemClock, to_datetime
 from tickwork.scheduler.errors import InvalidMessage, TickworkError
 from tickwork.scheduler.model.arguments import Arguments
 from tickwork.scheduler.model.places import Membership
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.model.tasks import Call, TaskFunction, TaskOptions
 from tickwork.scheduler.producing.backpressure import write_bounded
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.scheduler.workflows.batches import member_id
 from tickwork.triggers import Cron, Trigger
 

@@ -34,13 +34,13 @@ from pydantic import BaseModel, ConfigDict
 from tickwork.scheduler.backends import Envelope
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.model.ids import new_chain_id
+from tickwork.scheduler.ids import new_chain_id
+from tickwork.scheduler.model.message import PAUSED_DUE
 from tickwork.scheduler.model.places import Callback, Membership
+from tickwork.scheduler.model.shapes import Batch, Group, Sequenced, When
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.building import MessageBuilder
 from tickwork.scheduler.producing.planning import plan
-from tickwork.scheduler.schedules.control import PAUSED_DUE
-from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced, When
 
 
 class CallbackPlace(BaseModel):

@@ -20,13 +20,12 @@ from pydantic import BaseModel, ConfigDict
 from tickwork.scheduler.backends import Backend, BatchRecord, Envelope, MemberOutcome
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import DecodeError
+from tickwork.scheduler.ids import keyed_chain_id, new_chain_id
 from tickwork.scheduler.model.headers import LAST_RUN
-from tickwork.scheduler.model.ids import keyed_chain_id, new_chain_id
-from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.message import PAUSED_DUE, Message
 from tickwork.scheduler.model.places import Edge, Node
 from tickwork.scheduler.producing.building import MessageBuilder
 from tickwork.scheduler.runs.results import failed_record
-from tickwork.scheduler.schedules.control import PAUSED_DUE
 from tickwork.scheduler.workflows.graphs import FailureRule, Graph
 
 #: the task name of a graph's anchor: the parked message that holds the graph's key

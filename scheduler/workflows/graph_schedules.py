@@ -22,8 +22,8 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from tickwork.scheduler.backends import Envelope
 from tickwork.scheduler.clock import to_ms
 from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.ids import keyed_chain_id
 from tickwork.scheduler.model.headers import LAST_RUN
-from tickwork.scheduler.model.ids import keyed_chain_id
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.planning import plan

@@ -12,8 +12,9 @@ from typing import Any
 from tickwork.scheduler.backends import Backend
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import TickworkError, WorkflowNotFound
+from tickwork.scheduler.model.handles import IdHandle, ResultTimeout
 from tickwork.scheduler.model.message import Message
-from tickwork.scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
+from tickwork.scheduler.runs.results import ResultRecord
 from tickwork.scheduler.workflows.graph_records import (
     CANCELLED,
     PARKED_MS,

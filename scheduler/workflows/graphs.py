@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.shapes import Batch, Group, Sequenced, When
 from tickwork.scheduler.model.tasks import Call
-from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced, When
 from tickwork.triggers import Trigger
 
 FailureRule = Literal["stop", "continue"]

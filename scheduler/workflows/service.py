@@ -12,6 +12,7 @@ from tickwork.scheduler.backends import OnConflict
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import BatchNotFound, WorkflowNotFound
 from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.shapes import Batch, Group, Sequenced
 from tickwork.scheduler.producing.backpressure import write_bounded
 from tickwork.scheduler.workflows.batches import BuiltBatch, build_batch, member_id
 from tickwork.scheduler.workflows.graph_records import (
@@ -25,7 +26,6 @@ from tickwork.scheduler.workflows.graph_records import (
 from tickwork.scheduler.workflows.graph_schedules import is_graph_schedule, schedule_envelope
 from tickwork.scheduler.workflows.graph_view import GraphHandle, graph_view
 from tickwork.scheduler.workflows.graphs import Graph, Workflow, compile_spec, nests
-from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced
 from tickwork.scheduler.workflows.status import (
     BatchHandle,
     BatchStatus,

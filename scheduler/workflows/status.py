@@ -14,11 +14,12 @@ from typing_extensions import TypedDict  # pydantic validates a task argument ty
 from tickwork.scheduler.backends import Backend, BatchRecord
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import BatchNotFound, TickworkError
-from tickwork.scheduler.runs.results import IdHandle, ResultRecord, ResultTimeout
+from tickwork.scheduler.model.handles import IdHandle, ResultTimeout
+from tickwork.scheduler.model.shapes import When
+from tickwork.scheduler.runs.results import ResultRecord
 from tickwork.scheduler.workflows.batches import BatchDescription, member_id
 from tickwork.scheduler.workflows.graph_records import is_graph_id
 from tickwork.scheduler.workflows.graph_records import read_description as read_graph
-from tickwork.scheduler.workflows.shapes import When
 
 
 class BatchFailed(TickworkError):

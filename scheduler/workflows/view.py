@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict
 
 from tickwork.scheduler.backends import Backend
 from tickwork.scheduler.clock import to_datetime, to_ms
-from tickwork.scheduler.model.ids import occurrence_id
-from tickwork.scheduler.model.message import Message
-from tickwork.scheduler.runs.results import RunStatus, read
-from tickwork.scheduler.schedules.control import PAUSED_DUE
-from tickwork.scheduler.workflows.chains import chain_start, recurring_step_id, step_id
+from tickwork.scheduler.ids import occurrence_id
+from tickwork.scheduler.model.handles import RunStatus
+from tickwork.scheduler.model.message import PAUSED_DUE, Message
+from tickwork.scheduler.producing.chains import chain_start, recurring_step_id, step_id
+from tickwork.scheduler.runs.results import read
 from tickwork.scheduler.workflows.status import read_status
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App
-from tickwork.scheduler.model.ids import identity_chain_id
+from tickwork.scheduler.ids import identity_chain_id
 
 N = 400  # events: order.* reach both subscribers, the others only ``audit``
 MODULE = "tests.support.event_tasks"

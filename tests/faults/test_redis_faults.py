@@ -12,7 +12,7 @@ import pytest
 from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
 from tests.support.servers import RedisServer, free_port
 from tickwork.scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
-from tickwork.scheduler.model.ids import stable_shard
+from tickwork.scheduler.ids import stable_shard
 
 N = 2000
 

@@ -14,11 +14,11 @@ import pytest
 from tests.support.helpers import running
 from tests.support.helpers import wait_for as eventually
 from tickwork.scheduler import App, InvalidMessage, chain
-from tickwork.scheduler.events.names import Event
 from tickwork.scheduler.events.subscriptions import SUBSCRIPTIONS_QUEUE, stored_subscriptions
 from tickwork.scheduler.events.waits import WAIT_TASK, read_waiters, wait_for
 from tickwork.scheduler.events.workflows import EVENT, WORKFLOW_TASK, run_id
-from tickwork.scheduler.model.ids import identity_chain_id
+from tickwork.scheduler.ids import identity_chain_id
+from tickwork.scheduler.model.event_names import Event
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.workflows.graphs import after, graph
 

@@ -12,7 +12,7 @@ from tests.support.helpers import running, wait_for
 from tickwork.cli import cli
 from tickwork.dashboard import create_dashboard
 from tickwork.scheduler import App
-from tickwork.scheduler.events.names import Event
+from tickwork.scheduler.model.event_names import Event
 
 
 def test_emit_from_the_command_line_and_read_back(pair_app: App) -> None:

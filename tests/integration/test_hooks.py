@@ -15,8 +15,8 @@ from tickwork.scheduler import App, Message
 from tickwork.scheduler.backends import Envelope, Failure
 from tickwork.scheduler.backends.codec import CodedBackend
 from tickwork.scheduler.hooks import Hook, Hooks
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.runs.context import RunInfo
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.triggers import Repeating
 
 PREFIX = b"wrapped:"

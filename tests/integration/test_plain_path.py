@@ -11,8 +11,8 @@ import pytest
 
 from tests.support.helpers import running, wait_for
 from tickwork.scheduler import App
+from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.runs import tracing
-from tickwork.scheduler.runs.retry import RetryPolicy
 from tickwork.workers.admission import admission
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate

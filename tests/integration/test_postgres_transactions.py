@@ -19,8 +19,8 @@ from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
 from tickwork.scheduler import App, Event
 from tickwork.scheduler.errors import ConfigurationError, KeyConflict
+from tickwork.scheduler.model.shapes import Batch
 from tickwork.scheduler.model.tasks import TaskFunction
-from tickwork.scheduler.workflows.shapes import Batch
 from tickwork.workers.config import WorkerConfig
 from tickwork.workers.worker import Worker
 

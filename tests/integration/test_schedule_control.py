@@ -19,7 +19,8 @@ from tickwork.scheduler import (
     TaskFunction,
 )
 from tickwork.scheduler.clock import to_ms
-from tickwork.scheduler.model.ids import identity_chain_id, keyed_chain_id
+from tickwork.scheduler.ids import identity_chain_id, keyed_chain_id
+from tickwork.scheduler.model.message import PAUSED_DUE
 from tickwork.scheduler.schedules import control
 from tickwork.triggers import Misfire, Repeating
 from tickwork.workers import Worker, WorkerConfig
@@ -67,7 +68,7 @@ def test_pause_holds_the_schedule_and_resume_skips_what_fell_in_the_pause(app: A
     assert not pause_at(app, T0), "pausing twice reports it"
     found = app.get(key="report")
     assert found is not None and found.message.paused_at is not None
-    assert found.due_at >= control.PAUSED_DUE, "no worker's clock reaches a paused schedule"
+    assert found.due_at >= PAUSED_DUE, "no worker's clock reaches a paused schedule"
     (info,) = app.schedules.list()
     assert info.paused_at is not None and info.next_run == T0
     resumed = resume_at(app, T0 + timedelta(hours=2, minutes=30), Misfire.SKIP)

@@ -24,7 +24,7 @@ from tickwork.scheduler import (
     RunStatus,
     chain,
 )
-from tickwork.scheduler.workflows.chains import step_id
+from tickwork.scheduler.producing.chains import step_id
 from tickwork.triggers import Cron, Repeating
 
 

@@ -8,8 +8,8 @@ import time
 
 from tickwork.scheduler import App
 from tickwork.scheduler.events.fanout import EVENT_TASK
-from tickwork.scheduler.events.names import Event
 from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.model.event_names import Event
 from tickwork.scheduler.runs.context import RunInfo
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.events.names import check_name, check_pattern, matches
 from tickwork.scheduler.events.waits import waiters_subject
+from tickwork.scheduler.model.event_names import check_name, check_pattern, matches
 
 
 @pytest.mark.parametrize(

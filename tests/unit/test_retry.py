@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from tickwork.scheduler.runs.retry import GiveUp, RetryAfter, RetryPolicy, decide
+from tickwork.scheduler.model.retry import GiveUp, RetryAfter, RetryPolicy, decide
 
 
 def test_no_retries_gives_up_after_the_first_attempt() -> None:

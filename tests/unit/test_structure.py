@@ -192,6 +192,53 @@ def test_backends_are_composed_not_chained() -> None:
         assert len(role.__abstractmethods__) <= 12, role_name
 
 
+#: the areas of ``scheduler/`` (its sub-packages and top-level modules), bottom up: an
+#: area imports only areas of the tiers below its own. The model at the bottom (messages,
+#: tasks, the registry, and what a task declares: retry policies, limits, event names),
+#: above the backends' records and roles it converts to; then what runs and limits read;
+#: producing (building a message, a chain's next step); workflows below schedules (a
+#: schedule may start or cancel a graph; a workflow never needs a schedule); events above
+#: both (an event may start a workflow); the operator's views; the app on top.
+AREA_TIERS: list[set[str]] = [
+    {"errors", "clock", "ids"},
+    {"backends"},
+    {"model"},
+    {"runs", "limits"},
+    {"hooks", "settings"},
+    {"encryption"},
+    {"producing"},
+    {"parts"},
+    {"workflows"},
+    {"schedules"},
+    {"events"},
+    {"views"},
+    {"producer"},
+    {"app"},
+    {"loading", "spark"},
+]
+
+
+def _area(module: str) -> str | None:
+    """The area of ``scheduler/`` a module sits in (None outside ``scheduler/``)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "scheduler" else None
+
+
+def test_the_areas_of_the_scheduler_import_downward_only() -> None:
+    tier = {area: index for index, areas in enumerate(AREA_TIERS) for area in areas}
+    upward = []
+    for module, targets in _graph().items():
+        area = _area(module)
+        if area is None:
+            continue
+        assert area in tier, f"{module}: give the area {area!r} its tier in AREA_TIERS"
+        for target in targets:
+            other = _area(target)
+            if other is not None and other != area and tier[other] >= tier[area]:
+                upward.append(f"{module} -> {target}")
+    assert sorted(upward) == []
+
+
 #: what a worker component's constructor takes at most, besides ``self``: one that needs
 #: more takes the ``WorkerContext`` (``workers/context.py``) or is two jobs
 MAX_PARAMETERS = 6
@@ -262,6 +309,8 @@ def test_the_checker_sees_imports() -> None:
     assert constructors["tickwork.workers.worker.Worker"] == 3  # app, config, clock
     assert WORKER_WIRING in _importers_of_app("workers")
     assert "tickwork.scheduler.loading" in _importers_of_app("scheduler")
+    assert _area("tickwork.scheduler.model.message") == "model"
+    assert "tickwork.scheduler.model.retry" in graph["tickwork.scheduler.model.registry"]
 
 
 def test_everything_is_imported_through_tickwork() -> None:

@@ -19,7 +19,7 @@ from tickwork.django.compat import (
 )
 from tickwork.django.runner import RUNNERS
 from tickwork.scheduler import App, Message
-from tickwork.scheduler.runs.results import RunStatus
+from tickwork.scheduler.model.handles import RunStatus
 from tickwork.scheduler.schedules.ledger import HistoryEntry, RunOutcome
 
 #: how an attempt that raised ended

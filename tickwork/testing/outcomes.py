@@ -12,9 +12,9 @@ from pydantic_core import from_json
 
 from tickwork.scheduler.backends.records import Failure
 from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.model.handles import TaskFailed
 from tickwork.scheduler.model.tasks import TaskFunction
 from tickwork.scheduler.runs.context import RunInfo
-from tickwork.scheduler.runs.results import TaskFailed
 
 
 @dataclass

@@ -5,7 +5,7 @@ For each run, by its verdict (``workers/pools/execution.py``):
 - returned: acked, with the result record to keep (a task that keeps results), its
   chain's next occurrence, its ledger entry and, for a batch member, its outcome;
 - returned ``False``: left for redelivery after its lease;
-- raised: retried after the delay ``scheduler.runs.retry.decide`` gives while attempts
+- raised: retried after the delay ``scheduler.model.retry.decide`` gives while attempts
   remain, else poisoned; a message that can never run (unknown task, arguments no longer
   valid) is poisoned at once;
 - aborted (``app.abort``, or a handler that raised ``Aborted``; also a run that failed
@@ -35,8 +35,8 @@ from tickwork.scheduler import TickworkError
 from tickwork.scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
 from tickwork.scheduler.model.headers import SCHEDULE
 from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.retry import GiveUp, decide
 from tickwork.scheduler.runs.results import failed_record, succeeded_record
-from tickwork.scheduler.runs.retry import GiveUp, decide
 from tickwork.scheduler.schedules.ledger import RunOutcome
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.intake.holdings import Work

@@ -25,7 +25,7 @@ from tickwork.scheduler.backends.base import (
 from tickwork.scheduler.backends.cassandra import cql
 from tickwork.scheduler.backends.cassandra.batching import add_to_batch
 from tickwork.scheduler.backends.cassandra.connection import CassandraConnection
-from tickwork.scheduler.model.ids import stable_shard
+from tickwork.scheduler.ids import stable_shard
 
 Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
 

@@ -18,7 +18,7 @@ from typing import Any
 from tickwork.scheduler.backends.records import LedgerEntry
 from tickwork.scheduler.backends.redis.shards import RedisShards
 from tickwork.scheduler.backends.roles import Ledger
-from tickwork.scheduler.model.ids import stable_shard
+from tickwork.scheduler.ids import stable_shard
 
 
 class RedisLedger(Ledger):

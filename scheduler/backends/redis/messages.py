@@ -19,7 +19,7 @@ from tickwork.scheduler.backends.values import (
     StoredMessage,
 )
 from tickwork.scheduler.errors import KeyConflict
-from tickwork.scheduler.model.ids import stable_shard
+from tickwork.scheduler.ids import stable_shard
 
 _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 

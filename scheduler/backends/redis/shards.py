@@ -32,7 +32,7 @@ from tickwork.scheduler.backends.redis.scripts import (
     stored_envelope,
 )
 from tickwork.scheduler.errors import BackendError, ConfigurationError
-from tickwork.scheduler.model.ids import stable_shard
+from tickwork.scheduler.ids import stable_shard
 
 T = TypeVar("T")
 

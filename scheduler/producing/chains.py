@@ -22,12 +22,12 @@ from typing import Any, overload
 from pydantic_core import PydanticSerializationError, from_json, to_jsonable_python
 
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.limits.declared import fair_value, limit_keys
-from tickwork.scheduler.model.ids import occurrence_id
+from tickwork.scheduler.ids import occurrence_id
+from tickwork.scheduler.model.limits import fair_value, limit_keys
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.model.places import ChainStart, Step
+from tickwork.scheduler.model.shapes import Batch, Group, Sequenced
 from tickwork.scheduler.model.tasks import Call, TaskFunction
-from tickwork.scheduler.workflows.shapes import Batch, Group, Sequenced
 
 log = logging.getLogger("tickwork.worker")
 
