@@ -50,9 +50,9 @@ from tickwork.scheduler.runs.tracing import look_for_provider
 from tickwork.workers.admission.admission import Admission
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
+from tickwork.workers.boot import BOOT_STEPS
 from tickwork.workers.config import WorkerConfig
 from tickwork.workers.context import WorkerContext
-from tickwork.workers.declared import install_declared, require_features
 from tickwork.workers.intake.aborts import AbortWatcher
 from tickwork.workers.intake.consumer import Consumer
 from tickwork.workers.intake.flow import Counters, Pace, Permits, WorkerStats
@@ -83,7 +83,9 @@ class Worker:
         self.app = app
         self.config = config or WorkerConfig()
         self.backend = app.backend
-        require_features(app, self.backend)  # a feature the backend lacks fails here, at once
+        self._boot_steps = tuple(BOOT_STEPS)
+        for step in self._boot_steps:  # what the worker cannot do fails here, at once
+            step.check(app, self.config)
         self.clock: Clock = clock or SystemClock()
         # the backend's clock, read locally: every component (the timer's wheel first of
         # all, built below) must agree with what the backend compares due times against
@@ -169,7 +171,8 @@ class Worker:
         if isinstance(metrics, WorkerMetrics) and self.config.metrics_port is not None:
             self.metrics_port = metrics.start(self.config.metrics_port, self.config.metrics_host)
             log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
-        install_declared(self.app, self.config)
+        for step in self._boot_steps:
+            step.boot(self.app, self.config)
         spec = PoolSpec(
             self.app,
             self.config.app_reference,

@@ -17,8 +17,9 @@ from tickwork.workers.admission import admission
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
 from tickwork.workers.reporting.metrics import NoMetrics
-from tickwork.workers.settling import failure_pause, settler, verdicts
+from tickwork.workers.settling import failure_pause, riders, settler
 from tickwork.workers.settling.ledger import RunLedger
+from tickwork.workers.settling.plan import Planning
 from tickwork.workers.workflows import fanin
 from tickwork.workers.workflows.fanin import FanIn
 from tickwork.workers.workflows.graph_fanin import GraphFanIn
@@ -26,10 +27,14 @@ from tickwork.workers.workflows.graph_fanin import GraphFanIn
 #: (where, name) of each optional step's entry point
 OPTIONAL_STEPS: list[tuple[Any, str]] = [
     (RunLedger, "entry"),  # the occurrence ledger
-    (verdicts.Decider, "next"),  # next occurrences, chain steps, unique windows
-    (verdicts, "succeeded_record"),  # results kept
-    (verdicts, "failed_record"),
-    (verdicts, "member_outcome"),  # batches
+    (Planning, "next"),  # next occurrences, chain steps, unique windows
+    (riders, "succeeded_record"),  # results kept
+    (riders, "failed_record"),
+    (riders, "member_outcome"),  # batches
+    (riders.NextOccurrence, "ride"),  # every rider
+    (riders.LedgerRecord, "ride"),
+    (riders.ResultRecord, "ride"),
+    (riders.BatchMember, "ride"),
     (FanIn, "settle"),
     (fanin, "callback_args"),
     (GraphFanIn, "start_args"),  # graphs
@@ -98,4 +103,4 @@ def test_the_same_steps_are_entered_by_a_task_that_uses_a_feature(
     _trip_every_optional_step(monkeypatch, entered)
     with running(sqlite_app) as worker:
         wait_for(lambda: worker.failed is not None)
-    assert "tickwork.workers.settling.verdicts.succeeded_record" in entered
+    assert "NextOccurrence.ride" in entered  # the first rider asked

@@ -35,9 +35,10 @@ from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work, log_fields, logged_error
 from tickwork.workers.pools.execution import HandlerResult
 from tickwork.workers.settling.failure_pause import pause_if_failing
+from tickwork.workers.settling.plan import Settled
 from tickwork.workers.settling.retrying import Retrying
 from tickwork.workers.settling.tickers import Tickers
-from tickwork.workers.settling.verdicts import Decider, Poisoned, Retried, Snoozed
+from tickwork.workers.settling.verdicts import Decider
 from tickwork.workers.workflows.workflow_counts import WorkflowCounts
 
 log = logging.getLogger("tickwork.worker")
@@ -141,11 +142,12 @@ class Settler:
         done = [work for work, _ in batch]
         if self._metrics is not None:
             for item in plan.acked:
-                self._metrics.settled(item.work, "succeeded", _run_s(item.work, item.result))
+                self._metrics.settled(item.work, item.name, _run_s(item.work, item.result))
         if log.isEnabledFor(logging.DEBUG):
             for item in plan.acked:
                 _log_done(item.work, item.result)
-        for work, result in plan.redelivered:
+        for item in plan.redelivered:
+            work = item.work
             log.info(
                 "%s id=%s returned False: due again when its lease ends",
                 work.message.task,
@@ -154,7 +156,7 @@ class Settler:
             )
             self._counters.add("redelivered")
             if self._metrics is not None:
-                self._metrics.settled(work, "redelivered", _run_s(work, result))
+                self._metrics.settled(work, "redelivered", _run_s(work, item.result))
         kept = [item.kept for item in plan.acked if item.kept is not None]
         if kept:  # a record that says "succeeded" never outlives a lost ack's run: before
             self._with_retries(lambda: self._backend.results.put(kept))
@@ -175,7 +177,7 @@ class Settler:
         # (queue, "aborted" or "expired") -> runs so settled, counted besides "poisoned"
         counted: dict[tuple[str, str], int] = {}
         for poisoned in plan.poisoned:
-            queue, outcome = poisoned.work.claim.queue, poisoned.outcome
+            queue, outcome = poisoned.work.claim.queue, poisoned.name
             if self._metrics is not None:
                 self._metrics.settled(
                     poisoned.work, outcome, _run_s(poisoned.work, poisoned.result)
@@ -222,7 +224,7 @@ class Settler:
                     claim.id,
                 )
 
-    def _retry(self, retried: Retried) -> None:
+    def _retry(self, retried: Settled) -> None:
         work, result = retried.work, retried.result
         if self._metrics is not None:
             self._metrics.settled(work, "retried", _run_s(work, result))
@@ -237,13 +239,14 @@ class Settler:
             retried.delay_s,
             extra=log_fields(work),
         )
+        error = retried.why or f"{result.error_type}: {result.error}"
         if self._hooks.on_retry:
-            notify(self._hooks.on_retry, work.run_info(), retried.error, retried.delay_s)
-        claim, due_ms, error, entry = work.claim, retried.due_ms, retried.error, retried.entry
+            notify(self._hooks.on_retry, work.run_info(), error, retried.delay_s)
+        claim, due_ms, entry = work.claim, retried.due_ms, retried.entry
         ok = self._with_retries(lambda: self._backend.leases.retry(claim, due_ms, error, entry))
         self._counters.add("retried" if ok else "stale")
 
-    def _snooze(self, snoozed: Snoozed) -> None:
+    def _snooze(self, snoozed: Settled) -> None:
         """Give a snoozed run back, due again after its delay, attempt not counted; its
         ledger entry after (a lost entry loses a line of history, never the message)."""
         work = snoozed.work
@@ -263,20 +266,21 @@ class Settler:
         if released and entry is not None:
             self._with_retries(lambda: self._backend.ledger.append([entry]))
 
-    def _poison(self, poisoned: Poisoned) -> bool:
+    def _poison(self, poisoned: Settled) -> bool:
         """To the poison store, after keeping its record and counting it as a batch
         member; True if written."""
         work, result, failure = poisoned.work, poisoned.result, poisoned.failure
+        assert failure is not None
         message = work.message
-        if poisoned.aborted:
+        if poisoned.name == "aborted":
             log.warning(
                 "%s id=%s was aborted%s",
                 message.task,
                 message.id,
-                "; its chain ends" if poisoned.ends_chain and message.trigger else "",
+                "; its chain ends" if not poisoned.continues and message.trigger else "",
                 extra=log_fields(work),
             )
-        elif poisoned.outcome == "expired":
+        elif poisoned.name == "expired":
             log.warning(
                 "%s id=%s expired: %s",
                 message.task,
@@ -308,7 +312,7 @@ class Settler:
         ok = bool(
             self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         )
-        self._counters.add(poisoned.outcome if ok else "stale")
+        self._counters.add(poisoned.name if ok else "stale")
         trigger = message.trigger
         if ok and trigger is not None and trigger.pause_after_failures is not None:
             pause_if_failing(self._app, message)

@@ -10,7 +10,7 @@ from typing import Any
 
 from tickwork.scheduler.backends import Backend, MemberOutcome
 from tickwork.workers.intake.holdings import Work
-from tickwork.workers.settling.verdicts import Acked
+from tickwork.workers.settling.plan import Settled
 from tickwork.workers.workflows.fanin import FanIn, member_outcome
 from tickwork.workers.workflows.graph_fanin import GraphFanIn
 
@@ -29,7 +29,7 @@ class WorkflowCounts:
         self.graphs = GraphFanIn(backend, with_retries, nudge)
         self._now_ms = now_ms
 
-    def acked(self, acked: list[Acked]) -> list[Acked]:
+    def acked(self, acked: list[Settled]) -> list[Settled]:
         """Count the batch members and graph steps among ``acked``: those that may be
         acked now (on a forced stop, the ones left uncounted are not)."""
         members = [(item.work, item.member) for item in acked if item.member is not None]

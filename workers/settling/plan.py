@@ -1,0 +1,112 @@
+"""The settler's plan: each finished run as a ``Settled`` item (how it is written, and
+what rides along with the write), grouped by write. Outcomes (``outcomes.py``) make the
+items; riders (``riders.py``) add their writes to them; ``settler.py`` writes them.
+
+Both are plug-ins in an ordered list (``workers/registered.py``): a new way for a run to
+end, or a new write that rides along, is a class in a module of its own and one line that
+adds it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import Enum
+
+from tickwork.scheduler import TickworkError
+from tickwork.scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
+from tickwork.scheduler.schedules.ledger import RunOutcome
+from tickwork.workers.app_needs import WorkerApp
+from tickwork.workers.intake.holdings import Work
+from tickwork.workers.pools.execution import HandlerResult
+from tickwork.workers.settling.ledger import RunLedger
+
+log = logging.getLogger("tickwork.worker")
+
+#: a result record to keep: (message id, record, how long in ms), as ``Results.put`` takes
+Kept = tuple[str, bytes, int]
+
+
+class Write(Enum):
+    """How the backend is told a run ended (one lease call each)."""
+
+    ACK = "ack"  # done: acked with its chain's next occurrence
+    REDELIVER = "redeliver"  # nothing written: due again when its lease ends
+    RETRY = "retry"  # due again at ``due_ms``, the attempt counted
+    SNOOZE = "snooze"  # due again at ``due_ms``, the attempt not counted
+    POISON = "poison"  # to the poison store with ``failure``, its chain going on
+
+
+@dataclass(slots=True)
+class Settled:
+    """One finished run: how it ended (``name``, as the hooks' ``after_run`` and the
+    metrics call it; ``recorded`` in its ledger, if it keeps one), how it is written, and
+    the writes riding along (next occurrence, ledger entry, result record, batch
+    member), filled in by the riders."""
+
+    work: Work
+    result: HandlerResult
+    name: str
+    write: Write
+    recorded: RunOutcome | None = None
+    why: str | None = None  # the ledger's error or note
+    failure: Failure | None = None  # POISON: why, as the poison store keeps it
+    error: tuple[str, str] | None = None  # POISON: the failure's type and text, kept
+    due_ms: int = 0  # RETRY, SNOOZE: due again then
+    delay_s: float = 0.0  # RETRY: the backoff
+    max_attempts: int = 0  # RETRY: of the task's policy (for the log line)
+    continues: bool = True  # its chain goes on (False: an abort that ended the chain)
+    nxt: Envelope | None = None
+    dropped: int = 0  # grid occurrences before ``nxt`` its misfire policy dropped
+    entry: LedgerEntry | None = None
+    kept: Kept | None = None
+    member: MemberOutcome | None = None
+
+
+@dataclass(slots=True)
+class Plan:
+    """What one batch of finished runs asks the backend to do, by write."""
+
+    acked: list[Settled] = field(default_factory=list)
+    redelivered: list[Settled] = field(default_factory=list)
+    retried: list[Settled] = field(default_factory=list)
+    snoozed: list[Settled] = field(default_factory=list)
+    poisoned: list[Settled] = field(default_factory=list)
+
+    def add(self, item: Settled) -> None:
+        write = item.write
+        if write is Write.ACK:
+            self.acked.append(item)
+        elif write is Write.POISON:
+            self.poisoned.append(item)
+        elif write is Write.RETRY:
+            self.retried.append(item)
+        elif write is Write.SNOOZE:
+            self.snoozed.append(item)
+        else:
+            self.redelivered.append(item)
+
+    def outcomes(self) -> list[tuple[Work, HandlerResult, str]]:
+        """Each run with how it ended, as the hooks' ``after_run`` names it."""
+        items = self.acked + self.redelivered + self.retried + self.poisoned + self.snoozed
+        return [(item.work, item.result, item.name) for item in items]
+
+
+class Planning:
+    """What outcomes and riders read: the app's tasks and builder, the run ledger."""
+
+    def __init__(self, app: WorkerApp) -> None:
+        self.app = app
+        self.ledger = RunLedger(app)
+
+    def next(
+        self, work: Work, now: int, succeeded: bool, value: bytes | None = None
+    ) -> tuple[Envelope | None, int]:
+        """The next occurrence (or step) of ``work``'s chain (written from its stored
+        body), and how many grid occurrences before it the misfire policy dropped."""
+        build = self.app.builder.following_run
+        try:
+            return build(work.message, now, succeeded, value, body=work.claim.body)
+        except TickworkError as err:
+            log.error("cannot schedule the next occurrence of %s: %s", work.message.id, err)
+            return None, 0
