@@ -28,7 +28,16 @@ LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 30
 #: seconds; from a no-op to a long job
 RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 1800.0)
 #: what a run can end as, counted per interval
-OUTCOMES = ("succeeded", "retried", "poisoned", "redelivered", "aborted", "expired", "snoozed")
+OUTCOMES = (
+    "succeeded",
+    "retried",
+    "poisoned",
+    "redelivered",
+    "aborted",
+    "expired",
+    "snoozed",
+    "missed",
+)
 COUNTS = ("claimed", *OUTCOMES)
 
 ACTIVITY_SUBJECT = "a:activity"

@@ -79,3 +79,30 @@ def test_a_backlog_runs_the_newest_occurrences_inside_the_window(app: App) -> No
     assert 1 <= len(behind) <= 4 and behind[0] >= now - 3 * second, ran
     later = ran[len(behind) :]  # then every occurrence, along the grid
     assert all(b - a == second for a, b in pairwise(later)), ran
+
+
+def test_a_stored_occurrence_older_than_the_window_is_missed_not_run(sqlite_app: App) -> None:
+    """The occurrence already stored when workers were away (issue 49, 2): found older
+    than ``catch_up_window`` when due to start, it is not run, recorded as missed, and
+    the schedule goes on from its next occurrence."""
+    app = sqlite_app
+    ran: list[datetime] = []
+
+    @app.task
+    def report() -> None:
+        ran.append(datetime.now(UTC))
+
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+    hourly = Repeating(
+        interval=timedelta(hours=1), start=start, catch_up_window=timedelta(seconds=1)
+    )
+    report.schedule(trigger=hourly, key="hourly")
+    wait_for(lambda: datetime.now(UTC) > start + timedelta(seconds=2))  # no worker yet
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.missed == 1 and worker.stats.acked == 1)
+    assert ran == [], "an occurrence older than its catch-up window never runs"
+    (missed,) = app.schedules.history("hourly")
+    assert missed.outcome is RunOutcome.MISSED and missed.scheduled_at == start
+    assert missed.error is not None and "past its catch_up_window of 1 s" in missed.error
+    (info,) = app.schedules.list()
+    assert info.next_run == start + timedelta(hours=1)

@@ -2,7 +2,8 @@
 claim here (from the consumer or the timer) before it starts any.
 
 In order: work not started within its ``expires`` of when it became due (its time, or a
-retry's or a replay's) never runs (it is settled as expired);
+retry's or a replay's) never runs (it is settled as expired); an occurrence of a schedule
+older than its ``catch_up_window`` never runs (settled as missed, its schedule going on);
 work whose abort was requested before it started never runs (it is settled as
 aborted); then a rate-limited one reserves its start (``workers/admission/rates.py``: one over
 its rate goes back to storage, due at the start reserved for it); then a
@@ -16,7 +17,9 @@ rate-limited (or no concurrency-limited) message does not enter that gate at all
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
+from tickwork.scheduler.clock import to_ms
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
 from tickwork.workers.context import WorkerContext
@@ -24,6 +27,8 @@ from tickwork.workers.intake.aborts import AbortWatcher
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted
 from tickwork.workers.settling.settler import Settler
+
+_MS = timedelta(milliseconds=1)
 
 
 class Admission:
@@ -54,6 +59,13 @@ class Admission:
                 if now > work.claim.due_ms + after_ms:  # its time, a retry's or a replay's
                     self._settler.finished(work, _expired(after_ms))
                     continue
+            trigger = work.message.trigger
+            if trigger is not None and trigger.catch_up_window is not None:
+                now = self._now_ms() if now is None else now
+                missed = _missed(work, trigger.catch_up_window, now)
+                if missed is not None:
+                    self._settler.finished(work, missed)
+                    continue
             request = work.abort or self._aborts.requested(work.claim.id)
             if request is not None:  # aborted before it started: it never runs
                 work.abort = request
@@ -69,6 +81,22 @@ class Admission:
             kept = {id(work) for work in admitted}
             self._settler.forget([work for work in runnable if id(work) not in kept])
         return admitted
+
+
+def _missed(work: Work, window: timedelta, now: int) -> HandlerResult | None:
+    """Not run: an occurrence of a schedule found older than its catch-up window (a first
+    attempt: a retry or a redelivery is not a catch-up)."""
+    if work.claim.attempt > 1:
+        return None
+    late_ms = now - to_ms(work.message.scheduled_at)
+    if late_ms <= window // _MS:
+        return None
+    window_s = window.total_seconds()
+    return HandlerResult(
+        Verdict.MISSED,
+        "Missed",
+        f"{late_ms / 1000:.1f} s late, past its catch_up_window of {window_s:g} s",
+    )
 
 
 def _expired(after_ms: int) -> HandlerResult:

@@ -29,6 +29,7 @@ class Verdict(StrEnum):
     ABORTED = "aborted"  # the run was aborted (app.abort, or the handler raised Aborted)
     EXPIRED = "expired"  # not started before it expired: never run
     SNOOZED = "snoozed"  # the handler returned Snooze: due again later, attempt not counted
+    MISSED = "missed"  # an occurrence older than its catch_up_window when due here: never run
 
 
 class HandlerResult(NamedTuple):

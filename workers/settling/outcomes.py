@@ -6,6 +6,8 @@ written (``plan.Settled``). The riders (``riders.py``) then add what rides along
 
 - expired (not started before its ``expires``): never run, to the poison store as
   ``expired`` (a replay runs it after all), its chain going on;
+- missed (an occurrence older than its schedule's ``catch_up_window`` when it was due to
+  start here): never run, acked, recorded as ``missed``, its schedule going on;
 - aborted (``app.abort``, or a handler that raised ``Aborted``; also a run that failed,
   returned ``False`` or snoozed after its abort was asked): never retried, to the poison
   store as ``aborted``, its chain going on unless the abort ended it;
@@ -163,7 +165,21 @@ class Failed:
         )
 
 
+class Missed:
+    """An occurrence of a schedule found older than its ``catch_up_window`` when it was
+    due to start here (workers were down or behind): never run, recorded as ``missed``,
+    its schedule going on from its next occurrence."""
+
+    verdicts = frozenset({Verdict.MISSED})
+
+    def settled(
+        self, work: Work, result: HandlerResult, now: int, planning: Planning
+    ) -> Settled | None:
+        why = result.error
+        return Settled(work, result, "missed", Write.ACK, RunOutcome.MISSED, why=why, ran=False)
+
+
 #: the outcomes, asked in this order
 OUTCOMES: Registered[Outcome] = Registered(
-    Expired(), Aborted(), Succeeded(), Redelivered(), Snoozed(), Failed()
+    Expired(), Missed(), Aborted(), Succeeded(), Redelivered(), Snoozed(), Failed()
 )

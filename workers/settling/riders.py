@@ -3,8 +3,8 @@ asked (``RIDERS``): each fills its part of a ``plan.Settled`` item, and the sett
 writes it in the same call as the item's ack, retry or poison (the result record and the
 batch member's outcome just before it).
 
-- the next occurrence: the chain's next occurrence or step, for a run that is acked or
-  poisoned (not one whose abort ended its chain);
+- the next occurrence: the chain's next occurrence (or its next step, after a run that
+  succeeded), for a run that is acked or poisoned (not one whose abort ended its chain);
 - the ledger entry: the run's record in its schedule's (or task's) history, with the
   occurrences its next one steps over;
 - the result record: what the run returned, or why it failed for good, for a task that
@@ -39,7 +39,8 @@ class Rider(Protocol):
 class NextOccurrence:
     def ride(self, item: Settled, now: int, planning: Planning) -> None:
         if item.write is Write.ACK:
-            item.nxt, item.dropped = planning.next(item.work, now, True, item.result.value)
+            value = item.result.value
+            item.nxt, item.dropped = planning.next(item.work, now, item.ran, value)
         elif item.write is Write.POISON and item.continues:
             item.nxt, item.dropped = planning.next(item.work, now, False)
 

@@ -146,6 +146,16 @@ class Settler:
         if log.isEnabledFor(logging.DEBUG):
             for item in plan.acked:
                 _log_done(item.work, item.result)
+        for item in plan.unrun:
+            log.warning(
+                "%s id=%s not run (%s): %s",
+                item.work.message.task,
+                item.work.message.id,
+                item.name,
+                item.why,
+                extra=log_fields(item.work),
+            )
+            self._counters.add(item.name)
         for item in plan.redelivered:
             work = item.work
             log.info(

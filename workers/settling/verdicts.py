@@ -20,7 +20,7 @@ from tickwork.workers.intake.holdings import Work
 from tickwork.workers.pools.execution import HandlerResult, Verdict
 from tickwork.workers.settling.ledger import RunLedger
 from tickwork.workers.settling.outcomes import OUTCOMES, Outcome
-from tickwork.workers.settling.plan import Plan, Planning, Settled
+from tickwork.workers.settling.plan import Plan, Planning
 from tickwork.workers.settling.riders import RIDERS
 
 
@@ -68,17 +68,16 @@ class Decider:
     def plan(self, batch: list[tuple[Work, HandlerResult]], now: int) -> Plan:
         plan = Plan()
         planning = self._planning
+        outcomes = self._outcomes
         for work, result in batch:
-            item = self._settled(work, result, now)
+            for outcome in outcomes[result.verdict]:
+                item = outcome.settled(work, result, now, planning)
+                if item is not None:
+                    break
+            else:
+                raise AssertionError(f"no outcome settles a run of verdict {result.verdict}")
             if not self.plain(work.message):
                 for rider in self._riders:
                     rider.ride(item, now, planning)
             plan.add(item)
         return plan
-
-    def _settled(self, work: Work, result: HandlerResult, now: int) -> Settled:
-        for outcome in self._outcomes[result.verdict]:
-            item = outcome.settled(work, result, now, self._planning)
-            if item is not None:
-                return item
-        raise AssertionError(f"no outcome settles a run whose verdict is {result.verdict}")
