@@ -1,10 +1,11 @@
-"""One exception tree, split by what the caller can do about it."""
+"""One exception tree, split by what the caller can do about it. Its root,
+``TickworkError``, and ``InvalidTrigger`` sit in ``triggers.errors`` (the bottom of the
+package: a bad trigger is a ``TickworkError`` too)."""
 
 from __future__ import annotations
 
-
-class TickworkError(Exception):
-    """Root of every error tickwork raises on purpose."""
+from tickwork.triggers.errors import InvalidTrigger as InvalidTrigger
+from tickwork.triggers.errors import TickworkError as TickworkError
 
 
 class ConfigurationError(TickworkError):

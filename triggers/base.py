@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import UTC, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from pydantic import (
@@ -19,11 +20,12 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
-    field_validator,
     model_serializer,
 )
 
 from tickwork.triggers.calendars import Exclusions
+from tickwork.triggers.errors import checked
+from tickwork.triggers.fields import AwareTime, Duration, PositiveDuration
 from tickwork.triggers.fires import Fire, format_duration, require_aware
 from tickwork.triggers.policies import Misfire, Overlap
 
@@ -45,12 +47,12 @@ class Trigger(BaseModel, ABC):
     overlap: Overlap = Overlap.SERIAL
     max_catch_up: int = Field(default=100, ge=1)
     #: when runs are late (catching up after an outage), the least time between two of them
-    catch_up_spacing: timedelta = timedelta(0)
+    catch_up_spacing: Duration = timedelta(0)
     #: an occurrence due longer ago than this is not run at all, whatever the misfire
     #: policy (recorded as missed); None: no limit (Temporal's ``catchup_window``)
-    catch_up_window: timedelta | None = None
-    jitter: timedelta = timedelta(0)
-    end: datetime | None = None
+    catch_up_window: PositiveDuration | None = None
+    jitter: Duration = timedelta(0)
+    end: AwareTime | None = None
     #: dates (in the trigger's timezone) on which it does not fire
     exclude: Exclusions | None = None
     #: a named calendar shared by many schedules and stored in the backend
@@ -64,24 +66,9 @@ class Trigger(BaseModel, ABC):
     #: the named calendar's rules, attached by the planner (never stored)
     _shared: Exclusions | None = PrivateAttr(default=None)
 
-    @field_validator("end")
-    @classmethod
-    def _aware_end(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else require_aware(value, "end")
-
-    @field_validator("jitter", "catch_up_spacing")
-    @classmethod
-    def _non_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("jitter and catch_up_spacing must not be negative")
-        return value
-
-    @field_validator("catch_up_window")
-    @classmethod
-    def _positive_window(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("catch_up_window must be positive")
-        return value
+    def __init__(self, /, **data: Any) -> None:
+        with checked(type(self).__name__):  # errors in tickwork's words, naming the field
+            super().__init__(**data)
 
     def due_after(self, fire: Fire, finished: datetime) -> datetime:
         """When ``fire`` may run, its predecessor having finished at ``finished``: its own

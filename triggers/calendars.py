@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from tickwork.triggers.errors import checked
+
 _DAY_NAMES = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 
 
@@ -37,7 +39,8 @@ class Window(BaseModel):
     def __init__(
         self, start: time, end: time, days: str | Sequence[int] = (0, 1, 2, 3, 4, 5, 6)
     ) -> None:
-        super().__init__(start=start, end=end, days=days)
+        with checked("Window"):
+            super().__init__(start=start, end=end, days=days)
 
     @field_validator("days", mode="before")
     @classmethod
@@ -94,6 +97,10 @@ class Exclusions(BaseModel):
     ``windows`` are given, every time of day outside them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, /, **data: Any) -> None:
+        with checked("Exclusions"):
+            super().__init__(**data)
 
     dates: tuple[date, ...] = ()
     ranges: tuple[tuple[date, date], ...] = ()

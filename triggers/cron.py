@@ -172,8 +172,33 @@ def normalise_expression(expr: str) -> Parsed:
     fields[week_field] = _day_of_week(fields[week_field])
     normalised = " ".join(fields)
     if not croniter.is_valid(normalised, second_at_beginning=seconds_first):
-        raise ValueError(f"invalid cron expression {expr!r}")
+        raise ValueError(f"invalid cron expression {expr!r}{_which_field(expr, fields)}")
     return Parsed(normalised, seconds_first, "*" in fields[day_field - 1], rule)
+
+
+#: each field of a 5-field expression: its name and the values it takes
+_FIELDS = (
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day-of-month", "1-31, L, LW, nW"),
+    ("month", "1-12 or JAN-DEC"),
+    ("day-of-week", "0-7 or SUN-SAT, nL, n#k"),
+)
+_SECONDS = ("second", "0-59")
+
+
+def _which_field(expr: str, normalised: list[str]) -> str:
+    """``: the hour field '25' takes 0-23`` for the first field croniter refuses alone
+    (the others left as ``*``); empty when each is valid on its own."""
+    quartz = (_SECONDS, *_FIELDS[:4], ("day-of-week", "1-7 or SUN-SAT, nL, n#k"))
+    named = _FIELDS if len(normalised) == 5 else quartz
+    given = expr.split()
+    for index, (name, values) in enumerate(named):
+        probe = ["*"] * len(normalised)
+        probe[index] = normalised[index]
+        if not croniter.is_valid(" ".join(probe), second_at_beginning=len(normalised) > 5):
+            return f": the {name} field {given[index]!r} takes {values}"
+    return ""
 
 
 class Cron(Trigger):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from tickwork.triggers.base import Fire, Trigger, format_duration, require_aware
+from tickwork.triggers.fields import AwareTime, Duration, PositiveDuration
 
 
 class Repeating(Trigger):
@@ -31,31 +32,12 @@ class Repeating(Trigger):
     """
 
     kind: Literal["repeating"] = "repeating"
-    interval: timedelta
-    delay: timedelta = timedelta(0)
+    interval: PositiveDuration
+    delay: Duration = timedelta(0)
     repeat_count: int | None = Field(default=None, ge=1)
     #: whether occurrences missed (coalesced or skipped) use up ``repeat_count``
     count_missed: bool = True
-    start: datetime | None = None
-
-    @field_validator("interval")
-    @classmethod
-    def _positive_interval(cls, value: timedelta) -> timedelta:
-        if value <= timedelta(0):
-            raise ValueError("interval must be positive")
-        return value
-
-    @field_validator("delay")
-    @classmethod
-    def _non_negative_delay(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("delay must not be negative")
-        return value
-
-    @field_validator("start")
-    @classmethod
-    def _aware_start(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else require_aware(value, "start")
+    start: AwareTime | None = None
 
     def _describe_own(self) -> str:
         text = f"every {format_duration(self.interval)}"

@@ -93,6 +93,16 @@ class Arguments:
     def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Map a call onto parameter names as ``Signature.bind`` does (without its cost for
         simple signatures); missing required arguments are left for pydantic to report."""
+        if type(args) is not tuple and type(args) is not list and not _a_sequence(args):
+            raise InvalidMessage(
+                f"args of task {self.task_name!r} must be a list or tuple of its positional "
+                f"arguments, not {type(args).__name__} {args!r}"
+            )
+        if type(kwargs) is not dict and not isinstance(kwargs, Mapping):
+            raise InvalidMessage(
+                f"kwargs of task {self.task_name!r} must map its parameters' names to "
+                f"values, not {type(kwargs).__name__} {kwargs!r}"
+            )
         if not self._simple:
             try:
                 bound = self.signature.bind(*args, **kwargs)
@@ -190,6 +200,10 @@ class Arguments:
             if name in bound.arguments:
                 bound.arguments[name] = getattr(model, name)
         return bound.args, bound.kwargs
+
+
+def _a_sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 def _not_finite(value: Any, depth: int = 0) -> bool:

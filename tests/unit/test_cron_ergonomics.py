@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pydantic import ValidationError
 
 from tickwork.cli import cli
 from tickwork.cli.cron import in_words
 from tickwork.scheduler import App
 from tickwork.scheduler.model.message import Message
 from tickwork.triggers import Cron, Repeating
+from tickwork.triggers.errors import InvalidTrigger
 from tickwork.triggers.preview import preview
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,7 +56,7 @@ def test_the_fire_times_of_the_nicknames() -> None:
 
 
 def test_an_unknown_nickname_is_one_clear_error() -> None:
-    with pytest.raises(ValidationError, match="nickname '@reboot' is not one of"):
+    with pytest.raises(InvalidTrigger, match="nickname '@reboot' is not one of"):
         Cron("@reboot")
 
 
