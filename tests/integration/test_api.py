@@ -115,7 +115,8 @@ def test_schedules_are_steered_with_the_api_as_the_actor(pair_app: App) -> None:
     assert stored.json() == {"done": True}
     assert api.get("/api/v1/calendars").json()["desk"]["windows"][0]["start"] == "09:00:00"
     bad = {"rules": {"ranges": [["2030-02-01", "2030-01-01"]]}}
-    _error(api.put("/api/v1/calendars/bad", json=bad), 422, "invalid")
+    said = _error(api.put("/api/v1/calendars/bad", json=bad), 422, "invalid")
+    assert said.startswith("bad calendar: Exclusions: ") and "pydantic" not in said, said
     assert app.schedules.calendars.history("desk")[0].actor == "api"
     gone = api.request("DELETE", "/api/v1/calendars/desk", json={})
     assert gone.json() == {"done": True}

@@ -263,8 +263,8 @@ class _Handlers:
 
     def put_calendar(self, request: Request, body: CalendarRequest) -> Done:
         try:
-            rules = Exclusions.model_validate(body.rules)
-        except (ValidationError, ValueError) as err:
+            rules = Exclusions(**body.rules)
+        except (TypeError, ValueError) as err:  # InvalidTrigger: in tickwork's words
             raise ApiError(422, "invalid", f"bad calendar: {err}") from None
         who = actor(self.guard, request)
         name = request.path_params["name"]
