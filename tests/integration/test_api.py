@@ -19,8 +19,8 @@ from openapi_spec_validator import validate
 from starlette.testclient import TestClient
 
 from tests.support.helpers import running, wait_for
+from tickwork.api.openapi import document
 from tickwork.dashboard import Access, create_dashboard
-from tickwork.dashboard.api.openapi import document
 from tickwork.scheduler import App, RetryPolicy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.support.servers import free_port, wait_for_port
-from tickwork.dashboard.security import CSRF_COOKIE
+from tickwork.api.security import CSRF_COOKIE
 from tickwork.scheduler.schedules.actions import default_actor
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.helpers import running, wait_for
+from tickwork.api.hardening import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES
+from tickwork.api.security import Access
 from tickwork.dashboard import create_dashboard
-from tickwork.dashboard.hardening import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES
-from tickwork.dashboard.security import Access
 from tickwork.scheduler import App, Call, RetryPolicy
 from tickwork.triggers import Cron
 

@@ -15,15 +15,15 @@ from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from tests.support.helpers import running, wait_for
-from tickwork.cli import cli
-from tickwork.dashboard import create_dashboard
-from tickwork.dashboard.users import (
+from tickwork.api.users import (
     FAILURES_MOST,
     Users,
     check_password,
     hash_password,
     token_digest,
 )
+from tickwork.cli import cli
+from tickwork.dashboard import create_dashboard
 from tickwork.scheduler import App, RetryPolicy
 from tickwork.triggers import Cron
 

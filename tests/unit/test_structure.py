@@ -294,6 +294,21 @@ def test_only_the_worker_wiring_sees_the_app() -> None:
     assert _importers_of_app("workers") <= {WORKER_WIRING}
 
 
+def test_the_api_does_not_import_the_dashboard() -> None:
+    """``tickwork/api/`` (the HTTP API, users, roles, guards, hardening) sits below the
+    dashboard's pages, which mount it."""
+    graph = _graph()
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.startswith("tickwork.api")
+        for target in targets
+        if target.startswith("tickwork.dashboard")
+    ]
+    assert upward == []
+    assert "tickwork.api.app" in graph["tickwork.dashboard.pages"]
+
+
 def test_the_checker_sees_imports() -> None:
     """Guards the tests above against passing because they read nothing."""
     graph = _graph()

@@ -45,8 +45,8 @@ def dashboard(
     try:
         import uvicorn
 
+        from tickwork.api.users import Users
         from tickwork.dashboard import Access, Guard, create_dashboard
-        from tickwork.dashboard.users import Users
     except ImportError as err:
         fail(
             f"the dashboard needs the 'dashboard' extra: pip install 'tickwork[dashboard]' ({err})"
@@ -74,7 +74,7 @@ def dashboard(
 def openapi() -> None:
     """Print the OpenAPI document of the HTTP API the dashboard serves at /api/v1."""
     try:
-        from tickwork.dashboard.api.openapi import document
+        from tickwork.api.openapi import document
     except ImportError as err:
         fail(f"the API needs the 'dashboard' extra: pip install 'tickwork[dashboard]' ({err})")
     click.echo(json.dumps(document(), indent=2, sort_keys=True))
@@ -89,7 +89,7 @@ def users() -> None:
 @click.password_option(prompt="Password", help="the password (asked when not given)")
 def hash_command(password: str) -> None:
     """Print a password's hash, for a user's ``password`` in the users file."""
-    from tickwork.dashboard.users import hash_password
+    from tickwork.api.users import hash_password
 
     click.echo(hash_password(password))
 
@@ -106,7 +106,7 @@ def token_command(name: str, role: str) -> None:
     """Make a token for program NAME: prints, on stderr, the token (give it to the
     program, once: it is not kept), and on stdout the lines to add to the users file
     (its digest only), so ``tickwork users token ci >> users.toml`` appends them."""
-    from tickwork.dashboard.users import token_digest
+    from tickwork.api.users import token_digest
 
     token = secrets.token_urlsafe(32)
     click.echo(f"the token for {name} (give it to the program; it is not kept): {token}", err=True)

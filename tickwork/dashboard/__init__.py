@@ -3,7 +3,7 @@ over one ``App``'s backend. ``create_dashboard(app)`` returns it, to mount in an
 application of one's own; ``tickwork dashboard`` serves it with uvicorn. Needs the
 ``dashboard`` extra."""
 
+from tickwork.api.security import Access, Guard, HostChecked
 from tickwork.dashboard.pages import create_dashboard
-from tickwork.dashboard.security import Access, Guard, HostChecked
 
 __all__ = ["Access", "Guard", "HostChecked", "create_dashboard"]

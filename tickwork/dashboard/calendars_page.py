@@ -8,8 +8,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
+from tickwork.api.security import Guard
 from tickwork.dashboard.plumbing import page
-from tickwork.dashboard.security import Guard
 from tickwork.scheduler import App
 
 #: how many changes of each calendar the page shows

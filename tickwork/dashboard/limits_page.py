@@ -9,8 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
+from tickwork.api.security import Guard
 from tickwork.dashboard.plumbing import page
-from tickwork.dashboard.security import Guard
 from tickwork.scheduler import App
 from tickwork.scheduler.limits.view import declared_limits, limit_usage, merged
 

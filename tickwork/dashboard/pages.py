@@ -13,16 +13,16 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.routing import Mount, Route
 
-from tickwork.dashboard.api.app import create_api
+from tickwork.api.app import create_api
+from tickwork.api.hardening import BodyLimit, SecureHeaders
+from tickwork.api.security import Access, Guard, Refused
 from tickwork.dashboard.calendars_page import calendars_routes
 from tickwork.dashboard.charts import lateness_chart, throughput_chart
 from tickwork.dashboard.events_page import events_routes
 from tickwork.dashboard.graph_drawing import drawing
-from tickwork.dashboard.hardening import BodyLimit, SecureHeaders
 from tickwork.dashboard.limits_page import limits_routes
 from tickwork.dashboard.plumbing import Act, Audit, Form, Gather, Handler, action, page
 from tickwork.dashboard.poison_page import poison_routes
-from tickwork.dashboard.security import Access, Guard, Refused
 from tickwork.scheduler import App, InvalidMessage, TickworkError
 
 _BACKFILL_LIMIT = 1000  # occurrences one backfill from the page may enqueue

@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from tickwork.dashboard.roles import Role, needed
-from tickwork.dashboard.security import CSRF_COOKIE, Guard, Refused
+from tickwork.api.roles import Role, needed
+from tickwork.api.security import CSRF_COOKIE, Guard, Refused
 from tickwork.scheduler import TickworkError
 from tickwork.scheduler.backends.codec import shown
 from tickwork.scheduler.clock import to_datetime

@@ -9,8 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
+from tickwork.api.security import Guard, Refused
 from tickwork.dashboard.plumbing import Form, action, page
-from tickwork.dashboard.security import Guard, Refused
 from tickwork.scheduler import App
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.views import poison as poisoned

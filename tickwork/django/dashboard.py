@@ -21,8 +21,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.middleware.csrf import get_token
 from django.views.decorators.cache import never_cache
 
+from tickwork.api.security import CSRF_SCOPE, MAY_ACT_SCOPE, USER_SCOPE
 from tickwork.dashboard import HostChecked, create_dashboard
-from tickwork.dashboard.security import CSRF_SCOPE, MAY_ACT_SCOPE, USER_SCOPE
 from tickwork.django.project import get_app
 
 #: the permission that lets a staff user act

@@ -18,9 +18,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from tickwork.dashboard.api.models import ErrorBody, ErrorDetail
-from tickwork.dashboard.roles import Role
-from tickwork.dashboard.security import Guard, Refused
+from tickwork.api.models import ErrorBody, ErrorDetail
+from tickwork.api.roles import Role
+from tickwork.api.security import Guard, Refused
 from tickwork.scheduler import (
     BackendError,
     CalendarNotFound,

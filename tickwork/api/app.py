@@ -9,10 +9,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tickwork.dashboard.api.openapi import document
-from tickwork.dashboard.api.plumbing import error_response
-from tickwork.dashboard.api.routes import api_routes
-from tickwork.dashboard.security import Guard
+from tickwork.api.openapi import document
+from tickwork.api.plumbing import error_response
+from tickwork.api.routes import api_routes
+from tickwork.api.security import Guard
 from tickwork.scheduler import App
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from tickwork.dashboard.api.models import (
+from tickwork.api.models import (
     Backfilled,
     BackfillRequest,
     BoundRequest,
@@ -25,7 +25,7 @@ from tickwork.dashboard.api.models import (
     ReplayRequest,
     ResumeRequest,
 )
-from tickwork.dashboard.roles import Role
+from tickwork.api.roles import Role
 from tickwork.scheduler.views.poison import PoisonView
 from tickwork.scheduler.views.schedules import ScheduleView
 

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from tickwork.dashboard.api.endpoints import ENDPOINTS, Spec
-from tickwork.dashboard.api.models import ErrorBody
+from tickwork.api.endpoints import ENDPOINTS, Spec
+from tickwork.api.models import ErrorBody
 
 _REF = "#/components/schemas/{model}"
 

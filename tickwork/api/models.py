@@ -1,7 +1,7 @@
 """What the HTTP API takes and gives, as pydantic models: the request bodies are checked
 against them (an unknown field, a wrong type or a naive time is a 422 with the error
 shape), the responses are dumped from them, and the OpenAPI document is made from their
-JSON schemas (``tickwork.dashboard.api.openapi``)."""
+JSON schemas (``tickwork.api.openapi``)."""
 
 from __future__ import annotations
 

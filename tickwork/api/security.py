@@ -20,7 +20,7 @@ from typing import Protocol
 
 from starlette.requests import Request
 
-from tickwork.dashboard.roles import Role
+from tickwork.api.roles import Role
 
 CSRF_COOKIE = "tickwork_csrf"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -48,7 +48,7 @@ class Guard(Protocol):
         """Whether this request's user may act (else the pages show no action)."""
 
     def role(self, request: Request) -> Role:
-        """This request's user's role (``tickwork.dashboard.roles``): which actions the
+        """This request's user's role (``tickwork.api.roles``): which actions the
         pages show it, and which it may take."""
 
     def allow_action(self, request: Request, form_token: str | None) -> None:

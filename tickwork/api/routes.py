@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tickwork.dashboard.api.endpoints import ENDPOINTS, Spec
-from tickwork.dashboard.api.models import (
+from tickwork.api.endpoints import ENDPOINTS, Spec
+from tickwork.api.models import (
     Backfilled,
     BackfillRequest,
     BoundRequest,
@@ -35,8 +35,8 @@ from tickwork.dashboard.api.models import (
     ReplayRequest,
     ResumeRequest,
 )
-from tickwork.dashboard.api.plumbing import ApiError, Endpoint, actor, endpoint, query
-from tickwork.dashboard.security import Guard
+from tickwork.api.plumbing import ApiError, Endpoint, actor, endpoint, query
+from tickwork.api.security import Guard
 from tickwork.scheduler import App, Call, ScheduledMessage
 from tickwork.scheduler.backends.codec import shown
 from tickwork.scheduler.views.poison import PoisonFilter, PoisonView

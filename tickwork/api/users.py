@@ -1,5 +1,5 @@
 """``Users``: a guard for a standalone dashboard and API with users and tokens, each with
-a role (``tickwork.dashboard.roles``), read from a TOML file::
+a role (``tickwork.api.roles``), read from a TOML file::
 
     [users.ann]
     password = "scrypt$16384$8$1$..."      # tickwork users hash
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from starlette.requests import Request
 
-from tickwork.dashboard.roles import Role
-from tickwork.dashboard.security import CSRF_COOKIE, Refused
+from tickwork.api.roles import Role
+from tickwork.api.security import CSRF_COOKIE, Refused
 
 #: failed sign-ins an address may make in the window before it is turned away
 FAILURES_MOST = 5
