@@ -4,8 +4,13 @@ deployment agrees."""
 
 from __future__ import annotations
 
+import builtins
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict
+
+from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import ConfigurationError, QueueNotFound
 from tickwork.scheduler.views.activity import Activity, read_activity
 
@@ -14,6 +19,42 @@ if TYPE_CHECKING:
 
     from tickwork.scheduler.backends import QueueStats
     from tickwork.scheduler.parts import AppParts
+
+
+class QueueView(BaseModel):
+    """A queue as the command line (``tickwork queues list --json``, ``tickwork stats
+    --json``) and the API (``GET /api/v1/queues``) show it: what it holds by state, its
+    poisoned messages, its bound, whether it is paused, when it next has something due,
+    and its counters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue: str
+    paused: bool
+    ready: int
+    scheduled: int
+    in_flight: int
+    poisoned: int
+    pending: int  # what counts against its bound: ready, scheduled and in flight
+    max_pending: int | None
+    next_due: datetime | None
+    counters: dict[str, int]
+
+    @classmethod
+    def of(cls, stats: QueueStats) -> QueueView:
+        due = stats.next_due_ms
+        return cls(
+            queue=stats.queue,
+            paused=stats.paused,
+            ready=stats.ready,
+            scheduled=stats.scheduled,
+            in_flight=stats.in_flight,
+            poisoned=stats.poison,
+            pending=stats.pending,
+            max_pending=stats.max_pending,
+            next_due=None if due is None else to_datetime(due),
+            counters=dict(stats.counters),
+        )
 
 
 class Queues:
@@ -84,10 +125,14 @@ class Queues:
         """``max_pending`` of every bounded queue."""
         return self._parts.backend.queues.bounds()
 
-    def stats(self, queue: str | None = None) -> list[QueueStats]:
+    def stats(self, queue: str | None = None) -> builtins.list[QueueStats]:
         """Per queue (``queue`` only, or every one the backend knows): messages by state,
         poisoned ones, counters, and whether it is paused."""
         return self._parts.backend.queues.stats(None if queue is None else self._known(queue))
+
+    def list(self, queue: str | None = None) -> builtins.list[QueueView]:
+        """``stats`` as the view every surface shows (``QueueView``)."""
+        return [QueueView.of(stats) for stats in self.stats(queue)]
 
     def activity(self, minutes: int = 60, queue: str | None = None) -> Activity:
         """What the workers did per minute over the last ``minutes`` (counts, lateness

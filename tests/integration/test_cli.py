@@ -235,7 +235,7 @@ def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-
     assert code == 0
     stats = {q["queue"]: q for q in json.loads(run("stats", "--json")[1])}
     counters = stats["default"]["counters"]
-    assert counters["acked"] == 1 and counters["poisoned"] == 1 and stats["default"]["poison"] == 1
+    assert counters["acked"] == 1 and counters["poisoned"] == 1 and stats["default"]["poisoned"] == 1
     code, out, _ = run("stats")
     assert code == 0 and "default" in out
     (record,) = json.loads(run("poison", "list", "--json")[1])
@@ -414,16 +414,20 @@ def test_queues_pause_resume_list(run) -> None:  # type: ignore[no-untyped-def]
         '["p"]',
     )
     (row,) = json.loads(run("queues", "list", "--json")[1])
+    assert row.pop("counters")["enqueued"] == 1 and row.pop("next_due") is not None
     assert row == {
         "queue": "default",
         "paused": True,
         "ready": 1,
         "scheduled": 0,
         "in_flight": 0,
+        "poisoned": 0,
         "pending": 1,
         "max_pending": None,
     }
-    assert json.loads(run("stats", "--json")[1])[0]["paused"] is True
+    (stats,) = json.loads(run("stats", "--json")[1])
+    assert stats["paused"] is True
+    assert set(stats) == {*row, "counters", "next_due", "shards"}, "the API's view, and shards"
     code, _, _ = run("worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "warning")
     assert code == 0 and json.loads(run("stats", "--json")[1])[0]["ready"] == 1
     assert run("queues", "resume", "default")[1].strip() == "resumed default"

@@ -21,12 +21,12 @@ from tickwork.api.models import (
     MessageView,
     NoteRequest,
     PurgeRequest,
-    QueueView,
     ReplayRequest,
     ResumeRequest,
 )
 from tickwork.api.roles import Role
 from tickwork.scheduler.views.poison import PoisonView
+from tickwork.scheduler.views.queues import QueueView
 from tickwork.scheduler.views.schedules import ScheduleView
 
 

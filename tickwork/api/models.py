@@ -116,18 +116,6 @@ class CalendarRequest(ApiModel):
     note: str | None = Field(default=None, max_length=2000)
 
 
-class QueueView(ApiModel):
-    """A queue: what it holds, and whether it is paused or bounded."""
-
-    queue: str
-    paused: bool
-    ready: int
-    scheduled: int
-    in_flight: int
-    poisoned: int
-    max_pending: int | None
-
-
 class ReplayRequest(ApiModel):
     """Which poisoned messages to put back: these ids, or every one of ``queue``."""
 

@@ -31,7 +31,6 @@ from tickwork.api.models import (
     MessageView,
     NoteRequest,
     PurgeRequest,
-    QueueView,
     ReplayRequest,
     ResumeRequest,
 )
@@ -40,6 +39,7 @@ from tickwork.api.security import Guard
 from tickwork.scheduler import App, Call, ScheduledMessage
 from tickwork.scheduler.backends.codec import shown
 from tickwork.scheduler.views.poison import PoisonFilter, PoisonView
+from tickwork.scheduler.views.queues import QueueView
 from tickwork.scheduler.views.schedules import ScheduleView
 from tickwork.triggers import Cron, Exclusions, Repeating, Trigger
 
@@ -217,18 +217,7 @@ class _Handlers:
     # -- queues, poison, workers, events ---------------------------------------------------
 
     def queues(self, request: Request, _: None) -> list[QueueView]:
-        return [
-            QueueView(
-                queue=s.queue,
-                paused=s.paused,
-                ready=s.ready,
-                scheduled=s.scheduled,
-                in_flight=s.in_flight,
-                poisoned=s.poison,
-                max_pending=s.max_pending,
-            )
-            for s in self.app.backend.queues.stats()
-        ]
+        return self.app.queues.list()
 
     def pause_queue(self, request: Request, _: NoteRequest) -> Done:
         who = actor(self.guard, request)

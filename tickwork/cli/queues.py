@@ -30,23 +30,11 @@ def queues() -> None:
 @clean_errors
 def list_queues(state: State, as_json: bool) -> None:
     """Every known queue, whether it is paused, what it holds and its bound."""
-    rows = state.app(reading=True).backend.queues.stats()
-    if as_json:
-        emit_json(
-            [
-                {
-                    "queue": s.queue,
-                    "paused": s.paused,
-                    "ready": s.ready,
-                    "scheduled": s.scheduled,
-                    "in_flight": s.in_flight,
-                    "pending": s.pending,
-                    "max_pending": s.max_pending,
-                }
-                for s in rows
-            ]
-        )
+    app = state.app(reading=True)
+    if as_json:  # the same view as the API's GET /api/v1/queues
+        emit_json([view.model_dump(mode="json") for view in app.queues.list()])
         return
+    rows = app.queues.stats()
     table = Table("queue", "state", "ready", "scheduled", "in flight", "fill")
     for s in rows:
         state_name = "paused" if s.paused else "active"

@@ -17,6 +17,7 @@ from tickwork.cli.common import (
     pass_state,
 )
 from tickwork.scheduler.backends.records import COUNTERS
+from tickwork.scheduler.views.queues import QueueView
 
 
 @click.command()
@@ -27,26 +28,9 @@ from tickwork.scheduler.backends.records import COUNTERS
 def stats(state: State, as_json: bool) -> None:
     """Per queue: ready, scheduled, in flight, poison, fill of its bound, next due time
     and counters."""
-    rows = state.app(reading=True).backend.queues.stats()
-    if as_json:
-        emit_json(
-            [
-                {
-                    "queue": s.queue,
-                    "ready": s.ready,
-                    "scheduled": s.scheduled,
-                    "in_flight": s.in_flight,
-                    "poison": s.poison,
-                    "next_due": iso(s.next_due_ms),
-                    "counters": s.counters,
-                    "shards": s.shards,
-                    "paused": s.paused,
-                    "pending": s.pending,
-                    "max_pending": s.max_pending,
-                }
-                for s in rows
-            ]
-        )
+    rows = state.app(reading=True).queues.stats()
+    if as_json:  # the API's queue view, with the shards of a sharded backend
+        emit_json([{**QueueView.of(s).model_dump(mode="json"), "shards": s.shards} for s in rows])
         return
     table = Table(
         "queue",
@@ -54,7 +38,7 @@ def stats(state: State, as_json: bool) -> None:
         "ready",
         "scheduled",
         "in flight",
-        "poison",
+        "poisoned",
         "fill",
         "next due",
         *(name.replace("_", " ") for name in COUNTERS),
