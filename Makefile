@@ -15,8 +15,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	rm -rf .demo && mkdir -p .demo
-	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/python -m examples.quickstart
-	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork worker -A examples.quickstart --duration 20
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/python -m examples.demo --seconds 16
 	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork schedules
 	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork stats
 

@@ -235,7 +235,9 @@ def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-
     assert code == 0
     stats = {q["queue"]: q for q in json.loads(run("stats", "--json")[1])}
     counters = stats["default"]["counters"]
-    assert counters["acked"] == 1 and counters["poisoned"] == 1 and stats["default"]["poisoned"] == 1
+    assert (
+        counters["acked"] == 1 and counters["poisoned"] == 1 and stats["default"]["poisoned"] == 1
+    )
     code, out, _ = run("stats")
     assert code == 0 and "default" in out
     (record,) = json.loads(run("poison", "list", "--json")[1])

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(
     p.stem
     for p in (ROOT / "examples").glob("*.py")
-    if p.stem != "__init__" and not p.stem.startswith("test_")
+    if p.stem not in ("__init__", "demo") and not p.stem.startswith("test_")
 )
 APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app lives elsewhere
 #: examples that need a PostgreSQL server
@@ -84,3 +84,33 @@ def test_the_example_tests_pass_with_the_plugin_alone(clean_env: dict[str, str])
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+
+def test_the_demo_shows_each_firing_and_none_early(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """``make demo``'s script: a line per firing (its key, occurrence, due and run times,
+    lateness), three occurrences of one repeating schedule, a cron firing, the cancel by
+    key, and a summary that counts none early."""
+    env = {**clean_env, "TICKWORK_BACKEND": backend_url("sqlite", tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.demo", "--seconds", "10"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    fired = [line for line in lines if line.startswith("fired ")]
+    assert all(line.count("fired") == 1 and " due " in line for line in fired), fired
+    repeating = [line for line in fired if "key=report:42" in line]
+    assert [line.split()[3] for line in repeating[:3]] == ["#1", "#2", "#3"], fired
+    assert any("key=heartbeat" in line for line in fired), fired
+    assert "enqueued and cancelled by key: report:5 (cancelled)" in lines
+    assert not any("key=report:5" in line for line in fired), "a cancelled schedule never runs"
+    (summary,) = [line for line in lines if "firings; lateness p50" in line]
+    assert summary.startswith(f"{len(fired)} firings") and summary.endswith("early 0")
+    assert lines[-1].startswith("see them in the dashboard: tickwork dashboard --backend sqlite")
