@@ -32,19 +32,10 @@ def stats(state: State, as_json: bool) -> None:
     if as_json:  # the API's queue view, with the shards of a sharded backend
         emit_json([{**QueueView.of(s).model_dump(mode="json"), "shards": s.shards} for s in rows])
         return
-    table = Table(
-        "queue",
-        "paused",
-        "ready",
-        "scheduled",
-        "in flight",
-        "poisoned",
-        "fill",
-        "next due",
-        *(name.replace("_", " ") for name in COUNTERS),
-    )
+    # two tables of at most nine columns each: they fit an 80-column terminal
+    table = Table("queue", "paused", "ready", "scheduled", "in flight", "poisoned", "fill")
+    table.add_column("next due")
     for s in rows:
-        c = s.counters
         table.add_row(
             s.queue,
             "paused" if s.paused else "-",
@@ -54,9 +45,12 @@ def stats(state: State, as_json: bool) -> None:
             str(s.poison),
             fill(s),
             iso(s.next_due_ms),
-            *(str(c.get(name, 0)) for name in COUNTERS),
         )
     console().print(table)
+    counted = Table("queue", *(name.replace("_", " ") for name in COUNTERS), title="counters")
+    for s in rows:
+        counted.add_row(s.queue, *(str(s.counters.get(name, 0)) for name in COUNTERS))
+    console().print(counted)
 
 
 @click.command("workers")
