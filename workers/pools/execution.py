@@ -117,9 +117,7 @@ def _run_handler(
         if hooks.after_handler:
             notify(hooks.after_handler, run.info)
         leave(token)
-    if run.abort_seen:  # it saw its abort and returned: it stopped because of it
-        return aborted(f"message {run.info.message_id} stopped on its abort", started)
-    return _returned(returned, started, value)
+    return _ended(run, returned, started, value)
 
 
 async def run_async_handler(
@@ -158,9 +156,7 @@ async def _run_async_handler(
         if hooks.after_handler:
             notify(hooks.after_handler, run.info)
         leave(token)
-    if run.abort_seen:  # it saw its abort and returned: it stopped because of it
-        return aborted(f"message {run.info.message_id} stopped on its abort", started)
-    return _returned(returned, started, value)
+    return _ended(run, returned, started, value)
 
 
 async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
@@ -206,6 +202,14 @@ def _kept(
     ):
         return None
     return encode_value(returned, app.settings.max_payload_bytes)
+
+
+def _ended(run: RunContext, returned: Any, started: float, value: bytes | None) -> HandlerResult:
+    """How a handler that returned ended: aborted when it had seen its abort (it stopped
+    because of it), else by what it returned."""
+    if run.abort_seen:
+        return aborted(f"message {run.info.message_id} stopped on its abort", started)
+    return _returned(returned, started, value)
 
 
 def _returned(returned: Any, started: float, value: bytes | None) -> HandlerResult:
