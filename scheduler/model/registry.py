@@ -26,6 +26,7 @@ from tickwork.scheduler.model.limits import (
     check_key_option,
     check_limit,
 )
+from tickwork.scheduler.model.names import check_queue
 from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
 from tickwork.triggers import Trigger
@@ -95,7 +96,9 @@ class TaskRegistry:
         on_events: str | Sequence[str] | None = None,
     ) -> TaskFunction[P, R]:
         """Register ``function`` as a task (what ``@app.task`` does)."""
-        task_name = name or f"{module_name(function.__module__)}.{function.__name__}"
+        task_name = check_queue(
+            name or f"{module_name(function.__module__)}.{function.__name__}", "a task's name"
+        )
         _check_runnable(function, task_name)
         limit = (
             ConcurrencyLimit(name=task_name, capacity=concurrency_limit)
@@ -109,7 +112,7 @@ class TaskRegistry:
         check_key_option(task_name, signature, "fair_key", fair_key)
         options = TaskOptions(
             name=task_name,
-            queue=queue or self.default_queue,
+            queue=check_queue(queue or self.default_queue),
             retry=retry or RetryPolicy(retries=retries),
             timeout_s=timeout or self.default_timeout_s,
             time_limit_s=time_limit,
@@ -133,7 +136,9 @@ class TaskRegistry:
 
     def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass: each message runs on a fresh instance."""
-        task_name = cls.name or f"{module_name(cls.__module__)}.{cls.__name__}"
+        task_name = check_queue(
+            cls.name or f"{module_name(cls.__module__)}.{cls.__name__}", "a task's name"
+        )
         _check_runnable(cls.run, task_name)
 
         def run_instance(*args: Any, **kwargs: Any) -> Any:

@@ -136,7 +136,7 @@ class MessageBuilder:
         fair = fair_value(
             task.name, task.arguments.signature, options.fair_key, call.args, call.kwargs
         )
-        queue = call.queue or task.options.queue
+        queue = task.options.queue if call.queue is None else call.queue
         check_scalars(call, queue)
         check_overlap(call, task.name, limited=limit is not None)
         if call.trigger is not None and call.trigger.calendar is not None:

@@ -80,7 +80,7 @@ def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
         args=args,
         kwargs=kwargs,
         takes_result=call.takes_result,
-        queue=call.queue or options.queue,
+        queue=options.queue if call.queue is None else call.queue,
         priority=options.priority if call.priority is None else call.priority,
         timeout_s=options.timeout_s,
         max_attempts=options.retry.max_attempts,

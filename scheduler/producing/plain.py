@@ -70,7 +70,7 @@ class PlainPath:
         args, kwargs = task.arguments.to_json(call.args, call.kwargs)
         options = task.options
         timeout_s = options.timeout_s
-        queue = call.queue or options.queue
+        queue = options.queue if call.queue is None else call.queue
         check_scalars(call, queue)
         if call.at is None and call.delay is None:
             at, scheduled, enqueued = now, encoded_time(now, now_ms), None

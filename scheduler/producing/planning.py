@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.names import check_key, check_queue
 from tickwork.scheduler.model.tasks import Call
 from tickwork.triggers import Cron, Overlap, Repeating, Specs, Trigger
 from tickwork.triggers.base import Fire, require_aware
@@ -18,10 +19,9 @@ from tickwork.triggers.preview import Occurrence, preview
 
 def check_scalars(call: Call, queue: str) -> None:
     """Raise ``InvalidMessage`` for a queue, key, priority or headers of the wrong shape."""
-    if not isinstance(queue, str) or not queue:
-        raise InvalidMessage(f"queue must be a non-empty string, not {queue!r}")
-    if call.key is not None and (not isinstance(call.key, str) or not call.key):
-        raise InvalidMessage(f"key must be a non-empty string, not {call.key!r}")
+    check_queue(queue)
+    if call.key is not None:
+        check_key(call.key)
     if call.priority is not None and (
         not isinstance(call.priority, int)
         or isinstance(call.priority, bool)

@@ -26,6 +26,7 @@ from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import CalendarNotFound, DecodeError, InvalidMessage
 from tickwork.scheduler.ids import keyed_chain_id
 from tickwork.scheduler.model.message import PAUSED_DUE, Message
+from tickwork.scheduler.model.names import check_queue
 from tickwork.scheduler.schedules.actions import Action, ActionLog
 from tickwork.triggers import Exclusions, Trigger
 
@@ -171,8 +172,7 @@ class SharedCalendars:
 
 
 def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise InvalidMessage(f"a calendar's name is a non-empty string, not {name!r}")
+    check_queue(name, "a calendar's name")
 
 
 def _decode(body: bytes) -> Exclusions | None:

@@ -111,7 +111,10 @@ def test_times_before_the_ms_form_are_encoded_alike() -> None:
 @given(
     n=st.integers(min_value=-(2**70), max_value=2**70),
     label=st.text(max_size=30),
-    key=st.none() | st.text(min_size=1, max_size=20),
+    key=st.none()  # any text but control characters (the rule of keys)
+    | st.text(
+        st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=20
+    ),
     priority=st.none() | st.integers(min_value=-1000, max_value=1000),
     delay_ms=st.none() | st.integers(min_value=0, max_value=10**9),
 )

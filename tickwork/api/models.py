@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from tickwork.scheduler.model.names import MAX_KEY, MAX_QUEUE
+
 
 class ApiModel(BaseModel):
     """A body of the API: unknown fields refused."""
@@ -32,8 +34,8 @@ class EnqueueRequest(ApiModel):
     task: str = Field(min_length=1, max_length=300)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
-    key: str | None = Field(default=None, min_length=1, max_length=1000)
-    queue: str | None = Field(default=None, min_length=1, max_length=200)
+    key: str | None = Field(default=None, min_length=1, max_length=MAX_KEY)
+    queue: str | None = Field(default=None, min_length=1, max_length=MAX_QUEUE)
     priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
     at: AwareDatetime | None = None
     delay_s: float | None = Field(default=None, ge=0, le=366 * 86_400)
