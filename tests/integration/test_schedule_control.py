@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.support.helpers import wait_for
+from tests.support.helpers import running, wait_for
 from tickwork.scheduler import (
     App,
     InvalidMessage,
@@ -285,3 +285,23 @@ def test_overdue_names_schedules_without_a_recent_success() -> None:
     assert control.overdue(infos, now, timedelta(hours=4)) == []
     paused = [control.ScheduleInfo("q", "p", "t", hourly, t0, None, 0, State.SCHEDULED, t0, None)]
     assert control.overdue(paused, now, timedelta(0)) == [], "a paused schedule is not checked"
+
+
+def test_cancel_by_key_never_misses_a_busy_schedule(app: App) -> None:
+    """A schedule acked every few milliseconds (each ack replaces its row by the next
+    occurrence's, under the same key) is cancelled by its key each time: a cancel that
+    waited on the old row still finds the new one (PostgreSQL's read committed)."""
+    runs = [0]
+
+    @app.task
+    def tick() -> None:
+        runs[0] += 1
+
+    with running(app, concurrency=4):
+        for round_ in range(8):
+            key = f"busy-{round_}"
+            tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=5)), key=key)
+            before = runs[0]
+            wait_for(lambda before=before: runs[0] > before, timeout_s=60)  # type: ignore[misc]
+            assert app.cancel(key=key), f"round {round_}: the cancel missed a live schedule"
+            assert app.get(key=key) is None

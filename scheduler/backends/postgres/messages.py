@@ -99,7 +99,14 @@ class PostgresMessages(Messages):
         sql = self._store.sql("DELETE FROM tw.messages WHERE queue = %s AND key = %s")
 
         def work(db: Connection) -> bool:
-            deleted = db.execute(sql, (queue, key)).rowcount
+            deleted = 0
+            for _ in range(3):
+                # a chain's ack deletes its row and inserts the next occurrence under the
+                # same key: a DELETE that waited on the old row finds it gone and cannot
+                # see the new one (read committed); the next statement does
+                deleted = db.execute(sql, (queue, key)).rowcount
+                if deleted:
+                    break
             self._store.add_pending(db, queue, -deleted)
             return deleted > 0
 
