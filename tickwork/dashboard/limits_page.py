@@ -30,10 +30,10 @@ def _gather(app: App, request: Request) -> dict[str, Any]:
             held[key] = held.get(key, 0) + count
     name, value = request.query_params.get("limit") or "", request.query_params.get("value") or ""
     asked = [f"{name}:{value}"] if name and value else []
-    bounds = backend.queues.bounds()
+    bounds = app.queues.bounds()
     return {
         "title": "Queues and limits",
-        "paused": backend.queues.paused(),
+        "paused": app.queues.paused(),
         "bounds": sorted(bounds.items()),
         "usage": limit_usage(backend, limits, held, asked),
         "held": held,

@@ -83,7 +83,7 @@ class _Views:
     def overview(self, request: Request) -> dict[str, Any]:
         """Each queue's depth and state, and the charts of the last hour: of every queue,
         or of the one ``?chart=`` names."""
-        stats = self.app.backend.queues.stats()
+        stats = self.app.queues.stats()
         shown = request.query_params.get("chart") or None
         if shown not in {q.queue for q in stats}:
             shown = None

@@ -46,7 +46,7 @@ class _PoisonViews:
         limit = SHOWN if chosen.empty else poisoned.MAX_SELECTED  # what an action would take
         records = poisoned.select(self.app.backend, chosen, limit)
         rows = [(r, to_datetime(r.failed_at_ms), poisoned.task_of(r)) for r in records[:SHOWN]]
-        queues = [s for s in self.app.backend.queues.stats() if s.poison]
+        queues = [s for s in self.app.queues.stats() if s.poison]
         return {
             "title": "Poison queue",
             "records": rows,
