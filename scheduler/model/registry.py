@@ -74,10 +74,58 @@ class TaskRegistry:
         self.subscriptions: dict[str, tuple[str, ...]] = {}
 
     def function(
+        self, function: Callable[P, R], *, name: str | None = None, **options: Any
+    ) -> TaskFunction[P, R]:
+        """Register ``function`` as a task (what ``@app.task`` does); ``options`` as
+        ``_register`` takes them."""
+        task_name = check_queue(
+            name or f"{module_name(function.__module__)}.{function.__name__}", "a task's name"
+        )
+        _check_runnable(function, task_name)
+        arguments = Arguments(function, task_name)
+        return self._register(task_name, function, arguments, None, **options)
+
+    def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
+        """Register a ``TaskClass`` subclass: each message runs on a fresh instance, with
+        the options its class attributes set (the same as ``@app.task``'s)."""
+        task_name = check_queue(
+            cls.name or f"{module_name(cls.__module__)}.{cls.__name__}", "a task's name"
+        )
+        _check_runnable(cls.run, task_name)
+
+        def run_instance(*args: Any, **kwargs: Any) -> Any:
+            return cls().run(*args, **kwargs)
+
+        return self._register(
+            task_name,
+            run_instance,
+            Arguments(cls.run, task_name, skip_self=True),
+            inspect.iscoroutinefunction(cls.run),
+            queue=cls.queue,
+            retries=cls.retries,
+            retry=cls.retry,
+            timeout=cls.timeout,
+            time_limit=cls.time_limit,
+            soft_time_limit=cls.soft_time_limit,
+            priority=cls.priority,
+            unique_for=cls.unique_for,
+            concurrency_limit=cls.concurrency_limit,
+            rate_limit=cls.rate_limit,
+            limit_key=cls.limit_key,
+            fair_key=cls.fair_key,
+            keep_result=cls.keep_result,
+            history=cls.history,
+            expires=cls.expires,
+            on_events=cls.on_events,
+        )
+
+    def _register(
         self,
-        function: Callable[P, R],
+        task_name: str,
+        function: Callable[..., Any],
+        arguments: Arguments,
+        is_async: bool | None,
         *,
-        name: str | None = None,
         queue: str | None = None,
         retries: int = 0,
         timeout: float | None = None,
@@ -94,12 +142,8 @@ class TaskRegistry:
         history: bool = False,
         expires: timedelta | None = None,
         on_events: str | Sequence[str] | None = None,
-    ) -> TaskFunction[P, R]:
-        """Register ``function`` as a task (what ``@app.task`` does)."""
-        task_name = check_queue(
-            name or f"{module_name(function.__module__)}.{function.__name__}", "a task's name"
-        )
-        _check_runnable(function, task_name)
+    ) -> TaskFunction[Any, Any]:
+        """A task's options checked and built (one list, for functions and classes)."""
         limit = (
             ConcurrencyLimit(name=task_name, capacity=concurrency_limit)
             if isinstance(concurrency_limit, int)
@@ -107,7 +151,7 @@ class TaskRegistry:
         )
         rate = RateLimit.parse(task_name, rate_limit) if isinstance(rate_limit, str) else rate_limit
         limited = limit is not None or rate is not None
-        signature = inspect.signature(function)
+        signature = arguments.signature
         check_limit(task_name, signature, limited, limit_key)
         check_key_option(task_name, signature, "fair_key", fair_key)
         options = TaskOptions(
@@ -128,39 +172,11 @@ class TaskRegistry:
             expires=expires,
         )
         task = self.add(
-            TaskFunction(self.producer, function, options, Arguments(function, task_name))
+            TaskFunction(self.producer, function, options, arguments, is_async=is_async)
         )
         if on_events is not None:
             self.subscribe(task, (on_events,) if isinstance(on_events, str) else on_events)
         return task
-
-    def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
-        """Register a ``TaskClass`` subclass: each message runs on a fresh instance."""
-        task_name = check_queue(
-            cls.name or f"{module_name(cls.__module__)}.{cls.__name__}", "a task's name"
-        )
-        _check_runnable(cls.run, task_name)
-
-        def run_instance(*args: Any, **kwargs: Any) -> Any:
-            return cls().run(*args, **kwargs)
-
-        options = TaskOptions(
-            name=task_name,
-            queue=cls.queue,
-            retry=RetryPolicy(retries=cls.retries),
-            timeout_s=cls.timeout,
-            time_limit_s=cls.time_limit,
-            soft_time_limit_s=_soft(task_name, cls.soft_time_limit, cls.time_limit),
-            priority=cls.priority,
-            result_retention=self.retention(task_name, cls.keep_result),
-            history=cls.history,
-            expires=cls.expires,
-        )
-        arguments = Arguments(cls.run, task_name, skip_self=True)
-        is_async = inspect.iscoroutinefunction(cls.run)
-        return self.add(
-            TaskFunction(self.producer, run_instance, options, arguments, is_async=is_async)
-        )
 
     def retention(self, task_name: str, keep_result: bool | timedelta | None) -> timedelta | None:
         """How long a task keeps its results (None: not at all), given its ``keep_result``

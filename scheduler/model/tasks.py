@@ -270,9 +270,11 @@ class TaskFunction(Generic[P, R]):
 class TaskClass:
     """Base of class-based tasks (``class Reindex(app.Task)``), as in Astyanax.
 
-    Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes ``name``,
-    ``queue``, ``retries``, ``timeout``, ``time_limit``, ``soft_time_limit``, ``priority``,
-    ``keep_result`` and ``history`` set the options.
+    Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes set the
+    same options as ``@app.task``'s keywords: ``name``, ``queue``, ``retries`` (or
+    ``retry``, a policy with backoff), ``timeout``, ``time_limit``, ``soft_time_limit``,
+    ``priority``, ``expires``, ``unique_for``, ``concurrency_limit``, ``rate_limit``,
+    ``limit_key``, ``fair_key``, ``keep_result``, ``history`` and ``on_events``.
     Each message gets a fresh instance.
     """
 
@@ -287,6 +289,13 @@ class TaskClass:
     priority: ClassVar[int] = 0
     keep_result: ClassVar[bool | timedelta | None] = None
     history: ClassVar[bool] = False
+    retry: ClassVar[RetryPolicy | None] = None  # a policy with backoff (else ``retries``)
+    unique_for: ClassVar[timedelta | None] = None
+    concurrency_limit: ClassVar[int | ConcurrencyLimit | None] = None
+    rate_limit: ClassVar[str | RateLimit | None] = None
+    limit_key: ClassVar[LimitKey | None] = None
+    fair_key: ClassVar[LimitKey | None] = None
+    on_events: ClassVar[str | Sequence[str] | None] = None
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -182,6 +182,43 @@ def test_task_classes(sqlite_url: str) -> None:
         Reindex.delay(index=3.5)
 
 
+def test_task_classes_take_every_option_functions_take(sqlite_url: str) -> None:
+    """A task class sets, as class attributes, the options ``@app.task`` takes (issue 49,
+    8): a retry policy with backoff, unique_for, concurrency and rate limits with their
+    keys, a fair key and subscriptions to events; each is checked as for a function."""
+    app = App(sqlite_url)
+
+    class Export(app.Task):  # type: ignore[name-defined,misc]
+        retry = RetryPolicy(retries=4, base_s=2.0, jitter=False)
+        unique_for = timedelta(minutes=5)
+        concurrency_limit = 2
+        rate_limit = "10/m"
+        limit_key = "tenant"
+        fair_key = "tenant"
+        on_events = "invoice.*"
+
+        def run(self, tenant: str, event: object = None) -> None: ...
+
+    options = Export.task.options
+    assert options.retry.max_attempts == 5 and options.retry.delay_s(1) == 2.0
+    assert options.unique_for == timedelta(minutes=5)
+    assert options.concurrency_limit is not None and options.concurrency_limit.capacity == 2
+    assert options.rate_limit is not None and options.limit_key == "tenant"
+    assert options.fair_key == "tenant"
+    assert app.registry.subscriptions[Export.task.name] == ("invoice.*",)
+    message = app.get(id=Export.delay("acme"))
+    assert message is not None and message.message.limit is not None
+    assert message.message.limit.endswith(":acme"), message.message.limit
+
+    with pytest.raises(InvalidMessage, match="limit_key"):
+
+        class Wrong(app.Task):  # type: ignore[name-defined,misc]
+            concurrency_limit = 1
+            limit_key = "nope"
+
+            def run(self, tenant: str) -> None: ...
+
+
 def test_periodic_is_installed_once_by_many_workers(sqlite_url: str) -> None:
     apps = []
     for _ in range(10):
