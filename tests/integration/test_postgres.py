@@ -129,8 +129,11 @@ def test_text_postgresql_refuses_is_one_clear_error_and_writes_nothing() -> None
         def note(text: str) -> None:
             pass
 
+        with pytest.raises(InvalidMessage, match="a key has no control characters"):
+            note.schedule(("a",), key="bad\x00key")  # tickwork's rule for keys, first
+        _, envelope = app.builder.build(note.call("a").options(key="good"))
         with pytest.raises(InvalidMessage, match=r"PostgreSQL refused a value.*NUL"):
-            note.schedule(("a",), key="bad\x00key")
+            app.backend.messages.enqueue([envelope._replace(key="bad\x00key")])
         assert app.backend.queues.stats("default")[0].pending == 0
         note.delay("fine\x00inside the body")  # the body is bytes: any text fits
         assert app.backend.queues.stats("default")[0].pending == 1
