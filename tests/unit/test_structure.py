@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 #: the folders at the repository's top and the import package each one is (``tickwork``
 #: holds the other three, linked in: ``tickwork/scheduler`` -> ``../scheduler``)
@@ -239,8 +241,9 @@ def test_the_areas_of_the_scheduler_import_downward_only() -> None:
     assert sorted(upward) == []
 
 
-#: what a worker component's constructor takes at most, besides ``self``: one that needs
-#: more takes the ``WorkerContext`` (``workers/context.py``) or is two jobs
+#: what a constructor takes at most, besides ``self``: a worker component that needs more
+#: takes the ``WorkerContext`` (``workers/context.py``), a backend's store its URL options
+#: record (``RedisOptions``, ``CassandraOptions``); otherwise it is two jobs
 MAX_PARAMETERS = 6
 #: the worker module that wires the components together, the one that sees ``App``
 WORKER_WIRING = "tickwork.workers.worker"
@@ -281,10 +284,9 @@ def _importers_of_app(layer: str) -> set[str]:
     return found
 
 
-def test_no_worker_component_takes_more_than_six_parameters() -> None:
-    wide = {
-        name: count for name, count in _constructors("workers").items() if count > MAX_PARAMETERS
-    }
+@pytest.mark.parametrize("layer", ["triggers", "scheduler", "workers", "tickwork"])
+def test_no_constructor_takes_more_than_six_parameters(layer: str) -> None:
+    wide = {name: count for name, count in _constructors(layer).items() if count > MAX_PARAMETERS}
     assert wide == {}
 
 
@@ -322,6 +324,8 @@ def test_the_checker_sees_imports() -> None:
     constructors = _constructors("workers")
     assert constructors["tickwork.workers.intake.consumer.Consumer"] == MAX_PARAMETERS
     assert constructors["tickwork.workers.worker.Worker"] == 3  # app, config, clock
+    shards = _constructors("scheduler")["tickwork.scheduler.backends.redis.shards.RedisShards"]
+    assert shards == 5  # client, options, cluster, description, loop_wire
     assert WORKER_WIRING in _importers_of_app("workers")
     assert "tickwork.scheduler.loading" in _importers_of_app("scheduler")
     assert _area("tickwork.scheduler.model.message") == "model"

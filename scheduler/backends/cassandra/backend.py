@@ -55,15 +55,7 @@ class CassandraBackend(Backend):
     def from_url(cls, url: str, clock: Clock | None = None) -> CassandraBackend:
         del clock  # due times follow the coordinator's clock
         session, cluster, keyspace, options = connect(url)
-        return cls(
-            session,
-            cluster,
-            keyspace,
-            shards=options.shards,
-            buckets=options.buckets,
-            bucket_ms=options.bucket_seconds * 1000,
-            lock_ttl_ms=options.lock_ttl_ms,
-        )
+        return cls(session, cluster, keyspace, options)
 
     def now_ms(self) -> int:
         return self.store.now_ms()

@@ -24,7 +24,7 @@ from tickwork.scheduler.backends.base import (
 )
 from tickwork.scheduler.backends.cassandra import cql
 from tickwork.scheduler.backends.cassandra.batching import add_to_batch
-from tickwork.scheduler.backends.cassandra.connection import CassandraConnection
+from tickwork.scheduler.backends.cassandra.connection import CassandraConnection, CassandraOptions
 from tickwork.scheduler.ids import stable_shard
 
 Position = tuple[int, str]  # (ready_ms, id) in a shard's pending rows
@@ -74,16 +74,14 @@ class CassandraLayout(CassandraConnection):
         session: Session,
         cluster: Cluster,
         keyspace: str,
-        *,
-        shards: int = 1,
-        buckets: int = 16,
-        bucket_ms: int = 60_000,
-        lock_ttl_ms: int = 10_000,
+        options: CassandraOptions | None = None,
     ) -> None:
+        """``options``: the URL's (shards, buckets and lock lifetime; defaults without)."""
         super().__init__(session, cluster, keyspace)
-        self.defaults = QueueMeta(shards, buckets, bucket_ms)
+        options = options or CassandraOptions()
+        self.defaults = QueueMeta(options.shards, options.buckets, options.bucket_seconds * 1000)
         self.metas: dict[str, QueueMeta] = {}
-        self.lock_ttl_ms = lock_ttl_ms
+        self.lock_ttl_ms = options.lock_ttl_ms
         self.owner = secrets.token_hex(8)  # names this process in the shard locks it holds
         self.positions: dict[tuple[str, int], Position] = {}  # last read position seen
         self.cursor: dict[str, int] = {}  # the shard each queue's next claim starts at

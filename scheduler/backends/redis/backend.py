@@ -46,9 +46,9 @@ class RedisBackend(Backend):
     name = "Redis"
     capabilities = frozenset({Capability.FAIR_SHARE})
 
-    def __init__(self, client: Any, **options: Any) -> None:
-        """``client`` and ``options`` as ``RedisShards`` takes them."""
-        self.store = RedisShards(client, **options)
+    def __init__(self, client: Any, *args: Any, **options: Any) -> None:
+        """``client`` and the rest as ``RedisShards`` takes them."""
+        self.store = RedisShards(client, *args, **options)
         self.messages = RedisMessages(self.store)
         self.limits = RedisLimits(self.store)
         self.leases = RedisLeases(self.store, self.limits)
@@ -67,14 +67,10 @@ class RedisBackend(Backend):
         client, options, cluster, where = connect(url)
         return cls(
             client,
-            loop_wire=None if cluster else LoopWire(without_query(url), options.client_options()),
-            shards=options.shards,
-            prefix=options.prefix,
+            options,
             cluster=cluster,
             description=where,
-            sweep=options.sweep,
-            wait_replicas=options.wait_replicas,
-            wait_timeout_ms=options.wait_timeout_ms,
+            loop_wire=None if cluster else LoopWire(without_query(url), options.client_options()),
         )
 
     def now_ms(self) -> int:

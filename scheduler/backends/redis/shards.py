@@ -22,7 +22,7 @@ from redis.commands.core import Script
 from tickwork.scheduler.backends.base import Claim, Envelope, State, StoredMessage
 from tickwork.scheduler.backends.records import LedgerEntry
 from tickwork.scheduler.backends.redis.loop_wire import LoopWire
-from tickwork.scheduler.backends.redis.options import unreachable
+from tickwork.scheduler.backends.redis.options import RedisOptions, unreachable
 from tickwork.scheduler.backends.redis.replicas import WAITED, ReplicaWait
 from tickwork.scheduler.backends.redis.scripts import (
     SHARD_KEYS,
@@ -31,7 +31,7 @@ from tickwork.scheduler.backends.redis.scripts import (
     raise_errors,
     stored_envelope,
 )
-from tickwork.scheduler.errors import BackendError, ConfigurationError
+from tickwork.scheduler.errors import BackendError
 from tickwork.scheduler.ids import stable_shard
 
 T = TypeVar("T")
@@ -47,28 +47,24 @@ class RedisShards:
     def __init__(
         self,
         client: redis.Redis | RedisCluster,
+        options: RedisOptions | None = None,
         *,
-        shards: int = 1,
-        prefix: str = "tw",
         cluster: bool = False,
         description: str = "redis",
-        sweep: int = 1000,
-        wait_replicas: int = 0,
-        wait_timeout_ms: int = 1000,
         loop_wire: LoopWire | None = None,
     ) -> None:
-        """``loop_wire`` writes from an event loop on the loop itself (``loop_wire.py``;
-        without it they go through a thread)."""
-        if shards < 1:
-            raise ConfigurationError("shards must be at least 1")
+        """``options``: the URL's (shards, prefix, sweep, replicas to wait for; defaults
+        without). ``loop_wire`` writes from an event loop on the loop itself
+        (``loop_wire.py``; without it they go through a thread)."""
+        options = options or RedisOptions()
         # redis-py's return types are unions of bytes/str/awaitables; this class reads
         # bytes only (decode_responses is off), so treat the client as untyped here
         self.client: Any = client
         self.cluster = cluster
-        self.default_shards = shards
-        self.prefix = prefix
+        self.default_shards = options.shards
+        self.prefix = options.prefix
         self.description = description
-        self.sweep = sweep
+        self.sweep = options.sweep
         self.shard_counts: dict[str, int] = {}
         self.cursor: dict[str, Iterator[int]] = {}
         self.lock = threading.Lock()
@@ -79,12 +75,12 @@ class RedisShards:
             ReplicaWait(
                 client,
                 self.scripts,
-                replicas=wait_replicas,
-                timeout_ms=wait_timeout_ms,
+                replicas=options.wait_replicas,
+                timeout_ms=options.wait_timeout_ms,
                 cluster=cluster,
                 description=description,
             )
-            if wait_replicas > 0
+            if options.wait_replicas > 0
             else None
         )
         # a write that must wait for replicas goes through the blocking path, which waits
