@@ -10,10 +10,10 @@ each operator verb records itself in ``app.audit`` (``scheduler.views.audit``)."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, Unpack, overload
 
 from tickwork.scheduler.backends import (
     Backend,
@@ -29,10 +29,9 @@ from tickwork.scheduler.errors import BackendError, InvalidMessage, ScheduleNotF
 from tickwork.scheduler.events.service import Events
 from tickwork.scheduler.hooks import Hook, Hooks
 from tickwork.scheduler.model.handles import TaskInfo
-from tickwork.scheduler.model.limits import ConcurrencyLimit, LimitKey, RateLimit
 from tickwork.scheduler.model.message import ScheduledMessage
 from tickwork.scheduler.model.registry import Periodic, TaskRegistry
-from tickwork.scheduler.model.retry import RetryPolicy
+from tickwork.scheduler.model.task_keywords import TaskKeywords
 from tickwork.scheduler.model.tasks import Call, TaskClass, TaskFunction
 from tickwork.scheduler.producer import Producer
 from tickwork.scheduler.producing.building import MessageBuilder
@@ -187,54 +186,16 @@ class App:
 
     @overload
     def task(
-        self,
-        fn: None = None,
-        /,
-        *,
-        name: str | None = None,
-        queue: str | None = None,
-        retries: int = 0,
-        timeout: float | None = None,
-        time_limit: float | None = None,
-        soft_time_limit: float | None = None,
-        priority: int = 0,
-        retry: RetryPolicy | None = None,
-        unique_for: timedelta | None = None,
-        concurrency_limit: int | ConcurrencyLimit | None = None,
-        rate_limit: str | RateLimit | None = None,
-        limit_key: LimitKey | None = None,
-        fair_key: LimitKey | None = None,
-        keep_result: bool | timedelta | None = None,
-        history: bool = False,
-        expires: timedelta | None = None,
-        on_events: str | Sequence[str] | None = None,
+        self, fn: None = None, /, **options: Unpack[TaskKeywords]
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
-        """Register a function as a task. ``retries``: extra attempts after an exception
-        (exponential backoff from 1 s, doubling, capped at 5 min, jittered); ``timeout``:
-        lease length in seconds, kept alive by heartbeats while the handler runs;
-        ``time_limit``: a run still going this many seconds after it started is stopped
-        (``TimeLimitExceeded``, a failure retried or poisoned like any other);
-        ``soft_time_limit``: before that, a sync run gets ``SoftTimeLimitExceeded`` raised
-        in it once, which it may catch to stop cleanly;
-        ``unique_for``: after a keyed message succeeds, its key stays taken this long
-        (enqueueing it again is ignored or a conflict, per ``on_conflict``);
-        ``concurrency_limit``: at most this many run at once across every worker (an int,
-        or a ``ConcurrencyLimit`` several tasks share); ``rate_limit``: at most this many
-        start per period across every worker (``"100/m"``, ``"5/s"``, ``"10/30s"``, or a
-        ``RateLimit`` several tasks share); both per value of ``limit_key`` (a parameter
-        name, or a function of the arguments) when given; the rest wait, stored;
-        ``fair_key`` (a parameter name, or a function of the arguments): ready messages
-        with different values of it take turns within a priority, so one value that
-        floods the queue does not hold back the others (round robin between keys);
-        ``keep_result``: keep what it returns (True: for the setting
-        ``result_retention_s``; a ``timedelta``: that long), readable by the handle
-        ``delay()`` returns; ``history``: record each attempt of its one-off messages in
-        the ledger (``app.run_history(id)``; a keyed schedule's runs are always recorded);
-        ``expires``: a message not started this long after its time is not run, and is
-        recorded as expired; ``on_events``: an event pattern (or several) whose events
-        each run it once, the ``Event`` its one argument (``app.emit``)."""
+        """Register a function as a task: ``@app.task``, or ``@app.task(...)`` with the
+        options ``TaskKeywords`` lists and explains (``scheduler/model/task_keywords.py``:
+        ``name``, ``queue``, ``retries`` or ``retry``, ``timeout``, ``time_limit``,
+        ``soft_time_limit``, ``priority``, ``unique_for``, ``concurrency_limit``,
+        ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``, ``history``,
+        ``expires``, ``on_events``)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)

@@ -14,20 +14,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, Unpack, cast
 
 from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
 from tickwork.scheduler.model.arguments import Arguments
 from tickwork.scheduler.model.event_names import check_pattern
 from tickwork.scheduler.model.limits import (
     ConcurrencyLimit,
-    LimitKey,
     RateLimit,
     check_key_option,
     check_limit,
 )
 from tickwork.scheduler.model.names import check_queue
 from tickwork.scheduler.model.retry import RetryPolicy
+from tickwork.scheduler.model.task_keywords import TASK_KEYWORDS, TaskKeywords
 from tickwork.scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
 from tickwork.triggers import Trigger
 
@@ -74,16 +74,16 @@ class TaskRegistry:
         self.subscriptions: dict[str, tuple[str, ...]] = {}
 
     def function(
-        self, function: Callable[P, R], *, name: str | None = None, **options: Any
+        self, function: Callable[P, R], **options: Unpack[TaskKeywords]
     ) -> TaskFunction[P, R]:
-        """Register ``function`` as a task (what ``@app.task`` does); ``options`` as
-        ``_register`` takes them."""
+        """Register ``function`` as a task (what ``@app.task`` does) with ``options``."""
         task_name = check_queue(
-            name or f"{module_name(function.__module__)}.{function.__name__}", "a task's name"
+            options.get("name") or f"{module_name(function.__module__)}.{function.__name__}",
+            "a task's name",
         )
         _check_runnable(function, task_name)
         arguments = Arguments(function, task_name)
-        return self._register(task_name, function, arguments, None, **options)
+        return self._register(task_name, function, arguments, None, options)
 
     def task_class(self, cls: type[TaskClass]) -> TaskFunction[..., Any]:
         """Register a ``TaskClass`` subclass: each message runs on a fresh instance, with
@@ -96,27 +96,13 @@ class TaskRegistry:
         def run_instance(*args: Any, **kwargs: Any) -> Any:
             return cls().run(*args, **kwargs)
 
+        attributes = {name: getattr(cls, name) for name in TASK_KEYWORDS if name != "name"}
         return self._register(
             task_name,
             run_instance,
             Arguments(cls.run, task_name, skip_self=True),
             inspect.iscoroutinefunction(cls.run),
-            queue=cls.queue,
-            retries=cls.retries,
-            retry=cls.retry,
-            timeout=cls.timeout,
-            time_limit=cls.time_limit,
-            soft_time_limit=cls.soft_time_limit,
-            priority=cls.priority,
-            unique_for=cls.unique_for,
-            concurrency_limit=cls.concurrency_limit,
-            rate_limit=cls.rate_limit,
-            limit_key=cls.limit_key,
-            fair_key=cls.fair_key,
-            keep_result=cls.keep_result,
-            history=cls.history,
-            expires=cls.expires,
-            on_events=cls.on_events,
+            cast(TaskKeywords, attributes),
         )
 
     def _register(
@@ -125,25 +111,13 @@ class TaskRegistry:
         function: Callable[..., Any],
         arguments: Arguments,
         is_async: bool | None,
-        *,
-        queue: str | None = None,
-        retries: int = 0,
-        timeout: float | None = None,
-        time_limit: float | None = None,
-        soft_time_limit: float | None = None,
-        priority: int = 0,
-        retry: RetryPolicy | None = None,
-        unique_for: timedelta | None = None,
-        concurrency_limit: int | ConcurrencyLimit | None = None,
-        rate_limit: str | RateLimit | None = None,
-        limit_key: LimitKey | None = None,
-        fair_key: LimitKey | None = None,
-        keep_result: bool | timedelta | None = None,
-        history: bool = False,
-        expires: timedelta | None = None,
-        on_events: str | Sequence[str] | None = None,
+        given: TaskKeywords,
     ) -> TaskFunction[Any, Any]:
         """A task's options checked and built (one list, for functions and classes)."""
+        concurrency_limit = given.get("concurrency_limit")
+        rate_limit = given.get("rate_limit")
+        limit_key, fair_key = given.get("limit_key"), given.get("fair_key")
+        time_limit = given.get("time_limit")
         limit = (
             ConcurrencyLimit(name=task_name, capacity=concurrency_limit)
             if isinstance(concurrency_limit, int)
@@ -156,24 +130,25 @@ class TaskRegistry:
         check_key_option(task_name, signature, "fair_key", fair_key)
         options = TaskOptions(
             name=task_name,
-            queue=check_queue(queue or self.default_queue),
-            retry=retry or RetryPolicy(retries=retries),
-            timeout_s=timeout or self.default_timeout_s,
+            queue=check_queue(given.get("queue") or self.default_queue),
+            retry=given.get("retry") or RetryPolicy(retries=given.get("retries", 0)),
+            timeout_s=given.get("timeout") or self.default_timeout_s,
             time_limit_s=time_limit,
-            soft_time_limit_s=_soft(task_name, soft_time_limit, time_limit),
-            priority=priority,
-            unique_for=unique_for,
+            soft_time_limit_s=_soft(task_name, given.get("soft_time_limit"), time_limit),
+            priority=given.get("priority", 0),
+            unique_for=given.get("unique_for"),
             concurrency_limit=limit,
             rate_limit=rate,
             limit_key=limit_key,
             fair_key=fair_key,
-            result_retention=self.retention(task_name, keep_result),
-            history=history,
-            expires=expires,
+            result_retention=self.retention(task_name, given.get("keep_result")),
+            history=given.get("history", False),
+            expires=given.get("expires"),
         )
         task = self.add(
             TaskFunction(self.producer, function, options, arguments, is_async=is_async)
         )
+        on_events = given.get("on_events")
         if on_events is not None:
             self.subscribe(task, (on_events,) if isinstance(on_events, str) else on_events)
         return task

@@ -1,0 +1,68 @@
+"""The options a task is registered with, listed once: ``@app.task(**TaskKeywords)`` takes
+them, a ``TaskClass`` sets them as class attributes of the same names, and
+``TaskRegistry`` checks them into a ``TaskOptions``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TypedDict
+
+from tickwork.scheduler.model.limits import ConcurrencyLimit, LimitKey, RateLimit
+from tickwork.scheduler.model.retry import RetryPolicy
+
+
+class TaskKeywords(TypedDict, total=False):
+    """What a task may set (every one optional).
+
+    - ``name``: the task's name (default ``module.function``).
+    - ``queue``: the queue its messages go to (default the app's ``default_queue``).
+    - ``retries``: extra attempts after an exception (exponential backoff from 1 s,
+      doubling, capped at 5 min, jittered); ``retry``: a ``RetryPolicy`` instead.
+    - ``timeout``: lease length in seconds, kept alive by heartbeats while the handler runs.
+    - ``time_limit``: a run still going this many seconds after it started is stopped
+      (``TimeLimitExceeded``, a failure retried or poisoned like any other);
+      ``soft_time_limit``: before that, a sync run gets ``SoftTimeLimitExceeded`` raised in
+      it once, which it may catch to stop cleanly.
+    - ``priority``: higher runs first among messages due together.
+    - ``unique_for``: after a keyed message succeeds, its key stays taken this long
+      (enqueueing it again is ignored or a conflict, per ``on_conflict``).
+    - ``concurrency_limit``: at most this many run at once across every worker (an int, or
+      a ``ConcurrencyLimit`` several tasks share); ``rate_limit``: at most this many start
+      per period across every worker (``"100/m"``, ``"5/s"``, ``"10/30s"``, or a
+      ``RateLimit`` several tasks share); both per value of ``limit_key`` (a parameter
+      name, or a function of the arguments) when given; the rest wait, stored.
+    - ``fair_key`` (a parameter name, or a function of the arguments): ready messages with
+      different values of it take turns within a priority, so one value that floods the
+      queue does not hold back the others.
+    - ``keep_result``: keep what it returns (True: for the setting ``result_retention_s``;
+      a ``timedelta``: that long), readable by the handle ``delay()`` returns.
+    - ``history``: record each attempt of its one-off messages in the ledger
+      (``app.run_history(id)``; a keyed schedule's runs are always recorded).
+    - ``expires``: a message not started this long after its time is not run, and is
+      recorded as expired.
+    - ``on_events``: an event pattern (or several) whose events each run it once, the
+      ``Event`` its one argument (``app.emit``).
+    """
+
+    name: str | None
+    queue: str | None
+    retries: int
+    retry: RetryPolicy | None
+    timeout: float | None
+    time_limit: float | None
+    soft_time_limit: float | None
+    priority: int
+    unique_for: timedelta | None
+    concurrency_limit: int | ConcurrencyLimit | None
+    rate_limit: str | RateLimit | None
+    limit_key: LimitKey | None
+    fair_key: LimitKey | None
+    keep_result: bool | timedelta | None
+    history: bool
+    expires: timedelta | None
+    on_events: str | Sequence[str] | None
+
+
+#: every option's name, in the order above
+TASK_KEYWORDS: tuple[str, ...] = tuple(TaskKeywords.__annotations__)
