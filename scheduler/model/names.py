@@ -27,23 +27,23 @@ def check_queue(name: object, what: str = "a queue name") -> str:
     """``name`` if it is a valid queue name (or task or calendar name: ``what``)."""
     if type(name) is str and name in _GOOD_QUEUES:
         return name
-    if not isinstance(name, str) or not name:
-        raise InvalidMessage(f"{what} is a non-empty string, not {name!r}")
-    if len(name) > MAX_QUEUE:
-        raise InvalidMessage(f"{what} has at most {MAX_QUEUE} characters, not {len(name)}")
-    if _BLANK_OR_CONTROL.search(name):
-        raise InvalidMessage(f"{what} has no whitespace or control characters: {name!r}")
+    checked = _check(name, what, MAX_QUEUE, _BLANK_OR_CONTROL, "whitespace or control characters")
     if what == "a queue name" and len(_GOOD_QUEUES) < 10_000:
-        _GOOD_QUEUES.add(name)
-    return name
+        _GOOD_QUEUES.add(checked)
+    return checked
 
 
 def check_key(key: object) -> str:
     """``key`` if it is a valid key."""
-    if not isinstance(key, str) or not key:
-        raise InvalidMessage(f"key must be a non-empty string, not {key!r}")
-    if len(key) > MAX_KEY:
-        raise InvalidMessage(f"a key has at most {MAX_KEY} characters, not {len(key)}")
-    if _CONTROL.search(key):
-        raise InvalidMessage(f"a key has no control characters: {key!r}")
-    return key
+    return _check(key, "a key", MAX_KEY, _CONTROL, "control characters")
+
+
+def _check(value: object, what: str, longest: int, forbidden: re.Pattern[str], has_no: str) -> str:
+    """``value`` if it is a string of 1 to ``longest`` characters, none ``forbidden``."""
+    if not isinstance(value, str) or not value:
+        raise InvalidMessage(f"{what} is a non-empty string, not {value!r}")
+    if len(value) > longest:
+        raise InvalidMessage(f"{what} has at most {longest} characters, not {len(value)}")
+    if forbidden.search(value):
+        raise InvalidMessage(f"{what} has no {has_no}: {value!r}")
+    return value

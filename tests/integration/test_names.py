@@ -27,7 +27,7 @@ BAD_QUEUES = {
     "q" * 201: "a queue name has at most 200 characters, not 201",
 }
 BAD_KEYS = {
-    "": "key must be a non-empty string",
+    "": "a key is a non-empty string",
     "a\nb": "a key has no control characters",
     "tab\there": "a key has no control characters",
     "k" * 1025: "a key has at most 1024 characters, not 1025",

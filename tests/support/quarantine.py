@@ -25,13 +25,6 @@ class Quarantined:
         if result.error_type != Quarantine.__name__:
             return None
         why = f"quarantined: {result.error}"
-        return Settled(
-            work,
-            result,
-            "poisoned",
-            Write.POISON,
-            RunOutcome.POISONED,
-            why=why,
-            failure=Failure("quarantined", result.error_type, result.error, result.traceback),
-            error=(result.error_type, result.error),
-        )
+        failure = Failure("quarantined", result.error_type, result.error, result.traceback)
+        item = Settled(work, result, "poisoned", Write.POISON, RunOutcome.POISONED)
+        return item.poisoned(failure, why)

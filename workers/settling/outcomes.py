@@ -54,16 +54,8 @@ class Expired:
     def settled(
         self, work: Work, result: HandlerResult, now: int, planning: Planning
     ) -> Settled | None:
-        return Settled(
-            work,
-            result,
-            "expired",
-            Write.POISON,
-            RunOutcome.EXPIRED,
-            why=result.error,
-            failure=Failure("expired", result.error_type, result.error),
-            error=(result.error_type, result.error),
-        )
+        item = Settled(work, result, "expired", Write.POISON, RunOutcome.EXPIRED)
+        return item.poisoned(Failure("expired", result.error_type, result.error), result.error)
 
 
 class Aborted:
@@ -79,17 +71,9 @@ class Aborted:
             if result.verdict is Verdict.ABORTED
             else f"{result.error_type}: {result.error}"
         )
-        return Settled(
-            work,
-            result,
-            "aborted",
-            Write.POISON,
-            RunOutcome.ABORTED,
-            why=why,
-            failure=Failure("aborted", "Aborted", why, result.traceback),
-            error=("Aborted", why),
-            continues=work.abort.continue_chain if work.abort is not None else True,
-        )
+        item = Settled(work, result, "aborted", Write.POISON, RunOutcome.ABORTED)
+        item.continues = work.abort.continue_chain if work.abort is not None else True
+        return item.poisoned(Failure("aborted", "Aborted", why, result.traceback), why)
 
 
 class Succeeded:
@@ -118,9 +102,9 @@ class Snoozed:
     ) -> Settled | None:
         due_ms = now + math.ceil(result.snooze_s * 1000)
         why = f"snoozed for {result.snooze_s:g} s"
-        return Settled(
-            work, result, "snoozed", Write.SNOOZE, RunOutcome.SNOOZED, why=why, due_ms=due_ms
-        )
+        item = Settled(work, result, "snoozed", Write.SNOOZE, RunOutcome.SNOOZED)
+        item.why, item.due_ms = why, due_ms
+        return item
 
 
 class Failed:
@@ -142,27 +126,15 @@ class Failed:
         error = f"{result.error_type}: {result.error}"
         if isinstance(decision, GiveUp):
             reason = "exception" if result.verdict is Verdict.FAIL else "invalid"
-            return Settled(
-                work,
-                result,
-                "poisoned",
-                Write.POISON,
-                RunOutcome.POISONED,
-                why=error,
-                failure=Failure(reason, result.error_type, result.error, result.traceback),
-                error=(result.error_type, result.error),
-            )
-        return Settled(
-            work,
-            result,
-            "retried",
-            Write.RETRY,
-            RunOutcome.RETRIED,
-            why=error,
-            due_ms=now + int(decision.delay_s * 1000),
-            delay_s=decision.delay_s,
-            max_attempts=task.options.retry.max_attempts if task is not None else claim.attempt,
-        )
+            failure = Failure(reason, result.error_type, result.error, result.traceback)
+            item = Settled(work, result, "poisoned", Write.POISON, RunOutcome.POISONED)
+            return item.poisoned(failure, error)
+        item = Settled(work, result, "retried", Write.RETRY, RunOutcome.RETRIED)
+        item.why = error
+        item.due_ms = now + int(decision.delay_s * 1000)
+        item.delay_s = decision.delay_s
+        item.max_attempts = task.options.retry.max_attempts if task is not None else claim.attempt
+        return item
 
 
 class Missed:
@@ -175,8 +147,9 @@ class Missed:
     def settled(
         self, work: Work, result: HandlerResult, now: int, planning: Planning
     ) -> Settled | None:
-        why = result.error
-        return Settled(work, result, "missed", Write.ACK, RunOutcome.MISSED, why=why, ran=False)
+        item = Settled(work, result, "missed", Write.ACK, RunOutcome.MISSED)
+        item.why, item.ran = result.error, False
+        return item
 
 
 #: the outcomes, asked in this order

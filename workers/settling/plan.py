@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from tickwork.scheduler import TickworkError
 from tickwork.scheduler.backends import Envelope, Failure, LedgerEntry, MemberOutcome
@@ -47,11 +46,11 @@ class Settled:
 
     A plain class, not a dataclass: one is made per run, and a field an outcome does not
     set is read from the class (a made-up ``Settled`` of 18 fields costs a plain
-    acked run a microsecond)."""
+    acked run a microsecond). An outcome sets the fields its write needs after making it
+    (``outcomes.py``)."""
 
     why: str | None = None  # the ledger's error or note
     failure: Failure | None = None  # POISON: why, as the poison store keeps it
-    error: tuple[str, str] | None = None  # POISON: the failure's type and text, kept
     due_ms: int = 0  # RETRY, SNOOZE: due again then
     delay_s: float = 0.0  # RETRY: the backoff
     max_attempts: int = 0  # RETRY: of the task's policy (for the log line)
@@ -72,18 +71,25 @@ class Settled:
         name: str,
         write: Write,
         recorded: RunOutcome | None = None,
-        **fields: Any,
     ) -> None:
         self.work = work
         self.result = result
         self.name = name
         self.write = write
         self.recorded = recorded
-        if fields:
-            for field_name, value in fields.items():
-                if not hasattr(Settled, field_name):
-                    raise TypeError(f"Settled has no field {field_name!r}")
-                setattr(self, field_name, value)
+
+    def poisoned(self, failure: Failure, why: str) -> Settled:
+        """This item, to the poison store with ``failure`` (``why`` in its ledger)."""
+        self.failure = failure
+        self.why = why
+        return self
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        """POISON: the failure's type and text, as a kept result and a batch member
+        record them."""
+        failure = self.failure
+        return None if failure is None else (failure.error_type, failure.message)
 
 
 @dataclass(slots=True)
@@ -98,20 +104,21 @@ class Plan:
     #: the acked that never ran (missed): counted and logged by their name
     unrun: list[Settled] = field(default_factory=list)
 
+    by_write: dict[Write, list[Settled]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_write = {
+            Write.ACK: self.acked,
+            Write.REDELIVER: self.redelivered,
+            Write.RETRY: self.retried,
+            Write.SNOOZE: self.snoozed,
+            Write.POISON: self.poisoned,
+        }
+
     def add(self, item: Settled) -> None:
-        write = item.write
-        if write is Write.ACK:
-            self.acked.append(item)
-            if not item.ran:
-                self.unrun.append(item)
-        elif write is Write.POISON:
-            self.poisoned.append(item)
-        elif write is Write.RETRY:
-            self.retried.append(item)
-        elif write is Write.SNOOZE:
-            self.snoozed.append(item)
-        else:
-            self.redelivered.append(item)
+        self.by_write[item.write].append(item)
+        if not item.ran:  # only a missed occurrence, acked without running
+            self.unrun.append(item)
 
     def outcomes(self) -> list[tuple[Work, HandlerResult, str]]:
         """Each run with how it ended, as the hooks' ``after_run`` names it."""
