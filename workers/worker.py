@@ -180,6 +180,7 @@ class Worker:
             self.config.abort_grace_s,
             self.config.time_limit_grace_s,
             self.config.adaptive_threads,
+            on_crash=metrics.crashed,
         )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
         metrics.watch_pool(pool)

@@ -38,7 +38,10 @@ OUTCOMES = (
     "snoozed",
     "missed",
 )
-COUNTS = ("claimed", *OUTCOMES)
+#: what a worker counts per interval: claims, how runs ended, and runs whose process died
+#: under them (a process pool's child killed or crashed; the run itself is then also
+#: counted by how it ended, retried or poisoned)
+COUNTS = ("claimed", *OUTCOMES, "crashed")
 
 ACTIVITY_SUBJECT = "a:activity"
 ACTIVITY_KEEP = 4_000

@@ -23,8 +23,8 @@ def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
         spec.app_reference,
         spec.size,
         on_done,
-        spec.abort_grace_s,
-        spec.time_limit_grace_s,
+        (spec.abort_grace_s, spec.time_limit_grace_s),
+        spec.on_crash,
     )
 
 

@@ -62,3 +62,5 @@ class PoolSpec:
     abort_grace_s: float = 10.0  # how long an aborted process-pool handler has to stop
     time_limit_grace_s: float = 5.0  # how long a handler past its time limit has to stop
     adaptive_threads: bool = True  # a thread pool tunes how many threads take work
+    #: told of each run whose process died under it (a process pool), for the metrics
+    on_crash: Callable[[Any], None] | None = None

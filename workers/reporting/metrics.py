@@ -32,7 +32,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from tickwork.scheduler.views.activity import LATENESS_BUCKETS, OUTCOMES, RUN_BUCKETS
+from tickwork.scheduler.views.activity import COUNTS, LATENESS_BUCKETS, RUN_BUCKETS
 from tickwork.workers.intake.holdings import Holdings, Work
 from tickwork.workers.pools.pool import HandlerPool
 from tickwork.workers.pools.thread_pool import ThreadPool
@@ -55,6 +55,9 @@ class NoMetrics:
 
     def settled(self, work: Work, outcome: str, run_s: float | None = None) -> None:
         """A run ended as ``outcome`` (one of ``OUTCOMES``), after ``run_s`` seconds."""
+
+    def crashed(self, work: Work) -> None:
+        """The process running ``work``'s handler died (a process pool)."""
 
     def stop(self) -> None:
         """Stop serving."""
@@ -127,6 +130,9 @@ class WorkerMetrics(NoMetrics):
         if run_s is not None:
             series.run.observe(run_s)
 
+    def crashed(self, work: Work) -> None:
+        self._tally().of(work).counts["crashed"] += 1
+
     def snapshot(self) -> tuple[dict[tuple[str, str], _Series], dict[str, _Buckets]]:
         """Everything the threads counted so far, added up (for a scrape). A count made
         while this reads may show at the next scrape."""
@@ -195,7 +201,7 @@ class _Series:
     __slots__ = ("counts", "lateness", "run")
 
     def __init__(self) -> None:
-        self.counts = dict.fromkeys(("claimed", *OUTCOMES), 0)
+        self.counts = dict.fromkeys(COUNTS, 0)
         self.lateness = _Buckets(LATENESS_BUCKETS)
         self.run = _Buckets(RUN_BUCKETS)
 
@@ -217,7 +223,7 @@ class _WorkerCollector(Collector):
         labels = ["queue", "task"]
         counters = {
             name: CounterMetricFamily(f"tickwork_{name}", f"Messages {name}", labels=labels)
-            for name in ("claimed", *OUTCOMES)
+            for name in COUNTS
         }
         lateness = HistogramMetricFamily(
             "tickwork_lateness_seconds",
