@@ -26,6 +26,8 @@ Measurements (a Redis server is started here; SQLite on scratch files):
                            worker with defaults: jobs/s (``bench.peers``' tickwork side)
   incr-cli-redis           the same through ``tickwork worker --burst`` (its default
                            ``info`` lines to /dev/null), the process timed whole
+  process-redis            10,000 jobs of the peers' task on the process pool (two
+                           children), one worker: jobs/s
   nap-redis,               6,000 jobs of a handler waiting on I/O (``time.sleep`` of
   nap-long-redis           0.5 ms, of 5 ms), one worker with defaults: jobs/s
   decode-cron, next-cron,  one call of a worker's on a scheduled message, in a loop:
@@ -157,6 +159,16 @@ MEASURES = {
         "'worker', '-A', 'bench.peers.tickwork_app', '-Q', side.QUEUE, '--burst'],"
         "stderr=subprocess.DEVNULL, check=True);"
         "print(round(30000 / (time.perf_counter() - started)))",
+    ),
+    "process-redis": (
+        "redis",
+        "import os, time; os.environ['BENCH_REDIS_URL'] = {url!r};"
+        "import bench.peers.tickwork_app as side; from tickwork import Worker, WorkerConfig;"
+        "side.enqueue_many(10000);"
+        "config = WorkerConfig(queues=(side.QUEUE,), burst=True, install_periodic=False,"
+        " pool='process', concurrency=2, app_reference='bench.peers.tickwork_app');"
+        "started = time.perf_counter(); Worker(side.app, config).run();"
+        "print(round(10000 / (time.perf_counter() - started)))",
     ),
 }
 #: a handler that waits on I/O (a sleep of {seconds}), 6,000 runs, one worker with
