@@ -11,9 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from starlette.testclient import TestClient
 
-from tickwork.dashboard import Access, create_dashboard
+from tests.support.served import call_api, dashboard
 from tickwork.errors import InvalidMessage
 from tickwork.scheduler import App
 from tickwork.triggers import Exclusions
@@ -94,19 +93,27 @@ def test_the_command_line_refuses_them_and_stores_nothing(
     assert sum(q["ready"] + q["scheduled"] for q in stats) == 0
 
 
-def test_the_api_refuses_them_and_stores_nothing(sqlite_app: App) -> None:
-    app = sqlite_app
-
-    @app.task
-    def greet(name: str) -> None: ...
-
-    client = TestClient(create_dashboard(app, Access()), base_url="http://testserver")
-    for field, value, rule in (
-        ("queue", "a b", BAD_QUEUES["a b"]),
-        ("key", "tab\there", BAD_KEYS["tab\there"]),
-    ):
-        body = {"task": greet.name, "args": ["x"], field: value}
-        answer = client.post("/api/v1/messages", json=body)
-        assert answer.status_code == 422, answer.text
-        assert rule in answer.json()["error"]["message"]
-    assert _stored(app) == 0
+def test_the_api_refuses_them_and_stores_nothing(tmp_path: Path, clean_env: dict[str, str]) -> None:
+    """Through the server the docs start (``tickwork dashboard -A``), over HTTP."""
+    url = f"sqlite:///{tmp_path / 'names.db'}"
+    (tmp_path / "names_app.py").write_text(
+        f"from tickwork import App\n\napp = App({url!r})\n\n\n"
+        "@app.task\ndef greet(name: str) -> None: ...\n"
+    )
+    env = {**clean_env, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    with dashboard("names_app", tmp_path, env) as base:
+        for field, value, rule in (
+            ("queue", "a b", BAD_QUEUES["a b"]),
+            ("key", "tab\there", BAD_KEYS["tab\there"]),
+            ("queue", "q" * 201, BAD_QUEUES["q" * 201]),
+        ):
+            body = {"task": "names_app.greet", "args": ["x"], field: value}
+            status, answer = call_api(base, "POST", "/messages", body)
+            assert status == 422, answer
+            assert isinstance(answer, dict) and rule in answer["error"]["message"]
+        status, answer = call_api(
+            base, "POST", "/messages", {"task": "names_app.greet", "args": ["x"]}
+        )
+        assert status in (200, 201), answer  # the same call with good names is stored
+    with App(url) as app:
+        assert _stored(app) == 1

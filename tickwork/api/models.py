@@ -5,12 +5,37 @@ JSON schemas (``tickwork.api.openapi``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
-from tickwork.scheduler.model.names import MAX_KEY, MAX_QUEUE
+from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.names import MAX_KEY, MAX_QUEUE, check_key, check_queue
+
+
+def _by(rule: Callable[[str], str]) -> AfterValidator:
+    """A name checked by tickwork's own rule (``scheduler/model/names.py``), refused in
+    its words: the same message Python and the command line give."""
+
+    def check(value: str) -> str:
+        try:
+            return rule(value)
+        except InvalidMessage as err:
+            raise PydanticCustomError("name", str(err)) from None
+
+    return AfterValidator(check)
+
+
+#: a queue name and a key as the API takes them (their bounds also in the OpenAPI schema)
+QueueName = Annotated[
+    str, _by(check_queue), Field(json_schema_extra={"minLength": 1, "maxLength": MAX_QUEUE})
+]
+Key = Annotated[
+    str, _by(check_key), Field(json_schema_extra={"minLength": 1, "maxLength": MAX_KEY})
+]
 
 
 class ApiModel(BaseModel):
@@ -34,8 +59,8 @@ class EnqueueRequest(ApiModel):
     task: str = Field(min_length=1, max_length=300)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
-    key: str | None = Field(default=None, min_length=1, max_length=MAX_KEY)
-    queue: str | None = Field(default=None, min_length=1, max_length=MAX_QUEUE)
+    key: Key | None = None
+    queue: QueueName | None = None
     priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
     at: AwareDatetime | None = None
     delay_s: float | None = Field(default=None, ge=0, le=366 * 86_400)

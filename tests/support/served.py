@@ -1,0 +1,58 @@
+"""The dashboard as the docs start it: ``tickwork dashboard -A MODULE --token ...``, a
+real process through the installed console script, from a directory of the test's own;
+and the HTTP API called over the wire, as a client other than Python calls it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.support.servers import free_port, wait_for_port
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "s3cret-token"
+
+
+def console_script() -> str:
+    """The installed ``tickwork`` command (``make`` installs it into ``.venv``)."""
+    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
+    assert exe is not None, "the console script is installed by make"
+    return exe
+
+
+@contextmanager
+def dashboard(module: str, cwd: Path, env: dict[str, str], *options: str) -> Iterator[str]:
+    """``tickwork dashboard -A module --token TOKEN`` run from ``cwd``; its base URL."""
+    port = free_port()
+    command = [console_script(), "dashboard", "-A", module, "--port", str(port)]
+    command += ["--token", TOKEN, *options]
+    server = subprocess.Popen(command, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=30)
+
+
+def call_api(base: str, method: str, path: str, body: object = None) -> tuple[int, object]:
+    """``method /api/v1{path}`` with the token: the status and the JSON answer (an error's
+    too)."""
+    request = urllib.request.Request(
+        f"{base}/api/v1{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as answer:
+        return answer.code, json.loads(answer.read())
