@@ -8,8 +8,6 @@ from __future__ import annotations
 import base64
 import http.cookiejar
 import json
-import shutil
-import signal
 import subprocess
 import textwrap
 import urllib.error
@@ -20,12 +18,11 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.support.servers import free_port, wait_for_port
+from tests.support.served import TOKEN, call_api, console_script, dashboard
 from tickwork.api.security import CSRF_COOKIE
 from tickwork.scheduler.schedules.actions import default_actor
 
 ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "s3cret-token"
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -50,38 +47,28 @@ def served(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[str, Pat
         """)
     )
     env = {**clean_env, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
-    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
-    assert exe is not None, "the console script is installed by make"
-    port = free_port()
-    command = [exe, "dashboard", "-A", "ops", "--port", str(port), "--token", TOKEN]
-    server = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}", tmp_path, env
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.communicate(timeout=30)
+    with dashboard("ops", tmp_path, env) as base:
+        yield base, tmp_path, env
 
 
 def _cli(cwd: Path, env: dict[str, str], *args: str) -> str:
-    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
-    assert exe is not None
     done = subprocess.run(
-        [exe, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+        [console_script(), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, (args, done.stderr)
     return done.stdout
 
 
 def _api(base: str, method: str, path: str, body: object = None) -> object:
-    request = urllib.request.Request(
-        f"{base}/api/v1{path}",
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
+    status, answer = call_api(base, method, path, body)
+    assert status == 200, answer
+    return answer
 
 
 def _page_post(base: str, path: str) -> int:
