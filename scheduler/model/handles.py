@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.ids import occurrence_id
 
 
 class ResultReader(Protocol):
@@ -27,6 +28,19 @@ class ResultReader(Protocol):
     def cancel(
         self, *, id: str | None = None, key: str | None = None, queue: str | None = None
     ) -> bool: ...
+
+
+class WorkflowHandle(Protocol):
+    """What ``group(...).delay()``, ``batch(...).delay()`` and ``graph(...).delay()``
+    return: a ``BatchHandle`` (a group's or a batch's: ``result()`` is the members'
+    results in order) or a ``GraphHandle`` (``result()`` is each step's result by name)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def result(self, timeout: float | None = None) -> Any: ...
+
+    async def aresult(self, timeout: float | None = None) -> Any: ...
 
 
 class TaskFailed(TickworkError):
@@ -119,8 +133,7 @@ class TaskHandle(IdHandle):
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 0.005
         while True:
-            info = self.info()
-            if (done := self._finished(info)) is not None:
+            if (done := self._finished(self.info())) is not None:
                 return done[0]
             time.sleep(self._pause(pause, deadline, timeout))
             pause = min(pause * 2, 0.25)
@@ -132,8 +145,7 @@ class TaskHandle(IdHandle):
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = 0.005
         while True:
-            info = await asyncio.to_thread(self.info)
-            if (done := self._finished(info)) is not None:
+            if (done := self._finished(await asyncio.to_thread(self.info))) is not None:
                 return done[0]
             await asyncio.sleep(self._pause(pause, deadline, timeout))
             pause = min(pause * 2, 0.25)
@@ -159,10 +171,55 @@ class TaskHandle(IdHandle):
         if info.status is RunStatus.SUCCEEDED:
             return (info.value,)
         if info.status is RunStatus.FAILED:
-            raise TaskFailed(str(self), info.error_type or "Error", info.error or "")
+            raise TaskFailed(info.id, info.error_type or "Error", info.error or "")
         if info.status is RunStatus.UNKNOWN:
             raise TickworkError(
                 f"message {self} is not stored and no result is kept for it (it was "
                 "cancelled, its task keeps no results, or its result expired)"
             )
         return None
+
+
+#: where a chain is while one of its steps is in one of these states
+_AT_STEP = frozenset({RunStatus.SCHEDULED, RunStatus.READY, RunStatus.RUNNING, RunStatus.FAILED})
+
+
+class ChainHandle(TaskHandle):
+    """The handle of an enqueued chain (``chain(...).delay()``): its id is the first
+    step's, as ``app.enqueue`` returns it; ``result()`` waits for the last step's value
+    (its task must keep results) and raises ``TaskFailed`` for a step that failed."""
+
+    _steps: int
+
+    def __new__(cls, first_id: str, app: ResultReader, last_task: str, steps: int) -> ChainHandle:
+        handle = str.__new__(cls, first_id)
+        handle._app, handle._task, handle._steps = app, last_task, steps
+        return handle
+
+    def step(self, index: int) -> TaskHandle:
+        """The handle of step ``index`` (0 is the first)."""
+        return TaskHandle(occurrence_id(str(self), index), self._app)
+
+    def info(self) -> TaskInfo:
+        """The step the chain is at (waiting, running or failed), read now, earlier steps
+        first (a step's ack writes the next one in the same atomic step, so a live chain
+        is always seen at one of them); the last step's once the others are done."""
+        last = self._steps - 1
+        for index in range(last):
+            info = self._app.result(occurrence_id(str(self), index))
+            if info.status in _AT_STEP:
+                return info
+        return self._app.result(occurrence_id(str(self), last))
+
+    def cancel(self) -> bool:
+        """Cancel the step the chain is at, if it has not run (the steps after it never
+        run)."""
+        return self._app.cancel(id=self.info().id)
+
+    def _finished(self, info: TaskInfo) -> tuple[Any] | None:
+        if info.status is RunStatus.UNKNOWN:
+            raise TickworkError(
+                f"chain {self} stopped before its last step: a step failed for good (see "
+                "`tickwork poison list`) or the chain was cancelled"
+            )
+        return super()._finished(info)

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal
+from typing import Literal, cast
 
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.model.handles import WorkflowHandle
+from tickwork.scheduler.model.tasks import Call, Producer
 
 #: when a batch's callback runs: every member succeeded, all settled, or one failed
 When = Literal["success", "complete", "failure"]
@@ -24,6 +25,14 @@ class Group:
 
     calls: tuple[Call | Sequenced, ...]
 
+    def delay(self) -> WorkflowHandle:
+        """Enqueue the group (Celery's ``group(...).delay()``); ``result()`` of its handle
+        is the members' results in order."""
+        return enqueue_workflow(self, self.calls)
+
+    apply_async = delay
+    __call__ = delay
+
 
 @dataclass(frozen=True, slots=True)
 class Batch:
@@ -32,6 +41,13 @@ class Batch:
     members: tuple[Call | Sequenced, ...]
     callbacks: dict[When, Call | Group | Sequenced] = field(default_factory=dict)
     retention: timedelta | None = None
+
+    def delay(self) -> WorkflowHandle:
+        """Enqueue the batch; ``result()`` of its handle is the members' results."""
+        return enqueue_workflow(self, (*self.members, *self.callbacks.values()))
+
+    apply_async = delay
+    __call__ = delay
 
 
 def group(calls: Iterable[Call | Sequenced]) -> Group:
@@ -77,3 +93,41 @@ class Sequenced:
     it): enqueued as the graph ``scheduler.workflows.graphs.compile_spec`` makes of it."""
 
     parts: tuple[Call | Group | Batch | Sequenced, ...]
+
+    def delay(self) -> WorkflowHandle:
+        """Enqueue the chain (it runs as a graph); ``result()`` of its handle is each
+        step's result by name."""
+        return enqueue_workflow(self, self.parts)
+
+    apply_async = delay
+    __call__ = delay
+
+
+def enqueue_workflow(workflow: object, parts: Iterable[object]) -> WorkflowHandle:
+    """Enqueue ``workflow`` through the app its first call (found in ``parts``) was made
+    for: the canvas form ``workflow.delay()`` of ``app.enqueue(workflow)``."""
+    producer = producer_of(parts)
+    return cast(WorkflowHandle, producer.enqueue(workflow))
+
+
+def producer_of(parts: Iterable[object]) -> Producer:
+    """The app the first call in ``parts`` (searched through groups, batches and chains)
+    was made for by a task's ``.s()``, ``.si()`` or ``.call()``."""
+    waiting = list(parts)
+    while waiting:
+        part = waiting.pop(0)
+        if isinstance(part, Call):
+            if part.producer is not None:
+                return part.producer
+        elif isinstance(part, Group):
+            waiting += part.calls
+        elif isinstance(part, Batch):
+            waiting += [*part.members, *part.callbacks.values()]
+        elif isinstance(part, Sequenced):
+            waiting += part.parts
+        elif (call := getattr(part, "call", None)) is not None:  # a graph's step
+            waiting.append(call)
+    raise InvalidMessage(
+        "no call of this workflow was made by a task's .s(), .si() or .call(): enqueue it "
+        "with app.enqueue(...)"
+    )

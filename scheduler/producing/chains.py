@@ -58,7 +58,7 @@ def chain(*calls: Call | Group | Batch | Sequenced) -> Call | Sequenced:
         steps += [call.options(then=()), *call.then]  # a nested chain is spliced in
     first, rest = steps[0], steps[1:]
     for call in rest:
-        if call.key or call.trigger or call.at or call.delay or call.identity:
+        if call.key or call.trigger or call.at or call.delay_by or call.identity:
             raise InvalidMessage(
                 f"step {call.task} of a chain cannot have its own key, trigger or time: "
                 "it runs when the step before it succeeds"

@@ -72,7 +72,7 @@ class PlainPath:
         timeout_s = options.timeout_s
         queue = options.queue if call.queue is None else call.queue
         check_scalars(call, queue)
-        if call.at is None and call.delay is None:
+        if call.at is None and call.delay_by is None:
             at, scheduled, enqueued = now, encoded_time(now, now_ms), None
         else:
             at = plan(call, now)[1].at

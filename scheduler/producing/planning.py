@@ -38,16 +38,16 @@ def check_scalars(call: Call, queue: str) -> None:
 
 def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | Specs | None, Fire, float]:
     """(trigger to store with the message, first fire, jitter in seconds) for ``call``."""
-    if (call.at is not None) + (call.delay is not None) + (call.trigger is not None) > 1:
+    if (call.at is not None) + (call.delay_by is not None) + (call.trigger is not None) > 1:
         raise InvalidMessage("give at most one of at=, delay= and trigger=")
     try:
         if call.trigger is None:
             if call.at is not None:
                 return None, Fire(require_aware(call.at, "at"), 0), 0.0
-            if call.delay is not None:
-                if call.delay < timedelta(0):
+            if call.delay_by is not None:
+                if call.delay_by < timedelta(0):
                     raise ValueError("delay must not be negative")
-                return None, Fire(now + call.delay, 0), 0.0
+                return None, Fire(now + call.delay_by, 0), 0.0
             return None, Fire(now, 0), 0.0
         anchored = call.trigger.anchored(now)
     except ValueError as err:

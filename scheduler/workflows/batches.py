@@ -155,7 +155,7 @@ def _check_callback(when: When, call: Call) -> None:
             f"the on_{when} callback ({call.task}) cannot have a key, an identity or a "
             "trigger: it runs once, when the batch settles"
         )
-    if call.at is not None or call.delay is not None:
+    if call.at is not None or call.delay_by is not None:
         raise InvalidMessage(
             f"the on_{when} callback ({call.task}) cannot have its own time: it runs when "
             "the batch settles"

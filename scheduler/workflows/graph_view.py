@@ -6,6 +6,7 @@ stored message."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -153,6 +154,14 @@ class GraphHandle(IdHandle):
         if view.state != "succeeded":
             raise GraphFailed(view)
         return {step.name: step.value for step in view.steps}
+
+    def result(self, timeout: float | None = None) -> dict[str, Any]:
+        """``results``: the name every handle shares (``WorkflowHandle``)."""
+        return self.results(timeout)
+
+    async def aresult(self, timeout: float | None = None) -> dict[str, Any]:
+        """``results`` for code in an event loop (the waits run in a thread)."""
+        return await asyncio.to_thread(self.results, timeout)
 
 
 def settled(view: WorkflowView) -> bool:

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tickwork.scheduler.errors import InvalidMessage
-from tickwork.scheduler.model.shapes import Batch, Group, Sequenced, When
+from tickwork.scheduler.model.handles import WorkflowHandle
+from tickwork.scheduler.model.shapes import Batch, Group, Sequenced, When, enqueue_workflow
 from tickwork.scheduler.model.tasks import Call
 from tickwork.triggers import Trigger
 
@@ -85,6 +86,14 @@ class Graph:
     members: tuple[tuple[str, ...], ...] = ()
     callbacks: Mapping[When, str] = field(default_factory=dict)
 
+    def delay(self) -> WorkflowHandle:
+        """Enqueue the graph (``app.enqueue(graph)``); ``result()`` of its handle is each
+        step's result by name."""
+        return enqueue_workflow(self, self.nodes)
+
+    apply_async = delay
+    __call__ = delay
+
 
 def graph(
     steps: Mapping[str, Call | After],
@@ -133,7 +142,7 @@ def _check_node(node: GraphNode, names: set[str]) -> None:
     call = node.call
     if not _NAME.match(node.name):
         raise InvalidMessage(f"step name {node.name!r}: use 1-64 letters, digits, '_' or '-'")
-    if call.key or call.identity or call.trigger or call.at or call.delay:
+    if call.key or call.identity or call.trigger or call.at or call.delay_by:
         raise InvalidMessage(
             f"step {node.name} ({call.task}) of a graph cannot have its own key, identity, "
             "trigger or time: it runs when its parents succeeded (give the graph its key)"

@@ -4,6 +4,7 @@ returns (see ``scheduler.workflows.batches`` for how a batch runs)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -258,3 +259,11 @@ class BatchHandle(IdHandle):
         if outcome["failures"]:
             raise BatchFailed(str(self), outcome["failures"])
         return outcome["results"]
+
+    def result(self, timeout: float | None = None) -> list[Any]:
+        """``results``: the name every handle shares (``WorkflowHandle``)."""
+        return self.results(timeout)
+
+    async def aresult(self, timeout: float | None = None) -> list[Any]:
+        """``results`` for code in an event loop (the waits run in a thread)."""
+        return await asyncio.to_thread(self.results, timeout)

@@ -102,7 +102,7 @@ class _Handlers:
             dict(body.kwargs),
             key=body.key,
             at=body.at,
-            delay=None if body.delay_s is None else timedelta(seconds=body.delay_s),
+            delay_by=None if body.delay_s is None else timedelta(seconds=body.delay_s),
             trigger=_trigger(body),
             queue=body.queue,
             priority=body.priority,

@@ -131,7 +131,7 @@ def enqueue(
         parse_json(kwargs_json, dict, "--kwargs"),
         key=key,
         at=when,
-        delay=None if delay is None else timedelta(seconds=delay),
+        delay_by=None if delay is None else timedelta(seconds=delay),
         trigger=trigger,
         queue=queue,
         priority=priority,
