@@ -1,7 +1,9 @@
 """Workflows: ``chain``, ``group``, ``batch`` and ``graph`` (with ``after``) build them (the
-four are also in ``tickwork``); their handles and outcomes, and ``step_id``, the id of a
-chain's step."""
+four are also in ``tickwork``; each has ``.delay()``); their handles (``ChainHandle``,
+``BatchHandle``, ``GraphHandle``, all a ``WorkflowHandle`` with ``result()``) and outcomes,
+and ``step_id``, the id of a chain's step."""
 
+from tickwork.scheduler.model.handles import ChainHandle, WorkflowHandle
 from tickwork.scheduler.model.shapes import batch, group
 from tickwork.scheduler.producing.chains import chain, step_id
 from tickwork.scheduler.workflows.graph_view import GraphHandle
@@ -12,7 +14,9 @@ __all__ = [
     "BatchHandle",
     "BatchOutcome",
     "BatchStatus",
+    "ChainHandle",
     "GraphHandle",
+    "WorkflowHandle",
     "after",
     "batch",
     "chain",
