@@ -173,8 +173,8 @@ class App:
     @property
     def tasks(self) -> dict[str, TaskFunction[..., Any]]:
         """Registered tasks by name (tickwork's own, ``registry.builtins``, left out)."""
-        builtins = self.registry.builtins
-        return {name: task for name, task in self.registry.tasks.items() if name not in builtins}
+        hidden = self.registry.builtins | self.registry.aliases.keys()
+        return {name: task for name, task in self.registry.tasks.items() if name not in hidden}
 
     @property
     def periodics(self) -> list[Periodic]:
@@ -195,7 +195,7 @@ class App:
         ``name``, ``queue``, ``retries`` or ``retry``, ``timeout``, ``time_limit``,
         ``soft_time_limit``, ``priority``, ``unique_for``, ``concurrency_limit``,
         ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``, ``history``,
-        ``expires``, ``on_events``)."""
+        ``expires``, ``on_events``, ``aliases``)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)

@@ -38,6 +38,9 @@ class WorkerConfig(BaseModel):
     #: how long a handler past its time limit has to stop, once told, before its process
     #: is killed (process pool) or it is abandoned and its thread replaced (thread pool)
     time_limit_grace_s: float = Field(default=5.0, ge=0)
+    #: how long a message whose task this worker does not know is given back for a worker
+    #: that knows it (a rolling deploy) before it is poisoned, from its time (s; 0: at once)
+    unknown_task_grace_s: float = Field(default=900.0, ge=0)
     #: how often the worker refreshes its record in the worker registry (s)
     registry_interval_s: float = Field(default=5.0, gt=0)
     #: how often the worker appends what it did to each queue's activity log, the data of

@@ -38,7 +38,9 @@ class DeclaredLimit(BaseModel):
 def declared_limits(registry: TaskRegistry) -> list[DeclaredLimit]:
     """Every limit the registered tasks declare, merged by (kind, name), sorted."""
     found = []
-    for task in registry.tasks.values():
+    for name, task in registry.tasks.items():
+        if name in registry.aliases:
+            continue
         options = task.options
         per_key = options.limit_key is not None
         tasks = (options.name,)

@@ -70,6 +70,9 @@ class TaskRegistry:
         #: the names of tickwork's own tasks (``builtin``): known to every app, listed by
         #: none of its views, adding no queue to its workers'
         self.builtins: set[str] = set()
+        #: a task's earlier names (``aliases=``) -> its name: messages stored under one run
+        #: the task (``tasks`` holds it under both); listed by no view
+        self.aliases: dict[str, str] = {}
         #: task name -> the event patterns it subscribes to (``on_events``)
         self.subscriptions: dict[str, tuple[str, ...]] = {}
 
@@ -148,6 +151,8 @@ class TaskRegistry:
         task = self.add(
             TaskFunction(self.producer, function, options, arguments, is_async=is_async)
         )
+        for alias in given.get("aliases") or ():
+            self.alias(task, alias)
         on_events = given.get("on_events")
         if on_events is not None:
             self.subscribe(task, (on_events,) if isinstance(on_events, str) else on_events)
@@ -164,6 +169,16 @@ class TaskRegistry:
         if keep_result <= timedelta(0):
             raise InvalidMessage(f"keep_result of task {task_name!r} must be a positive duration")
         return keep_result
+
+    def alias(self, task: TaskFunction[Any, Any], alias: str) -> None:
+        """Run ``task`` for messages stored under ``alias`` (a name it had before)."""
+        check_queue(alias, "a task's alias")
+        if alias in self.tasks:
+            raise InvalidMessage(
+                f"the alias {alias!r} of task {task.name!r} is already a task's name"
+            )
+        self.tasks[alias] = task
+        self.aliases[alias] = task.name
 
     def add(self, task: TaskFunction[P, R]) -> TaskFunction[P, R]:
         """Register an existing ``TaskFunction`` (a name may be registered once)."""

@@ -43,6 +43,8 @@ class TaskKeywords(TypedDict, total=False):
       recorded as expired.
     - ``on_events``: an event pattern (or several) whose events each run it once, the
       ``Event`` its one argument (``app.emit``).
+    - ``aliases``: names the task was registered under before (it was renamed or moved to
+      another module): messages stored under them run it.
     """
 
     name: str | None
@@ -62,6 +64,7 @@ class TaskKeywords(TypedDict, total=False):
     history: bool
     expires: timedelta | None
     on_events: str | Sequence[str] | None
+    aliases: Sequence[str]
 
 
 #: every option's name, in the order above

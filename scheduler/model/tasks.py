@@ -341,7 +341,8 @@ class TaskClass:
     same options as ``@app.task``'s keywords: ``name``, ``queue``, ``retries`` (or
     ``retry``, a policy with backoff), ``timeout``, ``time_limit``, ``soft_time_limit``,
     ``priority``, ``expires``, ``unique_for``, ``concurrency_limit``, ``rate_limit``,
-    ``limit_key``, ``fair_key``, ``keep_result``, ``history`` and ``on_events``.
+    ``limit_key``, ``fair_key``, ``keep_result``, ``history``, ``on_events`` and
+    ``aliases``.
     Each message gets a fresh instance.
     """
 
@@ -363,6 +364,7 @@ class TaskClass:
     limit_key: ClassVar[LimitKey | None] = None
     fair_key: ClassVar[LimitKey | None] = None
     on_events: ClassVar[str | Sequence[str] | None] = None
+    aliases: ClassVar[Sequence[str]] = ()
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -87,6 +87,9 @@ class ScheduleInfo:
     paused_at: datetime | None = None
     last_success: datetime | None = None  # scheduled time of the last run that succeeded
     last_outcome: str | None = None  # how its last recorded run ended (the ledger)
+    #: the grid time of its pending occurrence (``next_run`` is when it is due: later, for
+    #: one given back to run again, retried or snoozed)
+    occurrence_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,8 @@ def overdue(infos: list[ScheduleInfo], now: datetime, max_late: timedelta) -> li
             expected = info.trigger.after(info.last_success, 0)
             due = None if expected is None else expected.at
         else:
-            due = info.last_run or info.next_run
+            pending = min(info.next_run, info.occurrence_at or info.next_run)
+            due = info.last_run or pending
         if due is not None and due + max_late < now:
             late.append(Overdue(info, due + max_late))
     return late
@@ -329,6 +333,7 @@ def schedules(backend: Backend, queue: str | None = None) -> list[ScheduleInfo]:
                 stored.state,
                 message.paused_at,
                 message.last_success_at,
+                occurrence_at=message.scheduled_at,
             )
         )
     return result

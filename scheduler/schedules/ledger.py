@@ -50,6 +50,9 @@ class RunOutcome(StrEnum):
     CANCELLED = "cancelled"  # the schedule was cancelled before it ran
     EXPIRED = "expired"  # never run: not started before it expired (``expires``)
     SNOOZED = "snoozed"  # the handler asked to run again later (``Snooze``): not an attempt
+    #: not run here: no task of its name is registered on the worker that took it (a
+    #: rolling deploy); given back for a worker that knows it, not an attempt
+    DEFERRED = "deferred"
 
 
 #: outcomes that describe occurrences that never ran (a record may stand for ``count``)

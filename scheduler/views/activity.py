@@ -37,6 +37,7 @@ OUTCOMES = (
     "expired",
     "snoozed",
     "missed",
+    "deferred",
 )
 #: what a worker counts per interval: claims, how runs ended, and runs whose process died
 #: under them (a process pool's child killed or crashed; the run itself is then also

@@ -91,7 +91,7 @@ def test_garbage_is_poisoned_with_its_reason_and_good_messages_run(
     app.backend.messages.enqueue(envelopes)
     for n in goods:
         good.delay(n)
-    with running(app) as worker:
+    with running(app, unknown_task_grace_s=0.0) as worker:  # unknown: poisoned at once
         wait_for(lambda: _ran(run) == sorted(goods) and _poisoned(app, run) == len(items), 30)
         assert not worker.stopping  # it kept running through the garbage
     reasons = {
@@ -150,7 +150,7 @@ def test_a_malformed_record_in_redis_is_poisoned_and_loses_nothing_around_it(
     backend.store.client.zadd(ready, {f"bad-{run}-0": 0})
     for n in goods[10:]:
         good.delay(n)
-    with running(app) as worker:
+    with running(app, unknown_task_grace_s=0.0) as worker:  # unknown: poisoned at once
         wait_for(lambda: _ran(run) == sorted(goods) and _poisoned(app, run) == 1, 30)
         assert not worker.stopping
     (poisoned,) = [r for r in app.backend.poison.list() if r.envelope.id == f"bad-{run}-0"]

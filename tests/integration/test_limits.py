@@ -88,7 +88,11 @@ def test_a_claimed_slot_of_a_message_that_cannot_run_is_given_back(app: App) -> 
     unknown = app.build(report.call("acme"))[1]
     unknown = unknown._replace(body=unknown.body.replace(report.name.encode(), b"nobody.here"))
     app.backend.messages.enqueue([garbage, unknown])
-    with running(app, queues=("slots",)):
+    with running(app, queues=("slots",), unknown_task_grace_s=10.0) as worker:
+        # the unknown task waits for a worker that knows it: given back with its slot
+        wait_for(lambda: worker.stats.deferred >= 2, timeout_s=30)
+        wait_for(lambda: app.backend.limits.usage([limit]) == {limit: (0, 0)}, timeout_s=10)
+    with running(app, queues=("slots",), unknown_task_grace_s=0.0):
         wait_for(lambda: len(app.backend.poison.list("slots")) == 2, timeout_s=30)
         # the slots go back after the claim round that poisoned their messages
         wait_for(lambda: app.backend.limits.usage([limit]) == {limit: (0, 0)}, timeout_s=10)

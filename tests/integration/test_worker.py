@@ -212,7 +212,8 @@ def test_unknown_task_and_undecodable_body_go_to_poison(app: App) -> None:
     message = Message.decode(app.get(id=known.delay()).message.encode())  # type: ignore[union-attr]
     foreign = message.model_copy(update={"id": "foreign", "task": "not.registered"})
     app.backend.messages.enqueue([foreign.envelope(app.clock.now_ms())])
-    with running(app) as worker:
+    # with no grace for unknown tasks (tests/integration/test_rolling_deploys.py has one)
+    with running(app, unknown_task_grace_s=0.0) as worker:
         wait_for(lambda: worker.stats.poisoned == 2 and worker.stats.acked == 1)
     reasons = {r.envelope.id: r.failure.reason for r in app.backend.poison.list()}
     assert reasons == {"garbage": "undecodable", "foreign": "unknown_task"}

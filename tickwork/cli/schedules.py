@@ -130,6 +130,7 @@ def check_schedules(state: State, max_late: str, queue: str | None, as_json: boo
                     "key": o.schedule.key,
                     "last_success": o.schedule.last_success and o.schedule.last_success.isoformat(),
                     "expected_by": o.expected_by.isoformat(),
+                    "last_outcome": o.schedule.last_outcome,
                 }
                 for o in late
             ]
@@ -137,9 +138,15 @@ def check_schedules(state: State, max_late: str, queue: str | None, as_json: boo
     else:
         for o in late:
             since = o.schedule.last_success.isoformat() if o.schedule.last_success else "never"
+            waiting = (
+                f"; waiting for a worker that knows its task {o.schedule.task!r} (its last "
+                "run was given back by workers that do not: a rolling deploy?)"
+                if o.schedule.last_outcome == "deferred"
+                else ""
+            )
             click.echo(
                 f"overdue: {o.schedule.key} (queue {o.schedule.queue}): last success {since}, "
-                f"a success was expected by {o.expected_by.isoformat()}"
+                f"a success was expected by {o.expected_by.isoformat()}{waiting}"
             )
         if not late:
             click.echo(f"all {len(app.schedules.list(queue))} schedules on time")

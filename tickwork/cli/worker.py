@@ -109,6 +109,14 @@ DJANGO_APP = "tickwork.django.current:app"
     "(--pool process) or it is abandoned and its thread replaced.",
 )
 @click.option(
+    "--unknown-task-grace",
+    type=click.FloatRange(min=0),
+    default=_default("unknown_task_grace_s"),
+    show_default=True,
+    help="Seconds a message whose task this worker does not know (a rolling deploy) is "
+    "given back for a worker that knows it before it is poisoned (0: at once).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(min=0, max=65535),
     help="Serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port).",
@@ -166,6 +174,7 @@ def worker(
     abort_grace: float,
     time_limit: float | None,
     time_limit_grace: float,
+    unknown_task_grace: float,
     metrics_port: int | None,
     metrics_host: str,
     processes: int,
@@ -213,6 +222,7 @@ def worker(
         abort_grace_s=abort_grace,
         time_limit_s=time_limit,
         time_limit_grace_s=time_limit_grace,
+        unknown_task_grace_s=unknown_task_grace,
         burst=burst,
         reconcile_periodic=not keep_undeclared,
         app_reference=module,

@@ -1,17 +1,19 @@
 """Admission: which claimed work that is due may start now. The worker hands every due
 claim here (from the consumer or the timer) before it starts any.
 
-In order: work not started within its ``expires`` of when it became due (its time, or a
-retry's or a replay's) never runs (it is settled as expired); an occurrence of a schedule
-older than its ``catch_up_window`` never runs (settled as missed, its schedule going on);
-work whose abort was requested before it started never runs (it is settled as
-aborted); then a rate-limited one reserves its start (``workers/admission/rates.py``: one over
-its rate goes back to storage, due at the start reserved for it); then a
-concurrency-limited one takes a slot (``workers/admission/limits.py``: one over its limit goes
-back to wait for a slot). Rate first: a start reserved is a start counted, and a slot
-taken for a run that could not start would be held for nothing. What is sent back is
-forgotten here (its permit given back); what is left may start. A batch with no
-rate-limited (or no concurrency-limited) message does not enter that gate at all.
+In order: work whose task is not registered here waits for a worker that knows it, or is
+poisoned past its grace (``workers/admission/unknown_tasks.py``); work not started within
+its ``expires`` of when it became due (its time, or a retry's or a replay's) never runs
+(it is settled as expired); an occurrence of a schedule older than its
+``catch_up_window`` never runs (settled as missed, its schedule going on); work whose
+abort was requested before it started never runs (it is settled as aborted); then a
+rate-limited one reserves its start (``workers/admission/rates.py``: one over its rate
+goes back to storage, due at the start reserved for it); then a concurrency-limited one
+takes a slot (``workers/admission/limits.py``: one over its limit goes back to wait for a
+slot). Rate first: a start reserved is a start counted, and a slot taken for a run that
+could not start would be held for nothing. What is sent back is forgotten here (its
+permit given back); what is left may start. A batch with no rate-limited (or no
+concurrency-limited) message does not enter that gate at all.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import timedelta
 from tickwork.scheduler.clock import to_ms
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
+from tickwork.workers.admission.unknown_tasks import UnknownTasks
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.aborts import AbortWatcher
 from tickwork.workers.intake.holdings import Work
@@ -43,6 +46,7 @@ class Admission:
         settler: Settler,
     ) -> None:
         self._now_ms = context.now_ms
+        self._unknown = UnknownTasks(context)
         self._aborts = aborts
         self.rates = rates
         self.limits = limits
@@ -52,7 +56,12 @@ class Admission:
         """The works that may start now, in order; the rest are settled or sent back."""
         runnable = []
         now = None
+        tasks = self._unknown.tasks
         for work in works:
+            if work.message.task not in tasks:  # a rolling deploy: unknown_tasks.py
+                now = self._now_ms() if now is None else now
+                self._settler.finished(work, self._unknown.result(work, now))
+                continue
             after_ms = work.message.expire_after_ms
             if after_ms is not None:
                 now = self._now_ms() if now is None else now

@@ -241,6 +241,8 @@ class Consumer:
             self._settler.tickers.start_graph(claim, message)
             return None
         if message.task not in self._app.registry.tasks:
+            if self._config.unknown_task_grace_s > 0:
+                return message  # admission gives it back for a worker that knows its task
             failure = Failure(
                 "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
             )

@@ -32,6 +32,7 @@ from tickwork.scheduler.schedules.ledger import RunOutcome
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.pools.execution import HandlerResult, Verdict
 from tickwork.workers.registered import Registered
+from tickwork.workers.settling.deferred import Deferred
 from tickwork.workers.settling.plan import Planning, Settled, Write
 
 
@@ -154,5 +155,5 @@ class Missed:
 
 #: the outcomes, asked in this order
 OUTCOMES: Registered[Outcome] = Registered(
-    Expired(), Missed(), Aborted(), Succeeded(), Redelivered(), Snoozed(), Failed()
+    Expired(), Missed(), Aborted(), Succeeded(), Redelivered(), Snoozed(), Failed(), Deferred()
 )

@@ -257,21 +257,24 @@ class Settler:
         self._counters.add("retried" if ok else "stale")
 
     def _snooze(self, snoozed: Settled) -> None:
-        """Give a snoozed run back, due again after its delay, attempt not counted; its
+        """Give a snoozed (or deferred) run back, due again after its delay, attempt not
+        counted; its
         ledger entry after (a lost entry loses a line of history, never the message)."""
-        work = snoozed.work
+        work, name = snoozed.work, snoozed.name  # "snoozed", or "deferred" (unknown task)
         if self._metrics is not None:
-            self._metrics.settled(work, "snoozed", _run_s(work, snoozed.result))
-        log.info(
-            "%s id=%s snoozed for %gs",
+            self._metrics.settled(work, name, _run_s(work, snoozed.result))
+        log.log(
+            logging.INFO if name == "snoozed" else logging.DEBUG,
+            "%s id=%s %s; due again in %gs",
             work.message.task,
             work.message.id,
+            snoozed.why,
             snoozed.result.snooze_s,
             extra=log_fields(work),
         )
         claim, due_ms = work.claim, snoozed.due_ms
         released = self._with_retries(lambda: self._backend.leases.release([claim], due_ms))
-        self._counters.add("snoozed" if released else "stale")
+        self._counters.add(name if released else "stale")
         entry = snoozed.entry
         if released and entry is not None:
             self._with_retries(lambda: self._backend.ledger.append([entry]))
