@@ -11,6 +11,7 @@ import click
 from tickwork.cli import (
     calendars,
     cassandra,
+    completion,
     cron,
     dashboard,
     events,
@@ -84,5 +85,6 @@ for command in (
     dashboard.encryption_key,
     events.emit,
     events.events,
+    completion.completion,
 ):
     cli.add_command(command)
