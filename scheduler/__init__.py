@@ -49,7 +49,7 @@ from tickwork.scheduler.runs.context import (
     TimeLimitExceeded,
     current_run,
 )
-from tickwork.scheduler.runs.snooze import Snooze
+from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from tickwork.scheduler.settings import Settings
 from tickwork.scheduler.workflows.graph_view import GraphFailed, GraphHandle
@@ -99,6 +99,7 @@ __all__ = [
     "ReplicaTimeout",
     "ResultTimeout",
     "Resumed",
+    "Retry",
     "RetryPolicy",
     "RunContext",
     "RunStatus",

@@ -192,7 +192,8 @@ class App:
     def task(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Register a function as a task: ``@app.task``, or ``@app.task(...)`` with the
         options ``TaskKeywords`` lists and explains (``scheduler/model/task_keywords.py``:
-        ``name``, ``queue``, ``retries`` or ``retry``, ``timeout``, ``time_limit``,
+        ``name``, ``queue``, ``retries`` or ``retry``, ``retry_on``, ``dont_retry_on``,
+        ``timeout``, ``time_limit``,
         ``soft_time_limit``, ``priority``, ``unique_for``, ``concurrency_limit``,
         ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``, ``history``,
         ``expires``, ``on_events``, ``aliases``)."""

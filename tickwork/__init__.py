@@ -25,7 +25,7 @@ from tickwork.scheduler.model.shapes import batch, group
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.chains import chain
 from tickwork.scheduler.runs.context import Aborted, RunInfo, current_run
-from tickwork.scheduler.runs.snooze import Snooze
+from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.workflows.graphs import after, graph
 from tickwork.scheduler.workflows.status import BatchOutcome
 from tickwork.triggers import Cron, Misfire, Repeating, RunOnce
@@ -44,6 +44,7 @@ __all__ = [
     "Misfire",
     "RateLimit",
     "Repeating",
+    "Retry",
     "RetryPolicy",
     "RunInfo",
     "RunOnce",

@@ -16,6 +16,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, Unpack, cast
 
+from pydantic import ValidationError
+
 from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
 from tickwork.scheduler.model.arguments import Arguments
 from tickwork.scheduler.model.event_names import check_pattern
@@ -134,7 +136,7 @@ class TaskRegistry:
         options = TaskOptions(
             name=task_name,
             queue=check_queue(given.get("queue") or self.default_queue),
-            retry=given.get("retry") or RetryPolicy(retries=given.get("retries", 0)),
+            retry=_policy(given),
             timeout_s=given.get("timeout") or self.default_timeout_s,
             time_limit_s=time_limit,
             soft_time_limit_s=_soft(task_name, given.get("soft_time_limit"), time_limit),
@@ -256,6 +258,25 @@ def _check_runnable(function: Callable[..., Any], task_name: str) -> None:
             f"task {task_name!r} is a generator function: a worker would get an iterator "
             "back without running it; make it a plain or an async def function"
         )
+
+
+def _policy(given: TaskKeywords) -> RetryPolicy:
+    """The task's retry policy: ``retry`` (else one of ``retries``), with the exception
+    rules given beside it."""
+    policy = given.get("retry") or RetryPolicy(retries=given.get("retries", 0))
+    rules: dict[str, tuple[type[BaseException], ...]] = {}
+    if retry_on := given.get("retry_on"):
+        rules["retry_on"] = tuple(retry_on)
+    if dont_retry_on := given.get("dont_retry_on"):
+        rules["dont_retry_on"] = tuple(dont_retry_on)
+    if not rules:
+        return policy
+    try:
+        return RetryPolicy(**{**policy.model_dump(), **rules})
+    except ValidationError as err:
+        where = ".".join(str(part) for part in err.errors()[0]["loc"][:1])
+        shown = rules.get(where)
+        raise InvalidMessage(f"{where} takes exception classes, not {shown!r}") from None
 
 
 def module_name(name: str) -> str:

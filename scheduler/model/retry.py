@@ -23,6 +23,19 @@ class RetryPolicy(BaseModel):
     factor: float = Field(default=2.0, ge=1)
     cap_s: float = Field(default=300.0, gt=0)
     jitter: bool = True
+    #: only these exceptions are retried (empty: every one)
+    retry_on: tuple[type[BaseException], ...] = ()
+    #: these exceptions are never retried: poisoned at once
+    dont_retry_on: tuple[type[BaseException], ...] = ()
+
+    def rule_against(self, error: BaseException) -> str | None:
+        """The rule that says ``error`` is not retried (``dont_retry_on`` or ``retry_on``),
+        or None when the policy's retries apply to it."""
+        if self.dont_retry_on and isinstance(error, self.dont_retry_on):
+            return "dont_retry_on"
+        if self.retry_on and not isinstance(error, self.retry_on):
+            return "retry_on"
+        return None
 
     @property
     def max_attempts(self) -> int:

@@ -19,6 +19,9 @@ class TaskKeywords(TypedDict, total=False):
     - ``queue``: the queue its messages go to (default the app's ``default_queue``).
     - ``retries``: extra attempts after an exception (exponential backoff from 1 s,
       doubling, capped at 5 min, jittered); ``retry``: a ``RetryPolicy`` instead.
+    - ``retry_on``: only these exception types are retried (the others are poisoned at
+      once); ``dont_retry_on``: these are never retried. The poison record names the rule.
+      A handler may also ``raise Retry(delay)`` to choose its own delay.
     - ``timeout``: lease length in seconds, kept alive by heartbeats while the handler runs.
     - ``time_limit``: a run still going this many seconds after it started is stopped
       (``TimeLimitExceeded``, a failure retried or poisoned like any other);
@@ -51,6 +54,8 @@ class TaskKeywords(TypedDict, total=False):
     queue: str | None
     retries: int
     retry: RetryPolicy | None
+    retry_on: Sequence[type[BaseException]]
+    dont_retry_on: Sequence[type[BaseException]]
     timeout: float | None
     time_limit: float | None
     soft_time_limit: float | None

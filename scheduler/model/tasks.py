@@ -339,10 +339,10 @@ class TaskClass:
 
     Subclasses define ``run(self, ...)`` (or ``async def run``); class attributes set the
     same options as ``@app.task``'s keywords: ``name``, ``queue``, ``retries`` (or
-    ``retry``, a policy with backoff), ``timeout``, ``time_limit``, ``soft_time_limit``,
-    ``priority``, ``expires``, ``unique_for``, ``concurrency_limit``, ``rate_limit``,
-    ``limit_key``, ``fair_key``, ``keep_result``, ``history``, ``on_events`` and
-    ``aliases``.
+    ``retry``, a policy with backoff; ``retry_on``, ``dont_retry_on``), ``timeout``,
+    ``time_limit``, ``soft_time_limit``, ``priority``, ``expires``, ``unique_for``,
+    ``concurrency_limit``, ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``,
+    ``history``, ``on_events`` and ``aliases``.
     Each message gets a fresh instance.
     """
 
@@ -358,6 +358,8 @@ class TaskClass:
     keep_result: ClassVar[bool | timedelta | None] = None
     history: ClassVar[bool] = False
     retry: ClassVar[RetryPolicy | None] = None  # a policy with backoff (else ``retries``)
+    retry_on: ClassVar[Sequence[type[BaseException]]] = ()
+    dont_retry_on: ClassVar[Sequence[type[BaseException]]] = ()
     unique_for: ClassVar[timedelta | None] = None
     concurrency_limit: ClassVar[int | ConcurrencyLimit | None] = None
     rate_limit: ClassVar[str | RateLimit | None] = None

@@ -32,3 +32,17 @@ class Snooze:
 
     def __repr__(self) -> str:
         return f"Snooze({self.delay_s:g})"
+
+
+class Retry(Exception):
+    """Raise it in a handler to run the message again after ``delay`` (seconds, or a
+    ``timedelta``): for example the ``Retry-After`` of a 429. By default the attempt is not
+    counted against the task's ``retries`` (a snooze with a reason); with ``counts=True`` it
+    is a failed attempt retried after ``delay`` instead of the policy's backoff, and
+    poisoned once the retries are used."""
+
+    def __init__(self, delay: float | timedelta, *, counts: bool = False, reason: str = "") -> None:
+        self.delay_s = Snooze(delay).delay_s  # the same bounds as a snooze
+        self.counts = counts
+        self.reason = reason
+        super().__init__(reason or f"retry in {self.delay_s:g} s")

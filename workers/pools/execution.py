@@ -15,7 +15,7 @@ from tickwork.scheduler.hooks import notify
 from tickwork.scheduler.model.tasks import TaskFunction
 from tickwork.scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
 from tickwork.scheduler.runs.results import encode_value
-from tickwork.scheduler.runs.snooze import Snooze
+from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.runs.tracing import NO_SPAN, handler_span
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.time_limits import over_limit_message
@@ -45,6 +45,9 @@ class HandlerResult(NamedTuple):
     duration_ms: float = 0.0
     value: bytes | None = None  # what it returned, as JSON, when its task keeps results
     snooze_s: float = 0.0  # a snoozed run: how long until it is due again
+    #: a failure the task's policy does not retry: the rule that says so (``retry_on``,
+    #: ``dont_retry_on``), named in its poison record
+    rule: str = ""
 
 
 class LimitGuard(Protocol):
@@ -92,6 +95,7 @@ def _run_handler(
     hooks = app.hooks
     if hooks.before_handler:
         notify(hooks.before_handler, run.info)
+    task = None
     try:
         task = app.registry.lookup(task_name)
         if guard is not None and not task.is_async:
@@ -114,8 +118,10 @@ def _run_handler(
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Aborted as err:
         return aborted(str(err), started)
+    except Retry as err:
+        return _retry(err, started)
     except Exception as err:
-        return _failed(err, started)
+        return _failed(err, started, rule=_rule(task, err))
     finally:
         if hooks.after_handler:
             notify(hooks.after_handler, run.info)
@@ -143,6 +149,7 @@ async def _run_async_handler(
     hooks = app.hooks
     if hooks.before_handler:
         notify(hooks.before_handler, run.info)
+    task = None
     try:
         task = app.registry.lookup(task_name)
         returned = task.run(args, kwargs)
@@ -153,13 +160,34 @@ async def _run_async_handler(
         return aborted(str(err), started)
     except (UnknownTask, InvalidMessage) as err:
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
+    except Retry as err:
+        return _retry(err, started)
     except Exception as err:
-        return _failed(err, started)
+        return _failed(err, started, rule=_rule(task, err))
     finally:
         if hooks.after_handler:
             notify(hooks.after_handler, run.info)
         leave(token)
     return _ended(run, returned, started, value)
+
+
+def _rule(task: TaskFunction[..., Any] | None, error: BaseException) -> str:
+    """The rule of ``task``'s policy that says ``error`` is not retried ("" if none)."""
+    return "" if task is None else (task.options.retry.rule_against(error) or "")
+
+
+def _retry(request: Retry, started: float) -> HandlerResult:
+    """A run whose handler raised ``Retry``: snoozed (not an attempt), or with ``counts``
+    a failed attempt retried after the delay it asked for."""
+    elapsed = (time.perf_counter() - started) * 1000
+    why = f"retry requested in {request.delay_s:g} s" + (
+        f": {request.reason}" if request.reason else ""
+    )
+    if not request.counts:
+        return HandlerResult(Verdict.SNOOZED, "Retry", why, "", elapsed, snooze_s=request.delay_s)
+    return HandlerResult(
+        Verdict.FAIL, "Retry", why, traceback.format_exc(), elapsed, snooze_s=request.delay_s
+    )
 
 
 async def _with_timeout(awaitable: Awaitable[Any], timeout_s: float) -> Any:
@@ -179,16 +207,17 @@ def aborted(why: str, started: float | None = None) -> HandlerResult:
 
 
 def _failed(
-    err: BaseException, started: float, raised: BaseException | None = None
+    err: BaseException, started: float, raised: BaseException | None = None, rule: str = ""
 ) -> HandlerResult:
     """A failed run's result (``raised``: the exception whose traceback it keeps, when
-    ``err`` is a clearer one made from it)."""
+    ``err`` is a clearer one made from it; ``rule``: the retry rule that refuses it)."""
     return HandlerResult(
         Verdict.FAIL,
         type(err).__qualname__,
         str(err),
         traceback.format_exc() if raised is None else "".join(traceback.format_exception(raised)),
         (time.perf_counter() - started) * 1000,
+        rule=rule,
     )
 
 

@@ -102,7 +102,7 @@ class Snoozed:
         self, work: Work, result: HandlerResult, now: int, planning: Planning
     ) -> Settled | None:
         due_ms = now + math.ceil(result.snooze_s * 1000)
-        why = f"snoozed for {result.snooze_s:g} s"
+        why = result.error or f"snoozed for {result.snooze_s:g} s"  # a Retry says why
         item = Settled(work, result, "snoozed", Write.SNOOZE, RunOutcome.SNOOZED)
         item.why, item.due_ms = why, due_ms
         return item
@@ -119,21 +119,24 @@ class Failed:
     ) -> Settled | None:
         claim = work.claim
         task = planning.app.registry.tasks.get(work.message.task)
+        retryable = result.verdict is Verdict.FAIL and not result.rule
         decision = (
-            decide(task.options.retry, claim.attempt, result.verdict is Verdict.FAIL)
+            decide(task.options.retry, claim.attempt, retryable)
             if task is not None
             else GiveUp("not_retryable")
         )
         error = f"{result.error_type}: {result.error}"
         if isinstance(decision, GiveUp):
             reason = "exception" if result.verdict is Verdict.FAIL else "invalid"
+            reason = result.rule or reason  # the retry rule that refused it, if one did
             failure = Failure(reason, result.error_type, result.error, result.traceback)
             item = Settled(work, result, "poisoned", Write.POISON, RunOutcome.POISONED)
             return item.poisoned(failure, error)
         item = Settled(work, result, "retried", Write.RETRY, RunOutcome.RETRIED)
         item.why = error
-        item.due_ms = now + int(decision.delay_s * 1000)
-        item.delay_s = decision.delay_s
+        delay_s = result.snooze_s or decision.delay_s  # a Retry(counts=True)'s own delay
+        item.due_ms = now + int(delay_s * 1000)
+        item.delay_s = delay_s
         item.max_attempts = task.options.retry.max_attempts if task is not None else claim.attempt
         return item
 
