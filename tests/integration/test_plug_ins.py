@@ -18,7 +18,9 @@ from tickwork.scheduler.model.handles import RunStatus
 from tickwork.workers import Worker, WorkerConfig
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.boot import BOOT_STEPS
+from tickwork.workers.settling.followers import AFTER_POISON
 from tickwork.workers.settling.outcomes import OUTCOMES, Failed
+from tickwork.workers.settling.plan import Settled
 from tickwork.workers.settling.riders import RIDERS
 
 
@@ -110,3 +112,33 @@ def test_a_made_up_boot_step_checks_then_boots(sqlite_app: App) -> None:
     finally:
         undo()
     assert seen == [["booted"]], "booted once, before the first run"
+
+
+class _Noted:
+    """A made-up follower of written poisons: notes each one's id."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def follow(self, item: Settled, app: WorkerApp) -> None:
+        self.ids.append(item.work.message.id)
+
+
+def test_a_made_up_follower_is_told_of_each_written_poison(sqlite_app: App) -> None:
+    noted = _Noted()
+    undo = AFTER_POISON.add(noted)
+    try:
+
+        @sqlite_app.task
+        def broken() -> None:
+            raise RuntimeError("no")
+
+        @sqlite_app.task
+        def fine() -> None: ...
+
+        failed, _ = broken.delay(), fine.delay()
+        with running(sqlite_app) as worker:
+            wait_for(lambda: worker.stats.poisoned == 1 and worker.stats.acked == 1)
+    finally:
+        undo()
+    assert noted.ids == [failed]

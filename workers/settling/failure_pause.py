@@ -13,6 +13,7 @@ from tickwork.scheduler import TickworkError
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.schedules.ledger import RunOutcome
 from tickwork.workers.app_needs import WorkerApp
+from tickwork.workers.settling.plan import Settled
 
 log = logging.getLogger("tickwork.worker")
 
@@ -52,3 +53,13 @@ def pause_if_failing(app: WorkerApp, message: Message) -> bool:
     if paused:
         log.warning("schedule %s is paused: %s", key, note)
     return paused
+
+
+class PauseAfterFailures:
+    """Follows a written poison (``followers.AFTER_POISON``): a schedule whose trigger sets
+    ``pause_after_failures`` is paused when its last occurrences all failed."""
+
+    def follow(self, item: Settled, app: WorkerApp) -> None:
+        message = item.work.message
+        if message.trigger is not None and message.trigger.pause_after_failures is not None:
+            pause_if_failing(app, message)

@@ -34,7 +34,7 @@ from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work, log_fields, logged_error
 from tickwork.workers.pools.execution import HandlerResult
-from tickwork.workers.settling.failure_pause import pause_if_failing
+from tickwork.workers.settling.followers import AFTER_POISON
 from tickwork.workers.settling.plan import Settled
 from tickwork.workers.settling.retrying import Retrying
 from tickwork.workers.settling.tickers import Tickers
@@ -75,6 +75,7 @@ class Settler:
         self._limits = limits
         self._metrics = context.counting  # None: nothing counts, no call per run
         self._app = context.app
+        self._after_poison = tuple(AFTER_POISON)  # what follows a written poison
         self._backend = backend = context.backend
         self._holdings = context.holdings
         self._permits = context.permits
@@ -326,9 +327,9 @@ class Settler:
             self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         )
         self._counters.add(poisoned.name if ok else "stale")
-        trigger = message.trigger
-        if ok and trigger is not None and trigger.pause_after_failures is not None:
-            pause_if_failing(self._app, message)
+        if ok:
+            for follower in self._after_poison:
+                follower.follow(poisoned, self._app)
         return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:
