@@ -27,6 +27,7 @@ from tickwork.scheduler.errors import (
 )
 from tickwork.scheduler.events.waits import WaitTimedOut, wait_for
 from tickwork.scheduler.events.workflows import EVENT
+from tickwork.scheduler.model.debounce import Debounce
 from tickwork.scheduler.model.event_names import Event
 from tickwork.scheduler.model.handles import (
     ResultTimeout,
@@ -81,6 +82,7 @@ __all__ = [
     "Clock",
     "ConcurrencyLimit",
     "ConfigurationError",
+    "Debounce",
     "DecodeError",
     "EnqueueReport",
     "Event",

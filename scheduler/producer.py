@@ -8,14 +8,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
 from tickwork.scheduler.backends.outcomes import WRITES
 from tickwork.scheduler.clock import CorrectedClock, to_datetime
-from tickwork.scheduler.errors import QueueFull
-from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.errors import InvalidMessage, QueueFull
+from tickwork.scheduler.model.tasks import Call, TaskFunction
 from tickwork.scheduler.producing.backpressure import awrite_bounded, write_bounded
+from tickwork.scheduler.producing.debounce import debounced
 from tickwork.scheduler.producing.reports import EnqueueReport, conflict_mode
 from tickwork.scheduler.schedules.actions import ActionLog
 from tickwork.scheduler.workflows.graphs import Workflow
@@ -59,6 +60,9 @@ class Producer:
         if not isinstance(call, Call):
             return self._batches.enqueue(call, block=block, block_timeout=block_timeout)
         mode = conflict_mode(on_conflict)
+        if (task := self._debounced_task(call)) is not None:
+            call = debounced(call, task, self.backend, self.backend_clock.now_ms())
+            mode = OnConflict.REPLACE
         message_id, envelope = self.build(call)
         outcomes, _ = write_bounded(
             self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
@@ -101,6 +105,11 @@ class Producer:
             batch.clear()
 
         for call in calls:
+            if self._debounced_task(call) is not None:
+                raise InvalidMessage(
+                    f"task {call.task!r} is debounced: enqueue its calls one at a time "
+                    "(delay(), enqueue()), each after reading the call before it"
+                )
             message_id, envelope = self.build(call, now_ms, now)
             report.ids.append(message_id)
             batch.append(envelope)
@@ -130,6 +139,10 @@ class Producer:
         if self.backend_clock.due():  # its read of the backend's clock, off the loop
             await asyncio.to_thread(self.backend_clock.now_ms)
         mode = conflict_mode(on_conflict)
+        if (task := self._debounced_task(call)) is not None:  # its read, off the loop
+            now_ms = self.backend_clock.now_ms()
+            call = await asyncio.to_thread(debounced, call, task, self.backend, now_ms)
+            mode = OnConflict.REPLACE
         message_id, envelope = self.build(call)
         outcomes, _ = await awrite_bounded(
             self.backend, [envelope], mode, block=block, timeout_s=self._block_s(block_timeout)
@@ -137,6 +150,11 @@ class Producer:
         if outcomes[0] is Outcome.REPLACED and call.trigger is not None:
             await asyncio.to_thread(self._replaced, call, envelope)
         return message_id
+
+    def _debounced_task(self, call: Call) -> TaskFunction[..., Any] | None:
+        """``call``'s task when it is debounced (``scheduler/producing/debounce.py``)."""
+        task = self._parts.builder.registry.tasks.get(call.task)
+        return task if task is not None and task.options.debounce is not None else None
 
     def _replaced(self, call: Call, envelope: Envelope) -> None:
         """Record in the schedule's action log that it was replaced (by whom: this

@@ -18,6 +18,7 @@ change between releases. The command line (``tickwork.cli``) and the dashboard
 from tickwork.scheduler.app import App
 from tickwork.scheduler.errors import InvalidMessage, TickworkError
 from tickwork.scheduler.hooks import Hook
+from tickwork.scheduler.model.debounce import Debounce
 from tickwork.scheduler.model.handles import RunStatus, TaskFailed, TaskHandle
 from tickwork.scheduler.model.limits import ConcurrencyLimit, RateLimit
 from tickwork.scheduler.model.retry import RetryPolicy
@@ -39,6 +40,7 @@ __all__ = [
     "Call",
     "ConcurrencyLimit",
     "Cron",
+    "Debounce",
     "Hook",
     "InvalidMessage",
     "Misfire",

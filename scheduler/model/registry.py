@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
 from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.debounce import Debounce
 from tickwork.scheduler.model.event_names import check_pattern
 from tickwork.scheduler.model.limits import (
     ConcurrencyLimit,
@@ -133,6 +134,9 @@ class TaskRegistry:
         signature = arguments.signature
         check_limit(task_name, signature, limited, limit_key)
         check_key_option(task_name, signature, "fair_key", fair_key)
+        debounce = _debounce(given.get("debounce"))
+        if debounce is not None and debounce.key is not None:
+            check_key_option(task_name, signature, "debounce key", debounce.key)
         options = TaskOptions(
             name=task_name,
             queue=check_queue(given.get("queue") or self.default_queue),
@@ -149,6 +153,7 @@ class TaskRegistry:
             result_retention=self.retention(task_name, given.get("keep_result")),
             history=given.get("history", False),
             expires=given.get("expires"),
+            debounce=debounce,
         )
         task = self.add(
             TaskFunction(self.producer, function, options, arguments, is_async=is_async)
@@ -258,6 +263,13 @@ def _check_runnable(function: Callable[..., Any], task_name: str) -> None:
             f"task {task_name!r} is a generator function: a worker would get an iterator "
             "back without running it; make it a plain or an async def function"
         )
+
+
+def _debounce(given: timedelta | Debounce | None) -> Debounce | None:
+    """A task's ``debounce=``: a period alone, or a whole ``Debounce``."""
+    if given is None or isinstance(given, Debounce):
+        return given
+    return Debounce(given)
 
 
 def _policy(given: TaskKeywords) -> RetryPolicy:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TypedDict
 
+from tickwork.scheduler.model.debounce import Debounce
 from tickwork.scheduler.model.limits import ConcurrencyLimit, LimitKey, RateLimit
 from tickwork.scheduler.model.retry import RetryPolicy
 
@@ -46,6 +47,9 @@ class TaskKeywords(TypedDict, total=False):
       recorded as expired.
     - ``on_events``: an event pattern (or several) whose events each run it once, the
       ``Event`` its one argument (``app.emit``).
+    - ``debounce``: a ``timedelta`` (or a ``Debounce`` with ``max``, ``key`` and
+      ``keep``): calls within that quiet period collapse into one run, with the last
+      call's arguments, due a period after the last call (at most ``max`` after the first).
     - ``aliases``: names the task was registered under before (it was renamed or moved to
       another module): messages stored under them run it.
     """
@@ -70,6 +74,7 @@ class TaskKeywords(TypedDict, total=False):
     expires: timedelta | None
     on_events: str | Sequence[str] | None
     aliases: Sequence[str]
+    debounce: timedelta | Debounce | None
 
 
 #: every option's name, in the order above
