@@ -41,7 +41,6 @@ OPTIONAL_STEPS: list[tuple[Any, str]] = [
     (GraphFanIn, "succeeded"),
     (GraphFanIn, "failed"),
     (failure_pause, "pause_if_failing"),  # pause_after_failures
-    (settler, "pause_if_failing"),
     (RateGate, "admit"),  # rate limits
     (LimitGate, "admit"),  # concurrency limits
     (LimitGate, "settled"),
