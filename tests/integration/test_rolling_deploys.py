@@ -85,7 +85,8 @@ def test_past_the_grace_it_is_poisoned_saying_how_long_it_waited(versions: Versi
     assert old.stats.deferred >= 1
     (why,) = versions.poisoned()
     assert why.startswith("no task named 'shop.new_report' is registered here (no worker")
-    assert "took it in 1." in why or "took it in 2." in why, why
+    waited = float(why.rsplit("took it in ", 1)[1].split(" s)")[0])
+    assert waited >= 1.0, why  # past the grace, however long the machine took
     assert versions.ran == []
 
 

@@ -39,7 +39,7 @@ LONG_MODULES: dict[str, str] = {
     "a delegation to the producer, the registry or a service, and it holds the services "
     "(app.schedules, app.queues, app.poison, app.batches, app.workers, app.audit). The "
     "task options' list, once written here, in TaskRegistry and on TaskClass, is now one "
-    "TypedDict (scheduler/model/task_keywords.py, 500 -> 461 lines); the backend's opening "
+    "TypedDict (scheduler/model/task_keywords.py, 500 -> 462 lines); the backend's opening "
     "stays because use_backend re-points the app's settings, clock and builder together; "
     "splitting the verbs would only move the signatures users read into a second class",
 }
