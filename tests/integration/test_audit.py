@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import http.cookiejar
 import json
-import subprocess
 import textwrap
 import urllib.error
 import urllib.request
@@ -18,7 +17,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.support.served import TOKEN, call_api, console_script, dashboard
+from tests.support.served import TOKEN, call_api, dashboard, run_tickwork
 from tickwork.api.security import CSRF_COOKIE
 from tickwork.scheduler.schedules.actions import default_actor
 
@@ -52,15 +51,7 @@ def served(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[str, Pat
 
 
 def _cli(cwd: Path, env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [console_script(), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_tickwork(cwd, env, *args)
     assert done.returncode == 0, (args, done.stderr)
     return done.stdout
 

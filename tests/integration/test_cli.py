@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.served import ROOT, run_tickwork
 from tickwork.cli import cli
 
 
@@ -268,63 +268,25 @@ def test_worker_burst_stats_and_poison(run) -> None:  # type: ignore[no-untyped-
 def test_the_real_console_script(
     sqlite_url: str, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    exe = shutil.which("tickwork", path=str(Path(__file__).resolve().parents[2] / ".venv" / "bin"))
-    assert exe is not None, "the console script is installed by make"
-    env = {**clean_env, "TICKWORK_BACKEND": sqlite_url}
-    done = subprocess.run([exe, "--help"], capture_output=True, text=True, env=env, check=False)
+    env = {**clean_env, "TICKWORK_BACKEND": sqlite_url, "PYTHONPATH": str(ROOT)}
+    done = run_tickwork(tmp_path, env, "--help")
     assert done.returncode == 0 and "worker" in done.stdout and "poison" in done.stdout
-    done = subprocess.run(
-        [
-            exe,
-            "enqueue",
-            "tests.support.cli_tasks.greet",
-            "-A",
-            "tests.support.cli_tasks",
-            "--args",
-            '["cli"]',
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-        check=False,
+    greet = ("-A", "tests.support.cli_tasks")
+    done = run_tickwork(
+        tmp_path, env, "enqueue", "tests.support.cli_tasks.greet", *greet, "--args", '["cli"]'
     )
     assert done.returncode == 0, done.stderr
-    done = subprocess.run(
-        [exe, "worker", "-A", "tests.support.cli_tasks", "--burst", "--log-level", "debug"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-        check=False,
-    )
+    done = run_tickwork(tmp_path, env, "worker", *greet, "--burst", "--log-level", "debug")
     assert done.returncode == 0 and "hello cli" in done.stdout
     assert "fire tests.support.cli_tasks.greet" in done.stderr and "scheduled=" in done.stderr
-    done = subprocess.run(
-        [exe, "--backend", "nosuch://x", "stats"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    done = run_tickwork(tmp_path, env, "--backend", "nosuch://x", "stats")
     assert (
         done.returncode == 2 and done.stderr.count("\n") == 1 and "unknown backend" in done.stderr
     )
-    done = subprocess.run(
-        [exe, "--backend", f"sqlite:///{tmp_path}/no/dir/x.db", "queues", "pause", "default"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    missing = f"sqlite:///{tmp_path}/no/dir/x.db"
+    done = run_tickwork(tmp_path, env, "--backend", missing, "queues", "pause", "default")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    done = subprocess.run(
-        [exe, "--backend", f"sqlite:///{tmp_path}/no/dir/x.db", "stats"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    done = run_tickwork(tmp_path, env, "--backend", missing, "stats")
     assert done.returncode == 1 and "no tickwork database at" in done.stderr
 
 

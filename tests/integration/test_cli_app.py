@@ -6,12 +6,12 @@ database file; "not found" says where the command looked."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.support.served import run_tickwork
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,21 +51,13 @@ def shop(tmp_path: Path, clean_env: dict[str, str]) -> tuple[Path, Path, dict[st
     return elsewhere, data_dir, env
 
 
-def _tickwork(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
-    assert exe is not None, "the console script is installed by make"
-    return subprocess.run(
-        [exe, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120, check=False
-    )
-
-
 def test_every_read_given_the_app_finds_what_it_wrote(
     shop: tuple[Path, Path, dict[str, str]],
 ) -> None:
     cwd, data_dir, env = shop
 
     def ok(*args: str) -> str:
-        done = _tickwork(cwd, env, *args)
+        done = run_tickwork(cwd, env, *args)
         assert done.returncode == 0, (args, done.stderr)
         return done.stdout
 
@@ -94,7 +86,7 @@ def test_every_read_given_the_app_finds_what_it_wrote(
 
     # the same through the environment, as a shell profile or a container would set it
     by_env = {**env, "TICKWORK_APP": "shop"}
-    done = _tickwork(cwd, by_env, "show", "--key", "hourly-restock", "--json")
+    done = run_tickwork(cwd, by_env, "show", "--key", "hourly-restock", "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["task"] == "shop.hourly"
     assert list(cwd.iterdir()) == [], "no command wrote a file where it ran"
 
@@ -104,22 +96,20 @@ def test_a_read_without_the_app_names_what_it_missed_and_creates_nothing(
 ) -> None:
     cwd, data_dir, env = shop
     for args in (("show", "--key", "tea"), ("schedules",), ("poison", "list"), ("stats",)):
-        done = _tickwork(cwd, env, *args)
+        done = run_tickwork(cwd, env, *args)
         assert done.returncode == 1, (args, done.stderr)
         assert done.stderr.count("\n") == 1, done.stderr
         assert f"no tickwork database at {cwd / 'tickwork.db'}" in done.stderr
         assert "-A/--app" in done.stderr
     assert list(cwd.iterdir()) == [], "a read created no database file"
 
-    assert (
-        _tickwork(cwd, env, "-A", "shop", "enqueue", "shop.restock", "--args", '["tea"]').returncode
-        == 0
-    )
-    done = _tickwork(cwd, env, "show", "-A", "shop", "--key", "nothing-here")
+    enqueued = run_tickwork(cwd, env, "-A", "shop", "enqueue", "shop.restock", "--args", '["tea"]')
+    assert enqueued.returncode == 0, enqueued.stderr
+    done = run_tickwork(cwd, env, "show", "-A", "shop", "--key", "nothing-here")
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert f"no message with key 'nothing-here' in {data_dir / 'shop.db'}" in done.stderr
-    done = _tickwork(cwd, env, "schedules", "pause", "nothing-here", "-A", "shop")
+    done = run_tickwork(cwd, env, "schedules", "pause", "nothing-here", "-A", "shop")
     assert done.returncode == 1 and str(data_dir / "shop.db") in done.stderr
 
-    done = _tickwork(cwd, env, "enqueue", "shop.restock")
+    done = run_tickwork(cwd, env, "enqueue", "shop.restock")
     assert done.returncode == 2 and "-A/--app MODULE" in done.stderr

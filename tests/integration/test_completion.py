@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.served import console_script
+from tests.support.served import console_script, run_tickwork
 
 
 def _complete(tmp_path: Path, env: dict[str, str], *words: str) -> list[str]:
@@ -45,13 +45,6 @@ def test_bash_completes_commands_and_options(tmp_path: Path, clean_env: dict[str
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
 def test_each_shell_gets_its_script(shell: str, tmp_path: Path, clean_env: dict[str, str]) -> None:
-    done = subprocess.run(
-        [console_script(), "completion", shell],
-        cwd=tmp_path,
-        env=clean_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = run_tickwork(tmp_path, clean_env, "completion", shell)
+    assert done.returncode == 0, done.stderr
     assert "_TICKWORK_COMPLETE" in done.stdout and f"{shell}_complete" in done.stdout

@@ -5,14 +5,13 @@ the same through Python, the command line and the API: a bad queue name or key i
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.support.served import call_api, dashboard
+from tests.support.served import call_api, dashboard, run_tickwork
 from tickwork.errors import InvalidMessage
 from tickwork.scheduler import App
 from tickwork.triggers import Exclusions
@@ -65,21 +64,11 @@ def test_python_refuses_bad_names_and_stores_nothing(sqlite_app: App) -> None:
 def test_the_command_line_refuses_them_and_stores_nothing(
     tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    exe = shutil.which("tickwork", path=str(ROOT / ".venv" / "bin"))
-    assert exe is not None
     url = f"sqlite:///{tmp_path / 'names.db'}"
     env = {**clean_env, "PYTHONPATH": str(ROOT)}
 
     def tickwork(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [exe, "--backend", url, *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=120,
-            check=False,
-        )
+        return run_tickwork(tmp_path, env, "--backend", url, *args)
 
     greet = ("enqueue", "tests.support.cli_tasks.greet", "-A", "tests.support.cli_tasks")
     for option, value, rule in (

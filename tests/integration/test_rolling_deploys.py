@@ -4,7 +4,6 @@ deploy: version 1 without the task, version 2 with it. On SQLite and Redis."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from tests.support.backends import backend_url
 from tests.support.helpers import running, wait_for
-from tests.support.served import console_script
+from tests.support.served import run_tickwork
 from tickwork import App, Repeating
 from tickwork.scheduler.schedules.ledger import RunOutcome
 
@@ -102,14 +101,8 @@ def test_a_schedules_ledger_records_the_deferral(
     assert history[0].outcome is RunOutcome.DEFERRED
     assert "no task named 'shop.new_report' is registered here" in (history[0].error or "")
     # the dead man's check says why the schedule is late, from another directory
-    done = subprocess.run(
-        [console_script(), "--backend", versions.url, "schedules", "check", "--max-late", "0s"],
-        cwd=tmp_path,
-        env=clean_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = run_tickwork(
+        tmp_path, clean_env, "--backend", versions.url, "schedules", "check", "--max-late", "0s"
     )
     assert done.returncode == 1, done.stderr
     assert "waiting for a worker that knows its task 'shop.new_report'" in done.stdout

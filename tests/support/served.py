@@ -27,6 +27,22 @@ def console_script() -> str:
     return exe
 
 
+def run_tickwork(
+    cwd: Path, env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``tickwork ARGS...`` through the installed console script, run from ``cwd`` as a
+    user runs it; its exit code and output (never raises on a failing exit)."""
+    return subprocess.run(
+        [console_script(), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @contextmanager
 def dashboard(module: str, cwd: Path, env: dict[str, str], *options: str) -> Iterator[str]:
     """``tickwork dashboard -A module --token TOKEN`` run from ``cwd``; its base URL."""
