@@ -241,13 +241,7 @@ class Consumer:
             self._settler.tickers.start_graph(claim, message)
             return None
         if message.task not in self._app.registry.tasks:
-            if self._config.unknown_task_grace_s > 0:
-                return message  # admission gives it back for a worker that knows its task
-            failure = Failure(
-                "unknown_task", "UnknownTask", f"no task named {message.task!r} is registered here"
-            )
-            self._settler.poison_now(claim, failure, message)
-            return None
+            return message  # admission defers or poisons it (admission/unknown_tasks.py)
         if is_ticker(message):  # overlap="allow": its occurrence runs as its own message
             self._settler.tickers.fire(claim, message)
             return None
