@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.servers import free_port, wait_for_port
+from tests.support.servers import free_port, installing, wait_for_port
 
 # -- Cassandra ------------------------------------------------------------------------------
 
@@ -158,8 +158,19 @@ _JVM_OPTIONS = [
 
 def ensure_cassandra_jars() -> Path:
     """Fetch cassandra-all and its dependencies from Maven Central once (cached)."""
-    if any(CASSANDRA_LIB.glob("cassandra-all-*.jar")):
+    if (CASSANDRA_LIB / _FETCHED).exists():
         return CASSANDRA_LIB
+    with installing("cassandra-jars"):
+        if not (CASSANDRA_LIB / _FETCHED).exists():
+            _fetch_cassandra_jars()
+    return CASSANDRA_LIB
+
+
+#: written once every jar is in place (another process may be copying them)
+_FETCHED = ".fetched"
+
+
+def _fetch_cassandra_jars() -> None:
     CASSANDRA_LIB.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [
@@ -178,7 +189,7 @@ def ensure_cassandra_jars() -> Path:
     )
     if done.returncode != 0 or not any(CASSANDRA_LIB.glob("cassandra-all-*.jar")):
         raise RuntimeError(f"mvn dependency:copy-dependencies failed: {done.stdout[-3000:]}")
-    return CASSANDRA_LIB
+    (CASSANDRA_LIB / _FETCHED).touch()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ servers instead. A server that cannot be started fails the tests; nothing is ski
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shutil
@@ -16,6 +17,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -37,11 +40,31 @@ def free_port(cluster_bus: bool = False) -> int:
     raise RuntimeError("no free loopback port found")
 
 
+@contextmanager
+def installing(what: str) -> Iterator[None]:
+    """Held while ``what`` is installed: the suite runs in several processes (pytest-xdist),
+    and two of them must not run apt-get or fetch the same jars at once. The caller checks
+    again under the lock whether another process installed it meanwhile."""
+    path = Path(tempfile.gettempdir()) / f"tickwork-tests-{what}.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def ensure_debian_packages(commands: list[str], packages: list[str]) -> None:
     """Install Debian ``packages`` with apt-get unless every one of ``commands`` is on
     the PATH already (a fresh machine has only what the project installs)."""
     if all(shutil.which(command) for command in commands):
         return
+    with installing("apt"):
+        if not all(shutil.which(command) for command in commands):
+            _apt_get_install(commands, packages)
+
+
+def _apt_get_install(commands: list[str], packages: list[str]) -> None:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for step in (
         ["apt-get", "update", "-qq"],
