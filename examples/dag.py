@@ -25,18 +25,17 @@ def extract(day: str) -> list[int]:
 
 
 @app.task
-def clean(parents: dict[str, list[int]]) -> list[int]:
-    return sorted(n for n in parents["extract"] if n > 1)
+def clean(rows: list[int]) -> list[int]:  # after "extract" alone: its result itself
+    return sorted(n for n in rows if n > 1)
 
 
 @app.task
-def stats(parents: dict[str, list[int]]) -> dict[str, float]:
-    rows = parents["extract"]
+def stats(rows: list[int]) -> dict[str, float]:
     return {"mean": sum(rows) / len(rows)}
 
 
 @app.task
-def report(parents: dict[str, object], currency: str) -> str:
+def report(parents: dict[str, object], currency: str) -> str:  # after two: a dict by name
     return f"{parents['clean']} with {parents['stats']} in {currency}"
 
 
@@ -51,15 +50,15 @@ def total(prices: list[int]) -> int:
 
 
 @app.task
-def load(parents: dict[str, object]) -> str:
+def load(rows: list[int]) -> str:
     if not warehouse_ready:
         raise ConnectionError("the warehouse is down")
     return "loaded"
 
 
 @app.task
-def announce(parents: dict[str, str]) -> str:
-    return f"the night's data is {parents['load']}"
+def announce(loaded: str) -> str:
+    return f"the night's data is {loaded}"
 
 
 def show(handle: str) -> None:

@@ -2,7 +2,9 @@
 
 ``graph({"fetch": fetch.si(url), "parse": after("fetch", parse.s()), ...})`` names each
 step; a step made with ``after(parents, call)`` starts once every parent succeeded, and
-if it was made with ``.s()`` it takes their results first, as a dict by parent name.
+if it was made with ``.s()`` it takes their results first: after one parent named alone
+(``after("fetch", ...)``), that parent's result, as a chain's step takes the step
+before it; after a list of parents, a dict by parent name.
 Chains, groups and batches that nest (a chain of groups, a group of chains, a batch whose
 member is a chain, a callback that is a group) are compiled into a graph as well
 (``compile_spec``): a step after a group takes the group's results as a list, in order,
@@ -50,12 +52,19 @@ class After:
 
     parents: tuple[str, ...]
     call: Call
+    #: its one parent was named alone (not in a list): made with ``.s()``, it takes that
+    #: parent's result itself rather than a dict by name
+    alone: bool = False
 
 
 def after(parents: str | Iterable[str], call: Call) -> After:
     """``call`` as a step of a graph that starts once every step named in ``parents``
-    succeeded; made with ``.s()``, it takes their results first, as a dict by name."""
-    names = (parents,) if isinstance(parents, str) else tuple(parents)
+    succeeded. Made with ``.s()``, it takes their results first: after one parent named
+    alone (``after("fetch", parse.s())``) that parent's result, as a chain's step; after a
+    list (``after(["a", "b"], merge.s())``) a dict by parent name."""
+    if isinstance(parents, str):
+        return After((parents,), call, alone=True)
+    names = tuple(parents)
     if not names:
         raise InvalidMessage(f"step {call.task}: after() needs at least one parent")
     return After(names, call)
@@ -119,7 +128,9 @@ def graph(
     nodes = []
     for name, step in steps.items():
         call, parents = (step.call, step.parents) if isinstance(step, After) else (step, ())
-        takes: Takes | None = "dict" if call.takes_result and parents else None
+        takes: Takes | None = None
+        if call.takes_result and parents:
+            takes = "value" if isinstance(step, After) and step.alone else "dict"
         nodes.append(GraphNode(name, call, parents, takes))
     return checked(Graph(tuple(nodes), failure, key, queue, trigger))
 

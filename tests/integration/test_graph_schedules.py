@@ -42,8 +42,8 @@ def test_each_occurrence_runs_the_graph_and_cancel_ends_it(app: App) -> None:
         return 1
 
     @app.task
-    def load(parents: dict[str, int]) -> None:
-        assert parents == {"extract": 1}
+    def load(extracted: int) -> None:
+        assert extracted == 1
         seen.add("load")
 
     every = Repeating(interval=timedelta(milliseconds=400))
