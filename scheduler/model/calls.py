@@ -113,6 +113,10 @@ class Call:
 class Producer(ResultReader, Protocol):
     """What a task enqueues through (an ``App``): tasks depend on this, not on ``App``."""
 
+    @property
+    def tasks(self) -> Mapping[str, Any]:  # its registered tasks by name
+        ...
+
     def enqueue(
         self,
         call: Any,  # a Call, or a workflow (a group, a batch, a graph)

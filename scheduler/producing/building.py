@@ -202,8 +202,9 @@ class MessageBuilder:
             if step.queue != queue:
                 raise InvalidMessage(
                     f"step {step.task} of a chain would run in queue {step.queue!r}, the "
-                    f"chain in {queue!r}: the steps of a chain run in one queue for now "
-                    f"(give the step queue={queue!r})"
+                    f"chain in {queue!r}: make the chain with chain(...) of the tasks' "
+                    ".s() and .si() calls (one that changes queue runs as a graph), or "
+                    f"give the step queue={queue!r}"
                 )
         return [step.model_dump(mode="json", exclude_defaults=True) for step in steps]
 

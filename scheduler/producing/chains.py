@@ -42,12 +42,15 @@ def chain(*calls: Call | Group | Batch | Sequenced) -> Sequenced: ...
 
 def chain(*calls: Call | Group | Batch | Sequenced) -> Call | Sequenced:
     """The first call, carrying the others as the steps after it. The first step keeps its
-    own options (``at``, ``delay``, ``queue``, ``priority``); a later step may only choose
-    its priority (every step runs in the first step's queue). The first step takes a
-    previous result (``.s()``) only as a batch's callback, which takes the batch's. A
-    chain nested in a chain is spliced in; a chain with a group or a batch in it runs as
-    a graph (``scheduler.workflows.graphs``), in which a step after a group takes the
-    group's results as a list."""
+    own options (``at``, ``delay``, ``queue``, ``priority``); a later step may choose its
+    priority and its queue. The first step takes a previous result (``.s()``) only as a
+    batch's callback, which takes the batch's. A chain nested in a chain is spliced in; a
+    chain with a group or a batch in it, or with steps in more than one queue, runs as a
+    graph (``scheduler.workflows.graphs``), in which a step after a group takes the
+    group's results as a list. (A chain of one queue is stored in its running step, its
+    next step written with the ack; on Redis Cluster another queue may be on another
+    shard, out of that atomic step's reach, so a chain that changes queue runs as a
+    graph, whose fan-in works across shards.)"""
     if not calls:
         raise InvalidMessage("a chain needs at least one step")
     if not all(isinstance(call, Call) for call in calls):
@@ -63,7 +66,18 @@ def chain(*calls: Call | Group | Batch | Sequenced) -> Call | Sequenced:
                 f"step {call.task} of a chain cannot have its own key, trigger or time: "
                 "it runs when the step before it succeeds"
             )
+    if len({queue for step in steps if (queue := _queue_of(step)) is not None}) > 1:
+        return Sequenced(tuple(steps))  # its steps change queue: it runs as a graph
     return first.options(then=tuple(rest))
+
+
+def _queue_of(call: Call) -> str | None:
+    """The queue ``call`` runs in: its own, else its task's default (when the app that
+    made it knows the task), else unknown (None)."""
+    if call.queue is not None or call.producer is None:
+        return call.queue
+    task = call.producer.tasks.get(call.task)
+    return None if task is None else str(task.options.queue)
 
 
 def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:

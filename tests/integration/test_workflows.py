@@ -24,6 +24,8 @@ from tickwork.scheduler import (
     RunStatus,
     chain,
 )
+from tickwork.scheduler.model.calls import Call
+from tickwork.scheduler.model.shapes import Sequenced
 from tickwork.scheduler.producing.chains import step_id
 from tickwork.triggers import Cron, Repeating
 
@@ -140,11 +142,41 @@ def test_bad_chains_are_one_clear_error_and_store_nothing(sqlite_app: App) -> No
         chain(one.si(1), two.s(2).options(key="k"))
     with pytest.raises(InvalidMessage, match="do not match its signature"):
         sqlite_app.enqueue(chain(one.si(1), two.s(2, 3)))
-    with pytest.raises(InvalidMessage, match="run in one queue"):
-        sqlite_app.enqueue(chain(one.si(1), two.s(2).options(queue="elsewhere")))
+    made_by_hand = Call(one.name, (1,), then=(two.s(2).options(queue="elsewhere"),))
+    with pytest.raises(InvalidMessage, match="one that changes queue runs as a graph"):
+        sqlite_app.enqueue(made_by_hand)
     with pytest.raises(InvalidMessage, match="invalid arguments for task"):
         sqlite_app.enqueue(chain(one.si(1), two.si("x", 2)))  # type: ignore[arg-type]
     assert sqlite_app.backend.queues.stats("default")[0].ready == 0, "nothing was stored"
+
+
+def test_a_chain_that_changes_queue_runs_as_a_graph_across_them(app: App) -> None:
+    """A later step in another queue (its own ``queue=`` or its task's) runs as a graph
+    does, each step taking the step before's result itself (issue 49, 9)."""
+    seen: list[tuple[str, int]] = []
+
+    @app.task
+    def fetch(n: int) -> int:
+        seen.append(("fetch", n))
+        return n
+
+    @app.task(queue="heavy")
+    def crunch(n: int) -> int:
+        seen.append(("crunch", n))
+        return n * 10
+
+    @app.task
+    def publish(n: int) -> int:
+        seen.append(("publish", n))
+        return n + 1
+
+    both = chain(fetch.si(2), crunch.s(), publish.s().options(queue="out"))
+    assert isinstance(both, Sequenced)  # it runs as a graph
+    handle = both.delay()
+    with running(app, queues=("default", "heavy", "out")):
+        results = handle.result(timeout=30)
+    assert seen == [("fetch", 2), ("crunch", 2), ("publish", 20)]
+    assert list(results.values()) == [2, 20, 21]
 
 
 def test_a_keyed_chain_is_read_and_cancelled_by_its_key(app: App) -> None:
