@@ -4,7 +4,6 @@ catch up), run one now, and a paused schedule read, replaced and cancelled by it
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -187,20 +186,27 @@ def test_a_paused_schedule_runs_nothing_across_worker_restarts(app: App) -> None
 
         runs.append(current_run().attempt)
 
+    @app.task
+    def sentinel(turn: int) -> None:
+        turns.append(turn)
+
+    turns: list[int] = []
     tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=200)), key="tick")
     config = WorkerConfig(poll_interval_s=0.05)
     worker = Worker(app, config)
     worker.start()
     wait_for(lambda: len(runs) >= 2)
     assert app.schedules.pause("tick")
-    time.sleep(0.5)  # a run claimed before the pause may still finish
     worker.stop()
-    assert worker.join(30)
+    assert worker.join(30)  # a run claimed before the pause has finished
     paused_runs = len(runs)
-    for _ in range(2):
+    for turn in range(2):
+        # each worker runs until a sentinel due after three occurrences ran: the queue is
+        # claimed in due order, so they would have run before it
+        sentinel.schedule(args=(turn,), delay=timedelta(seconds=0.6))
         worker = Worker(app, config)
         worker.start()
-        time.sleep(0.6)
+        wait_for(lambda: turn in turns)  # noqa: B023 (waited for in the same turn)
         worker.stop()
         assert worker.join(30)
     assert len(runs) == paused_runs, "nothing ran while paused"

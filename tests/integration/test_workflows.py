@@ -240,12 +240,20 @@ def test_a_recurring_chain_runs_whole_occurrences_that_never_overlap(app: App) -
         seen.append("third")
         time.sleep(0.4)  # longer than the interval: the next occurrence waits for it
 
+    @app.task
+    def sentinel() -> None:
+        sentinels.append(1)
+
+    sentinels: list[int] = []
     trigger = Repeating(interval=timedelta(milliseconds=200))
     app.enqueue(chain(first.si("x"), second.s(), third.s()).options(key="nightly", trigger=trigger))
     with running(app):
         wait_for(lambda: len(seen) >= 8, 30)
         assert app.cancel(key="nightly"), "cancelled while its last step runs"
-        time.sleep(0.8)  # the step running at the cancel finishes; nothing follows it
+        # the step running at the cancel finishes; nothing follows it: a sentinel due
+        # after four more occurrences would have been runs once they would have run
+        sentinel.schedule(delay=timedelta(seconds=0.8))
+        wait_for(lambda: sentinels == [1], 30)
     assert app.get(key="nightly") is None
     assert seen == [
         "first",
