@@ -334,21 +334,23 @@ def test_a_paused_queue_is_not_claimed_until_resumed(app: App) -> None:
         runs.add(n)
 
     @app.task(queue="other")
-    def elsewhere() -> None:
-        runs.add("other")
+    def elsewhere(n: int) -> None:
+        runs.add(f"other {n}")
 
     assert app.queues.pause() and app.queues.paused() == ["default"]
     job.delay(1)
     job.schedule(args=(2,), delay=timedelta(milliseconds=300))  # comes due while paused
-    elsewhere.delay()
+    elsewhere.delay(1)
+    # a sentinel in the other queue, due past the second's time: once it ran, the worker
+    # has polled both queues since the second came due
+    elsewhere.schedule(args=(2,), delay=timedelta(seconds=1))
     with running(app, queues=("default", "other")) as worker:
-        wait_for(lambda: len(runs) == 1)  # the other queue is not paused
-        time.sleep(1.0)  # several poll intervals, and past the due time of the second
-        assert runs.calls == [("other",)]
+        wait_for(lambda: len(runs) == 2)  # the other queue is not paused
+        assert runs.calls == [("other 1",), ("other 2",)]
         assert app.backend.queues.stats("default")[0].ready == 2
         assert app.queues.resume() and app.queues.paused() == []
-        wait_for(lambda: worker.stats.acked == 3)
-    assert sorted(map(str, runs.calls)) == ["('other',)", "(1,)", "(2,)"]
+        wait_for(lambda: worker.stats.acked == 4)
+    assert sorted(map(str, runs.calls)) == ["('other 1',)", "('other 2',)", "(1,)", "(2,)"]
 
 
 def test_pausing_a_running_worker_stops_its_claims_within_a_poll_interval(app: App) -> None:
@@ -358,18 +360,25 @@ def test_pausing_a_running_worker_stops_its_claims_within_a_poll_interval(app: A
     def job() -> None:
         runs.add(1)
 
+    @app.task(queue="other")
+    def sentinel() -> None:
+        runs.add("sentinel")
+
     job.delay()
-    with running(app, poll_interval_s=0.05) as worker:
+    with running(app, queues=("default", "other"), poll_interval_s=0.05) as worker:
         wait_for(lambda: len(runs) == 1)
-        assert worker.active_queues == ("default",)
+        assert worker.active_queues == ("default", "other")
         app.queues.pause()
-        wait_for(lambda: worker.active_queues == ())  # read once per poll interval
+        wait_for(lambda: worker.active_queues == ("other",))  # read once per poll interval
         job.delay()
-        time.sleep(0.5)  # several poll intervals in which nothing may be claimed
-        assert len(runs) == 1 and worker.stats.acked == 1
+        # several poll intervals in which nothing of the paused queue may be claimed,
+        # ended by a sentinel in the other queue
+        sentinel.schedule(delay=timedelta(milliseconds=500))
+        wait_for(lambda: worker.stats.acked == 2)
+        assert runs.calls == [(1,), ("sentinel",)]
         app.queues.resume()
-        wait_for(lambda: worker.active_queues == ("default",))
-        wait_for(lambda: len(runs) == 2)
+        wait_for(lambda: worker.active_queues == ("default", "other"))
+        wait_for(lambda: len(runs) == 3)
 
 
 def test_pausing_a_queue_nobody_knows_is_one_clear_error(app: App) -> None:
