@@ -36,6 +36,11 @@ def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
         with lock:
             running_now[0] -= 1
 
+    @app.task
+    def sentinel() -> None:
+        ended.set()
+
+    ended = threading.Event()
     trigger = Repeating(interval=EVERY, overlap=Overlap.ALLOW)
     assert "overlap allow" in trigger.describe()
     slow.schedule(trigger=trigger, key="slow")
@@ -51,7 +56,10 @@ def test_occurrences_start_on_time_while_earlier_ones_run(app: App) -> None:
             if (m.envelope.key or "").startswith("slow/run/") and m.state is not State.RUNNING
         ]
         cancelled_at = time.monotonic()
-        time.sleep(1.5)
+        # a sentinel due after several more occurrences would have been: once it ran,
+        # they would have started (the queue is claimed in due order)
+        sentinel.schedule(delay=timedelta(seconds=1.5))
+        assert ended.wait(60)
     assert most[0] >= 3, "each occurrence started while earlier ones still ran"
     after = [s for s in starts if s > cancelled_at]
     # ... and so does the run of an occurrence whose ticker was firing as the cancel came
