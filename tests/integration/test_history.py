@@ -172,16 +172,18 @@ def test_history_keep_bounds_a_ledger_and_zero_turns_it_off(pair_app: App) -> No
     url = app.settings.backend
     bounded = App(settings=Settings.load(backend=url, history_keep=3))
     off = App(settings=Settings.load(backend=url, history_keep=0))
+    ran: list[int] = []
     try:
         for each, key in ((bounded, "kept"), (off, "off")):
+            ran.clear()
 
             @each.task(name="tests.history.noop")
             def noop() -> None:
-                pass
+                ran.append(1)
 
             noop.schedule(trigger=Repeating(interval=timedelta(milliseconds=100)), key=key)
             with running(each):
-                time.sleep(1.5)
+                wait_for(lambda: len(ran) >= 6)
             each.cancel(key=key)
         assert len(bounded.schedules.history("kept")) == 3, "read: the newest history_keep"
         assert app.schedules.history("kept", limit=3) == bounded.schedules.history("kept")
