@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit suite django6 faults bench bench-peers bench-peers-postgres clean
+.PHONY: demo test lint typecheck unit suite django6 test-stress faults bench bench-peers bench-peers-postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ django6: $(STAMP) $(DJANGO6)/.installed
 	$(DJANGO6)/bin/pytest -q -p no:cacheprovider $(DJANGO_TESTS)
 
 test: lint typecheck suite django6
+
+# the integration tests with two CPU hogs beside them: a test must not need the machine
+# to itself (run it twice before you stop when you touch timing)
+test-stress: $(STAMP) $(NODE_PRODUCERS)
+	$(BIN)/python -m tests.stress --hogs 2 -- $(BIN)/pytest -q -p no:cacheprovider tests/integration
 
 FAULTS_OUT := bench/results/faults.jsonl
 

@@ -1,10 +1,15 @@
 """The thread pool's tuning on real threads (``workers/pools/thread_tuning.py``): fast handlers
 keeping the core busy leave fewer threads taking work; handlers that then block bring
 them all back (eight handlers meeting at a barrier of eight all start); with
-``adaptive`` off every thread always takes work; shutdown stops parked threads too."""
+``adaptive`` off every thread always takes work; shutdown stops parked threads too.
+
+Whether the process keeps a core busy is the machine's to say (on a loaded machine it
+never gets 0.9 of one): the tests that need it play it (``busy_core``); the tuner's
+decisions on given measurements are unit tests (``tests/unit/test_thread_tuning.py``)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +19,7 @@ import pytest
 from tests.support.helpers import wait_for
 from tickwork.scheduler import App
 from tickwork.scheduler.runs.context import RunInfo
+from tickwork.workers.pools import thread_tuning
 from tickwork.workers.pools.execution import HandlerResult, Verdict
 from tickwork.workers.pools.thread_pool import ThreadPool
 from tickwork.workers.pools.thread_tuning import FLOOR, WINDOW_S
@@ -29,6 +35,20 @@ class Results:
     def __call__(self, item: int, result: HandlerResult) -> None:
         with self.lock:
             self.done[item] = result
+
+
+@pytest.fixture
+def busy_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's CPU time reads as its wall time: a whole core busy, however loaded
+    the machine is."""
+    monkeypatch.setattr(thread_tuning, "cpu_time", time.monotonic)
+
+
+def _limits_logged(caplog: pytest.LogCaptureFixture) -> list[int]:
+    """Each number of threads taking work the pool logged, in order."""
+    prefix = "handler threads taking work: "
+    found = [r.getMessage() for r in caplog.records]
+    return [int(m.removeprefix(prefix).split()[0]) for m in found if m.startswith(prefix)]
 
 
 @pytest.fixture
@@ -63,12 +83,17 @@ def _fewest_taking_work(pool: ThreadPool[int], results: Results, until: int) -> 
     return fewest
 
 
-def test_fast_handlers_leave_fewer_threads_then_blocked_ones_bring_all_back(app: App) -> None:
+@pytest.mark.usefixtures("busy_core")
+def test_fast_handlers_leave_fewer_threads_then_blocked_ones_bring_all_back(
+    app: App, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="tickwork.worker")
     results = Results()
     pool: ThreadPool[int] = ThreadPool(app, 8, results)
     try:
         _submit(pool, "spin", range(3000), 0.0005)  # 1.5 s of work, every run fast
-        assert _fewest_taking_work(pool, results, 3000) < 8
+        wait_for(lambda: len(results.done) == 3000, 60)
+        assert min(_limits_logged(caplog), default=8) < 8, "fewer threads took work"
         fewer = pool.taking_work
         _submit(pool, "meet", range(3000, 3008))  # needs all eight at once
         wait_for(lambda: len(results.done) == 3008, 20)
@@ -88,6 +113,7 @@ def test_with_adaptive_off_every_thread_takes_work(app: App) -> None:
         pool.shutdown(wait=True)
 
 
+@pytest.mark.usefixtures("busy_core")
 def test_shutdown_stops_parked_threads_and_gives_back_what_did_not_start(app: App) -> None:
     """Parked threads take their stop at once, even while the core stays busy (here a
     thread spinning beside the pool: nothing in the windows would bring them back)."""

@@ -49,6 +49,12 @@ KEEP_SHARE = 0.9
 HOLD_WINDOWS = 50
 
 
+def cpu_time() -> float:
+    """The process's CPU time (s): what ``ThreadGate`` measures a window's CPU share by
+    (tests replace it to play a process that keeps a core busy on any machine)."""
+    return time.process_time()
+
+
 @dataclass(frozen=True)
 class Window:
     """What one window saw: work waiting for a thread at its end, the process's CPU
@@ -111,7 +117,7 @@ class ThreadGate:
         self._started_at = [0.0] * size  # per thread: when its run started (0: none)
         self._finished = 0  # runs finished since the window started
         self._window_at = time.monotonic()
-        self._cpu_at = time.process_time()
+        self._cpu_at = cpu_time()
 
     def wait_turn(self, index: int) -> None:
         """Return when thread ``index`` may take work (at once while it is below the
@@ -147,7 +153,7 @@ class ThreadGate:
             return
         try:
             elapsed = now - self._window_at
-            cpu = time.process_time()
+            cpu = cpu_time()
             running = [at for at in self._started_at if at]
             window = Window(
                 backlog=self._backlog(),
