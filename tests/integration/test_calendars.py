@@ -95,6 +95,12 @@ def test_a_worker_plans_with_the_calendar_as_it_changes(
         with lock:
             runs.append(1)
 
+    @app.task
+    def sentinel() -> None:
+        with lock:
+            ended.append(1)
+
+    ended: list[int] = []
     app.schedules.calendars.put("maintenance", Exclusions())
     every = Repeating(interval=timedelta(milliseconds=200), calendar="maintenance")
     tick.schedule(trigger=every, key="tick")
@@ -105,9 +111,13 @@ def test_a_worker_plans_with_the_calendar_as_it_changes(
         days = (today, today + timedelta(days=1))
         app.schedules.calendars.put("maintenance", Exclusions(dates=days), note="upgrade")
         wait_for(lambda: _next_day(app, "tick") > days[-1], timeout_s=20)
-    settled = len(runs)
+        settled = len(runs)  # the run whose ack moved the schedule has ended
+        # no run in the window: a sentinel due after three more occurrences would have
+        # been runs once they would have run (the queue is claimed in due order)
+        sentinel.schedule(delay=timedelta(milliseconds=600))
+        wait_for(lambda: ended == [1], timeout_s=20)
+        assert len(runs) == settled
     assert _next_day(app, "tick") == today + timedelta(days=2)
-    assert len(runs) == settled
 
 
 def _next_day(app: App, key: str) -> date:
