@@ -97,14 +97,18 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         job = _call(f"{base}/orders", {"customer": "ada", "cents": 1250})["job"]
         print("POST /orders ->", job)
-        for _ in range(200):
-            status = _call(f"{base}/orders/{job}")
-            if status["status"] == "succeeded":
-                break
+        deadline = time.monotonic() + 30
+        status = _call(f"{base}/orders/{job}")
+        while status["status"] != "succeeded" and time.monotonic() < deadline:
             time.sleep(0.05)
+            status = _call(f"{base}/orders/{job}")
         print(f"GET /orders/{job} ->", status)
+        if status["status"] != "succeeded":
+            raise SystemExit(f"the order's job did not succeed: {status}")
         page = _call(f"{base}/ops/tickwork/", None, **{"x-api-key": API_KEY})
         print("dashboard for operators:", "Queues" in page)
+        if "Queues" not in page:
+            raise SystemExit("the operators' dashboard did not answer")
     finally:
         worker.stop()
         worker.join(10)

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.backends import backend_url
+from tickwork import App
+from tickwork.scheduler import Message
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(
@@ -17,6 +19,15 @@ EXAMPLES = sorted(
     if p.stem not in ("__init__", "demo") and not p.stem.startswith("test_")
 )
 APP_OF = {"spark_invoices": "examples.billing.tasks"}  # examples whose app lives elsewhere
+#: examples whose worker poisons a message on purpose (to show a replay, a retry rule...)
+POISONS_ON_PURPOSE = {
+    "abort": {"examples.abort.export"},  # aborted mid-run: recorded as failed for good
+    "dashboard": {"examples.dashboard.charge"},  # a refused payment for the poison page
+    "results": {"examples.results.charge"},  # a closed account: TaskFailed shown
+    "retries_poison": {"examples.retries_poison.fragile"},  # retried, then poisoned
+    "time_limits": {"examples.time_limits.stuck_report"},  # past its hard limit
+    "workflows": {"examples.workflows.thumbnail"},  # a corrupt photo in a batch
+}
 #: examples that need a PostgreSQL server
 ON_POSTGRES = {"postgres_orders", "postgres_sqlalchemy", "postgres_django"}
 
@@ -58,6 +69,12 @@ def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> N
         check=False,
     )
     assert worker.returncode == 0, worker.stderr
+    # and what it ran ended as the example means it to: nothing poisoned but what the
+    # example poisons on purpose
+    with App(url) as app:
+        poisoned = {Message.decode(r.envelope.body).task for r in app.backend.poison.list()}
+    expected = POISONS_ON_PURPOSE.get(name, set())
+    assert poisoned == expected, (poisoned, worker.stderr[-3000:])
 
 
 def test_the_example_tests_pass_with_the_plugin_alone(clean_env: dict[str, str]) -> None:
