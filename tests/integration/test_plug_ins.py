@@ -13,15 +13,18 @@ import pytest
 from tests.support.helpers import running, wait_for
 from tests.support.keep_failures import KeepFailures
 from tests.support.quarantine import Quarantine, Quarantined
-from tickwork.scheduler import App, ConfigurationError, RetryPolicy
+from tickwork.scheduler import App, ConfigurationError, Message, RetryPolicy
+from tickwork.scheduler.backends import Claim
 from tickwork.scheduler.model.handles import RunStatus
 from tickwork.workers import Worker, WorkerConfig
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.boot import BOOT_STEPS
+from tickwork.workers.intake.special import SPECIAL_MESSAGES, OverlapTicker
 from tickwork.workers.settling.followers import AFTER_POISON
 from tickwork.workers.settling.outcomes import OUTCOMES, Failed
 from tickwork.workers.settling.plan import Settled
 from tickwork.workers.settling.riders import RIDERS
+from tickwork.workers.settling.settler import Settler
 
 
 @pytest.fixture
@@ -142,3 +145,39 @@ def test_a_made_up_follower_is_told_of_each_written_poison(sqlite_app: App) -> N
     finally:
         undo()
     assert noted.ids == [failed]
+
+
+class _Tombstone:
+    """Made up: a message with the header ``tombstone`` is dropped at intake, unrun."""
+
+    needs_task = False
+
+    def __init__(self) -> None:
+        self.dropped: list[str] = []
+
+    def matches(self, message: Message) -> bool:
+        return "tombstone" in message.headers
+
+    def take(self, claim: Claim, message: Message, settler: Settler) -> None:
+        self.dropped.append(message.id)
+        settler.close_window(claim)  # acked with nothing after it, its permit given back
+
+
+def test_a_made_up_special_message_is_settled_at_intake_and_never_runs(app: App) -> None:
+    tombstones = _Tombstone()
+    undo = SPECIAL_MESSAGES.add(tombstones, before=OverlapTicker)
+    ran: list[int] = []
+    try:
+
+        @app.task
+        def work(n: int) -> None:
+            ran.append(n)
+
+        dropped = app.enqueue(work.call(1).options(headers={"tombstone": "yes"}))
+        work.delay(2)
+        with running(app) as worker:
+            wait_for(lambda: ran == [2] and app.get(id=dropped) is None)
+            assert worker.stats.poisoned == 0
+    finally:
+        undo()
+    assert tombstones.dropped == [dropped] and ran == [2]

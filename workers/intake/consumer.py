@@ -18,12 +18,11 @@ from collections.abc import Callable
 
 from tickwork.scheduler import BackendError, DecodeError
 from tickwork.scheduler.backends import Claim, Failure
-from tickwork.scheduler.model.message import Message, is_unique_window
-from tickwork.scheduler.schedules.overlap import is_ticker
-from tickwork.scheduler.workflows.graph_schedules import is_graph_schedule
+from tickwork.scheduler.model.message import Message
 from tickwork.workers.admission.admission import Admission
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work
+from tickwork.workers.intake.special import SPECIAL_MESSAGES
 from tickwork.workers.intake.timer import Timer
 from tickwork.workers.settling.settler import Settler
 
@@ -44,7 +43,6 @@ class Consumer:
         submit: Callable[[list[Work]], None],
         stop: Callable[[], None],
     ) -> None:
-        self._app = context.app
         self._limits = admission.limits  # whose slots claims may take
         self._slots = admission.limits.capacities
         self._metrics = context.counting  # None: nothing counts, no call per claim
@@ -54,6 +52,8 @@ class Consumer:
         self._holdings = context.holdings
         self._timer = timer
         self._settler = settler
+        self._specials = tuple(SPECIAL_MESSAGES)
+        self._tasks = context.app.registry.tasks  # the registry's own dict: aliases too
         self._counters = context.counters
         self._now_ms = context.now_ms
         self._submit = submit
@@ -225,7 +225,7 @@ class Consumer:
 
     def _runnable(self, claim: Claim) -> Message | None:
         """The message of a claim that may run; None for one settled here at once (it
-        can never run, or is a unique window's end, or a schedule's ticker)."""
+        can never run, or is a special message: ``intake/special.py``)."""
         if claim.malformed is not None:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", claim.malformed))
             return None
@@ -234,17 +234,12 @@ class Consumer:
         except DecodeError as err:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
             return None
-        if is_unique_window(message):  # a unique_for window ended: free the key, run nothing
-            self._settler.close_window(claim)
-            return None
-        if is_graph_schedule(message):  # a scheduled graph: its occurrence starts a run of it
-            self._settler.tickers.start_graph(claim, message)
-            return None
-        if message.task not in self._app.registry.tasks:
-            return message  # admission defers or poisons it (admission/unknown_tasks.py)
-        if is_ticker(message):  # overlap="allow": its occurrence runs as its own message
-            self._settler.tickers.fire(claim, message)
-            return None
+        for special in self._specials:  # settled here, not run: intake/special.py
+            if special.matches(message):
+                if special.needs_task and message.task not in self._tasks:
+                    return message  # admission defers or poisons it
+                special.take(claim, message, self._settler)
+                return None
         return message
 
     def _flush_counters(self) -> None:
