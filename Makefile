@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_DB := $(CURDIR)/.demo/tickwork.db
 
-.PHONY: demo test lint typecheck unit suite django6 test-stress faults bench bench-peers bench-peers-postgres clean
+.PHONY: demo test lint typecheck docs-site docs unit suite django6 test-stress faults bench bench-peers bench-peers-postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# the docs site (mkdocs-material; the API reference from the docstrings by mkdocstrings),
+# built in strict mode: a broken link, anchor or reference fails the build
+docs-site: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --quiet
+
+docs: $(STAMP)  # the docs site served at http://127.0.0.1:8000, rebuilt as pages change
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 unit: $(STAMP)  # the fast tests only: no server, a few seconds
 	$(BIN)/pytest -q tests/unit
@@ -56,7 +64,7 @@ $(DJANGO6)/.installed: pyproject.toml
 django6: $(STAMP) $(DJANGO6)/.installed
 	$(DJANGO6)/bin/pytest -q -p no:cacheprovider $(DJANGO_TESTS)
 
-test: lint typecheck suite django6
+test: lint typecheck docs-site suite django6
 
 # the integration tests with two CPU hogs beside them: a test must not need the machine
 # to itself (run it twice before you stop when you touch timing)
