@@ -41,8 +41,7 @@ def _error(answer: Any, status: int, code: str) -> str:
     return str(body["error"]["message"])
 
 
-def test_messages_are_enqueued_read_and_cancelled(pair_app: App) -> None:
-    app = pair_app
+def test_messages_are_enqueued_read_and_cancelled(app: App) -> None:
 
     @app.task(keep_result=True)
     def add(a: int, b: int) -> int:
@@ -83,8 +82,7 @@ def test_messages_are_enqueued_read_and_cancelled(pair_app: App) -> None:
     _error(api.get("/api/v1/messages"), 422, "invalid")
 
 
-def test_schedules_are_steered_with_the_api_as_the_actor(pair_app: App) -> None:
-    app = pair_app
+def test_schedules_are_steered_with_the_api_as_the_actor(app: App) -> None:
 
     @app.task
     def report() -> None: ...
@@ -124,8 +122,7 @@ def test_schedules_are_steered_with_the_api_as_the_actor(pair_app: App) -> None:
     _error(api.get("/api/v1/schedules/report/history", params={"limit": "x"}), 422, "invalid")
 
 
-def test_poison_queues_workers_and_events(pair_app: App) -> None:
-    app = pair_app
+def test_poison_queues_workers_and_events(app: App) -> None:
     seen: list[Any] = []
 
     @app.task(retry=RetryPolicy(retries=0))
@@ -160,8 +157,7 @@ def test_poison_queues_workers_and_events(pair_app: App) -> None:
     assert queue["paused"] and queue["ready"] == 1
 
 
-def test_the_guard_and_the_media_type(pair_app: App) -> None:
-    app = pair_app
+def test_the_guard_and_the_media_type(app: App) -> None:
 
     @app.task
     def noop() -> None: ...

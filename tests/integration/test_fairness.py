@@ -15,7 +15,7 @@ from tickwork.scheduler import App, ConfigurationError, InvalidMessage
 from tickwork.workers import Worker
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis", "redis-cluster"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis", "redis-cluster"])
 def test_a_flooding_customer_does_not_hold_back_the_others(backend: str, tmp_path: Path) -> None:
     app = App(backend_url(backend, tmp_path))
     ran: list[str] = []

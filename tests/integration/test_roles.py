@@ -61,8 +61,7 @@ def _post(client: TestClient, who: str, path: str) -> Any:
 
 
 @pytest.fixture
-def setup(sqlite_app: App, tmp_path: Path) -> tuple[App, TestClient, Users]:
-    app = sqlite_app
+def setup(app: App, tmp_path: Path) -> tuple[App, TestClient, Users]:
 
     @app.task
     def report() -> None: ...
