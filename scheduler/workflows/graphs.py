@@ -20,6 +20,14 @@ step. The graph itself has a record too (``GraphDescription``, under the graph's
 where every step counts its success, or its failure for good, so the graph's state reads
 in one place and a replayed failure lifts the stop.
 
+Trigger rules (``after(..., rule=)``): a step runs once every parent has settled and
+``"all_succeeded"`` (the default) every one succeeded; ``"all_done"`` whatever they did (a
+``finally``); ``"any_failed"`` at least one failed for good (a failure handler; when none
+failed it does not run and is counted done; no step may come after one yet). A step with
+another rule than the default made with ``.s()`` takes the parents' outcome (a
+``BatchOutcome``: results, failures), as a batch's callbacks do. Such steps run even in a
+graph stopped by a failure.
+
 Failure rules: ``failure="stop"`` (the default): once a step failed for good, no step of
 the graph that has not started starts, until the failed step is replayed from the poison
 queue (``app.poison.replay``) and succeeds, and the graph resumes where it stood.
@@ -41,6 +49,13 @@ from tickwork.scheduler.model.tasks import Call
 from tickwork.triggers import Trigger
 
 FailureRule = Literal["stop", "continue"]
+TriggerRule = Literal["all_succeeded", "all_done", "any_failed"]
+#: each trigger rule as the fan-in stores it (a batch callback's ``when``)
+_WHEN: dict[str, When] = {
+    "all_succeeded": "success",
+    "all_done": "complete",
+    "any_failed": "failure",
+}
 Takes = Literal["dict", "value", "list", "outcome"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -55,19 +70,29 @@ class After:
     #: its one parent was named alone (not in a list): made with ``.s()``, it takes that
     #: parent's result itself rather than a dict by name
     alone: bool = False
+    when: When = "success"  # its trigger rule, as stored
 
 
-def after(parents: str | Iterable[str], call: Call) -> After:
+def after(
+    parents: str | Iterable[str], call: Call, *, rule: TriggerRule = "all_succeeded"
+) -> After:
     """``call`` as a step of a graph that starts once every step named in ``parents``
-    succeeded. Made with ``.s()``, it takes their results first: after one parent named
-    alone (``after("fetch", parse.s())``) that parent's result, as a chain's step; after a
-    list (``after(["a", "b"], merge.s())``) a dict by parent name."""
+    has settled and, by ``rule``, all succeeded (the default), whatever they did
+    (``"all_done"``), or one failed for good (``"any_failed"``). Made with ``.s()``, it
+    takes their results first: after one parent named alone (``after("fetch",
+    parse.s())``) that parent's result, as a chain's step; after a list (``after(["a",
+    "b"], merge.s())``) a dict by parent name; with another rule, their outcome (a
+    ``BatchOutcome``)."""
+    if rule not in _WHEN:
+        raise InvalidMessage(
+            f"step {call.task}: rule must be one of {', '.join(_WHEN)}, not {rule!r}"
+        )
     if isinstance(parents, str):
-        return After((parents,), call, alone=True)
+        return After((parents,), call, alone=True, when=_WHEN[rule])
     names = tuple(parents)
     if not names:
         raise InvalidMessage(f"step {call.task}: after() needs at least one parent")
-    return After(names, call)
+    return After(names, call, when=_WHEN[rule])
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +153,14 @@ def graph(
     nodes = []
     for name, step in steps.items():
         call, parents = (step.call, step.parents) if isinstance(step, After) else (step, ())
+        when: When = step.when if isinstance(step, After) else "success"
         takes: Takes | None = None
         if call.takes_result and parents:
-            takes = "value" if isinstance(step, After) and step.alone else "dict"
-        nodes.append(GraphNode(name, call, parents, takes))
+            if when != "success":
+                takes = "outcome"
+            else:
+                takes = "value" if isinstance(step, After) and step.alone else "dict"
+        nodes.append(GraphNode(name, call, parents, takes, when))
     return checked(Graph(tuple(nodes), failure, key, queue, trigger))
 
 
@@ -146,6 +175,14 @@ def checked(spec: Graph) -> Graph:
     for node in spec.nodes:
         _check_node(node, names)
     _check_acyclic(spec.nodes)
+    handlers = {node.name for node in spec.nodes if node.when == "failure"}
+    for node in spec.nodes:
+        if handled := handlers.intersection(node.parents):
+            raise InvalidMessage(
+                f"step {node.name} comes after {sorted(handled)[0]}, which runs only if a "
+                "parent failed (rule='any_failed'): no step may come after such a step yet "
+                "(make it rule='all_done', or give the steps to the handler's task)"
+            )
     return spec
 
 

@@ -1,0 +1,121 @@
+"""Trigger rules in graphs (issue 51, 3): a step after ``rule="all_done"`` runs once its
+parents settled whatever they did, one after ``rule="any_failed"`` only when one failed
+for good (otherwise it is counted done and the graph completes); both take the parents'
+outcome; the default step after a failed parent never runs. On every backend, with each
+graph's final states."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from tests.support.helpers import running, wait_for
+from tickwork.errors import InvalidMessage
+from tickwork.scheduler import App, RetryPolicy, after, graph
+from tickwork.scheduler.workflows.graph_view import GraphHandle
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, Any] = {}
+
+    def add(self, name: str, value: Any = None) -> None:
+        with self.lock:
+            self.runs[name] = value
+
+
+def _tasks(app: App, seen: Seen) -> dict[str, Any]:
+    @app.task(retry=RetryPolicy(retries=0))
+    def load(part: str, ok: bool) -> str:
+        seen.add(f"load {part}")
+        if not ok:
+            raise ConnectionError(f"part {part} is unreachable")
+        return part
+
+    @app.task
+    def cleanup(outcome: dict[str, Any]) -> None:
+        seen.add("cleanup", (outcome["succeeded"], outcome["failed"]))
+
+    @app.task
+    def alert(outcome: dict[str, Any]) -> None:
+        seen.add("alert", [f["error"] for f in outcome["failures"]])
+
+    @app.task
+    def report(parts: dict[str, str]) -> None:
+        seen.add("report", parts)
+
+    @app.task
+    def archive() -> None:
+        seen.add("archive")
+
+    return {"load": load, "cleanup": cleanup, "alert": alert, "report": report, "archive": archive}
+
+
+def _steps(tasks: dict[str, Any], b_ok: bool) -> dict[str, Any]:
+    load, both = tasks["load"], ["a", "b"]
+    return {
+        "a": load.si("a", True),
+        "b": load.si("b", b_ok),
+        "cleanup": after(both, tasks["cleanup"].s(), rule="all_done"),
+        "alert": after(both, tasks["alert"].s(), rule="any_failed"),
+        "report": after(both, tasks["report"].s()),
+        "archive": after("cleanup", tasks["archive"].si()),
+    }
+
+
+def _states(handle: GraphHandle) -> dict[str, str]:
+    return {step.name: step.state for step in handle.status().steps}
+
+
+def test_a_failure_runs_the_finally_and_the_failure_handler_not_the_rest(app: App) -> None:
+    seen = Seen()
+    tasks = _tasks(app, seen)
+    # "continue": a step after the handler runs too (a stopped graph holds the default
+    # steps, not the rules' own)
+    handle = app.enqueue(graph(_steps(tasks, b_ok=False), failure="continue"))
+    assert isinstance(handle, GraphHandle)
+    with running(app, concurrency=4):
+        wait_for(lambda: "cleanup" in seen.runs and "archive" in seen.runs, timeout_s=30)
+        wait_for(lambda: _states(handle)["archive"] == "succeeded", timeout_s=30)
+    assert seen.runs["cleanup"] == (1, 1)  # one parent succeeded, one failed
+    assert seen.runs["alert"] == ["part b is unreachable"]
+    assert "report" not in seen.runs
+    assert _states(handle) == {
+        "a": "succeeded",
+        "b": "failed",
+        "cleanup": "succeeded",
+        "alert": "succeeded",
+        "report": "waiting",
+        "archive": "succeeded",
+    }
+    assert handle.status().state == "running"  # report waits for b's replay
+
+
+def test_without_a_failure_the_handler_is_passed_and_the_graph_completes(app: App) -> None:
+    seen = Seen()
+    tasks = _tasks(app, seen)
+    handle = app.enqueue(graph(_steps(tasks, b_ok=True)))
+    assert isinstance(handle, GraphHandle)
+    with running(app, concurrency=4):
+        results = handle.results(timeout=30)
+    assert seen.runs["cleanup"] == (2, 0)
+    assert seen.runs["report"] == {"a": "a", "b": "b"}
+    assert "alert" not in seen.runs and "archive" in seen.runs
+    assert results["report"] is None and results["alert"] is None
+    states = _states(handle)
+    assert states["alert"] in ("succeeded", "cancelled"), states  # passed: counted done
+    assert handle.status().state == "succeeded"
+
+
+def test_an_unknown_rule_is_one_clear_error(sqlite_app: App) -> None:
+    @sqlite_app.task
+    def step() -> None: ...
+
+    with pytest.raises(InvalidMessage, match="rule must be one of all_succeeded, all_done"):
+        after("a", step.si(), rule="sometimes")  # type: ignore[arg-type]
+    handler = after("a", step.si(), rule="any_failed")
+    with pytest.raises(InvalidMessage, match="step c comes after b, which runs only if"):
+        graph({"a": step.si(), "b": handler, "c": after("b", step.si())})
