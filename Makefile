@@ -43,12 +43,13 @@ $(NODE_PRODUCERS): examples/node/package-lock.json  # the Node.js producers' pac
 	cd examples/node && npm ci --silent --no-audit --no-fund
 	touch $@
 
-# the suite runs in $(JOBS) processes (pytest-xdist), each starting the servers it needs:
-# most tests wait on servers and workers, so two processes use the two cores they share
+# the suite runs in $(JOBS) processes (pytest-xdist), each starting the servers it needs
+# (the Cassandra and Spark tests in one of them: tests/conftest.py): most tests wait on
+# servers and workers, so two processes use the two cores they share
 JOBS ?= 2
 
 suite: $(STAMP) $(NODE_PRODUCERS)  # every test: unit, contract, integration, faults (starts real servers)
-	$(BIN)/pytest -q -n $(JOBS) --durations=25
+	$(BIN)/pytest -q -n $(JOBS) --dist loadgroup --durations=25
 
 # the Django tests again on Django 6, whose tasks framework is built in (Python 3.12)
 # (python3.12 on the PATH, else pyenv's newest 3.12)

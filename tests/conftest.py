@@ -15,6 +15,19 @@ if str(ROOT) not in sys.path:
 
 from tests.support.backends import BACKEND_NAMES, BackendHarness, Servers, make_harness  # noqa: E402
 
+#: tests on a heavy server run in one process of the suite's (pytest-xdist's
+#: ``--dist loadgroup``), so that one Cassandra node and one Spark session serve them all
+#: instead of one per process: both are JVMs of gigabytes on a machine of two cores
+_HEAVY = ("cassandra", "spark")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for server in _HEAVY:
+            if server in item.nodeid.lower():
+                item.add_marker(pytest.mark.xdist_group(server))
+                break
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_servers() -> Iterator[None]:
