@@ -248,7 +248,7 @@ def test_a_recurring_chain_runs_whole_occurrences_that_never_overlap(app: App) -
     trigger = Repeating(interval=timedelta(milliseconds=200))
     app.enqueue(chain(first.si("x"), second.s(), third.s()).options(key="nightly", trigger=trigger))
     with running(app):
-        wait_for(lambda: len(seen) >= 8, 30)
+        wait_for(lambda: len(seen) >= 8, 90)
         assert app.cancel(key="nightly"), "cancelled while its last step runs"
         # the step running at the cancel finishes; nothing follows it: a sentinel due
         # after four more occurrences would have been runs once they would have run
