@@ -49,7 +49,8 @@ def test_a_made_up_outcome_and_rider_settle_runs_on_every_backend(app: App, plug
     corrupt = ingest.schedule(["corrupt"], key="file-corrupt")
     flaky = ingest.schedule(["flaky"], key="file-flaky")
     with running(app) as worker:
-        wait_for(lambda: len(app.poison.list()) == 2, timeout_s=30)
+        # the stats count a poison after its write: wait for both
+        wait_for(lambda: len(app.poison.list()) == 2 and worker.stats.poisoned == 2, 30)
         stats = worker.stats
     assert attempts.count("corrupt") == 1, "quarantined at once: no retry"
     assert attempts.count("flaky") == 4, "a run the outcome does not claim: retried"

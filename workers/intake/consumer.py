@@ -234,6 +234,8 @@ class Consumer:
         except DecodeError as err:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
             return None
+        if message.trigger is None and not message.headers:
+            return message  # a plain message is asked of no special kind (the fast path)
         for special in self._specials:  # settled here, not run: intake/special.py
             if special.matches(message):
                 if special.needs_task and message.task not in self._tasks:

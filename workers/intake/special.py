@@ -3,7 +3,9 @@ consumer asks, in order, about each claim it decoded. A unique window that came 
 frees its key; a scheduled graph's occurrence starts a run of the graph; an occurrence
 of a schedule whose runs are messages of their own (an overlap policy but ``serial``)
 enqueues its run. A new kind is a class in a module of its own and a line adding it to
-``SPECIAL_MESSAGES``; the consumer reads the list when it is made.
+``SPECIAL_MESSAGES``; the consumer reads the list when it is made. A special message
+carries a trigger or a header: a message with neither is asked of no kind (the fast
+path of a plain message).
 
 A special message whose ``needs_task`` is set is taken only by a worker that knows its
 task: elsewhere it goes on to admission, which gives it back for a worker that does
