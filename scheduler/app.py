@@ -176,6 +176,11 @@ class App:
         hidden = self.registry.builtins | self.registry.aliases.keys()
         return {name: task for name, task in self.registry.tasks.items() if name not in hidden}
 
+    def task_queue(self, name: str) -> str | None:
+        """The default queue of the task registered as ``name`` (None: not registered)."""
+        task = self.registry.tasks.get(name)
+        return None if task is None else task.options.queue
+
     @property
     def periodics(self) -> list[Periodic]:
         """Schedules declared with ``@app.periodic``."""
@@ -435,7 +440,8 @@ class App:
             return preview(trigger, count, to_datetime(self.clock.now_ms()))
         found = self.get(key=what, queue=queue)
         if found is None or found.message.trigger is None:
-            raise ScheduleNotFound(f"no schedule holds the key {what!r}")
+            where = queue or self.settings.default_queue
+            raise ScheduleNotFound(f"no schedule holds the key {what!r} in queue {where!r}")
         return upcoming(found.message, count, self.schedules.calendars.resolve)
 
     # -- results -----------------------------------------------------------------------

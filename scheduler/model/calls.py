@@ -113,8 +113,8 @@ class Call:
 class Producer(ResultReader, Protocol):
     """What a task enqueues through (an ``App``): tasks depend on this, not on ``App``."""
 
-    @property
-    def tasks(self) -> Mapping[str, Any]:  # its registered tasks by name
+    def task_queue(self, name: str) -> str | None:
+        """The default queue of the task registered as ``name`` (None: not registered)."""
         ...
 
     def enqueue(

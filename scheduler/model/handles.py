@@ -25,6 +25,8 @@ class ResultReader(Protocol):
 
     def result(self, id: str) -> TaskInfo: ...
 
+    def get(self, *, id: str) -> object | None: ...  # the stored message, if any
+
     def cancel(
         self, *, id: str | None = None, key: str | None = None, queue: str | None = None
     ) -> bool: ...
@@ -203,12 +205,18 @@ class ChainHandle(TaskHandle):
     def info(self) -> TaskInfo:
         """The step the chain is at (waiting, running or failed), read now, earlier steps
         first (a step's ack writes the next one in the same atomic step, so a live chain
-        is always seen at one of them); the last step's once the others are done."""
+        is always seen at one of them; a step whose result is kept, which is written just
+        before the ack, is running until its message is gone); the last step's once the
+        others are done."""
         last = self._steps - 1
         for index in range(last):
-            info = self._app.result(occurrence_id(str(self), index))
+            step = occurrence_id(str(self), index)
+            info = self._app.result(step)
             if info.status in _AT_STEP:
                 return info
+            if info.status is RunStatus.SUCCEEDED and self._app.get(id=step) is not None:
+                # its result is written before its ack, which writes the next step
+                return info.model_copy(update={"status": RunStatus.RUNNING})
         return self._app.result(occurrence_id(str(self), last))
 
     def cancel(self) -> bool:

@@ -76,8 +76,7 @@ def _queue_of(call: Call) -> str | None:
     made it knows the task), else unknown (None)."""
     if call.queue is not None or call.producer is None:
         return call.queue
-    task = call.producer.tasks.get(call.task)
-    return None if task is None else str(task.options.queue)
+    return call.producer.task_queue(call.task)
 
 
 def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:

@@ -18,9 +18,10 @@ import pytest
 from tests.support.backends import backend_url
 from tests.support.helpers import running
 from tickwork import App, after, batch, chain, graph, group
-from tickwork.errors import InvalidMessage, TaskFailed, TickworkError
-from tickwork.scheduler.model.handles import ChainHandle
+from tickwork.errors import InvalidMessage, ResultTimeout, TaskFailed, TickworkError
+from tickwork.scheduler.model.handles import ChainHandle, RunStatus
 from tickwork.scheduler.model.tasks import Call
+from tickwork.scheduler.runs.results import succeeded_record
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -71,6 +72,21 @@ def test_a_chain_delayed_gives_its_last_steps_value(canvas: App) -> None:
         stopped = chain(t.add.si(1, 1), t.broken.s(), t.double.s()).delay()
         with pytest.raises(TickworkError, match="stopped before its last step"):
             stopped.result(timeout=30)
+
+
+def test_a_chain_between_a_steps_result_and_its_ack_is_still_at_that_step(canvas: App) -> None:
+    """The settler writes a kept result just before the ack that writes the next step: a
+    handle read between the two sees the chain running at the step, not stopped."""
+    t = _tasks(canvas)
+    handle = chain(t.add.si(1, 2), t.double.s()).delay()
+    first = handle.step(0).id
+    canvas.backend.results.put([(first, succeeded_record(b"3", 1, 1), 60_000)])
+    assert canvas.get(id=first) is not None  # not acked: the next step is not written yet
+    assert handle.info().status is RunStatus.RUNNING
+    with pytest.raises(ResultTimeout):  # not "stopped before its last step"
+        handle.result(timeout=0.3)
+    with running(canvas):
+        assert handle.result(timeout=30) == 6
 
 
 def test_a_single_call_delayed_and_applied(canvas: App) -> None:

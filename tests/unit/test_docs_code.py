@@ -4,9 +4,8 @@ through ``app`` (``app.schedules.pause``...) exists on an ``App``, and every ``t
 ...`` command line shown names commands and options the CLI has. A renamed API or
 command then fails the build, not the user.
 
-What this does not do yet: run each block (most are fragments that use the guide's
-``app`` and tasks; the examples/ they point to run in ``tests/integration/
-test_examples.py``)."""
+The blocks also run, in each page's order (``tests/integration/test_docs_run.py``);
+a block marked a fragment (``tests/support/doc_blocks.py``) says why it does not."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ import click
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.doc_blocks import all_blocks
 from tickwork import App
 from tickwork.cli import cli
 
@@ -30,16 +30,12 @@ _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _COMMAND = re.compile(r"^(?:\$ )?(?:[A-Z_]+=\S+ )*(tickwork .*)$")
 
 
-def _blocks(language: str) -> Iterator[tuple[str, str]]:
-    for page in PAGES:
-        text = page.read_text()
-        for match in _BLOCK.finditer(text):
-            if match.group(1) == language:
-                line = text.count("\n", 0, match.start()) + 1
-                yield f"{page.relative_to(ROOT)}:{line}", match.group(2)
+PYTHON = [(block.where, block.source) for block in all_blocks()]
 
 
-PYTHON = list(_blocks("python"))
+def test_a_block_not_run_says_why() -> None:
+    unexplained = [block.where for block in all_blocks() if block.fragment == ""]
+    assert unexplained == [], "<!-- fragment: REASON -->"
 
 
 @pytest.mark.parametrize(("where", "source"), PYTHON, ids=[w for w, _ in PYTHON])

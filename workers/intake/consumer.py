@@ -22,7 +22,7 @@ from tickwork.scheduler.model.message import Message
 from tickwork.workers.admission.admission import Admission
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work
-from tickwork.workers.intake.special import SPECIAL_MESSAGES
+from tickwork.workers.intake.special import SPECIAL_MESSAGES, may_be_special
 from tickwork.workers.intake.timer import Timer
 from tickwork.workers.settling.settler import Settler
 
@@ -234,8 +234,8 @@ class Consumer:
         except DecodeError as err:
             self._settler.poison_now(claim, Failure("undecodable", "DecodeError", str(err)))
             return None
-        if message.trigger is None and not message.headers:
-            return message  # a plain message is asked of no special kind (the fast path)
+        if not may_be_special(message):
+            return message  # the fast path of a plain message
         for special in self._specials:  # settled here, not run: intake/special.py
             if special.matches(message):
                 if special.needs_task and message.task not in self._tasks:

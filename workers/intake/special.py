@@ -75,6 +75,12 @@ class OverlapTicker:
         settler.tickers.fire(claim, message)
 
 
+def may_be_special(message: Message) -> bool:
+    """Whether any kind may claim ``message``: a special message carries a trigger or a
+    header, so one with neither (a plain run) is asked of no kind."""
+    return message.trigger is not None or bool(message.headers)
+
+
 #: the kinds of special message, asked in order
 SPECIAL_MESSAGES: Registered[SpecialMessage] = Registered(
     UniqueWindowEnd(), GraphOccurrence(), OverlapTicker()
