@@ -1,8 +1,8 @@
 """A graph step by step, as ``tickwork workflow show`` and the dashboard draw it: each
-step's state (succeeded, failed, running, due, waiting for its parents, cancelled), its
-attempts, timing, result or error, and the steps it comes after. Read from the graph's
-record (``scheduler.workflows.graph_records``) and, for each step not settled, its
-stored message."""
+step's state (succeeded, skipped, failed, running, due, waiting for its parents,
+cancelled), its attempts, timing, result or error, and the steps it comes after. Read
+from the graph's record (``scheduler.workflows.graph_records``) and, for each step not
+settled, its stored message."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def graph_view(backend: Backend, graph_id: str, again: bool = True) -> WorkflowV
     description, record = found
     cancelled = CANCELLED in record.outcomes
     steps: list[StepView] = []
-    counts = {"succeeded": 0, "failed": 0}
+    counts = {"succeeded": 0, "skipped": 0, "failed": 0}
     for index, step in enumerate(description.steps):
         succeeded = record.outcomes.get(2 * index)
         failed = record.outcomes.get(2 * index + 1)
@@ -45,9 +45,12 @@ def graph_view(backend: Backend, graph_id: str, again: bool = True) -> WorkflowV
         view = StepView(name=step.name, id=step.id, task=step.task, state="", after=step.parents)
         if settled is not None:
             outcome = ResultRecord.decode(settled)
+            # a step skipped (trigger rules) is counted done without an attempt
+            done = "succeeded" if outcome.attempt else "skipped"
+            state = "failed" if succeeded is None else done
             view = view.model_copy(
                 update={
-                    "state": "succeeded" if succeeded is not None else "failed",
+                    "state": state,
                     "attempt": outcome.attempt or None,
                     "at": to_datetime(outcome.at_ms) if outcome.at_ms else None,
                     "value": outcome.value,
@@ -75,8 +78,8 @@ def graph_view(backend: Backend, graph_id: str, again: bool = True) -> WorkflowV
                 view = view.model_copy(update={"state": "cancelled" if cancelled else "gone"})
         steps.append(view)
     size = len(description.steps)
-    pending = size - counts["succeeded"] - counts["failed"]
-    if counts["succeeded"] == size:
+    pending = size - sum(counts.values())
+    if counts["succeeded"] + counts["skipped"] == size:
         state = "succeeded"
     elif cancelled:
         state = "cancelled"
@@ -84,8 +87,9 @@ def graph_view(backend: Backend, graph_id: str, again: bool = True) -> WorkflowV
         state = "stopped"
     else:
         state = "running"
+    skipped = f"{counts['skipped']} skipped, " if counts["skipped"] else ""
     summary = (
-        f"{size} steps: {counts['succeeded']} succeeded, {counts['failed']} failed, "
+        f"{size} steps: {counts['succeeded']} succeeded, {skipped}{counts['failed']} failed, "
         f"{pending} pending (on failure: {description.failure})"
     )
     return WorkflowView(id=graph_id, kind="graph", state=state, summary=summary, steps=steps)

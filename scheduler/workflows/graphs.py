@@ -22,8 +22,10 @@ in one place and a replayed failure lifts the stop.
 
 Trigger rules (``after(..., rule=)``): a step runs once every parent has settled and
 ``"all_succeeded"`` (the default) every one succeeded; ``"all_done"`` whatever they did (a
-``finally``); ``"any_failed"`` at least one failed for good (a failure handler; when none
-failed it does not run and is counted done; no step may come after one yet). A step with
+``finally``); ``"any_failed"`` at least one failed for good (a failure handler). A failure
+handler none of whose parents failed is skipped: not run, counted done; as in Airflow, a
+step after a skipped step is skipped too unless its rule is ``"all_done"``, which counts
+the skipped parent as done (its result ``None``). A step with
 another rule than the default made with ``.s()`` takes the parents' outcome (a
 ``BatchOutcome``: results, failures), as a batch's callbacks do. Such steps run even in a
 graph stopped by a failure.
@@ -175,14 +177,6 @@ def checked(spec: Graph) -> Graph:
     for node in spec.nodes:
         _check_node(node, names)
     _check_acyclic(spec.nodes)
-    handlers = {node.name for node in spec.nodes if node.when == "failure"}
-    for node in spec.nodes:
-        if handled := handlers.intersection(node.parents):
-            raise InvalidMessage(
-                f"step {node.name} comes after {sorted(handled)[0]}, which runs only if a "
-                "parent failed (rule='any_failed'): no step may come after such a step yet "
-                "(make it rule='all_done', or give the steps to the handler's task)"
-            )
     return spec
 
 

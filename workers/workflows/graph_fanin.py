@@ -127,10 +127,11 @@ class GraphFanIn:
         if graph is not None and node.stop and 2 * node.index + 1 in graph.outcomes:
             wake += self._resumed(node, graph)  # this step had failed: the graph resumes
         if drop:
-            dropped = self._dropped(node, drop, now)
-            if dropped is None:
+            skipped = self._skipped(node, drop, now)
+            if skipped is None:
                 return False
-            settled, failed = dropped
+            (settled, failed), woken = skipped
+            wake += woken
         if wake and not self._wake(wake):
             return False
         if settled - failed >= node.size:
@@ -161,19 +162,46 @@ class GraphFanIn:
         self._nudge()
         return True
 
-    def _dropped(self, node: Node, drop: list[Edge], now: int) -> tuple[int, int] | None:
-        """Delete the failure callbacks that will not run (every parent succeeded) and
-        count them as done in the graph's record; the graph's counts after, or None."""
-        delete = self._backend.messages.delete
-        for edge in drop:
-            if self._with_retries(partial(delete, edge.id, edge.queue)) is None:
-                return None
+    def _skipped(
+        self, node: Node, skip: list[Edge], now: int
+    ) -> tuple[tuple[int, int], list[tuple[str, str]]] | None:
+        """Skip the steps in ``skip`` (failure handlers whose parents all succeeded) and,
+        as Airflow does, what comes after them: a step after a skipped one is skipped too
+        unless its rule is ``all_done``, which counts the skipped parent as done (and may
+        be woken). Each skipped step is deleted and counted done (attempt 0) in the
+        graph's record and in its children's fan-ins. The graph's counts after and the
+        steps to wake, or None if a write could not be made (a forced stop)."""
         done = succeeded_record(b"null", 0, now)
-        outcomes = [
-            MemberOutcome(node.graph, 2 * e.step, False, done, node.expires_ms) for e in drop
-        ]
-        counts = self._with_retries(lambda: self._backend.batches.settle(outcomes))
-        return None if counts is None else max(counts)
+        counts: tuple[int, int] = (0, 0)
+        wake: list[tuple[str, str]] = []
+        while skip:
+            edge = skip.pop()
+            stored = self._with_retries(partial(self._backend.messages.get, edge.id, edge.queue))
+            if stored is None:
+                continue  # gone already (skipped through another parent)
+            step = Message.decode(stored.envelope.body).node
+            children = [] if step is None else step.children
+            if (
+                self._with_retries(partial(self._backend.messages.delete, edge.id, edge.queue))
+                is None
+            ):
+                return None
+            outcomes = [MemberOutcome(node.graph, 2 * edge.step, False, done, node.expires_ms)]
+            outcomes += [_counted(child, False, done, node) for child in children]
+            settled = self._with_retries(partial(self._backend.batches.settle, outcomes))
+            if settled is None:
+                return None
+            counts = max(counts, settled[0])
+            for child, (count, failed) in zip(children, settled[1:], strict=True):
+                if child.when == "success":
+                    skip.append(child)  # a parent skipped: it can never run
+                elif count < child.size:
+                    continue  # its other parents settle it
+                elif child.when == "failure" and not failed:
+                    skip.append(child)
+                else:
+                    wake.append((child.id, child.queue))
+        return counts, wake
 
     def _resumed(self, node: Node, graph: BatchRecord) -> list[tuple[str, str]]:
         """Every step of a graph that resumes that is parked and whose parents all
