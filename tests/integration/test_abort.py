@@ -53,16 +53,17 @@ def test_a_pending_message_is_cancelled_and_never_runs(sqlite_app: App) -> None:
     runs: list[int] = []
 
     @sqlite_app.task
-    def later() -> None:
-        runs.append(1)
+    def later(n: int) -> None:
+        runs.append(n)
 
-    message_id = later.schedule(delay=timedelta(seconds=0.5))
+    message_id = later.schedule((1,), delay=timedelta(seconds=0.3))
     assert sqlite_app.abort(id=message_id) is AbortResult.CANCELLED
     assert sqlite_app.abort(id=message_id) is AbortResult.NOT_FOUND
     assert sqlite_app.abort(key="nothing") is AbortResult.NOT_FOUND
-    with running(sqlite_app, burst=True):
-        time.sleep(1.0)
-    assert runs == []
+    later.schedule((2,), delay=timedelta(seconds=0.6))  # a sentinel, due after it
+    with running(sqlite_app):
+        wait_for(lambda: runs == [2])
+    assert runs == [2]
 
 
 @pytest.mark.parametrize("continue_chain", [True, False])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import queue as queues
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -29,11 +28,19 @@ def app(tmp_path: Path) -> Iterator[App]:
     application.close()
 
 
+def _listeners(app: App) -> int:
+    """The server's sessions whose last statement was a ``LISTEN``."""
+    store = app.backend.store  # type: ignore[attr-defined]
+    sql = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"
+    return int(store.write(lambda db: db.execute(sql).fetchone()[0]))
+
+
 def _woken(app: App, watched: list[str]) -> tuple[queues.Queue[str], Callable[[], None]]:
     heard: queues.Queue[str] = queues.Queue()
+    before = _listeners(app)
     stop = app.backend.listen(watched, heard.put)
     assert stop is not None
-    time.sleep(0.3)  # the listener's LISTEN has reached the server
+    wait_for(lambda: _listeners(app) > before)  # its LISTEN has reached the server
     return heard, stop
 
 

@@ -201,6 +201,10 @@ def test_a_keyed_chain_is_read_and_cancelled_by_its_key(app: App) -> None:
     def finish(n: int) -> None:
         ran.append("finish")
 
+    @app.task
+    def sentinel() -> None:
+        ran.append("sentinel")
+
     app.enqueue(chain(start.si(1), slow.s(), finish.s()).options(key="etl"))
     stored = app.get(key="etl")
     assert stored is not None and stored.message.task == start.name
@@ -212,8 +216,11 @@ def test_a_keyed_chain_is_read_and_cancelled_by_its_key(app: App) -> None:
         assert live is not None and live.message.task == slow.name, "the key moved on"
         assert app.cancel(key="etl")
         release.set()
-        time.sleep(0.5)
-    assert ran == ["start", "slow"], "the cancelled chain stopped at its running step"
+        # due after the step "finish" would have been written: the queue is claimed in
+        # due order, and the worker joined after it finished whatever it had claimed
+        sentinel.schedule(delay=timedelta(milliseconds=300))
+        wait_for(lambda: "sentinel" in ran)
+    assert ran == ["start", "slow", "sentinel"], "the cancelled chain stopped at its step"
     assert app.get(key="etl") is None
 
 
