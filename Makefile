@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_DB := $(CURDIR)/.demo/tickwork.db
+DEMO_DIR ?= $(CURDIR)/.demo
+DEMO_SECONDS ?= 16
 
 .PHONY: demo test lint typecheck docs-site docs unit suite django6 test-stress faults bench bench-peers bench-peers-postgres clean
 
@@ -13,11 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --config-settings editable_mode=compat -e '.[dev,redis,postgres,spark,cassandra,holidays,otel,dashboard,encryption]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	rm -rf .demo && mkdir -p .demo
-	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/python -m examples.demo --seconds 16
-	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork schedules
-	TICKWORK_BACKEND=sqlite:///$(DEMO_DB) $(BIN)/tickwork stats
+demo: $(STAMP)  # DEMO_SECONDS=16, DEMO_DIR=.demo (its database)
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DIR)/tickwork.db $(BIN)/python -m examples.demo --seconds $(DEMO_SECONDS)
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DIR)/tickwork.db $(BIN)/tickwork schedules
+	TICKWORK_BACKEND=sqlite:///$(DEMO_DIR)/tickwork.db $(BIN)/tickwork stats
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
