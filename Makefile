@@ -56,11 +56,11 @@ suite: $(STAMP) $(NODE_PRODUCERS)  # every test: unit, contract, integration, fa
 # (python3.12 on the PATH, else pyenv's newest 3.12)
 PYTHON312 ?= $(or $(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null),$(shell PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep '^3\.12' | tail -1) python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null),python3.12)
 DJANGO6 := .venv-django6
-DJANGO_TESTS := tests/integration/test_django_tasks.py tests/integration/test_django_project.py tests/integration/test_django_dashboard.py
+DJANGO_TESTS := tests/integration/test_django_tasks.py tests/integration/test_django_project.py tests/integration/test_django_dashboard.py tests/integration/test_django_site.py
 
-$(DJANGO6)/.installed: pyproject.toml
+$(DJANGO6)/.installed: pyproject.toml Makefile
 	$(PYTHON312) -m venv $(DJANGO6)
-	$(DJANGO6)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[redis,postgres,dashboard]' "django>=6,<7" "pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "httpx2>=2.0"
+	$(DJANGO6)/bin/pip install --quiet --config-settings editable_mode=compat -e '.[redis,postgres,dashboard]' "django>=6,<7" "pytest>=8" "pytest-timeout>=2.3" "pytest-asyncio>=0.24" "httpx2>=2.0" "selenium>=4.20"
 	touch $@
 
 django6: $(STAMP) $(DJANGO6)/.installed
