@@ -58,6 +58,11 @@ class Membership(BaseModel):
     expires_ms: int
 
 
+#: when a graph's step runs (its trigger rule, as stored): every parent succeeded, all
+#: settled, one failed for good, or none failed (each succeeded or was skipped)
+StepRule = Literal["success", "complete", "failure", "none_failed"]
+
+
 class Callback(BaseModel):
     """A batch's callback: which batch, when it fires (every member succeeded, all
     settled, or some failed) and whether it takes the batch's outcome first."""
@@ -80,8 +85,8 @@ class Edge(BaseModel):
     step: int  # the child's index in the graph
     index: int  # this node's place among the child's parents
     size: int  # how many parents the child has
-    #: when the child runs: every parent succeeded, all settled, or one failed for good
-    when: Literal["success", "complete", "failure"] = "success"
+    #: when the child runs (``StepRule``)
+    when: StepRule = "success"
 
 
 class Node(BaseModel):
@@ -101,7 +106,7 @@ class Node(BaseModel):
     takes: Literal["dict", "value", "list", "outcome"] | None = None
     children: list[Edge] = Field(default_factory=list)
     stop: bool = True  # a failure for good stops the graph until it is replayed
-    #: when it runs: its parents succeeded, or (a batch's callback in a graph) settled,
-    #: or one failed for good; a step that handles a failure runs in a stopped graph
-    when: Literal["success", "complete", "failure"] = "success"
+    #: when it runs (``StepRule``; a batch's callback in a graph: its ``when``); a step
+    #: that handles a failure runs in a stopped graph
+    when: StepRule = "success"
     expires_ms: int

@@ -23,7 +23,7 @@ from tickwork.scheduler.errors import DecodeError
 from tickwork.scheduler.ids import keyed_chain_id, new_chain_id
 from tickwork.scheduler.model.headers import LAST_RUN
 from tickwork.scheduler.model.message import PAUSED_DUE, Message
-from tickwork.scheduler.model.places import Edge, Node
+from tickwork.scheduler.model.places import Edge, Node, StepRule
 from tickwork.scheduler.producing.building import MessageBuilder
 from tickwork.scheduler.runs.results import failed_record
 from tickwork.scheduler.workflows.graphs import FailureRule, Graph
@@ -47,7 +47,7 @@ class GraphStep(BaseModel):
     queue: str
     task: str
     parents: list[str] = []
-    when: Literal["success", "complete", "failure"] = "success"
+    when: StepRule = "success"
 
 
 class GraphDescription(BaseModel):

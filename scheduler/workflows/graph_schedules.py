@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -25,6 +25,7 @@ from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.ids import keyed_chain_id
 from tickwork.scheduler.model.headers import LAST_RUN
 from tickwork.scheduler.model.message import Message
+from tickwork.scheduler.model.places import StepRule
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.planning import plan
 from tickwork.scheduler.workflows.graph_records import GRAPH_TASK
@@ -47,7 +48,7 @@ class StoredStep(BaseModel):
     expires_s: float | None = None
     parents: list[str] = []
     takes: Takes | None = None
-    when: Literal["success", "complete", "failure"] = "success"
+    when: StepRule = "success"
 
 
 class StoredGraph(BaseModel):

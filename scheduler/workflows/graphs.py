@@ -22,13 +22,14 @@ in one place and a replayed failure lifts the stop.
 
 Trigger rules (``after(..., rule=)``): a step runs once every parent has settled and
 ``"all_succeeded"`` (the default) every one succeeded; ``"all_done"`` whatever they did (a
-``finally``); ``"any_failed"`` at least one failed for good (a failure handler). A failure
-handler none of whose parents failed is skipped: not run, counted done; as in Airflow, a
-step after a skipped step is skipped too unless its rule is ``"all_done"``, which counts
-the skipped parent as done (its result ``None``). A step with
-another rule than the default made with ``.s()`` takes the parents' outcome (a
-``BatchOutcome``: results, failures), as a batch's callbacks do. Such steps run even in a
-graph stopped by a failure.
+``finally``); ``"any_failed"`` at least one failed for good (a failure handler);
+``"none_failed"`` each succeeded or was skipped (the join after a branch that may be
+skipped). A failure handler none of whose parents failed is skipped: not run, counted
+done; as in Airflow, a step after a skipped step is skipped too unless its rule is
+``"all_done"`` or ``"none_failed"``, which count the skipped parent as done (its result
+``None``). A step with ``"all_done"`` or ``"any_failed"`` made with ``.s()`` takes the
+parents' outcome (a ``BatchOutcome``: results, failures), as a batch's callbacks do;
+such steps run even in a graph stopped by a failure.
 
 Failure rules: ``failure="stop"`` (the default): once a step failed for good, no step of
 the graph that has not started starts, until the failed step is replayed from the poison
@@ -46,18 +47,22 @@ from typing import Literal
 
 from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.model.handles import WorkflowHandle
+from tickwork.scheduler.model.places import StepRule
 from tickwork.scheduler.model.shapes import Batch, Group, Sequenced, When, enqueue_workflow
 from tickwork.scheduler.model.tasks import Call
 from tickwork.triggers import Trigger
 
 FailureRule = Literal["stop", "continue"]
-TriggerRule = Literal["all_succeeded", "all_done", "any_failed"]
-#: each trigger rule as the fan-in stores it (a batch callback's ``when``)
-_WHEN: dict[str, When] = {
+TriggerRule = Literal["all_succeeded", "all_done", "any_failed", "none_failed"]
+#: each trigger rule as the fan-in stores it
+_WHEN: dict[str, StepRule] = {
     "all_succeeded": "success",
     "all_done": "complete",
     "any_failed": "failure",
+    "none_failed": "none_failed",
 }
+#: the rules whose steps take their parents' outcome (made with ``.s()``)
+_TAKE_OUTCOME = frozenset({"complete", "failure"})
 Takes = Literal["dict", "value", "list", "outcome"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -72,7 +77,7 @@ class After:
     #: its one parent was named alone (not in a list): made with ``.s()``, it takes that
     #: parent's result itself rather than a dict by name
     alone: bool = False
-    when: When = "success"  # its trigger rule, as stored
+    when: StepRule = "success"  # its trigger rule, as stored
 
 
 def after(
@@ -80,11 +85,12 @@ def after(
 ) -> After:
     """``call`` as a step of a graph that starts once every step named in ``parents``
     has settled and, by ``rule``, all succeeded (the default), whatever they did
-    (``"all_done"``), or one failed for good (``"any_failed"``). Made with ``.s()``, it
-    takes their results first: after one parent named alone (``after("fetch",
-    parse.s())``) that parent's result, as a chain's step; after a list (``after(["a",
-    "b"], merge.s())``) a dict by parent name; with another rule, their outcome (a
-    ``BatchOutcome``)."""
+    (``"all_done"``), one failed for good (``"any_failed"``), or none failed, each
+    having succeeded or been skipped (``"none_failed"``). Made with ``.s()``, it takes
+    their results first: after one parent named alone (``after("fetch", parse.s())``)
+    that parent's result, as a chain's step; after a list (``after(["a", "b"],
+    merge.s())``) a dict by parent name (``None`` for a skipped one); with
+    ``"all_done"`` or ``"any_failed"``, their outcome (a ``BatchOutcome``)."""
     if rule not in _WHEN:
         raise InvalidMessage(
             f"step {call.task}: rule must be one of {', '.join(_WHEN)}, not {rule!r}"
@@ -105,7 +111,7 @@ class GraphNode:
     call: Call
     parents: tuple[str, ...] = ()
     takes: Takes | None = None  # how a call made with .s() takes its parents' results
-    when: When = "success"  # when it runs: its parents succeeded, settled, or one failed
+    when: StepRule = "success"  # when it runs (its trigger rule, as stored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +161,10 @@ def graph(
     nodes = []
     for name, step in steps.items():
         call, parents = (step.call, step.parents) if isinstance(step, After) else (step, ())
-        when: When = step.when if isinstance(step, After) else "success"
+        when: StepRule = step.when if isinstance(step, After) else "success"
         takes: Takes | None = None
         if call.takes_result and parents:
-            if when != "success":
+            if when in _TAKE_OUTCOME:
                 takes = "outcome"
             else:
                 takes = "value" if isinstance(step, After) and step.alone else "dict"

@@ -59,6 +59,10 @@ def _tasks(app: App, seen: Seen) -> dict[str, Any]:
     def tidy(outcome: dict[str, Any]) -> None:
         seen.add("tidy", outcome["results"])
 
+    @app.task
+    def gather(parts: dict[str, Any]) -> None:
+        seen.add(f"gather {','.join(sorted(parts))}", parts)
+
     return {
         "load": load,
         "cleanup": cleanup,
@@ -67,6 +71,7 @@ def _tasks(app: App, seen: Seen) -> dict[str, Any]:
         "archive": archive,
         "page": page,
         "tidy": tidy,
+        "gather": gather,
     }
 
 
@@ -165,3 +170,36 @@ def test_an_unknown_rule_is_one_clear_error(sqlite_app: App) -> None:
 
     with pytest.raises(InvalidMessage, match="rule must be one of all_succeeded, all_done"):
         after("a", step.si(), rule="sometimes")  # type: ignore[arg-type]
+
+
+def test_none_failed_joins_after_a_skipped_step_and_waits_for_a_failed_ones_replay(
+    app: App,
+) -> None:
+    """``rule="none_failed"``: runs once each parent succeeded or was skipped (taking
+    their results by name, None for the skipped); after a parent that failed for good it
+    waits, as a default step does, for that parent's replay."""
+    seen = Seen()
+    tasks = _tasks(app, seen)
+    load, gather = tasks["load"], tasks["gather"]
+    steps = {
+        "a": load.si("a", True),
+        "alert": after(["a"], tasks["alert"].s(), rule="any_failed"),  # skipped
+        "join": after(["alert", "a"], gather.s(), rule="none_failed"),
+        "bad": load.si("bad", False),
+        "after_bad": after(["bad", "a"], gather.s(), rule="none_failed"),
+    }
+    handle = app.enqueue(graph(steps, failure="continue"))
+    assert isinstance(handle, GraphHandle)
+    with running(app, concurrency=4):
+        wait_for(lambda: "gather a,alert" in seen.runs, timeout_s=30)
+        # the poison record is written after the failure's fan-in and any wake it makes
+        wait_for(lambda: any(p.task == load.name for p in app.poison.list()), timeout_s=30)
+    assert seen.runs["gather a,alert"] == {"a": "a", "alert": None}
+    assert "gather a,bad" not in seen.runs
+    assert _states(handle) == {
+        "a": "succeeded",
+        "alert": "skipped",
+        "join": "succeeded",
+        "bad": "failed",
+        "after_bad": "waiting",
+    }

@@ -35,6 +35,10 @@ from tickwork.scheduler.workflows.graph_records import (
 
 log = logging.getLogger("tickwork.worker")
 
+#: the rules of the steps that wait, after a parent failed for good, for its replay (held
+#: in a stopped graph, woken when it resumes): the failure is not counted in their fan-in
+_WAIT_FOR_REPLAY = frozenset({"success", "none_failed"})
+
 
 class Held(Exception):
     """A step of a stopped graph: it does not start now (parked until the graph
@@ -92,7 +96,7 @@ class GraphFanIn:
         records cannot be read (it is due again)."""
         node = message.node
         assert node is not None
-        if node.stop and node.when == "success":
+        if node.stop and node.when in _WAIT_FOR_REPLAY:
             counts = self._backend.batches.read(node.graph, outcomes=False)
             if counts is not None and counts.failed > 0:
                 record = self._backend.batches.read(node.graph, outcomes=True)
@@ -144,7 +148,7 @@ class GraphFanIn:
         node = message.node
         assert node is not None
         record = failed_record(error[0], error[1], attempt, now)
-        handlers = [edge for edge in node.children if edge.when != "success"]
+        handlers = [edge for edge in node.children if edge.when not in _WAIT_FOR_REPLAY]
         outcomes = [MemberOutcome(node.graph, 2 * node.index + 1, True, record, node.expires_ms)]
         outcomes += [_counted(edge, True, record, node) for edge in handlers]
         counts = self._with_retries(lambda: self._backend.batches.settle(outcomes))
@@ -167,8 +171,8 @@ class GraphFanIn:
     ) -> tuple[tuple[int, int], list[tuple[str, str]]] | None:
         """Skip the steps in ``skip`` (failure handlers whose parents all succeeded) and,
         as Airflow does, what comes after them: a step after a skipped one is skipped too
-        unless its rule is ``all_done``, which counts the skipped parent as done (and may
-        be woken). Each skipped step is deleted and counted done (attempt 0) in the
+        unless its rule is ``all_done`` or ``none_failed``, which count the skipped parent
+        as done (and may be woken). Each skipped step is deleted and counted done (attempt 0) in the
         graph's record and in its children's fan-ins. The graph's counts after and the
         steps to wake, or None if a write could not be made (a forced stop)."""
         done = succeeded_record(b"null", 0, now)
@@ -211,7 +215,7 @@ class GraphFanIn:
         description = GraphDescription.decode(graph.description)
         ready = []
         for index, step in enumerate(description.steps):
-            if step.when != "success" or 2 * index in graph.outcomes:
+            if step.when not in _WAIT_FOR_REPLAY or 2 * index in graph.outcomes:
                 continue
             stored = self._with_retries(partial(self._backend.messages.get, step.id, step.queue))
             if stored is None or stored.envelope.due_ms < PARKED_MS:
