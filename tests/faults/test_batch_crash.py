@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.backends import backend_url
+from tests.faults.sizes import sized
+from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.helpers import completed, start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App, batch, group
 
-N = 1000
+N = sized(1000, 200)
 FAILING = {n for n in range(N) if n % 97 == 0}
 MODULE = "tests.support.batch_tasks"
 
 
-@pytest.mark.parametrize("backend_name", ["sqlite", "redis"])
+@pytest.mark.parametrize("backend_name", BACKEND_NAMES)
 def test_sigkilled_workers_fire_the_callback_exactly_once(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:

@@ -1,18 +1,32 @@
-"""Fault test: SIGKILL a worker process mid-batch; a second worker completes everything."""
+"""Fault test: SIGKILL a worker process mid-batch; a second worker completes everything.
+On every backend."""
 
 from __future__ import annotations
 
 import signal
 from pathlib import Path
 
-from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
+import pytest
+
+from tests.faults.sizes import sized
+from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.helpers import (
+    completed,
+    enqueue_records,
+    start_record_worker,
+    stop_workers,
+    wait_until,
+)
 from tickwork.scheduler import App
 
-N = 1500
+N = sized(1500, 600)
 
 
-def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, str]) -> None:
-    url = f"sqlite:///{tmp_path / 'crash.db'}"
+@pytest.mark.parametrize("backend_name", BACKEND_NAMES)
+def test_sigkill_mid_batch_loses_nothing(
+    backend_name: str, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    url = backend_url(backend_name, tmp_path)
     done = tmp_path / "done.txt"
     env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
     enqueue_records(url, range(N))
@@ -20,23 +34,28 @@ def test_sigkill_mid_batch_loses_nothing(tmp_path: Path, clean_env: dict[str, st
     app = App(url)
     # Kill a worker while it holds leases. Between an ack and the next claim a worker may
     # hold none for a moment; if the kill lands there, start another and kill again.
-    in_flight = 0
-    for attempt in range(5):
-        victim = start_record_worker(env, tmp_path / f"victim-{attempt}.log")
-        target = min(N - 100, sum(completed(done).values()) + N // 5)
+    in_flight, victims = 0, []
+    try:
+        for attempt in range(5):
+            victim = start_record_worker(env, tmp_path / f"victim-{attempt}.log")
+            victims.append(victim)
+            target = min(N - 100, sum(completed(done).values()) + N // 5)
 
-        def mid_batch(target: int = target) -> bool:
-            return (
-                sum(completed(done).values()) >= target
-                and app.backend.queues.stats("default")[0].in_flight > 0
-            )
+            def mid_batch(target: int = target) -> bool:
+                return (
+                    sum(completed(done).values()) >= target
+                    and app.backend.queues.stats("default")[0].in_flight > 0
+                )
 
-        assert wait_until(mid_batch, 60), "the worker stalled"
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(10)
-        in_flight = app.backend.queues.stats("default")[0].in_flight
-        if in_flight > 0:
-            break
+            stalled = f"the worker stalled short of {target}: {app.backend.queues.stats()}"
+            assert wait_until(mid_batch, 60), stalled
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(10)
+            in_flight = app.backend.queues.stats("default")[0].in_flight
+            if in_flight > 0:
+                break
+    finally:
+        stop_workers([victim for victim in victims if victim.poll() is None])
     assert in_flight > 0, "no kill landed while the worker held leases"
     assert len(completed(done)) < N, "the kill must land mid-run"
 

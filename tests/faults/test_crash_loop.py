@@ -5,7 +5,7 @@ checker (``checker.py``, in the style of Jepsen's queue tests) then counts what 
 (must be 0), what ran that was cancelled (must be 0), and what ran twice (must stay
 within what the killed workers held).
 
-``make test`` runs a bounded loop (12 s) on SQLite, PostgreSQL and a Redis Cluster; ``make faults``
+``make test`` runs a bounded loop (12 s) on every backend; ``make faults``
 sets ``TICKWORK_FAULTS_FULL=1`` (every backend, 60 s, a kill every 3 s, 4,000 messages)
 and ``TICKWORK_FAULTS_OUT`` (a JSON line per run, for ``docs/reliability.md``)."""
 
@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from tests.faults.checker import Verdict, check
-from tests.support.backends import BACKEND_NAMES, PAIR_NAMES, backend_url
+from tests.faults.sizes import FULL
+from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App
 from tickwork.triggers import Cron, Repeating
 from tickwork.workers.intake.flow import LENT_PER_PERMIT
 
-FULL = os.environ.get("TICKWORK_FAULTS_FULL") == "1"
 NOW, DELAYED, KEYED = (3000, 700, 300) if FULL else (300, 100, 60)
 SECONDS, KILL_EVERY = (60.0, 3.0) if FULL else (12.0, 2.0)
 WORKERS, CONCURRENCY = 4, 4
@@ -38,7 +38,7 @@ MODULE = "tests.support.loop_tasks"
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("backend_name", BACKEND_NAMES if FULL else [*PAIR_NAMES, "postgres"])
+@pytest.mark.parametrize("backend_name", BACKEND_NAMES)
 def test_crash_loop_loses_nothing_and_runs_no_cancelled_key(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.backends import backend_url
+from tests.faults.sizes import sized
+from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App
 from tickwork.scheduler.ids import identity_chain_id
 
-N = 400  # events: order.* reach both subscribers, the others only ``audit``
+N = sized(400, 150)  # events: order.* reach both subscribers, the others only ``audit``
 MODULE = "tests.support.event_tasks"
 
 
@@ -31,7 +32,7 @@ def _expected() -> set[tuple[str, str]]:
     return pairs
 
 
-@pytest.mark.parametrize("backend_name", ["sqlite", "redis", "postgres"])
+@pytest.mark.parametrize("backend_name", BACKEND_NAMES)
 def test_events_reach_each_subscriber_through_sigkills(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:

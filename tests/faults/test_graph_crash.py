@@ -14,17 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.backends import backend_url
+from tests.faults.sizes import sized
+from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App, after, graph
 
-WIDTH, DEPTH = 10, 100
+WIDTH, DEPTH = 10, sized(100, 20)
 N = WIDTH * DEPTH
 MODULE = "tests.support.graph_tasks"
 
 
-@pytest.mark.parametrize("backend_name", ["sqlite", "redis", "postgres"])
+@pytest.mark.parametrize("backend_name", BACKEND_NAMES)
 def test_sigkilled_workers_run_each_step_once_and_the_last_exactly_once(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
