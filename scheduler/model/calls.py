@@ -23,9 +23,10 @@ class Call:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     key: str | None = None
     at: datetime | None = None
-    #: run this long after it is enqueued (``options(delay=...)``; ``apply_async``'s
-    #: ``countdown``); the name ``delay`` is the method that enqueues it
-    delay_by: timedelta | None = None
+    #: run this long after it is enqueued, a ``timedelta`` or seconds
+    #: (``options(delay=...)``; ``apply_async``'s ``countdown``); the name ``delay`` is
+    #: the method that enqueues it
+    delay_by: timedelta | float | None = None
     trigger: Trigger | None = None
     queue: str | None = None
     priority: int | None = None

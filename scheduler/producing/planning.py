@@ -5,6 +5,7 @@ of its own."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -45,9 +46,10 @@ def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | Specs | None, Fi
             if call.at is not None:
                 return None, Fire(require_aware(call.at, "at"), 0), 0.0
             if call.delay_by is not None:
-                if call.delay_by < timedelta(0):
+                delay = _delay(call.delay_by)
+                if delay < timedelta(0):
                     raise ValueError("delay must not be negative")
-                return None, Fire(now + call.delay_by, 0), 0.0
+                return None, Fire(now + delay, 0), 0.0
             return None, Fire(now, 0), 0.0
         anchored = call.trigger.anchored(now)
     except ValueError as err:
@@ -57,6 +59,15 @@ def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | Specs | None, Fi
         raise InvalidMessage(f"trigger {anchored!r} never fires after {now.isoformat()}")
     stored = anchored if isinstance(anchored, Repeating | Cron | Specs) else None  # a schedule
     return stored, fire, anchored.jitter.total_seconds()
+
+
+def _delay(value: object) -> timedelta:
+    """``delay=`` as a ``timedelta``: one, or a number of seconds (as ``countdown``)."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return timedelta(seconds=value)
+    raise InvalidMessage(f"delay must be a timedelta or a number of seconds, not {value!r}")
 
 
 def expiry_ms(

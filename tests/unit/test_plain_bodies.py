@@ -134,7 +134,15 @@ BAD: list[tuple[Call, str]] = [
     (plain.call(1).options(at=datetime(2026, 1, 1)), "at"),
     (plain.call(1).options(at=NOW, delay=timedelta(1)), "at most one"),
     (plain.call(1).options(delay=timedelta(seconds=-1)), "negative"),
+    (plain.call(1).options(delay=-5), "negative"),
+    (plain.call(1).options(delay="soon"), "delay must be a timedelta or a number of seconds"),
 ]
+
+
+def test_a_delay_in_seconds_is_a_timedelta_of_them() -> None:
+    for call in (plain.call(1).options(delay=90), plain.call(1).options(delay=90.0)):
+        fast, slow = _both(call)
+        assert fast.due_ms == slow.due_ms == NOW_MS + 90_000
 
 
 @pytest.mark.parametrize(("call", "says"), BAD, ids=[s for _, s in BAD])
