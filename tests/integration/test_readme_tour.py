@@ -83,8 +83,13 @@ def _python(cwd: Path, env: dict[str, str], source: str) -> str:
     """Run ``source`` with ``python`` in ``cwd`` (the reader's own script): its output."""
     done = subprocess.run(
         [str(ROOT / ".venv" / "bin" / "python"), "-c", source],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -107,7 +112,9 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     assert "report:42" in tour.run(line("tickwork schedules"), "schedules")
     assert "report:42" in tour.run(line("tickwork schedules -A"), "schedules", "-A", "app")
     tour.run(line("tickwork schedules history"), "schedules", "history", "report:42")
-    fires = tour.run(line("tickwork schedules preview"), "schedules", "preview", "report:42", "-n", "5")  # fmt: skip
+    fires = tour.run(
+        line("tickwork schedules preview"), "schedules", "preview", "report:42", "-n", "5"
+    )
     assert fires.count("09:00") >= 5, fires
     steer = line("tickwork schedules pause")
     for verb in ("pause", "resume", "trigger"):
@@ -117,18 +124,40 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
         *("schedules", "backfill", "report:42", "--start", "2026-11-01", "--end", "2026-11-08"),
     )
     assert "enqueued 5" in backfill, backfill
-    tour.run(line("tickwork schedules check"), "schedules", "check", "--max-late", "10m", codes=(0, 1))  # fmt: skip
+    tour.run(
+        line("tickwork schedules check"), "schedules", "check", "--max-late", "10m", codes=(0, 1)
+    )
     tour.run(line("tickwork cron explain"), "cron", "explain", "30 2 * * *", "--tz", "Europe/Paris")
     assert "default" in tour.run(line("tickwork stats"), "stats")
     tour.run(line("tickwork workers"), "workers")
     metrics = str(free_port())
-    tour.run(line("tickwork worker -A app --metrics-port"), "worker", "-A", "app", "--metrics-port", metrics, "--burst")  # fmt: skip
-    logged = run_tickwork(tour.cwd, tour.env, "worker", "-A", "app", "--log-format", "json", "--burst")  # fmt: skip
+    tour.run(
+        line("tickwork worker -A app --metrics-port"),
+        "worker",
+        "-A",
+        "app",
+        "--metrics-port",
+        metrics,
+        "--burst",
+    )
+    logged = run_tickwork(
+        tour.cwd, tour.env, "worker", "-A", "app", "--log-format", "json", "--burst"
+    )
     assert logged.returncode == 0 and json.loads(logged.stderr.splitlines()[-1]), logged.stderr
     tour.ran.add(line("tickwork worker -A app --log-format"))
-    tour.run(line("tickwork worker -A app --processes"), "worker", "-A", "app", "--processes", "2", "--burst")  # fmt: skip
+    tour.run(
+        line("tickwork worker -A app --processes"),
+        "worker",
+        "-A",
+        "app",
+        "--processes",
+        "2",
+        "--burst",
+    )
     port = free_port()
-    scraped = tour.serve(line("tickwork exporter"), ["exporter", "--port", str(port)], port, "/metrics")  # fmt: skip
+    scraped = tour.serve(
+        line("tickwork exporter"), ["exporter", "--port", str(port)], port, "/metrics"
+    )
     assert b"tickwork_" in scraped
 
     tour.run(
@@ -139,9 +168,7 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     shown_r7 = json.loads(tour.run(line("tickwork show"), "show", "--key", "r7", "--json"))
     assert shown_r7["key"] == "r7" and shown_r7["task"] == "app.send_report"
     tour.run(line("tickwork cancel"), "cancel", "--key", "r7")
-    pending = _python(
-        tour.cwd, tour.env, "from app import app, send_report; print(send_report.schedule(args=(8,), delay=3600))"  # fmt: skip
-    )
+    pending = _python(tour.cwd, tour.env, _PENDING)
     tour.run(line("tickwork abort"), "abort", "--id", pending)
 
     # a message no worker can decode, for the poison queue's verbs
@@ -167,12 +194,8 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     tour.run(bound, "queues", "set", "default", "--unbounded")
 
     workflow = line("tickwork workflow show")
-    batch_id = _python(
-        tour.cwd, tour.env, "from app import send_report; from tickwork import group; print(group([send_report.call(1), send_report.call(2)]).delay().id)"  # fmt: skip
-    )
-    _python(
-        tour.cwd, tour.env, "from app import send_report; from tickwork import chain; chain(send_report.si(3), send_report.si(4)).apply_async(key='etl')"  # fmt: skip
-    )
+    batch_id = _python(tour.cwd, tour.env, _GROUP)
+    _python(tour.cwd, tour.env, _KEYED_CHAIN)
     tour.run(workflow, "workflow", "show", batch_id)
     tour.run(workflow, "workflow", "show", "--key", "etl", "--json")
 
@@ -183,12 +206,28 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     assert "order.placed" in tour.run(events, "events", "recent")
 
     port = free_port()
-    page = tour.serve(line("tickwork dashboard"), ["dashboard", "-A", "app", "--port", str(port)], port, "/")  # fmt: skip
+    page = tour.serve(
+        line("tickwork dashboard"), ["dashboard", "-A", "app", "--port", str(port)], port, "/"
+    )
     assert b"tickwork" in page.lower()
 
     assert set(lines) - tour.ran == set(), "lines of the README's tour that did not run"
 
 
+_PENDING = """
+from app import send_report
+print(send_report.schedule(args=(8,), delay=3600))
+"""
+_GROUP = """
+from app import send_report
+from tickwork import group
+print(group([send_report.call(1), send_report.call(2)]).delay().id)
+"""
+_KEYED_CHAIN = """
+from app import send_report
+from tickwork import chain
+chain(send_report.si(3), send_report.si(4)).apply_async(key="etl")
+"""
 _UNDECODABLE = """
 from app import app
 from tickwork.scheduler.backends import Envelope
