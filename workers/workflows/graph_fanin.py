@@ -172,9 +172,10 @@ class GraphFanIn:
         """Skip the steps in ``skip`` (failure handlers whose parents all succeeded) and,
         as Airflow does, what comes after them: a step after a skipped one is skipped too
         unless its rule is ``all_done`` or ``none_failed``, which count the skipped parent
-        as done (and may be woken). Each skipped step is deleted and counted done (attempt 0) in the
-        graph's record and in its children's fan-ins. The graph's counts after and the
-        steps to wake, or None if a write could not be made (a forced stop)."""
+        as done (and may be woken). Each skipped step is deleted and counted done
+        (attempt 0) in the graph's record and in its children's fan-ins. The graph's
+        counts after and the steps to wake, or None if a write could not be made (a
+        forced stop)."""
         done = succeeded_record(b"null", 0, now)
         counts: tuple[int, int] = (0, 0)
         wake: list[tuple[str, str]] = []
