@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.served import console_script, run_tickwork
-from tests.support.servers import free_port, wait_for_port
+from tests.support.served import run_tickwork
+from tests.support.servers import free_port
+from tests.support.tour import Tour, python, shown
 
 pytestmark = pytest.mark.slow
 
@@ -31,67 +29,8 @@ def _readme() -> tuple[str, list[str]]:
     section = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1]
     found = re.search(r"```python\n(.*?)```\n+```\n(.*?)```", section, re.S)
     assert found is not None, "the README has a quickstart and its tour"
-    lines = [re.split(r"\s{2,}#|\s#\s", line)[0].strip() for line in found[2].splitlines()]
+    lines = [shown(line) for line in found[2].splitlines()]
     return found[1], [line for line in lines if line.startswith("tickwork ")]
-
-
-class Tour:
-    """Runs the tour's lines in one directory, remembering which lines it ran."""
-
-    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        self.cwd, self.env = cwd, env
-        self.ran: set[str] = set()
-
-    def run(self, line: str, *args: str, codes: tuple[int, ...] = (0,)) -> str:
-        """``tickwork ARGS`` for the tour's ``line``: its output, once its exit code is
-        one of ``codes``."""
-        done = run_tickwork(self.cwd, self.env, *args)
-        assert done.returncode in codes, f"{line}: {args}\n{done.stdout}{done.stderr}"
-        self.ran.add(line)
-        return done.stdout
-
-    def serve(self, line: str, args: list[str], port: int, path: str) -> bytes:
-        """Start the server ``line`` shows, read ``path`` from it, stop it."""
-        with _started([console_script(), *args], self.cwd, self.env) as server:
-            wait_for_port(port, 30)
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as got:
-                body: bytes = got.read()
-            assert server.poll() is None, line
-        self.ran.add(line)
-        return body
-
-
-class _started:
-    def __init__(self, command: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self._process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-
-    def __enter__(self) -> subprocess.Popen[bytes]:
-        return self._process
-
-    def __exit__(self, *exc: object) -> None:
-        self._process.send_signal(signal.SIGTERM)
-        try:
-            self._process.wait(30)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(10)
-
-
-def _python(cwd: Path, env: dict[str, str], source: str) -> str:
-    """Run ``source`` with ``python`` in ``cwd`` (the reader's own script): its output."""
-    done = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "-c", source],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -103,7 +42,7 @@ def tour(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[Tour]:
 def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     quickstart, lines = _readme()
     (tour.cwd / "app.py").write_text(quickstart)
-    _python(tour.cwd, tour.env, "import runpy; runpy.run_path('app.py', run_name='__main__')")
+    python(tour.cwd, tour.env, "import runpy; runpy.run_path('app.py', run_name='__main__')")
     line: Callable[[str], str] = lambda start: next(x for x in lines if x.startswith(start))  # noqa: E731
 
     shown = line("tickwork worker -A app")
@@ -168,11 +107,11 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     shown_r7 = json.loads(tour.run(line("tickwork show"), "show", "--key", "r7", "--json"))
     assert shown_r7["key"] == "r7" and shown_r7["task"] == "app.send_report"
     tour.run(line("tickwork cancel"), "cancel", "--key", "r7")
-    pending = _python(tour.cwd, tour.env, _PENDING)
+    pending = python(tour.cwd, tour.env, _PENDING)
     tour.run(line("tickwork abort"), "abort", "--id", pending)
 
     # a message no worker can decode, for the poison queue's verbs
-    _python(tour.cwd, tour.env, _UNDECODABLE)
+    python(tour.cwd, tour.env, _UNDECODABLE)
     tour.run("", "worker", "-A", "app", "--burst")
     poison = line("tickwork poison list")
     listed = json.loads(tour.run(poison, "poison", "list", "--json"))
@@ -194,8 +133,8 @@ def test_every_line_of_the_readme_tour_runs_as_shown(tour: Tour) -> None:
     tour.run(bound, "queues", "set", "default", "--unbounded")
 
     workflow = line("tickwork workflow show")
-    batch_id = _python(tour.cwd, tour.env, _GROUP)
-    _python(tour.cwd, tour.env, _KEYED_CHAIN)
+    batch_id = python(tour.cwd, tour.env, _GROUP)
+    python(tour.cwd, tour.env, _KEYED_CHAIN)
     tour.run(workflow, "workflow", "show", batch_id)
     tour.run(workflow, "workflow", "show", "--key", "etl", "--json")
 
