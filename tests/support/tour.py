@@ -54,10 +54,18 @@ class Tour:
         self.ran.add(line)
         return done.stdout
 
-    def serve(self, line: str, args: list[str], port: int, path: str, status: int = 200) -> bytes:
-        """Start the server ``line`` shows, read ``path`` from it (answered with
-        ``status``: 401 where it asks who is calling), stop it."""
-        with _started([console_script(), *args], self.cwd, self.env) as server:
+    def serve(
+        self,
+        line: str,
+        args: list[str],
+        port: int,
+        path: str,
+        status: int = 200,
+        env: dict[str, str] | None = None,
+    ) -> bytes:
+        """Start the server ``line`` shows (``env`` added), read ``path`` from it
+        (answered with ``status``: 401 where it asks who is calling), stop it."""
+        with _started([console_script(), *args], self.cwd, {**self.env, **(env or {})}) as server:
             wait_for_port(port, 30)
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as got:
