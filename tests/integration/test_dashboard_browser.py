@@ -119,15 +119,25 @@ def test_pages_load_and_buttons_change_the_backend(app: App) -> None:
 def test_the_workflow_page_draws_a_graph_of_200_steps(sqlite_app: App) -> None:
     app = sqlite_app
 
+    started_last_level: list[int] = []
+
     @app.task
     def step(level: int, place: int) -> int:
         if (level, place) == (19, 3):
+            # it fails once the others of its level started: the stop holds none of them
+            wait_for(lambda: len(started_last_level) == 9, 60)
             raise ValueError("the last level fails once")
+        if level == 19:
+            started_last_level.append(place)
         return level
 
     handle = app.enqueue(graph(mesh(10, 20, lambda lv, p: step.si(lv, p))))
+    def settled() -> bool:  # the failure may be poisoned before its level's others end
+        view = app.batches.workflow(handle)
+        return view is not None and "199 succeeded, 1 failed, 0 pending" in view.summary
+
     with running(app, concurrency=8):
-        wait_for(lambda: len(app.backend.poison.list()) == 1, 60)
+        wait_for(lambda: len(app.backend.poison.list()) == 1 and settled(), 60)
     with served(create_dashboard(app)) as base, browser() as driver:
         driver.get(f"{base}/workflow?id={handle}")
         steps = driver.find_elements(By.CSS_SELECTOR, "#graph g.step")
