@@ -72,7 +72,7 @@ def graph_view(backend: Backend, graph_id: str, again: bool = True) -> WorkflowV
                 view = view.model_copy(
                     update={"state": state if failed is None else f"replayed, {state}"}
                 )
-            elif failed is None and not cancelled and again:
+            elif not cancelled and again:  # a replayed step too may have settled since
                 return graph_view(backend, graph_id, again=False)
             elif failed is None:
                 view = view.model_copy(update={"state": "cancelled" if cancelled else "gone"})
@@ -182,7 +182,7 @@ def settled(view: WorkflowView) -> bool:
 def _moving(view: WorkflowView) -> bool:
     """Whether a step is running or due (not waiting for its parents or done)."""
     return any(
-        step.state not in ("succeeded", "failed", "waiting", "cancelled", "gone")
+        step.state not in ("succeeded", "skipped", "failed", "waiting", "cancelled", "gone")
         for step in view.steps
     )
 

@@ -132,6 +132,7 @@ def test_the_workflow_page_draws_a_graph_of_200_steps(sqlite_app: App) -> None:
         return level
 
     handle = app.enqueue(graph(mesh(10, 20, lambda lv, p: step.si(lv, p))))
+
     def settled() -> bool:  # the failure may be poisoned before its level's others end
         view = app.batches.workflow(handle)
         return view is not None and "199 succeeded, 1 failed, 0 pending" in view.summary

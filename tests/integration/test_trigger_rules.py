@@ -14,7 +14,7 @@ import pytest
 from tests.support.helpers import running, wait_for
 from tickwork.errors import InvalidMessage
 from tickwork.scheduler import App, RetryPolicy, after, graph
-from tickwork.scheduler.workflows.graph_view import GraphHandle
+from tickwork.scheduler.workflows.graph_view import GraphFailed, GraphHandle
 
 
 class Seen:
@@ -203,3 +203,24 @@ def test_none_failed_joins_after_a_skipped_step_and_waits_for_a_failed_ones_repl
         "bad": "failed",
         "after_bad": "waiting",
     }
+
+
+def test_a_stopped_graph_with_a_skipped_step_is_seen_settled(app: App) -> None:
+    """A skipped step is done: a graph stopped by a failure beside it settles (its
+    ``wait`` returns, ``results`` raises), rather than waiting as if it still moved."""
+    seen = Seen()
+    tasks = _tasks(app, seen)
+    load = tasks["load"]
+    steps = {
+        "a": load.si("a", True),
+        "alert": after(["a"], tasks["alert"].s(), rule="any_failed"),  # skipped
+        "bad": after("a", load.si("bad", False)),
+    }
+    handle = app.enqueue(graph(steps))
+    assert isinstance(handle, GraphHandle)
+    with running(app, concurrency=4):
+        view = handle.wait(timeout=30)
+    assert view.state == "stopped"
+    assert _states(handle) == {"a": "succeeded", "alert": "skipped", "bad": "failed"}
+    with pytest.raises(GraphFailed, match="step bad failed"):
+        handle.results(timeout=5)
