@@ -221,12 +221,13 @@ def test_unknown_task_and_undecodable_body_go_to_poison(app: App) -> None:
 
 
 def test_graceful_shutdown_releases_unstarted_claims_at_once(app: App) -> None:
-    started = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     @app.task
     def slow() -> None:
         started.set()
-        time.sleep(0.5)
+        release.wait(10)  # runs until the others were released (not a fixed time: a
+        # slow machine could ask the stop after the first run ended and the next began)
 
     for _ in range(10):
         slow.delay()
@@ -234,6 +235,8 @@ def test_graceful_shutdown_releases_unstarted_claims_at_once(app: App) -> None:
     worker.start()
     assert started.wait(10)
     worker.stop()
+    wait_for(lambda: worker.stats.released == 9)  # at once: the first run still runs
+    release.set()
     assert worker.join(10)
     stats = app.backend.queues.stats("default")[0]
     assert worker.stats.acked == 1 and worker.stats.released == 9
