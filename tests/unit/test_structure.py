@@ -41,7 +41,10 @@ LONG_MODULES: dict[str, str] = {
     "task options' list, once written here, in TaskRegistry and on TaskClass, is now one "
     "TypedDict (scheduler/model/task_keywords.py, 500 -> 462 lines); the backend's opening "
     "stays because use_backend re-points the app's settings, clock and builder together; "
-    "splitting the verbs would only move the signatures users read into a second class",
+    "splitting the verbs would only move the signatures users read into a second class. "
+    "468 lines since 2026-11-28: task_queue, the one lookup chains need from the app "
+    "(Producer.task_queue, in place of a task dict rebuilt per step), and preview naming "
+    "the queue it looked in",
 }
 
 
