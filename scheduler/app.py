@@ -201,7 +201,7 @@ class App:
         ``timeout``, ``time_limit``,
         ``soft_time_limit``, ``priority``, ``unique_for``, ``concurrency_limit``,
         ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``, ``history``,
-        ``expires``, ``on_events``, ``aliases``, ``debounce``)."""
+        ``expires``, ``on_events``, ``aliases``, ``debounce``, ``durable``)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)

@@ -8,6 +8,12 @@ from tickwork.triggers.errors import InvalidTrigger as InvalidTrigger
 from tickwork.triggers.errors import TickworkError as TickworkError
 
 
+class Aborted(TickworkError):
+    """Raised in a handler whose run was aborted. Raising it yourself ends the run as
+    aborted too: no retry, and the message goes to the poison store with reason
+    ``aborted``."""
+
+
 class ConfigurationError(TickworkError):
     """A setting, URL or missing optional dependency: fix the configuration."""
 

@@ -2,7 +2,9 @@
 
 All are ``TickworkError`` s, bar the two a handler's time limits raise inside it
 (``TimeLimitExceeded``, a ``BaseException`` so that ``except Exception`` does not swallow
-it, and ``SoftTimeLimitExceeded``, which a handler may catch to stop cleanly)."""
+it, and ``SoftTimeLimitExceeded``, which a handler may catch to stop cleanly) and
+``NonDeterminismError`` (a durable run's replay that found another step than its
+journal holds; a ``BaseException`` too, so the run never goes on mixed)."""
 
 from tickwork.scheduler.errors import (
     BackendError,
@@ -25,6 +27,12 @@ from tickwork.scheduler.errors import (
 from tickwork.scheduler.events.waits import WaitTimedOut
 from tickwork.scheduler.model.handles import ResultTimeout, TaskFailed
 from tickwork.scheduler.runs.context import Aborted, SoftTimeLimitExceeded, TimeLimitExceeded
+from tickwork.scheduler.runs.durable_errors import (
+    DurableRunError,
+    JournalFull,
+    NonDeterminismError,
+    StepFailed,
+)
 from tickwork.scheduler.workflows.graph_view import GraphFailed
 from tickwork.scheduler.workflows.status import BatchFailed
 
@@ -37,16 +45,20 @@ __all__ = [
     "CalendarNotFound",
     "ConfigurationError",
     "DecodeError",
+    "DurableRunError",
     "GraphFailed",
     "InvalidMessage",
     "InvalidTrigger",
+    "JournalFull",
     "KeyConflict",
+    "NonDeterminismError",
     "QueueFull",
     "QueueNotFound",
     "ReplicaTimeout",
     "ResultTimeout",
     "ScheduleNotFound",
     "SoftTimeLimitExceeded",
+    "StepFailed",
     "TaskFailed",
     "TickworkError",
     "TimeLimitExceeded",

@@ -137,7 +137,8 @@ class TaskRegistry:
         debounce = _debounce(given.get("debounce"))
         if debounce is not None and debounce.key is not None:
             check_key_option(task_name, signature, "debounce key", debounce.key)
-        options = TaskOptions(
+        options = _options(
+            task_name,
             name=task_name,
             queue=check_queue(given.get("queue") or self.default_queue),
             retry=_policy(given),
@@ -154,6 +155,7 @@ class TaskRegistry:
             history=given.get("history", False),
             expires=given.get("expires"),
             debounce=debounce,
+            durable=given.get("durable", False),
         )
         task = self.add(
             TaskFunction(self.producer, function, options, arguments, is_async=is_async)
@@ -270,6 +272,22 @@ def _debounce(given: timedelta | Debounce | None) -> Debounce | None:
     if given is None or isinstance(given, Debounce):
         return given
     return Debounce(given)
+
+
+def _options(task_name: str, **options: Any) -> TaskOptions:
+    """The task's ``TaskOptions``; an option of the wrong type or range is one
+    ``InvalidMessage`` naming it (pydantic's own report never reaches the user)."""
+    try:
+        return TaskOptions(**options)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        keyword = {"retry": "retries", "timeout_s": "timeout", "time_limit_s": "time_limit"}
+        shown = keyword.get(where, where)
+        raise InvalidMessage(
+            f"task {task_name!r}: option {shown}={first.get('input')!r} is not valid "
+            f"({first['msg'][:1].lower()}{first['msg'][1:]})"
+        ) from None
 
 
 def _policy(given: TaskKeywords) -> RetryPolicy:

@@ -50,6 +50,9 @@ class TaskKeywords(TypedDict, total=False):
     - ``debounce``: a ``timedelta`` (or a ``Debounce`` with ``max``, ``key`` and
       ``keep``): calls within that quiet period collapse into one run, with the last
       call's arguments, due a period after the last call (at most ``max`` after the first).
+    - ``durable``: its handler calls steps, sleeps and recorded values through
+      ``current_run()`` (``step``, ``sleep``, ``now``...), each journaled: a run started
+      again resumes where it was instead of doing them again.
     - ``aliases``: names the task was registered under before (it was renamed or moved to
       another module): messages stored under them run it.
     """
@@ -75,6 +78,7 @@ class TaskKeywords(TypedDict, total=False):
     on_events: str | Sequence[str] | None
     aliases: Sequence[str]
     debounce: timedelta | Debounce | None
+    durable: bool
 
 
 #: every option's name, in the order above

@@ -41,7 +41,7 @@ class TaskOptions(BaseModel):
     name: str
     queue: str = "default"
     retry: RetryPolicy = RetryPolicy()
-    timeout_s: float = 300.0
+    timeout_s: float = Field(default=300.0, gt=0)
     #: a run still going this long after it started is stopped (``TimeLimitExceeded``)
     time_limit_s: float | None = Field(default=None, gt=0)
     #: a sync run still going this long after it started gets ``SoftTimeLimitExceeded``
@@ -65,6 +65,8 @@ class TaskOptions(BaseModel):
     expires: timedelta | None = None
     #: calls within a quiet period collapse into one run (``scheduler/model/debounce.py``)
     debounce: Debounce | None = None
+    #: its steps, sleeps and recorded values are journaled (``scheduler/runs/durable.py``)
+    durable: bool = False
 
     @field_validator("unique_for")
     @classmethod
@@ -225,7 +227,7 @@ class TaskClass:
     ``retry``, a policy with backoff; ``retry_on``, ``dont_retry_on``), ``timeout``,
     ``time_limit``, ``soft_time_limit``, ``priority``, ``expires``, ``unique_for``,
     ``concurrency_limit``, ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``,
-    ``history``, ``on_events``, ``aliases`` and ``debounce``.
+    ``history``, ``on_events``, ``aliases``, ``debounce`` and ``durable``.
     Each message gets a fresh instance.
     """
 
@@ -251,6 +253,7 @@ class TaskClass:
     on_events: ClassVar[str | Sequence[str] | None] = None
     aliases: ClassVar[Sequence[str]] = ()
     debounce: ClassVar[timedelta | Debounce | None] = None
+    durable: ClassVar[bool] = False
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -16,15 +16,15 @@ import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar, Token
-from typing import NamedTuple
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple, TypeVar
 
+from tickwork.scheduler.errors import Aborted as Aborted
 from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.model.retry import RetryPolicy
+from tickwork.scheduler.runs.durable import DurableRun
 
-
-class Aborted(TickworkError):
-    """Raised in a handler whose run was aborted. Raising it yourself ends the run as
-    aborted too: no retry, and the message goes to the poison store with reason
-    ``aborted``."""
+T = TypeVar("T")
 
 
 class TimeLimitExceeded(BaseException):
@@ -57,17 +57,36 @@ class RunInfo(NamedTuple):
 #: writes a run's progress: (run, fraction, note)
 ProgressReporter = Callable[[RunInfo, float, str | None], None]
 
+#: opens a durable run's journal: (message id, task name)
+DurableOpener = Callable[[str, str], DurableRun]
+
 
 class RunContext:
     """One handler's run: what it is running and whether it was asked to stop."""
 
-    __slots__ = ("_aborted", "_event", "_reporter", "_started", "abort_seen", "info")
+    __slots__ = (
+        "_aborted",
+        "_durable",
+        "_event",
+        "_open_durable",
+        "_reporter",
+        "_started",
+        "abort_seen",
+        "info",
+    )
 
     _event_lock = threading.Lock()
 
-    def __init__(self, info: RunInfo, reporter: ProgressReporter | None = None) -> None:
+    def __init__(
+        self,
+        info: RunInfo,
+        reporter: ProgressReporter | None = None,
+        durable: DurableOpener | None = None,
+    ) -> None:
         self.info = info
         self._reporter = reporter  # writes progress (the worker gives one)
+        self._open_durable = durable  # opens the journal of a durable task's run
+        self._durable: DurableRun | None = None
         self._aborted = False
         #: whether the handler was told of its abort (``aborted``, ``wait_aborted``): a
         #: handler that then returns stopped because of it, and its run ends as aborted
@@ -132,6 +151,74 @@ class RunContext:
         if self._reporter is None:
             raise TickworkError("progress can only be reported from a run a worker started")
         self._reporter(self.info, fraction, note)
+
+    # -- a durable task's steps (``scheduler/runs/durable.py``) ---------------------------
+
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        retry: int | RetryPolicy | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """Run ``fn(*args, **kwargs)`` as step ``name`` of this durable run, once: on a
+        replay its journaled value is returned without running it. ``retry``: the step's
+        own retries (a count or a ``RetryPolicy``; the task's policy by default); a step
+        that fails for good raises ``StepFailed``."""
+        return self.durable.step(name, fn, *args, retry=retry, **kwargs)
+
+    async def astep(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        retry: int | RetryPolicy | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``step`` for an ``async def`` handler (``fn`` may be a coroutine function)."""
+        return await self.durable.astep(name, fn, *args, retry=retry, **kwargs)
+
+    def sleep(self, delay: float | timedelta, *, name: str = "sleep") -> None:
+        """Sleep ``delay`` (seconds or a ``timedelta``) without holding a thread or a
+        lease: the run is stored due at its wake-up and resumes from its journal."""
+        self.durable.sleep(delay, name=name)
+
+    def sleep_until(self, when: datetime, *, name: str = "sleep") -> None:
+        """Sleep until ``when`` (an aware datetime), as ``sleep`` does."""
+        self.durable.sleep_until(when, name=name)
+
+    def now(self) -> datetime:
+        """The time (UTC) as this durable run first saw it at this point (journaled)."""
+        return self.durable.now()
+
+    def random(self) -> float:
+        """A random float in [0, 1), journaled: the same on a replay."""
+        return self.durable.random()
+
+    def patched(self, patch_id: str) -> bool:
+        """Whether this durable run takes the new code path of change ``patch_id`` (False
+        for a run journaled past this point before the change)."""
+        return self.durable.patched(patch_id)
+
+    @property
+    def step_id(self) -> str:
+        """Inside a durable step: its stable id, for an outside API's idempotency key."""
+        return self.durable.step_id
+
+    @property
+    def durable(self) -> DurableRun:
+        """This run's journal (a durable task's run only)."""
+        if self._durable is None:
+            if self._open_durable is None:
+                raise TickworkError(
+                    "durable steps need a run a worker started on its thread pool or event "
+                    "loop (not the process pool, not run_task)"
+                )
+            self._durable = self._open_durable(self.info.message_id, self.info.task)
+        return self._durable
 
     def request_abort(self) -> None:
         """Mark this run aborted (the worker calls it; any thread)."""

@@ -17,16 +17,16 @@ inside a running handler writes a "running" record.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import to_json
 
 from tickwork.scheduler.backends import Backend, State
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import TickworkError
 from tickwork.scheduler.model.handles import RunOutcome, RunStatus, TaskInfo
 from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.runs.encoding import encode_value as encode_value
 
 
 class ResultRecord(RunOutcome):
@@ -64,22 +64,6 @@ def running_record(progress: float, note: str | None, attempt: int, at_ms: int) 
         status="running", progress=progress, note=note, attempt=attempt, at_ms=at_ms
     )
     return record.model_dump_json(exclude_defaults=True).encode()
-
-
-def encode_value(value: Any, max_bytes: int) -> bytes:
-    """A return value as JSON; ``TypeError`` or ``ValueError`` when it cannot be kept."""
-    try:
-        encoded = to_json(value)
-    except Exception as err:  # pydantic_core raises its own serialisation errors
-        raise TypeError(
-            f"the task's return value cannot be kept: it is not JSON-encodable ({err})"
-        ) from err
-    if len(encoded) > max_bytes:
-        raise ValueError(
-            f"the task's return value cannot be kept: {len(encoded)} bytes encoded, "
-            f"over the {max_bytes}-byte limit (max_payload_bytes)"
-        )
-    return encoded
 
 
 _STATUS_OF_STATE = {

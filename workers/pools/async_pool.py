@@ -33,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from tickwork.scheduler import UnknownTask
 from tickwork.scheduler.runs.context import RunContext, RunInfo
+from tickwork.scheduler.runs.durable import open_durable
 from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_async_handler
@@ -186,7 +187,12 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         if limited:
             assert info.time_limit_s is not None
             timeout_s = info.time_limit_s  # stopped at its time limit, sooner
-        run = RunContext(info, partial(report_progress, self._app))
+        app = self._app
+        run = RunContext(
+            info,
+            partial(report_progress, app),
+            partial(open_durable, app, lambda: app.builder.clock.now_ms()),
+        )
         running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
         try:

@@ -14,6 +14,7 @@ from tickwork.scheduler import Aborted, InvalidMessage, UnknownTask
 from tickwork.scheduler.hooks import notify
 from tickwork.scheduler.model.tasks import TaskFunction
 from tickwork.scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
+from tickwork.scheduler.runs.durable_errors import DurableRunError, NonDeterminismError, Suspended
 from tickwork.scheduler.runs.results import encode_value
 from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.runs.tracing import NO_SPAN, handler_span
@@ -120,6 +121,10 @@ def _run_handler(
         return aborted(str(err), started)
     except Retry as err:
         return _retry(err, started)
+    except Suspended as err:
+        return _suspended(err, started)
+    except NonDeterminismError as err:
+        return _failed(err, started, rule=err.reason)
     except Exception as err:
         return _failed(err, started, rule=_rule(task, err))
     finally:
@@ -162,6 +167,10 @@ async def _run_async_handler(
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Retry as err:
         return _retry(err, started)
+    except Suspended as err:
+        return _suspended(err, started)
+    except NonDeterminismError as err:
+        return _failed(err, started, rule=err.reason)
     except Exception as err:
         return _failed(err, started, rule=_rule(task, err))
     finally:
@@ -172,8 +181,19 @@ async def _run_async_handler(
 
 
 def _rule(task: TaskFunction[..., Any] | None, error: BaseException) -> str:
-    """The rule of ``task``'s policy that says ``error`` is not retried ("" if none)."""
+    """The rule that says ``error`` is not retried ("" if none): a durable run that
+    cannot go on, or a rule of ``task``'s policy."""
+    if isinstance(error, DurableRunError):
+        return error.reason
     return "" if task is None else (task.options.retry.rule_against(error) or "")
+
+
+def _suspended(suspended: Suspended, started: float) -> HandlerResult:
+    """A durable run that waits (a sleep, a step's backoff): snoozed until it is due."""
+    elapsed = (time.perf_counter() - started) * 1000
+    return HandlerResult(
+        Verdict.SNOOZED, "Suspended", suspended.why, "", elapsed, snooze_s=suspended.delay_s
+    )
 
 
 def _retry(request: Retry, started: float) -> HandlerResult:

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from tickwork.scheduler.runs.context import RunContext, RunInfo
+from tickwork.scheduler.runs.durable import open_durable
 from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_handler
@@ -36,6 +37,7 @@ class ThreadPool(HandlerPool[W]):
     ) -> None:
         self._app = app
         self._report = partial(report_progress, app)  # one for every run
+        self._durable = partial(open_durable, app, lambda: app.builder.clock.now_ms())
         self._on_done = on_done
         self._queue: queue.SimpleQueue[
             tuple[W, str, list[Any], dict[str, Any], RunContext] | None
@@ -65,7 +67,7 @@ class ThreadPool(HandlerPool[W]):
     def submit(
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
-        run = RunContext(info, self._report)
+        run = RunContext(info, self._report, self._durable)
         self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 

@@ -1,0 +1,282 @@
+"""Durable tasks (issue 50) on every backend: steps journaled and not run again when the
+run starts over, sleeps that let go of the worker and survive its restart, a step's own
+retries, a step failed for good raised where the handler may catch it, recorded values
+the same on a replay, the error when the code changed under a run and the patch marker
+that avoids it, a step whose value cannot be kept, an ``async def`` handler, a sleeping
+run cancelled."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.support.helpers import running, wait_for
+from tickwork import App, RetryPolicy, current_run
+from tickwork.errors import StepFailed
+from tickwork.scheduler.runs.journal import JournalStore
+
+QUICK = RetryPolicy(retries=3, base_s=0.05, jitter=False)
+
+
+class Seen:
+    """What the steps and handlers did, from the worker's threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: Counter[str] = Counter()
+        self.values: list[Any] = []
+
+    def call(self, name: str) -> int:
+        with self.lock:
+            self.calls[name] += 1
+            return self.calls[name]
+
+    def keep(self, value: Any) -> None:
+        with self.lock:
+            self.values.append(value)
+
+
+def _journal(app: App, run_id: str) -> list[tuple[str, str, str]]:
+    return [(e.kind, e.name, e.state) for e in JournalStore(app.backend.results).read(run_id)]
+
+
+def test_a_run_started_again_does_not_run_its_journaled_steps(app: App) -> None:
+    """The handler fails after two steps (outside them): the task's retry runs it again,
+    the two steps return their journaled values, the third runs once."""
+    seen = Seen()
+
+    def step(name: str) -> dict[str, Any]:
+        seen.call(name)
+        return {"step": name, "n": (1, 2)}  # a tuple comes back a list, both times
+
+    @app.task(durable=True, keep_result=True, retry=QUICK)
+    def order(order_id: int) -> list[Any]:
+        run = current_run()
+        first = run.step("charge", step, f"charge {order_id}")
+        second = run.step("reserve", step, f"reserve {order_id}")
+        if run.attempt == 1:
+            raise ConnectionError("the worker lost its connection here")
+        third = run.step("ship", step, f"ship {order_id}")
+        return [first, second, third]
+
+    handle = order.delay(7)
+    with running(app):
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+    assert seen.calls == Counter({"charge 7": 1, "reserve 7": 1, "ship 7": 1})
+    assert handle.result()[0] == {"step": "charge 7", "n": [1, 2]}
+    assert _journal(app, handle.id) == [
+        ("step", "charge", "done"),
+        ("step", "reserve", "done"),
+        ("step", "ship", "done"),
+    ]
+
+
+def test_a_sleeping_run_lets_go_of_the_worker_and_resumes_after_a_restart(app: App) -> None:
+    seen = Seen()
+
+    @app.task(durable=True, keep_result=True)
+    def remind(user: str) -> str:
+        run = current_run()
+        run.step("welcome", seen.call, f"welcome {user}")
+        run.sleep(1.5)
+        run.step("remind", seen.call, f"remind {user}")
+        return "reminded"
+
+    handle = remind.delay("ada")
+    with running(app) as worker:
+        wait_for(lambda: seen.calls["welcome ada"] == 1, timeout_s=30)
+        wait_for(lambda: worker.stats.snoozed == 1, timeout_s=30)
+        stored = app.get(id=handle.id)
+        assert stored is not None and stored.state.value == "scheduled", "stored, not held"
+    assert handle.status().value == "scheduled"
+    with running(app):  # every worker stopped, a new one started
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+    assert handle.result() == "reminded"
+    assert seen.calls == Counter({"welcome ada": 1, "remind ada": 1})
+    assert [kind for kind, _, _ in _journal(app, handle.id)] == ["step", "sleep", "step"]
+
+
+def test_a_step_is_retried_by_its_own_policy_and_a_step_failed_for_good_is_caught(
+    app: App,
+) -> None:
+    seen = Seen()
+
+    def flaky() -> str:
+        if seen.call("flaky") < 3:
+            raise ConnectionError("carrier down")
+        return "label"
+
+    def refuse() -> None:
+        seen.call("refund")
+        raise PermissionError("card blocked")
+
+    @app.task(durable=True, keep_result=True, retry=RetryPolicy(retries=0))
+    def ship() -> str:
+        run = current_run()
+        label = run.step("label", flaky, retry=QUICK)
+        try:
+            run.step("refund", refuse, retry=1)
+        except StepFailed as failed:
+            return f"{label}; {failed.step} failed: {failed.error_type}: {failed.error}"
+        return "not reached"
+
+    handle = ship.delay()
+    with running(app):
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+    assert handle.result() == "label; refund failed: PermissionError: card blocked"
+    assert seen.calls == Counter({"flaky": 3, "refund": 2})
+    assert _journal(app, handle.id) == [("step", "label", "done"), ("step", "refund", "failed")]
+
+
+def test_recorded_values_are_the_same_on_a_replay(app: App) -> None:
+    seen = Seen()
+
+    @app.task(durable=True, keep_result=True)
+    def draw() -> None:
+        run = current_run()
+        seen.keep((run.now(), run.random()))
+        run.sleep(0.2)
+
+    handle = draw.delay()
+    with running(app):
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+    first, second = seen.values
+    assert first == second
+
+
+def test_a_changed_step_stops_the_run_and_a_patch_marker_keeps_old_runs_on_their_path(
+    app: App,
+) -> None:
+    seen = Seen()
+    version = {"code": 1}
+
+    @app.task(durable=True, retry=RetryPolicy(retries=0))
+    def unguarded() -> None:
+        run = current_run()
+        run.step("a", seen.call, "a")
+        run.step("b" if version["code"] == 1 else "b2", seen.call, "b")
+        run.sleep(1.0)
+
+    @app.task(durable=True, keep_result=True)
+    def guarded(label: str) -> str:
+        run = current_run()
+        run.step("a", seen.call, f"{label} a")
+        if version["code"] == 1:
+            run.step("b", seen.call, f"{label} b")
+        elif run.patched("new-b"):
+            run.step("b2", seen.call, f"{label} b2")
+        else:
+            run.step("b", seen.call, f"{label} b")
+        run.sleep(1.0)
+        run.step("c", seen.call, f"{label} c")
+        return label
+
+    changed = unguarded.delay()
+    old = guarded.delay("old")
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.snoozed == 2, timeout_s=30)
+    version["code"] = 2  # a deploy while both sleep
+    new = guarded.delay("new")
+    with running(app):
+        wait_for(lambda: old.status().value == "succeeded", timeout_s=30)
+        wait_for(lambda: new.status().value == "succeeded", timeout_s=30)
+        wait_for(lambda: len(app.poison.list()) == 1, timeout_s=30)
+    (poisoned,) = app.backend.poison.list()
+    assert poisoned.envelope.id == changed and poisoned.failure.reason == "nondeterminism"
+    assert "replayed step 'b2' at position 2, where its journal holds step 'b'" in (
+        poisoned.failure.message
+    )
+    assert seen.calls["old b"] == 1 and seen.calls["old b2"] == 0 and seen.calls["old c"] == 1
+    assert seen.calls["new b2"] == 1 and seen.calls["new b"] == 0
+    assert [name for _, name, _ in _journal(app, new.id)] == ["a", "new-b", "b2", "sleep", "c"]
+
+
+def test_a_step_whose_value_cannot_be_kept_fails_naming_the_step(app: App) -> None:
+    @app.task(durable=True, retry=RetryPolicy(retries=0))
+    def export() -> None:
+        current_run().step("open", lambda: threading.Lock())
+
+    export.delay()
+    with running(app):
+        wait_for(lambda: len(app.poison.list()) == 1, timeout_s=30)
+    (poisoned,) = app.backend.poison.list()
+    assert "the value of step 'open' cannot be kept: it is not JSON-encodable" in (
+        poisoned.failure.message
+    )
+
+
+def test_an_async_handler_steps_and_sleeps(app: App) -> None:
+    seen = Seen()
+
+    async def fetch(page: int) -> list[int]:
+        seen.call(f"fetch {page}")
+        return [page] * 2
+
+    @app.task(durable=True, keep_result=True)
+    async def crawl(pages: int) -> int:
+        run = current_run()
+        total = 0
+        for page in range(pages):
+            total += sum(await run.astep(f"page {page}", fetch, page))
+            if page == 1:
+                run.sleep(0.3)
+        return total
+
+    handle = crawl.delay(3)
+    with running(app):
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+    assert handle.result() == 6
+    assert seen.calls == Counter({"fetch 0": 1, "fetch 1": 1, "fetch 2": 1})
+
+
+def test_a_sleeping_run_can_be_cancelled(sqlite_app: App) -> None:
+    app = sqlite_app
+    seen = Seen()
+
+    @app.task(durable=True)
+    def nag() -> None:
+        run = current_run()
+        run.step("first", seen.call, "first")
+        run.sleep(2.0)  # past the worker's lookahead (0.5 s): not claimed while it sleeps
+        run.step("again", seen.call, "again")
+
+    @app.task
+    def sentinel() -> None:
+        seen.call("sentinel")
+
+    handle = nag.delay()
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.snoozed == 1, timeout_s=30)
+        assert app.cancel(id=handle.id)
+        sentinel.schedule(delay=2.5)  # due after the sleep would have ended
+        wait_for(lambda: seen.calls["sentinel"] == 1, timeout_s=30)
+    assert seen.calls["again"] == 0
+
+
+def test_steps_in_a_task_that_is_not_durable_are_one_clear_error(sqlite_app: App) -> None:
+    app = sqlite_app
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def plain() -> None:
+        current_run().step("x", print)
+
+    plain.delay()
+    with running(app):
+        wait_for(lambda: len(app.poison.list()) == 1, timeout_s=30)
+    (poisoned,) = app.backend.poison.list()
+    assert "is not durable: steps, sleeps and recorded values need @app.task(durable=True)" in (
+        poisoned.failure.message
+    )
+
+
+@pytest.mark.parametrize("bad", ["yes please", 3])
+def test_a_bad_durable_option_is_one_clear_error(sqlite_app: App, bad: Any) -> None:
+    from tickwork.errors import InvalidMessage
+
+    with pytest.raises(InvalidMessage, match=r"option durable=.* is not valid"):
+
+        @sqlite_app.task(durable=bad)
+        def job() -> None: ...
