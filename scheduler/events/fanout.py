@@ -39,7 +39,7 @@ from tickwork.scheduler.backends import (
     Waiter,
 )
 from tickwork.scheduler.events.subscriptions import Subscription, stored_subscriptions
-from tickwork.scheduler.events.waits import EVENTS_QUEUE, read_waiters, wait_record_id
+from tickwork.scheduler.events.waits import EVENTS_QUEUE, read_waiters
 from tickwork.scheduler.events.workflows import WORKFLOW_TASK
 from tickwork.scheduler.ids import identity_chain_id
 from tickwork.scheduler.model.event_names import Event
@@ -176,8 +176,7 @@ class FanOut:
             return 0
         body = event.model_dump_json().encode()
         outcomes = [
-            MemberOutcome(wait_record_id(w.id), 0, False, body, w.deadline_ms + 86_400_000)
-            for w in waiters
+            MemberOutcome(w.record_id, 0, False, body, w.deadline_ms + 86_400_000) for w in waiters
         ]
         backend.batches.settle(outcomes)
         pending = [Waiter("", w.queue, None, w.id) for w in waiters]

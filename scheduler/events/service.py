@@ -64,6 +64,8 @@ class Events:
         retention = timedelta(seconds=parts.settings.batch_retention_s)
         self._fanout = FanOut(lambda: parts.backend, lambda: parts.builder, now_ms, retention)
         self._waits = Waits(lambda: parts.backend, now_ms)
+        #: the waits for events of ``wait_for`` steps and durable runs
+        self.waits = self._waits
         self._starts = WorkflowStarts(lambda: parts.backend, start_run, now_ms)
         #: the workflows this app's code subscribes, by name
         self._workflows: dict[str, Subscription] = {}

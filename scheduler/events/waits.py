@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tickwork.scheduler.backends import Backend, LedgerEntry, MemberOutcome
 from tickwork.scheduler.errors import InvalidMessage, TickworkError
-from tickwork.scheduler.model.event_names import check_name
+from tickwork.scheduler.model.event_names import WAIT_MOST_S, check_name
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.runs.snooze import Snooze
 
@@ -36,8 +36,6 @@ WAIT_TASK = "tickwork.wait"
 #: the queue under which the events' ledgers are kept (waiters, recent events)
 EVENTS_QUEUE = "tickwork.events"
 
-#: the longest wait (a workflow that waits longer is a schedule)
-WAIT_MOST_S = 30 * 86_400.0
 
 #: the most waiters kept per event name and key (the newest)
 WAITERS_MOST = 1000
@@ -57,12 +55,19 @@ class WaitingStep(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    id: str  # the wait step's message id
+    id: str  # the wait step's message id (the message an event wakes)
     queue: str
     deadline_ms: int
+    #: the record of the wait's outcome, when not the step's own (a durable run's wait)
+    record: str | None = None
 
     def encode(self) -> bytes:
-        return self.model_dump_json().encode()
+        return self.model_dump_json(exclude_none=True).encode()
+
+    @property
+    def record_id(self) -> str:
+        """The record the event is written to as this wait's outcome."""
+        return self.record or wait_record_id(self.id)
 
 
 def wait_for(
@@ -120,8 +125,26 @@ class Waits:
     ) -> Any:
         """One run of a wait step: the event if one came, else a snooze until the timeout,
         else (timed out) ``WaitTimedOut`` or None."""
+        got = self.wait(wait_record_id(message_id), message_id, queue, (name, key), timeout_s)
+        if got.state == "waiting":
+            return Snooze(got.delay_s)
+        return _ended(got.outcome, name, on_timeout)
+
+    def wait(
+        self,
+        record_id: str,
+        message_id: str,
+        queue: str,
+        event: tuple[str, str | None],
+        timeout_s: float,
+    ) -> EventWait:
+        """One look at a wait for ``event`` (its name and key) kept in record
+        ``record_id``, on behalf of message ``message_id`` of ``queue`` (the one an
+        event wakes): the event's outcome if it came, the timeout's if it passed (the
+        first of the two stays), else how long until the timeout (the message is listed
+        among the event's waiters, to be woken)."""
+        name, key = event
         backend = self._backend()
-        record_id = wait_record_id(message_id)
         now = self._now_ms()
         record = backend.batches.read(record_id, outcomes=True)
         if record is None or record.description is None:
@@ -131,7 +154,7 @@ class Waits:
         else:
             deadline = int(json.loads(record.description)["deadline_ms"])
             if 0 in record.outcomes:
-                return _ended(record.outcomes[0], name, on_timeout)
+                return EventWait("ended", record.outcomes[0])
         if now >= deadline:
             marker = MemberOutcome(
                 record_id, 0, True, timeout_marker(now), deadline + _KEPT_AFTER_MS
@@ -139,8 +162,8 @@ class Waits:
             backend.batches.settle([marker])
             settled = backend.batches.read(record_id, outcomes=True)
             outcome = settled.outcomes.get(0) if settled is not None else None
-            return _ended(outcome or marker.outcome, name, on_timeout)
-        waiter = WaitingStep(id=message_id, queue=queue, deadline_ms=deadline)
+            return EventWait("ended", outcome or marker.outcome)
+        waiter = WaitingStep(id=message_id, queue=queue, deadline_ms=deadline, record=record_id)
         entry = LedgerEntry(
             EVENTS_QUEUE,
             waiters_subject(name, key),
@@ -149,7 +172,21 @@ class Waits:
             int(WAIT_MOST_S * 1000) + _KEPT_AFTER_MS,
         )
         backend.ledger.append([entry])
-        return Snooze(max(deadline - now, 1) / 1000)
+        return EventWait("waiting", b"", max(deadline - now, 1) / 1000)
+
+
+class EventWait(NamedTuple):
+    """Where a wait stands: ``ended`` (``outcome``: the event's JSON, or the timeout's
+    marker, ``timed_out`` tells) or ``waiting`` (``delay_s`` until its timeout)."""
+
+    state: Literal["ended", "waiting"]
+    outcome: bytes
+    delay_s: float = 0.0
+
+    @property
+    def timed_out(self) -> bool:
+        value = json.loads(self.outcome)
+        return isinstance(value, dict) and "timeout" in value and "name" not in value
 
 
 def _ended(outcome: bytes, name: str, on_timeout: OnTimeout) -> Any:

@@ -22,6 +22,10 @@ from tickwork.scheduler.errors import InvalidMessage
 #: the longest event name (and pattern)
 NAME_MOST = 200
 
+#: the longest wait for an event (a ``wait_for`` step, a durable run's
+#: ``wait_for_event``): a workflow that waits longer is a schedule
+WAIT_MOST_S = 30 * 86_400.0
+
 _SEGMENT = re.compile(r"[A-Za-z0-9_:\-]+")
 
 

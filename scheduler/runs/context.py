@@ -57,8 +57,8 @@ class RunInfo(NamedTuple):
 #: writes a run's progress: (run, fraction, note)
 ProgressReporter = Callable[[RunInfo, float, str | None], None]
 
-#: opens a durable run's journal: (message id, task name)
-DurableOpener = Callable[[str, str], DurableRun]
+#: opens a durable run's journal: (message id, task name, queue)
+DurableOpener = Callable[[str, str, str], DurableRun]
 
 
 class RunContext:
@@ -190,6 +190,14 @@ class RunContext:
         """Sleep until ``when`` (an aware datetime), as ``sleep`` does."""
         self.durable.sleep_until(when, name=name)
 
+    def wait_for_event(
+        self, name: str, *, key: str | None = None, timeout: float | timedelta
+    ) -> dict[str, Any] | None:
+        """Wait for an event ``name`` (with ``key``, when given) for at most ``timeout``
+        without holding a thread: the event as a dict, or None when the timeout came
+        first (``app.emit`` wakes the run)."""
+        return self.durable.wait_for_event(name, key=key, timeout=timeout)
+
     def now(self) -> datetime:
         """The time (UTC) as this durable run first saw it at this point (journaled)."""
         return self.durable.now()
@@ -217,7 +225,8 @@ class RunContext:
                     "durable steps need a run a worker started on its thread pool or event "
                     "loop (not the process pool, not run_task)"
                 )
-            self._durable = self._open_durable(self.info.message_id, self.info.task)
+            info = self.info
+            self._durable = self._open_durable(info.message_id, info.task, info.queue)
         return self._durable
 
     def request_abort(self) -> None:

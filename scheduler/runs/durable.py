@@ -35,14 +35,14 @@ import inspect
 import math
 import random as random_module
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from pydantic_core import from_json
 
-from tickwork.scheduler.backends import Backend
-from tickwork.scheduler.errors import Aborted, TickworkError
-from tickwork.scheduler.model.registry import TaskRegistry
+from tickwork.scheduler.errors import Aborted, InvalidMessage, TickworkError
+from tickwork.scheduler.model.event_names import WAIT_MOST_S, check_name
 from tickwork.scheduler.model.retry import RetryAfter, RetryPolicy, decide
 from tickwork.scheduler.runs.durable_errors import (
     MAX_JOURNAL_ENTRIES,
@@ -58,50 +58,45 @@ from tickwork.scheduler.runs.snooze import MOST_S
 T = TypeVar("T")
 
 
-class DurableSettings(Protocol):
-    """The settings a durable run reads (the app's ``Settings``)."""
+class WaitLook(Protocol):
+    """Where a wait for an event stands (``scheduler.events.waits.EventWait``)."""
 
     @property
-    def result_retention_s(self) -> float: ...
+    def state(self) -> str: ...  # "ended" or "waiting"
 
     @property
-    def max_payload_bytes(self) -> int: ...
-
-
-class DurableApp(Protocol):
-    """What a durable run needs of the app (an ``App``, or a worker's view of one)."""
+    def outcome(self) -> bytes: ...
 
     @property
-    def backend(self) -> Backend: ...
+    def delay_s(self) -> float: ...
 
     @property
-    def registry(self) -> TaskRegistry: ...
-
-    @property
-    def settings(self) -> DurableSettings: ...
-
-    def result_retention_ms(self, task: str) -> int | None: ...
+    def timed_out(self) -> bool: ...
 
 
-def open_durable(
-    app: DurableApp, now_ms: Callable[[], int], run_id: str, task_name: str
-) -> DurableRun:
-    """The durable side of run ``run_id`` of ``task_name`` (its journal read on first
-    use); a task not registered ``durable=True`` is refused with one clear error."""
-    task = app.registry.tasks.get(task_name)
-    if task is None or not task.options.durable:
-        raise TickworkError(
-            f"task {task_name!r} is not durable: steps, sleeps and recorded values need "
-            "@app.task(durable=True)"
-        )
-    retention = app.result_retention_ms(task_name) or int(app.settings.result_retention_s * 1000)
-    return DurableRun(
-        run_id,
-        JournalStore(app.backend.results),
-        task.options.retry,
-        now_ms,
-        (retention, app.settings.max_payload_bytes),
-    )
+class EventWaits(Protocol):
+    """The waits for events (``app.events.waits``): one look at a wait kept in a record
+    of its own, its message listed among the event's waiters to be woken."""
+
+    def wait(
+        self,
+        record_id: str,
+        message_id: str,
+        queue: str,
+        event: tuple[str, str | None],
+        timeout_s: float,
+    ) -> WaitLook: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DurableSupport:
+    """What a durable run works with: its journal's store, the waits for events, the
+    clock (ms, the backend's), the most bytes a step's value may take."""
+
+    store: JournalStore
+    waits: EventWaits
+    now_ms: Callable[[], int]
+    max_bytes: int
 
 
 class DurableRun:
@@ -110,16 +105,19 @@ class DurableRun:
     def __init__(
         self,
         run_id: str,
-        store: JournalStore,
+        queue: str,
         retry: RetryPolicy,
-        now_ms: Callable[[], int],
-        limits: tuple[int, int],
+        retention_ms: int,
+        support: DurableSupport,
     ) -> None:
         self._run_id = run_id
-        self._store = store
+        self._queue = queue
         self._retry = retry  # the task's policy: a step's unless it gives its own
-        self._now_ms = now_ms
-        self._retention_ms, self._max_bytes = limits
+        self._retention_ms = retention_ms  # each entry kept this long after it is written
+        self._store = support.store
+        self._waits = support.waits
+        self._now_ms = support.now_ms
+        self._max_bytes = support.max_bytes
         self._journal: list[JournalEntry] | None = None  # read on first use
         self._next = 0  # the index of the next entry the handler asks for
         self._pending: list[tuple[int, JournalEntry]] = []  # written with the next write
@@ -198,6 +196,32 @@ class DurableRun:
             raise ValueError(f"sleep_until needs an aware datetime, not {when!r}")
         until = int(when.timestamp() * 1000)
         self._sleep(name, lambda now: until)
+
+    def wait_for_event(
+        self, name: str, *, key: str | None = None, timeout: float | timedelta
+    ) -> dict[str, Any] | None:
+        """Wait for an event named ``name`` (with ``key``, when given) emitted after the
+        wait began, for at most ``timeout`` (seconds or a ``timedelta``, up to 30 days),
+        without holding a thread: the event (a dict: ``id``, ``name``, ``key``,
+        ``payload``, ``emitted_at``), or None when the timeout came first."""
+        check_name(name)
+        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+        if not (math.isfinite(seconds) and 0 < seconds <= WAIT_MOST_S):
+            raise InvalidMessage(
+                f"a wait's timeout is more than 0 and at most 30 days, not {timeout}"
+            )
+        index, entry = self._take("wait", name)
+        if entry is not None:
+            return entry.value  # type: ignore[no-any-return]
+        record = f"wait:{self._run_id}~{index}"
+        look = self._waits.wait(record, self._run_id, self._queue, (name, key), seconds)
+        if look.state == "waiting":
+            self._suspend(None, None, self._now_ms() + math.ceil(look.delay_s * 1000))
+        value = None if look.timed_out else from_json(look.outcome)
+        self._write(
+            index, JournalEntry(kind="wait", name=name, value=value, ended_ms=self._now_ms())
+        )
+        return value
 
     def now(self) -> datetime:
         """The time (UTC) as first seen at this point of the run: the same on a replay."""

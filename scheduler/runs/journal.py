@@ -22,9 +22,9 @@ from pydantic import ValidationError as PydanticValidationError
 from tickwork.scheduler.backends.roles import Results
 from tickwork.scheduler.errors import TickworkError
 
-#: the kinds of entry: a step's outcome, a sleep's wake-up, a recorded value (``now``,
-#: ``random``), a patch marker
-EntryKind = Literal["step", "sleep", "value", "patch"]
+#: the kinds of entry: a step's outcome, a sleep's wake-up, a wait's event (or None: it
+#: timed out), a recorded value (``now``, ``random``), a patch marker
+EntryKind = Literal["step", "sleep", "wait", "value", "patch"]
 
 #: a step that is ``done`` returned ``value``; one that ``failed`` for good raised
 #: ``error_type: error``; one ``retrying`` failed ``attempts`` times and runs again

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tests.support.helpers import running, wait_for
 from tickwork import App, RetryPolicy, current_run
-from tickwork.errors import StepFailed
+from tickwork.errors import InvalidMessage, StepFailed
 from tickwork.scheduler.runs.journal import JournalStore
 
 QUICK = RetryPolicy(retries=3, base_s=0.05, jitter=False)
@@ -129,6 +130,62 @@ def test_a_step_is_retried_by_its_own_policy_and_a_step_failed_for_good_is_caugh
     assert handle.result() == "label; refund failed: PermissionError: card blocked"
     assert seen.calls == Counter({"flaky": 3, "refund": 2})
     assert _journal(app, handle.id) == [("step", "label", "done"), ("step", "refund", "failed")]
+
+
+def test_a_run_waits_for_its_event_across_a_restart_and_another_times_out(app: App) -> None:
+    seen = Seen()
+
+    @app.task(durable=True, keep_result=True)
+    def deliver(order_id: str) -> str:
+        run = current_run()
+        run.step("pack", seen.call, f"pack {order_id}")
+        shipped = run.wait_for_event("order.shipped", key=order_id, timeout=60)
+        if shipped is None:
+            run.step("refund", seen.call, f"refund {order_id}")
+            return "refunded"
+        return f"shipped by {shipped['payload']['carrier']}"
+
+    waiting = deliver.delay("A-1")
+    other = deliver.delay("B-2")
+    with running(app) as worker:
+        wait_for(lambda: worker.stats.snoozed >= 2, timeout_s=30)
+    # every worker stopped: the event is stored, and delivered by the next worker
+    app.emit("order.shipped", {"carrier": "post"}, key="A-1")
+    app.emit("order.shipped", {"carrier": "wrong key"}, key="C-3")
+    with running(app):
+        wait_for(lambda: waiting.status().value == "succeeded", timeout_s=30)
+    assert waiting.result() == "shipped by post"
+    assert seen.calls == Counter({"pack A-1": 1, "pack B-2": 1})
+    assert other.status().value == "scheduled", "B-2 still waits: no event had its key"
+    assert [kind for kind, _, _ in _journal(app, waiting.id)] == ["step", "wait"]
+
+
+def test_a_wait_that_times_out_returns_none(sqlite_app: App) -> None:
+    app = sqlite_app
+    seen = Seen()
+
+    @app.task(durable=True, keep_result=True)
+    def deliver(order_id: str) -> str:
+        run = current_run()
+        if run.wait_for_event("order.shipped", key=order_id, timeout=0.5) is None:
+            run.step("refund", seen.call, f"refund {order_id}")
+            return "refunded"
+        return "shipped"
+
+    @app.task(durable=True)
+    def too_long() -> None:
+        current_run().wait_for_event("order.shipped", timeout=timedelta(days=31))
+
+    handle = deliver.delay("B-2")
+    too_long.delay()
+    with running(app):
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+        wait_for(lambda: len(app.backend.poison.list()) == 1, timeout_s=30)
+    assert handle.result() == "refunded" and seen.calls == Counter({"refund B-2": 1})
+    (poisoned,) = app.backend.poison.list()
+    assert "a wait's timeout is more than 0 and at most 30 days, not 31 days" in (
+        poisoned.failure.message
+    )
 
 
 def test_recorded_values_are_the_same_on_a_replay(app: App) -> None:
@@ -274,8 +331,6 @@ def test_steps_in_a_task_that_is_not_durable_are_one_clear_error(sqlite_app: App
 
 @pytest.mark.parametrize("bad", ["yes please", 3])
 def test_a_bad_durable_option_is_one_clear_error(sqlite_app: App, bad: Any) -> None:
-    from tickwork.errors import InvalidMessage
-
     with pytest.raises(InvalidMessage, match=r"option durable=.* is not valid"):
 
         @sqlite_app.task(durable=bad)

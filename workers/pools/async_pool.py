@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from tickwork.scheduler import UnknownTask
 from tickwork.scheduler.runs.context import RunContext, RunInfo
-from tickwork.scheduler.runs.durable import open_durable
+from tickwork.scheduler.runs.durable_opening import open_durable
 from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_async_handler

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from tickwork.scheduler.runs.context import RunContext, RunInfo
-from tickwork.scheduler.runs.durable import open_durable
+from tickwork.scheduler.runs.durable_opening import open_durable
 from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_handler
