@@ -80,6 +80,21 @@ def on_sqlite_and_redis(
         out.write_text(json.dumps(result, indent=2) + "\n")
 
 
+def on_postgres(measure: Callable[[str], Any], extra: dict[str, Any], out: Path | None) -> None:
+    """``measure(url)`` on a PostgreSQL server started here (as the tests do)."""
+    from tests.support.postgres_servers import PostgresServer
+
+    server = PostgresServer()
+    try:
+        url = f"{server.url}?schema=bench{uuid.uuid4().hex[:6]}"
+        result = {"machine": machine(), **extra, "results": [measure(url)]}
+    finally:
+        server.stop()
+    emit(result)
+    if out:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+
 def on_cassandra(measure: Callable[[str], Any], extra: dict[str, Any], out: Path | None) -> None:
     """``measure(url)`` on a Cassandra node started here (as the tests do)."""
     from tests.support.cassandra_servers import CassandraNode
@@ -98,10 +113,12 @@ def on_cassandra(measure: Callable[[str], Any], extra: dict[str, Any], out: Path
 def on_backends(
     measure: Callable[[str], Any], extra: dict[str, Any], out: Path | None, only: str | None
 ) -> None:
-    """What ``--only`` asks for: Cassandra alone (its node is slow to start), or SQLite
-    and Redis (one of them with ``only``)."""
+    """What ``--only`` asks for: Cassandra alone (its node is slow to start), PostgreSQL
+    alone, or SQLite and Redis (one of them with ``only``)."""
     if only == "cassandra":
         on_cassandra(measure, extra, out)
+    elif only == "postgres":
+        on_postgres(measure, extra, out)
     else:
         on_sqlite_and_redis(measure, extra, out, only)
 
