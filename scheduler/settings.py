@@ -30,6 +30,10 @@ class Settings(BaseModel):
     keep_results: bool = False
     #: how long a result is kept when the task does not say
     result_retention_s: float = Field(default=86_400.0, gt=0)
+    #: how long a durable run's journal entries are kept after each is written, and after
+    #: the run's wake-up from a sleep or wait (its workers all down longer than that, the
+    #: run's steps would run again)
+    durable_retention_s: float = Field(default=7 * 86_400.0, gt=0)
     #: how long a batch's records (member outcomes, counts) are kept after its last due time
     batch_retention_s: float = Field(default=7 * 86_400.0, gt=0)
     #: records kept in each schedule's ledger, the newest (0: no ledger is written)

@@ -17,7 +17,7 @@ class DurableSettings(Protocol):
     """The settings a durable run reads (the app's ``Settings``)."""
 
     @property
-    def result_retention_s(self) -> float: ...
+    def durable_retention_s(self) -> float: ...
 
     @property
     def max_payload_bytes(self) -> int: ...
@@ -45,23 +45,21 @@ class DurableApp(Protocol):
     @property
     def events(self) -> DurableEvents: ...
 
-    def result_retention_ms(self, task: str) -> int | None: ...
-
 
 def open_durable(
     app: DurableApp, now_ms: Callable[[], int], run_id: str, task_name: str, queue: str
 ) -> DurableRun:
     """The durable side of run ``run_id`` of ``task_name`` in ``queue`` (its journal read
     on first use); a task not registered ``durable=True`` is refused with one clear
-    error. Each entry is kept the task's result retention (else the setting
-    ``result_retention_s``) after it is written, and past a sleep or wait until then."""
+    error. Each entry is kept the setting ``durable_retention_s`` (7 days) after it is
+    written, and after the wake-up of a sleep or wait."""
     task = app.registry.tasks.get(task_name)
     if task is None or not task.options.durable:
         raise TickworkError(
             f"task {task_name!r} is not durable: steps, sleeps and recorded values need "
             "@app.task(durable=True)"
         )
-    retention = app.result_retention_ms(task_name) or int(app.settings.result_retention_s * 1000)
+    retention = int(app.settings.durable_retention_s * 1000)
     support = DurableSupport(
         JournalStore(app.backend.results), app.events.waits, now_ms, app.settings.max_payload_bytes
     )

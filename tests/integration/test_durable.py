@@ -18,6 +18,7 @@ from tests.support.helpers import running, wait_for
 from tickwork import App, RetryPolicy, current_run
 from tickwork.errors import InvalidMessage, StepFailed
 from tickwork.scheduler.runs.journal import JournalStore
+from tickwork.testing import isolated
 
 QUICK = RetryPolicy(retries=3, base_s=0.05, jitter=False)
 
@@ -335,3 +336,26 @@ def test_a_bad_durable_option_is_one_clear_error(sqlite_app: App, bad: Any) -> N
 
         @sqlite_app.task(durable=bad)
         def job() -> None: ...
+
+
+def test_a_drain_that_advances_the_test_clock_moves_through_a_ten_minute_sleep() -> None:
+    """Under ``tickwork.testing``: each drain is a new burst worker (the one before
+    stopped), and the clock moves with ``advance``: no real waiting."""
+    app = App()
+    seen = Seen()
+
+    @app.task(durable=True, keep_result=True)
+    def nap() -> str:
+        run = current_run()
+        run.step("before", seen.call, "before")
+        run.sleep(timedelta(minutes=10))
+        run.step("after", seen.call, "after")
+        return "rested"
+
+    with isolated(app) as tw:
+        handle = nap.delay()
+        assert tw.drain().outcomes == Counter({"snoozed": 1})
+        assert tw.drain(advance=timedelta(minutes=9)).outcomes == Counter()
+        assert tw.drain(advance=timedelta(minutes=1)).outcomes == Counter({"succeeded": 1})
+        assert handle.result() == "rested"
+    assert seen.calls == Counter({"before": 1, "after": 1})
