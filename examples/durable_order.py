@@ -17,7 +17,6 @@ from datetime import timedelta
 from typing import Any
 
 from tickwork import App, current_run
-from tickwork.scheduler.runs.journal import JournalStore
 from tickwork.testing import isolated
 
 app = App()
@@ -65,8 +64,9 @@ def main() -> None:
         tw.drain(advance=REMINDER_AFTER)  # A-100 wakes: the review mail
         for order, handle in (("A-100", shipped), ("B-200", lost)):
             print(f"{order}: {handle.result()}")
-            for entry in JournalStore(app.backend.results).read(handle.id):
-                print(f"    {entry.kind} {entry.name}: {entry.state}")
+            journal = app.runs.journal(handle.id)
+            for entry in journal.steps if journal is not None else []:
+                print(f"    {entry.kind} {entry.name}: {', '.join(entry.facts())}")
 
 
 if __name__ == "__main__":

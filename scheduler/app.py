@@ -4,7 +4,8 @@ producer's verbs are its own (tasks, enqueue, get, cancel, abort, result, previe
 operator's are on small services reached from it, each a collaborator over the same
 parts: ``app.schedules`` (``scheduler.schedules.service``), ``app.queues``
 (``scheduler.views.queues``), ``app.poison`` (``scheduler.views.poison``), ``app.batches``
-(``scheduler.workflows.service``) and ``app.workers`` (``scheduler.views.presence``);
+(``scheduler.workflows.service``), ``app.workers`` (``scheduler.views.presence``) and
+``app.runs`` (``scheduler.views.runs``: a durable run's journal);
 each operator verb records itself in ``app.audit`` (``scheduler.views.audit``)."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from tickwork.scheduler.views.audit import Audit
 from tickwork.scheduler.views.poison import Poison
 from tickwork.scheduler.views.presence import Workers
 from tickwork.scheduler.views.queues import Queues
+from tickwork.scheduler.views.runs import Runs
 from tickwork.scheduler.workflows.graphs import Workflow
 from tickwork.scheduler.workflows.service import Batches
 from tickwork.triggers import Trigger
@@ -104,6 +106,7 @@ class App:
         self.queues = Queues(self, self.registry.queues)
         self.batches = Batches(self)
         self.workers = Workers(self)
+        self.runs = Runs(self)
         self.events = Events(self, self.registry, self.batches.start_run)
         self._producer = Producer(self, self.batches)
 

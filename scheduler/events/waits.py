@@ -213,5 +213,5 @@ def read_waiters(backend: Backend, name: str, key: str | None, now_ms: int) -> l
             except ValidationError:
                 continue
             if waiter.deadline_ms > now_ms:
-                found.setdefault(waiter.id, waiter)
+                found.setdefault(waiter.record_id, waiter)
     return list(found.values())

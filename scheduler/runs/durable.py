@@ -211,16 +211,17 @@ class DurableRun:
                 f"a wait's timeout is more than 0 and at most 30 days, not {timeout}"
             )
         index, entry = self._take("wait", name)
-        if entry is not None:
+        if entry is not None and entry.state != "waiting":
             return entry.value  # type: ignore[no-any-return]
         record = f"wait:{self._run_id}~{index}"
         look = self._waits.wait(record, self._run_id, self._queue, (name, key), seconds)
+        now = self._now_ms()
         if look.state == "waiting":
-            self._suspend(None, None, self._now_ms() + math.ceil(look.delay_s * 1000))
+            until = now + math.ceil(look.delay_s * 1000)
+            waiting = JournalEntry(kind="wait", name=name, state="waiting", until_ms=until)
+            self._suspend(index, waiting, until)
         value = None if look.timed_out else from_json(look.outcome)
-        self._write(
-            index, JournalEntry(kind="wait", name=name, value=value, ended_ms=self._now_ms())
-        )
+        self._write(index, JournalEntry(kind="wait", name=name, value=value, ended_ms=now))
         return value
 
     def now(self) -> datetime:

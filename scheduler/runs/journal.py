@@ -27,8 +27,9 @@ from tickwork.scheduler.errors import TickworkError
 EntryKind = Literal["step", "sleep", "wait", "value", "patch"]
 
 #: a step that is ``done`` returned ``value``; one that ``failed`` for good raised
-#: ``error_type: error``; one ``retrying`` failed ``attempts`` times and runs again
-EntryState = Literal["done", "failed", "retrying"]
+#: ``error_type: error``; one ``retrying`` failed ``attempts`` times and runs again; a
+#: wait ``waiting`` for its event until ``until_ms``
+EntryState = Literal["done", "failed", "retrying", "waiting"]
 
 #: the first read asks for this many entries, each next one four times as many
 _FIRST_READ = 16
@@ -49,7 +50,8 @@ class JournalEntry(BaseModel):
     #: when its step started and ended (ms since the epoch, the backend's clock)
     started_ms: int = 0
     ended_ms: int = 0
-    #: a sleep: when the run wakes (ms since the epoch, the backend's clock)
+    #: a sleep: when the run wakes; a wait: its timeout (ms since the epoch, the
+    #: backend's clock)
     until_ms: int = 0
 
     def encode(self) -> bytes:

@@ -27,6 +27,7 @@ from tickwork.api.models import (
 from tickwork.api.roles import Role
 from tickwork.scheduler.views.poison import PoisonView
 from tickwork.scheduler.views.queues import QueueView
+from tickwork.scheduler.views.runs import RunJournal
 from tickwork.scheduler.views.schedules import ScheduleView
 
 
@@ -61,6 +62,8 @@ ENDPOINTS = (
          "Stop a running message (or cancel a pending one) by id or key",
          query=("id", "key", "queue")),
     Spec("/results/{id}", "GET", "result", None, None, "A message's run: status, result, progress"),
+    Spec("/runs/{id}/journal", "GET", "journal", None, RunJournal,
+         "A durable run's journal: each step, sleep and wait, and what it waits for"),
     Spec("/schedules", "GET", "schedules", None, ScheduleView, "The keyed schedules",
          many=True, query=("queue",)),
     Spec("/schedules/{key}/preview", "GET", "preview", None, None,

@@ -40,6 +40,7 @@ from tickwork.scheduler import App, Call, ScheduledMessage
 from tickwork.scheduler.backends.codec import shown
 from tickwork.scheduler.views.poison import PoisonFilter, PoisonView
 from tickwork.scheduler.views.queues import QueueView
+from tickwork.scheduler.views.runs import RunJournal
 from tickwork.scheduler.views.schedules import ScheduleView
 from tickwork.triggers import Cron, Exclusions, Repeating, Trigger
 
@@ -158,6 +159,13 @@ class _Handlers:
     def result(self, request: Request, _: None) -> dict[str, Any]:
         info = self.app.result(request.path_params["id"])
         return info.model_dump(mode="json", exclude_none=True)
+
+    def journal(self, request: Request, _: None) -> RunJournal:
+        run_id = request.path_params["id"]
+        journal = self.app.runs.journal(run_id)
+        if journal is None:
+            raise ApiError(404, "not_found", f"no durable run {run_id!r} has a journal")
+        return journal
 
     # -- schedules -------------------------------------------------------------------------
 

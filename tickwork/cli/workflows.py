@@ -13,6 +13,7 @@ from tickwork.cli.common import (
     json_option,
     pass_state,
 )
+from tickwork.scheduler.views.runs import RunJournal
 from tickwork.scheduler.workflows.graph_view import levels
 from tickwork.scheduler.workflows.view import WorkflowView
 
@@ -48,10 +49,16 @@ def show(
     """Show a batch (by its id) with each member and callback, a graph (by its id) level
     by level with what each step comes after, or a chain (by its first step's id, or by
     its --key: a recurring chain's current occurrence) with each step: state, attempts,
-    timing, result or error. Exit code 1 if none is stored."""
+    timing, result or error; or a durable run (by its id) with each entry of its
+    journal and what it waits for. Exit code 1 if none is stored."""
     if (key is None) == (workflow_id is None):
         fail("give exactly one of ID and --key")
-    view = state.app(reading=True).batches.workflow(workflow_id, max_steps, key=key, queue=queue)
+    app = state.app(reading=True)
+    journal = None if workflow_id is None else app.runs.journal(workflow_id)
+    if journal is not None:
+        _journal(journal, as_json)
+        return
+    view = app.batches.workflow(workflow_id, max_steps, key=key, queue=queue)
     if as_json:
         emit_json(view.model_dump(mode="json"))
         return
@@ -61,6 +68,20 @@ def show(
         return
     for step in view.steps:
         click.echo("  ".join([f"  {step.name:<12} {step.id}", *step.facts()]))
+
+
+def _journal(journal: RunJournal, as_json: bool) -> None:
+    """A durable run: its status, each entry of its journal, what it waits for."""
+    if as_json:
+        emit_json(journal.model_dump(mode="json"))
+        return
+    click.echo(f"durable run {journal.id}: {journal.status}; {len(journal.steps)} entries")
+    for step in journal.steps:
+        click.echo(
+            "  ".join([f"  {step.position:>3} {step.kind:<5} {step.name:<16}", *step.facts()])
+        )
+    if journal.waiting_for is not None:
+        click.echo(f"  waiting for {journal.waiting_for}")
 
 
 def _draw(view: WorkflowView) -> None:

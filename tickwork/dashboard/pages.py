@@ -153,7 +153,8 @@ class _Views:
         params = request.query_params
         view, error = None, None
         wanted, key = params.get("id") or None, params.get("key") or None
-        if wanted or key:
+        journal = None if wanted is None else self.app.runs.journal(wanted)
+        if (wanted or key) and journal is None:
             try:
                 view = self.app.batches.workflow(wanted, key=key, queue=params.get("queue") or None)
             except TickworkError as err:
@@ -162,6 +163,7 @@ class _Views:
         return {
             "title": "Workflow",
             "view": view,
+            "journal": journal,
             "error": error,
             "asked": wanted or key,
             "drawing": picture,
