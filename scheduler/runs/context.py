@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar, Token
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 from tickwork.scheduler.errors import Aborted as Aborted
 from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.model.calls import Call
 from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.runs.durable import DurableRun
 
@@ -197,6 +198,16 @@ class RunContext:
         without holding a thread: the event as a dict, or None when the timeout came
         first (``app.emit`` wakes the run)."""
         return self.durable.wait_for_event(name, key=key, timeout=timeout)
+
+    def spawn(self, call: Call) -> str:
+        """Start ``call`` (``task.call(...)``) as a child of this durable run, once (a
+        replay gets the same child back); its message id, for ``gather``."""
+        return self.durable.spawn(call)
+
+    def gather(self, child_ids: Sequence[str]) -> list[Any]:
+        """Wait for the children ``child_ids`` without holding a thread: their values, in
+        order; a child failed for good raises ``StepFailed``."""
+        return self.durable.gather(child_ids)
 
     def now(self) -> datetime:
         """The time (UTC) as this durable run first saw it at this point (journaled)."""

@@ -34,14 +34,14 @@ import asyncio
 import inspect
 import math
 import random as random_module
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic_core import from_json
 
 from tickwork.scheduler.errors import Aborted, InvalidMessage, TickworkError
+from tickwork.scheduler.model.calls import Call
 from tickwork.scheduler.model.event_names import WAIT_MOST_S, check_name
 from tickwork.scheduler.model.retry import RetryAfter, RetryPolicy, decide
 from tickwork.scheduler.runs.durable_errors import (
@@ -51,52 +51,12 @@ from tickwork.scheduler.runs.durable_errors import (
     StepFailed,
     Suspended,
 )
+from tickwork.scheduler.runs.durable_support import DurableSupport
 from tickwork.scheduler.runs.encoding import encode_value
-from tickwork.scheduler.runs.journal import EntryKind, EntryState, JournalEntry, JournalStore
+from tickwork.scheduler.runs.journal import EntryKind, EntryState, JournalEntry
 from tickwork.scheduler.runs.snooze import MOST_S
 
 T = TypeVar("T")
-
-
-class WaitLook(Protocol):
-    """Where a wait for an event stands (``scheduler.events.waits.EventWait``)."""
-
-    @property
-    def state(self) -> str: ...  # "ended" or "waiting"
-
-    @property
-    def outcome(self) -> bytes: ...
-
-    @property
-    def delay_s(self) -> float: ...
-
-    @property
-    def timed_out(self) -> bool: ...
-
-
-class EventWaits(Protocol):
-    """The waits for events (``app.events.waits``): one look at a wait kept in a record
-    of its own, its message listed among the event's waiters to be woken."""
-
-    def wait(
-        self,
-        record_id: str,
-        message_id: str,
-        queue: str,
-        event: tuple[str, str | None],
-        timeout_s: float,
-    ) -> WaitLook: ...
-
-
-@dataclass(frozen=True, slots=True)
-class DurableSupport:
-    """What a durable run works with: its journal's store, the waits for events, the
-    clock (ms, the backend's), the most bytes a step's value may take."""
-
-    store: JournalStore
-    waits: EventWaits
-    now_ms: Callable[[], int]
-    max_bytes: int
 
 
 class DurableRun:
@@ -116,6 +76,7 @@ class DurableRun:
         self._retention_ms = retention_ms  # each entry kept this long after it is written
         self._store = support.store
         self._waits = support.waits
+        self._children = support.children
         self._now_ms = support.now_ms
         self._max_bytes = support.max_bytes
         self._journal: list[JournalEntry] | None = None  # read on first use
@@ -224,6 +185,49 @@ class DurableRun:
         self._write(index, JournalEntry(kind="wait", name=name, value=value, ended_ms=now))
         return value
 
+    def spawn(self, call: Call) -> str:
+        """Start ``call`` (``task.call(...)``; any task, durable or not) as a child of
+        this run, once: a replay gets the same child's id back without starting another.
+        Returns the child's message id (for ``gather``)."""
+        index, entry = self._take("spawn", call.task)
+        if entry is not None:
+            return str(entry.value)
+        child = self._children.start(call, f"{self._run_id}~{index}")
+        self._write(index, JournalEntry(kind="spawn", name=call.task, value=child))
+        return child
+
+    def gather(self, child_ids: Sequence[str]) -> list[Any]:
+        """Wait, without holding a thread, until every child in ``child_ids`` finished;
+        their return values, in order (None for a child whose task keeps no results). A
+        child that failed for good raises ``StepFailed`` (its id and error) here, and on
+        every replay. The run looks again at growing intervals (0.5 s to 30 s)."""
+        ids = list(child_ids)
+        index, entry = self._take("gather", f"{len(ids)} children")
+        if entry is not None and entry.state != "waiting":
+            return self._replayed(entry)  # type: ignore[no-any-return]
+        now = self._now_ms()
+        ended = self._children.ended(ids)
+        if any(info is None for info in ended):
+            since = entry.started_ms if entry is not None else now
+            delay_ms = min(30_000, max(500, (now - since) // 4))
+            waiting = JournalEntry(
+                kind="gather", name=f"{len(ids)} children", state="waiting",
+                started_ms=since, until_ms=now + delay_ms,
+            )  # fmt: skip
+            self._suspend(index, waiting, now + delay_ms)
+        failed = [(i, info) for i, info in zip(ids, ended, strict=True) if info and info.error]
+        if failed:
+            child, info = failed[0]
+            gathered = JournalEntry(
+                kind="gather", name=f"{len(ids)} children", state="failed",
+                error_type=info.error_type or "Error", error=f"child {child}: {info.error}",
+            )  # fmt: skip
+        else:
+            values = [info.value if info is not None else None for info in ended]
+            gathered = JournalEntry(kind="gather", name=f"{len(ids)} children", value=values)
+        self._write(index, gathered)
+        return self._replayed(gathered)  # type: ignore[no-any-return]
+
     def now(self) -> datetime:
         """The time (UTC) as first seen at this point of the run: the same on a replay."""
         value = self._recorded("now", lambda: self._now_ms())
@@ -291,6 +295,7 @@ class DurableRun:
         return index, entry
 
     def _replayed(self, entry: JournalEntry) -> Any:
+        """A finished entry's value, or its failure raised again."""
         if entry.state == "failed":
             raise StepFailed(entry.name, entry.error_type, entry.error, entry.attempts)
         return entry.value

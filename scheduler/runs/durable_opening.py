@@ -3,14 +3,19 @@ that a durable task's handler finds its journal (``scheduler/runs/durable.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
-from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.backends import Backend, Envelope, OnConflict
 from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.model.calls import Call
+from tickwork.scheduler.model.handles import RunStatus, TaskInfo
 from tickwork.scheduler.model.registry import TaskRegistry
-from tickwork.scheduler.runs.durable import DurableRun, DurableSupport, EventWaits
+from tickwork.scheduler.runs.durable import DurableRun
+from tickwork.scheduler.runs.durable_support import DurableSupport, EventWaits
 from tickwork.scheduler.runs.journal import JournalStore
+from tickwork.scheduler.runs.results import read
 
 
 class DurableSettings(Protocol):
@@ -30,8 +35,17 @@ class DurableEvents(Protocol):
     def waits(self) -> EventWaits: ...
 
 
+class CallBuilder(Protocol):
+    """Builds a call's first message (the app's ``MessageBuilder``)."""
+
+    def build(self, call: Call) -> tuple[str, Envelope]: ...
+
+
 class DurableApp(Protocol):
     """What a durable run needs of the app (an ``App``, or a worker's view of one)."""
+
+    @property
+    def builder(self) -> CallBuilder: ...
 
     @property
     def backend(self) -> Backend: ...
@@ -61,6 +75,50 @@ def open_durable(
         )
     retention = int(app.settings.durable_retention_s * 1000)
     support = DurableSupport(
-        JournalStore(app.backend.results), app.events.waits, now_ms, app.settings.max_payload_bytes
+        JournalStore(app.backend.results),
+        app.events.waits,
+        AppChildren(app),
+        now_ms,
+        app.settings.max_payload_bytes,
     )
     return DurableRun(run_id, queue, task.options.retry, retention, support)
+
+
+#: a child in one of these has not finished
+_UNFINISHED = frozenset({RunStatus.SCHEDULED, RunStatus.READY, RunStatus.RUNNING})
+
+
+class AppChildren:
+    """A durable run's children, started and read through the app."""
+
+    def __init__(self, app: DurableApp) -> None:
+        self._app = app
+
+    def start(self, call: Call, identity: str) -> str:
+        """Enqueue ``call`` under ``identity`` unless the message it names is stored or
+        has a result (a replay after a crash between the enqueue and its journal write);
+        its id."""
+        child_id, envelope = self._app.builder.build(replace(call, identity=identity))
+        backend = self._app.backend
+        if backend.messages.get(child_id) is None and not backend.results.get([child_id]):
+            backend.messages.enqueue([envelope], OnConflict.IGNORE)
+        return child_id
+
+    def ended(self, child_ids: Sequence[str]) -> list[TaskInfo | None]:
+        """Each child's final record (a child whose task keeps no results: failed when
+        its message is in the poison store, else gone), None while it has not
+        finished."""
+        backend = self._app.backend
+        ended: list[TaskInfo | None] = []
+        for child in child_ids:
+            info = read(backend, child)
+            if info.status is RunStatus.UNKNOWN and (poisoned := backend.poison.get(child)):
+                failure = poisoned.failure
+                info = TaskInfo(
+                    id=child,
+                    status=RunStatus.FAILED,
+                    error_type=failure.error_type,
+                    error=failure.message,
+                )
+            ended.append(None if info.status in _UNFINISHED else info)
+        return ended

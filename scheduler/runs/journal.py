@@ -23,8 +23,9 @@ from tickwork.scheduler.backends.roles import Results
 from tickwork.scheduler.errors import TickworkError
 
 #: the kinds of entry: a step's outcome, a sleep's wake-up, a wait's event (or None: it
-#: timed out), a recorded value (``now``, ``random``), a patch marker
-EntryKind = Literal["step", "sleep", "wait", "value", "patch"]
+#: timed out), a child started (its id) and the children's values gathered, a recorded
+#: value (``now``, ``random``), a patch marker
+EntryKind = Literal["step", "sleep", "wait", "spawn", "gather", "value", "patch"]
 
 #: a step that is ``done`` returned ``value``; one that ``failed`` for good raised
 #: ``error_type: error``; one ``retrying`` failed ``attempts`` times and runs again; a

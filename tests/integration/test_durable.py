@@ -189,6 +189,46 @@ def test_a_wait_that_times_out_returns_none(sqlite_app: App) -> None:
     )
 
 
+def test_children_start_once_and_are_gathered_without_a_thread(app: App) -> None:
+    """A run spawns three children and gathers them; it fails once after spawning (its
+    replay gets the same children back, none started twice); a failed child raises
+    ``StepFailed`` where the run gathers it."""
+    seen = Seen()
+
+    @app.task(keep_result=True)
+    def resize(size: int) -> str:
+        seen.call(f"resize {size}")
+        return f"{size}px"
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def broken(size: int) -> None:
+        raise ValueError(f"no size {size}")
+
+    @app.task(durable=True, keep_result=True, retry=QUICK)
+    def album() -> Any:
+        run = current_run()
+        children = [run.spawn(resize.call(size)) for size in (64, 128, 256)]
+        if run.attempt == 1:
+            raise ConnectionError("lost after spawning")
+        sizes = run.gather(children)
+        try:
+            run.gather([run.spawn(broken.call(1))])
+        except StepFailed as failed:
+            return [sizes, failed.error]
+        return "not reached"
+
+    handle = album.delay()
+    with running(app):
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=60)
+    result = handle.result()
+    sizes, error = result
+    assert sizes == ["64px", "128px", "256px"]
+    assert error.startswith("child ") and error.endswith(": no size 1")
+    assert seen.calls == Counter({"resize 64": 1, "resize 128": 1, "resize 256": 1})
+    kinds = [kind for kind, _, _ in _journal(app, handle.id)]
+    assert kinds == ["spawn", "spawn", "spawn", "gather", "spawn", "gather"]
+
+
 def test_recorded_values_are_the_same_on_a_replay(app: App) -> None:
     seen = Seen()
 
