@@ -75,6 +75,13 @@ def _tasks(app: App, seen: Seen) -> dict[str, Any]:
     }
 
 
+def _started(app: App, steps: dict[str, Any], **options: Any) -> GraphHandle:
+    """The graph of ``steps`` enqueued (``options``: ``failure=`` and the like)."""
+    handle = app.enqueue(graph(steps, **options))
+    assert isinstance(handle, GraphHandle)
+    return handle
+
+
 def _steps(tasks: dict[str, Any], b_ok: bool) -> dict[str, Any]:
     load, both = tasks["load"], ["a", "b"]
     return {
@@ -97,8 +104,7 @@ def test_a_failure_runs_the_finally_and_the_failure_handler_not_the_rest(app: Ap
     tasks = _tasks(app, seen)
     # "continue": a step after the handler runs too (a stopped graph holds the default
     # steps, not the rules' own)
-    handle = app.enqueue(graph(_steps(tasks, b_ok=False), failure="continue"))
-    assert isinstance(handle, GraphHandle)
+    handle = _started(app, _steps(tasks, b_ok=False), failure="continue")
     with running(app, concurrency=4):
         wait_for(lambda: {"cleanup", "archive", "page"} <= seen.runs.keys(), timeout_s=30)
         wait_for(lambda: _states(handle)["archive"] == _states(handle)["page"], timeout_s=30)
@@ -120,8 +126,7 @@ def test_a_failure_runs_the_finally_and_the_failure_handler_not_the_rest(app: Ap
 def test_without_a_failure_the_handler_is_passed_and_the_graph_completes(app: App) -> None:
     seen = Seen()
     tasks = _tasks(app, seen)
-    handle = app.enqueue(graph(_steps(tasks, b_ok=True)))
-    assert isinstance(handle, GraphHandle)
+    handle = _started(app, _steps(tasks, b_ok=True))
     with running(app, concurrency=4):
         results = handle.results(timeout=30)
     assert seen.runs["cleanup"] == (2, 0)
@@ -148,8 +153,7 @@ def test_after_a_skipped_handler_a_step_is_skipped_unless_its_rule_is_all_done(a
         "late": after(["alert", "slow"], tasks["page"].si()),
         "tidy": after(["alert", "a"], tasks["tidy"].s(), rule="all_done"),
     }
-    handle = app.enqueue(graph(steps))
-    assert isinstance(handle, GraphHandle)
+    handle = _started(app, steps)
     with running(app, concurrency=4):
         handle.results(timeout=30)
     assert seen.runs.keys() == {"load a", "load slow", "tidy"}
@@ -188,8 +192,7 @@ def test_none_failed_joins_after_a_skipped_step_and_waits_for_a_failed_ones_repl
         "bad": load.si("bad", False),
         "after_bad": after(["bad", "a"], gather.s(), rule="none_failed"),
     }
-    handle = app.enqueue(graph(steps, failure="continue"))
-    assert isinstance(handle, GraphHandle)
+    handle = _started(app, steps, failure="continue")
     with running(app, concurrency=4):
         wait_for(lambda: "gather a,alert" in seen.runs, timeout_s=30)
         # the poison record is written after the failure's fan-in and any wake it makes
@@ -216,8 +219,7 @@ def test_a_stopped_graph_with_a_skipped_step_is_seen_settled(app: App) -> None:
         "alert": after(["a"], tasks["alert"].s(), rule="any_failed"),  # skipped
         "bad": after("a", load.si("bad", False)),
     }
-    handle = app.enqueue(graph(steps))
-    assert isinstance(handle, GraphHandle)
+    handle = _started(app, steps)
     with running(app, concurrency=4):
         view = handle.wait(timeout=30)
     assert view.state == "stopped"

@@ -28,14 +28,16 @@ def console_script() -> str:
 
 
 def run_tickwork(
-    cwd: Path, env: dict[str, str], *args: str, timeout: float = 120
+    cwd: Path, env: dict[str, str], *args: str, timeout: float = 120, typed: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``tickwork ARGS...`` through the installed console script, run from ``cwd`` as a
-    user runs it; its exit code and output (never raises on a failing exit)."""
+    user runs it (``typed`` on its standard input); its exit code and output (never
+    raises on a failing exit)."""
     return subprocess.run(
         [console_script(), *args],
         cwd=cwd,
         env=env,
+        input=typed,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.support.served import console_script
+from tests.support.served import console_script, run_tickwork
 from tests.support.servers import wait_for_port
 
 
@@ -40,16 +40,8 @@ class Tour:
         """``tickwork ARGS`` for the shown ``line`` (from ``cwd``, with ``env`` added,
         ``typed`` on its standard input): its output, once its exit code is one of
         ``codes``."""
-        done = subprocess.run(
-            [console_script(), *args],
-            cwd=cwd or self.cwd,
-            env={**self.env, **(env or {})},
-            input=typed,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        environment = {**self.env, **(env or {})}
+        done = run_tickwork(cwd or self.cwd, environment, *args, typed=typed)
         assert done.returncode in codes, f"{line}: {args}\n{done.stdout}{done.stderr}"
         self.ran.add(line)
         return done.stdout
