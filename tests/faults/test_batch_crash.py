@@ -4,16 +4,14 @@ batch's callback runs exactly once, with every member's outcome."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.faults.killing import KillLoop
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
-from tests.support.helpers import completed, start_record_worker, stop_workers, wait_until
+from tests.support.helpers import completed, wait_until
 from tickwork.scheduler import App, batch, group
 
 N = sized(1000, 200)
@@ -42,25 +40,17 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
     )
     tasks_app.close()
     app = App(url)
-    workers: list[subprocess.Popen[bytes]] = []
+    loop = KillLoop(env, tmp_path, MODULE)
     try:
-        for round_ in range(4):  # two workers at a time; one is killed mid-run each round
-            while len(workers) < 2:
-                log = tmp_path / f"worker-{round_}-{len(workers)}.log"
-                workers.append(start_record_worker(env, log, MODULE))
-            target = (round_ + 1) * N // 6
-            assert wait_until(partial(_reached, done, target), 120), "stalled"
-            victim = workers.pop(0)
-            victim.send_signal(signal.SIGKILL)
-            victim.wait(10)
+        loop.rounds(4, lambda round_: _reached(done, (round_ + 1) * N // 6))
         assert len(completed(done)) < N, "the kills must land while members still run"
-        workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
+        loop.start_last()
         assert wait_until(lambda: callbacks.exists(), 180), "the callback never ran"
         assert wait_until(lambda: app.batches.get(handle).complete, 30)
         # let every killed lease expire and be redelivered, then look again
         assert wait_until(lambda: _idle(app), 60)
     finally:
-        stop_workers(workers)
+        loop.stop()
     lines = callbacks.read_text().splitlines()
     assert len(lines) == 1, f"the callback ran {len(lines)} times"
     outcome = json.loads(lines[0])

@@ -6,16 +6,15 @@ happened); the journal of each run holds each step once, done."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.faults.killing import KillLoop
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
-from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tests.support.helpers import wait_until
 from tickwork.scheduler import App
 from tickwork.scheduler.runs.journal import JournalStore
 
@@ -38,25 +37,16 @@ def test_sigkilled_workers_never_run_a_journaled_step_again(
     handles = [order.delay(n, STEPS) for n in range(RUNS)]
     tasks_app.close()
     app = App(url)
-    workers: list[subprocess.Popen[bytes]] = []
-    killed: set[int] = set()
+    loop = KillLoop(env, tmp_path, MODULE)
+    killed = loop.killed
     try:
-        for round_ in range(5):  # two workers at a time; one is killed mid-run each round
-            while len(workers) < 2:
-                log = tmp_path / f"worker-{round_}-{len(workers)}.log"
-                workers.append(start_record_worker(env, log, MODULE))
-            target = (round_ + 1) * N // 7
-            assert wait_until(partial(_reached, done, target), 120), "stalled"
-            victim = workers.pop(0)
-            victim.send_signal(signal.SIGKILL)
-            victim.wait(10)
-            killed.add(victim.pid)
+        loop.rounds(5, lambda round_: len(_bodies(done)) >= (round_ + 1) * N // 7)
         assert len(_bodies(done)) < N, "the kills must land while steps still run"
-        workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
+        loop.start_last()
         finished = partial(_finished, app, [h.id for h in handles])
         assert wait_until(finished, 240), "not every run finished"
     finally:
-        stop_workers(workers)
+        loop.stop()
     bodies = _bodies(done)
     assert set(bodies) == {(n, i) for n in range(RUNS) for i in range(STEPS)}, "every step ran"
     for step, pids in bodies.items():
@@ -80,10 +70,6 @@ def _bodies(done: Path) -> dict[tuple[int, int], list[int]]:
             n, index, pid = line.split()
             runs.setdefault((int(n), int(index)), []).append(int(pid))
     return runs
-
-
-def _reached(done: Path, target: int) -> bool:
-    return len(_bodies(done)) >= target
 
 
 def _finished(app: App, ids: list[str]) -> bool:

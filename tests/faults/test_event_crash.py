@@ -5,17 +5,15 @@ only when a killed worker ran it, or ran the fan-out that wrote it."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import threading
-from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.faults.killing import KillLoop
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
-from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tests.support.helpers import wait_until
 from tickwork.scheduler import App
 from tickwork.scheduler.ids import identity_chain_id
 
@@ -53,29 +51,20 @@ def test_events_reach_each_subscriber_through_sigkills(
                 tasks_app.emit(name, {"n": n}, key=f"k{n}", event_id=f"ev-{n}")
 
     producer = threading.Thread(target=produce)
-    workers: list[subprocess.Popen[bytes]] = []
-    killed: set[int] = set()
+    loop = KillLoop(env, tmp_path, MODULE)
+    killed = loop.killed
     app = App(url)
     try:
         producer.start()
-        for round_ in range(4):  # two workers at a time; one is killed mid-run each round
-            while len(workers) < 2:
-                log = tmp_path / f"worker-{round_}-{len(workers)}.log"
-                workers.append(start_record_worker(env, log, MODULE))
-            target = (round_ + 1) * len(expected) // 6
-            assert wait_until(partial(_reached, done, target), 120), "stalled"
-            victim = workers.pop(0)
-            victim.send_signal(signal.SIGKILL)
-            victim.wait(10)
-            killed.add(victim.pid)
+        loop.rounds(4, lambda round_: _reached(done, (round_ + 1) * len(expected) // 6))
         producer.join(120)
-        workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
+        loop.start_last()
         delivered = wait_until(lambda: _pairs(done) >= expected, 240)
         assert delivered, _missing(app, expected - _pairs(done))
         assert wait_until(lambda: _idle(app), 60)  # killed leases expired and redelivered
     finally:
         producer.join(120)
-        stop_workers(workers)
+        loop.stop()
         tasks_app.close()
     runs, fanouts = _runs(done)
     assert set(runs) == expected, "each event reached each of its subscribers, no other"

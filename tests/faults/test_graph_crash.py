@@ -7,17 +7,15 @@ result it waits for."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.faults.killing import KillLoop
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.graphs import mesh, mesh_name
-from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tests.support.helpers import wait_until
 from tickwork.scheduler import App, after, graph
 
 WIDTH, DEPTH = 10, sized(100, 20)
@@ -47,26 +45,17 @@ def test_sigkilled_workers_run_each_step_once_and_the_last_exactly_once(
     handle = tasks_app.enqueue(graph(steps))
     tasks_app.close()
     app = App(url)
-    workers: list[subprocess.Popen[bytes]] = []
-    killed: set[int] = set()
+    loop = KillLoop(env, tmp_path, MODULE)
+    killed = loop.killed
     try:
-        for round_ in range(4):  # two workers at a time; one is killed mid-run each round
-            while len(workers) < 2:
-                log = tmp_path / f"worker-{round_}-{len(workers)}.log"
-                workers.append(start_record_worker(env, log, MODULE))
-            target = (round_ + 1) * N // 6
-            assert wait_until(partial(_reached, done, target), 120), "stalled"
-            victim = workers.pop(0)
-            victim.send_signal(signal.SIGKILL)
-            victim.wait(10)
-            killed.add(victim.pid)
+        loop.rounds(4, lambda round_: _reached(done, (round_ + 1) * N // 6))
         assert len(_runs(done)) < N, "the kills must land while steps still run"
-        workers.append(start_record_worker(env, tmp_path / "last.log", MODULE))
+        loop.start_last()
         assert wait_until(lambda: callbacks.exists(), 240), "the last step never ran"
         assert wait_until(lambda: app.batches.workflow(handle).state == "succeeded", 30)
         assert wait_until(lambda: _idle(app), 60)  # killed leases expired and redelivered
     finally:
-        stop_workers(workers)
+        loop.stop()
     runs = _runs(done)
     assert set(runs) == set(range(N)), "every step ran"
     for number, pids in runs.items():

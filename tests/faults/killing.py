@@ -1,0 +1,43 @@
+"""The kill loop the crash tests share: worker processes two at a time, the older one
+SIGKILLed each round once the test's condition for that round holds."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from tests.support.helpers import start_record_worker, stop_workers, wait_until
+
+
+class KillLoop:
+    """Workers of ``module`` (logs in ``logs``) started and killed in rounds; ``killed``
+    holds the pids of the workers it killed."""
+
+    def __init__(self, env: dict[str, str], logs: Path, module: str) -> None:
+        self._env, self._logs, self._module = env, logs, module
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.killed: set[int] = set()
+
+    def rounds(self, count: int, reached: Callable[[int], bool]) -> None:
+        """``count`` rounds: two workers running, then, once ``reached(round)``, the
+        older one SIGKILLed mid-run."""
+        for round_ in range(count):
+            while len(self.workers) < 2:
+                log = self._logs / f"worker-{round_}-{len(self.workers)}.log"
+                self.workers.append(start_record_worker(self._env, log, self._module))
+            assert wait_until(partial(reached, round_), 120), f"stalled in round {round_}"
+            victim = self.workers.pop(0)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(10)
+            self.killed.add(victim.pid)
+
+    def start_last(self) -> None:
+        """One more worker, to finish what the killed ones left."""
+        self.workers.append(start_record_worker(self._env, self._logs / "last.log", self._module))
+
+    def stop(self) -> None:
+        """Stop the workers still running (gracefully)."""
+        stop_workers(self.workers)
