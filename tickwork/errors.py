@@ -33,6 +33,7 @@ from tickwork.scheduler.runs.durable_errors import (
     NonDeterminismError,
     StepFailed,
 )
+from tickwork.scheduler.runs.step_options import StepTimeLimitExceeded
 from tickwork.scheduler.workflows.graph_view import GraphFailed
 from tickwork.scheduler.workflows.status import BatchFailed
 
@@ -59,6 +60,7 @@ __all__ = [
     "ScheduleNotFound",
     "SoftTimeLimitExceeded",
     "StepFailed",
+    "StepTimeLimitExceeded",
     "TaskFailed",
     "TickworkError",
     "TimeLimitExceeded",

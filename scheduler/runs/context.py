@@ -162,13 +162,15 @@ class RunContext:
         /,
         *args: Any,
         retry: int | RetryPolicy | None = None,
+        time_limit: float | timedelta | None = None,
         **kwargs: Any,
     ) -> T:
         """Run ``fn(*args, **kwargs)`` as step ``name`` of this durable run, once: on a
         replay its journaled value is returned without running it. ``retry``: the step's
-        own retries (a count or a ``RetryPolicy``; the task's policy by default); a step
-        that fails for good raises ``StepFailed``."""
-        return self.durable.step(name, fn, *args, retry=retry, **kwargs)
+        own retries (a count or a ``RetryPolicy``; the task's policy by default);
+        ``time_limit``: past it the step fails; a step that fails for good raises
+        ``StepFailed``."""
+        return self.durable.step(name, fn, *args, retry=retry, time_limit=time_limit, **kwargs)
 
     async def astep(
         self,
@@ -177,10 +179,12 @@ class RunContext:
         /,
         *args: Any,
         retry: int | RetryPolicy | None = None,
+        time_limit: float | timedelta | None = None,
         **kwargs: Any,
     ) -> Any:
         """``step`` for an ``async def`` handler (``fn`` may be a coroutine function)."""
-        return await self.durable.astep(name, fn, *args, retry=retry, **kwargs)
+        durable = self.durable
+        return await durable.astep(name, fn, *args, retry=retry, time_limit=time_limit, **kwargs)
 
     def sleep(self, delay: float | timedelta, *, name: str = "sleep") -> None:
         """Sleep ``delay`` (seconds or a ``timedelta``) without holding a thread or a

@@ -31,7 +31,6 @@ to an outside API as its idempotency key.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import random as random_module
 from collections.abc import Callable, Sequence
@@ -55,6 +54,12 @@ from tickwork.scheduler.runs.durable_support import DurableSupport
 from tickwork.scheduler.runs.encoding import encode_value
 from tickwork.scheduler.runs.journal import EntryKind, EntryState, JournalEntry
 from tickwork.scheduler.runs.snooze import MOST_S
+from tickwork.scheduler.runs.step_options import (
+    awaited_within,
+    call_within,
+    limit_seconds,
+    step_policy,
+)
 
 T = TypeVar("T")
 
@@ -93,18 +98,21 @@ class DurableRun:
         /,
         *args: Any,
         retry: int | RetryPolicy | None = None,
+        time_limit: float | timedelta | None = None,
         **kwargs: Any,
     ) -> T:
         """Run ``fn(*args, **kwargs)`` once for this run: its journaled value on a
         replay. ``retry``: the step's retries (a count or a ``RetryPolicy``; the task's
-        policy by default)."""
+        policy by default); ``time_limit``: past it, the step fails
+        (``StepTimeLimitExceeded``, retried by its policy)."""
+        limit_s = limit_seconds(time_limit)
         index, entry = self._take("step", name)
         if entry is not None and entry.state != "retrying":
             return self._replayed(entry)  # type: ignore[no-any-return]
         started = self._now_ms()
         self._step_id = f"{self._run_id}~{index}"
         try:
-            value = fn(*args, **kwargs)
+            value = call_within(name, limit_s, fn, *args, **kwargs)
         except Aborted:
             raise
         except Exception as err:
@@ -120,10 +128,13 @@ class DurableRun:
         /,
         *args: Any,
         retry: int | RetryPolicy | None = None,
+        time_limit: float | timedelta | None = None,
         **kwargs: Any,
     ) -> Any:
         """``step`` for an ``async def`` handler: ``fn`` may be a coroutine function (it
-        is awaited), and the journal is read and written in a thread."""
+        is awaited, and cancelled at ``time_limit``), and the journal is read and
+        written in a thread."""
+        limit_s = limit_seconds(time_limit)
         if self._journal is None:
             self._journal = await asyncio.to_thread(self._store.read, self._run_id)
         index, entry = self._take("step", name)
@@ -132,9 +143,7 @@ class DurableRun:
         started = self._now_ms()
         self._step_id = f"{self._run_id}~{index}"
         try:
-            value = fn(*args, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
+            value = await awaited_within(name, limit_s, fn, *args, **kwargs)
         except Aborted:
             raise
         except Exception as err:
@@ -341,7 +350,7 @@ class DurableRun:
     ) -> None:
         """A step raised: journal it as retrying and suspend for the backoff, or as
         failed for good and raise ``StepFailed``."""
-        policy = _policy(retry, self._retry)
+        policy = step_policy(retry, self._retry)
         attempts = entry.attempts + 1 if entry is not None else 1
         decision = decide(policy, attempts, policy.rule_against(err) is None)
         state: EntryState = "retrying" if isinstance(decision, RetryAfter) else "failed"
@@ -387,13 +396,3 @@ class DurableRun:
         value = make()
         self._pending.append((index, JournalEntry(kind="value", name=kind, value=value)))
         return value
-
-
-def _policy(retry: int | RetryPolicy | None, default: RetryPolicy) -> RetryPolicy:
-    if retry is None:
-        return default
-    if isinstance(retry, RetryPolicy):
-        return retry
-    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
-        raise ValueError(f"a step's retry is a count of retries or a RetryPolicy, not {retry!r}")
-    return RetryPolicy(retries=retry)

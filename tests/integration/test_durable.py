@@ -229,6 +229,51 @@ def test_children_start_once_and_are_gathered_without_a_thread(app: App) -> None
     assert kinds == ["spawn", "spawn", "spawn", "gather", "spawn", "gather"]
 
 
+def test_a_step_past_its_time_limit_fails_and_is_retried(sqlite_app: App) -> None:
+    app = sqlite_app
+    seen = Seen()
+    release = threading.Event()
+
+    def slow() -> str:
+        if seen.call("slow") == 1:
+            release.wait(10)  # the first attempt hangs past the limit
+        return "done"
+
+    async def slow_async() -> str:
+        import asyncio
+
+        if seen.call("slow async") == 1:
+            await asyncio.sleep(10)
+        return "done async"
+
+    @app.task(durable=True, keep_result=True)
+    def limited() -> str:
+        return current_run().step("slow", slow, retry=QUICK, time_limit=0.3)
+
+    @app.task(durable=True, keep_result=True)
+    async def limited_async() -> str:
+        return str(await current_run().astep("slow", slow_async, retry=1, time_limit=0.3))
+
+    @app.task(durable=True, retry=RetryPolicy(retries=0))
+    def hopeless() -> None:
+        current_run().step("never", release.wait, 10, retry=0, time_limit=0.2)
+
+    handles = [limited.delay(), limited_async.delay()]
+    hopeless.delay()
+    try:
+        with running(app):
+            done = lambda: all(h.status().value == "succeeded" for h in handles)  # noqa: E731
+            wait_for(done, timeout_s=30)
+            wait_for(lambda: len(app.backend.poison.list()) == 1, timeout_s=30)
+    finally:
+        release.set()
+    assert [h.result() for h in handles] == ["done", "done async"]
+    (poisoned,) = app.backend.poison.list()
+    assert "step 'never' failed after 1 attempt: StepTimeLimitExceeded: step 'never' ran past" in (
+        poisoned.failure.message
+    )
+
+
 def test_recorded_values_are_the_same_on_a_replay(app: App) -> None:
     seen = Seen()
 
