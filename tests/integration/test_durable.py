@@ -475,3 +475,38 @@ def test_a_journal_is_stored_encrypted(app: App) -> None:
     finally:
         raw.close()
     secure.close()
+
+
+def test_a_journal_past_its_limits_is_refused_clearly(
+    sqlite_app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step's value over ``max_payload_bytes`` fails the run naming the step; a run
+    asking for more entries than a journal holds fails with ``JournalFull`` (the limit
+    lowered here from 10,000 so the test writes few)."""
+    from tickwork.scheduler.runs import durable
+
+    app = sqlite_app
+    monkeypatch.setattr(durable, "MAX_JOURNAL_ENTRIES", 5)
+
+    @app.task(durable=True, retry=RetryPolicy(retries=0))
+    def huge() -> None:
+        current_run().step("blob", lambda: "x" * (app.settings.max_payload_bytes + 1))
+
+    @app.task(durable=True, retry=RetryPolicy(retries=0))
+    def endless() -> None:
+        run = current_run()
+        for n in range(10):
+            run.step(f"s{n}", lambda: None)
+
+    huge.delay()
+    endless.delay()
+    with running(app):
+        wait_for(lambda: len(app.backend.poison.list()) == 2, timeout_s=30)
+    errors = sorted(p.failure.message for p in app.backend.poison.list())
+    assert any(
+        "the value of step 'blob' cannot be kept:" in e and "-byte limit (max_payload_bytes)" in e
+        for e in errors
+    ), errors
+    assert any("asked for journal entry 6: a durable run journals at most 5" in e for e in errors)
+    reasons = {p.failure.reason for p in app.backend.poison.list()}
+    assert "journal_full" in reasons
