@@ -38,6 +38,10 @@ class WorkerConfig(BaseModel):
     #: how long a handler past its time limit has to stop, once told, before its process
     #: is killed (process pool) or it is abandoned and its thread replaced (thread pool)
     time_limit_grace_s: float = Field(default=5.0, ge=0)
+    #: the process pool replaces a child after it ran this many messages (None: never)
+    max_tasks_per_child: int | None = Field(default=None, ge=1)
+    #: ... or once a message leaves it using more resident memory than this (MiB)
+    max_memory_per_child_mb: float | None = Field(default=None, gt=0)
     #: how long a message whose task this worker does not know is given back for a worker
     #: that knows it (a rolling deploy) before it is poisoned, from its time (s; 0: at once)
     unknown_task_grace_s: float = Field(default=900.0, ge=0)

@@ -181,6 +181,8 @@ class Worker:
             self.config.time_limit_grace_s,
             self.config.adaptive_threads,
             on_crash=metrics.crashed,
+            max_tasks_per_child=self.config.max_tasks_per_child,
+            max_memory_per_child_mb=self.config.max_memory_per_child_mb,
         )
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
         metrics.watch_pool(pool)

@@ -109,6 +109,19 @@ DJANGO_APP = "tickwork.django.current:app"
     "(--pool process) or it is abandoned and its thread replaced.",
 )
 @click.option(
+    "--max-tasks-per-child",
+    type=click.IntRange(min=1),
+    help="--pool process: replace a child process after it ran N messages (a handler "
+    "that leaks) [default: never].",
+)
+@click.option(
+    "--max-memory-per-child",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="MIB",
+    help="--pool process: replace a child process once a message leaves it using more "
+    "than MIB of resident memory [default: never].",
+)
+@click.option(
     "--unknown-task-grace",
     type=click.FloatRange(min=0),
     default=_default("unknown_task_grace_s"),
@@ -174,6 +187,8 @@ def worker(
     abort_grace: float,
     time_limit: float | None,
     time_limit_grace: float,
+    max_tasks_per_child: int | None,
+    max_memory_per_child: float | None,
     unknown_task_grace: float,
     metrics_port: int | None,
     metrics_host: str,
@@ -222,6 +237,8 @@ def worker(
         abort_grace_s=abort_grace,
         time_limit_s=time_limit,
         time_limit_grace_s=time_limit_grace,
+        max_tasks_per_child=max_tasks_per_child,
+        max_memory_per_child_mb=max_memory_per_child,
         unknown_task_grace_s=unknown_task_grace,
         burst=burst,
         reconcile_periodic=not keep_undeclared,

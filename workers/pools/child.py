@@ -12,6 +12,8 @@ A child whose parent is gone sees its pipe close and exits after its job.
 
 from __future__ import annotations
 
+import os
+import resource
 import signal
 import threading
 from multiprocessing.connection import Connection
@@ -79,7 +81,7 @@ def serve(reference: str, pipe: Connection, aborting: SynchronizedArray[int]) ->
             return
         job = call[0]
         result = _run_job(*call)
-        _send(("done", job, result))
+        _send(("done", job, result, resident_kb()))
 
 
 def _run_job(
@@ -131,3 +133,13 @@ def _on_signal(_signum: int, _frame: FrameType | None) -> None:
     if job + SOFT in named and _guard.inside and not _guard.warned:
         _guard.warned = True  # once
         raise SoftTimeLimitExceeded
+
+
+def resident_kb() -> int:
+    """This process's resident memory now (KiB): from ``/proc`` on Linux, else its peak
+    (``getrusage``)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -7,7 +7,7 @@ from typing import Any
 
 from tickwork.scheduler import ConfigurationError
 from tickwork.workers.pools.pool import Done, HandlerPool, PoolSpec, W
-from tickwork.workers.pools.process_pool import ProcessPool
+from tickwork.workers.pools.process_pool import Children, ProcessPool
 from tickwork.workers.pools.thread_pool import ThreadPool
 
 
@@ -18,14 +18,13 @@ def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
 def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
     if not spec.app_reference:
         raise ConfigurationError("the process pool needs app_reference ('module' or 'module:app')")
-    return ProcessPool(
-        spec.app,
-        spec.app_reference,
-        spec.size,
-        on_done,
-        (spec.abort_grace_s, spec.time_limit_grace_s),
-        spec.on_crash,
+    children = Children(
+        spec.abort_grace_s,
+        spec.time_limit_grace_s,
+        spec.max_tasks_per_child,
+        spec.max_memory_per_child_mb,
     )
+    return ProcessPool(spec.app, spec.app_reference, spec.size, on_done, children, spec.on_crash)
 
 
 #: pool kind (``WorkerConfig.pool``) -> factory

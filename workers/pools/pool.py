@@ -64,3 +64,7 @@ class PoolSpec:
     adaptive_threads: bool = True  # a thread pool tunes how many threads take work
     #: told of each run whose process died under it (a process pool), for the metrics
     on_crash: Callable[[Any], None] | None = None
+    #: a process pool's child is replaced after it ran this many jobs (None: never)
+    max_tasks_per_child: int | None = None
+    #: ... or once a job leaves it using more than this resident memory (MiB)
+    max_memory_per_child_mb: float | None = None

@@ -32,6 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import SynchronizedArray
@@ -66,6 +67,29 @@ class _Job(Generic[W]):
         self.over_limit = False  # told it ran past its time limit
 
 
+@dataclass(frozen=True, slots=True)
+class Children:
+    """How the pool treats its children: how long an aborted handler (``abort_grace_s``)
+    and one past its time limit (``time_limit_grace_s``) have to stop before their
+    process is killed, and when a child is replaced between jobs (recycled: after
+    ``max_tasks`` jobs, or once a job leaves it over ``max_memory_mb`` of resident
+    memory), as Celery's ``--max-tasks-per-child`` and ``--max-memory-per-child``."""
+
+    abort_grace_s: float = 10.0
+    time_limit_grace_s: float = 5.0
+    max_tasks: int | None = None
+    max_memory_mb: float | None = None
+
+    def spent(self, jobs: int, rss_kb: int) -> str | None:
+        """Why a child that ran ``jobs`` jobs and uses ``rss_kb`` is replaced (None: it
+        is not)."""
+        if self.max_tasks is not None and jobs >= self.max_tasks:
+            return f"after {jobs} jobs"
+        if self.max_memory_mb is not None and rss_kb > self.max_memory_mb * 1024:
+            return f"using {rss_kb // 1024} MiB, over {self.max_memory_mb:g} MiB"
+        return None
+
+
 class _Slot:
     """One child process and the parent's end of its pipe."""
 
@@ -77,6 +101,8 @@ class _Slot:
         self.job: _Job[Any] | None = None
         self.ready = False  # the child imported the app
         self.dead = False
+        self.jobs = 0  # how many jobs its child ran
+        self.retired: str | None = None  # why its child was told to exit (recycled)
 
     def how_it_died(self) -> str:
         self.process.join(timeout=5)
@@ -98,16 +124,17 @@ class ProcessPool(HandlerPool[W]):
         app_reference: str,
         size: int,
         on_done: Done[W],
-        grace: tuple[float, float] = (10.0, 5.0),
+        children: Children | None = None,
         on_crash: Callable[[W], None] | None = None,
     ) -> None:
-        """``grace``: how long an aborted handler, and one past its time limit, has to
-        stop before its process is killed (s). ``on_crash``: told of each run whose
-        process died."""
+        """``children``: the graces before a child is killed, and when one is recycled.
+        ``on_crash``: told of each run whose process died."""
         self._app = app  # writes the progress children report
         self._reference = app_reference
         self._on_done = on_done
-        self._abort_grace_s, self._time_limit_grace_s = grace
+        self._children = children or Children()
+        self._abort_grace_s = self._children.abort_grace_s
+        self._time_limit_grace_s = self._children.time_limit_grace_s
         self._on_crash = on_crash
         self._context = multiprocessing.get_context()
         self._aborting: SynchronizedArray[int] = self._context.Array("q", _ABORT_SLOTS)
@@ -153,7 +180,7 @@ class ProcessPool(HandlerPool[W]):
             except (EOFError, OSError):
                 break
             if message[0] == "done":
-                self._done(slot, message[1], message[2])
+                self._done(slot, message[1], message[2], message[3])
             elif message[0] == "ready":
                 slot.ready = True
             else:  # ("progress", job, info, fraction, note)
@@ -177,14 +204,19 @@ class ProcessPool(HandlerPool[W]):
             if info.soft_time_limit_s is not None:
                 _later(info.soft_time_limit_s, self._past_soft_limit, job)
 
-    def _done(self, slot: _Slot, number: int, result: HandlerResult) -> None:
+    def _done(self, slot: _Slot, number: int, result: HandlerResult, rss_kb: int) -> None:
         with self._lock:
             job = slot.job
             if job is None or job.number != number:
                 return
             slot.job = job.slot = None
             self._by_item.pop(id(job.item), None)
-            if not slot.dead:
+            slot.jobs += 1
+            slot.retired = self._children.spent(slot.jobs, rss_kb)
+            if slot.retired is not None:
+                with contextlib.suppress(OSError):
+                    slot.pipe.send(None)  # it exits; its reader gives the slot a fresh one
+            elif not slot.dead:
                 self._free.append(slot)
             self._dispatch()
         self._on_done(job.item, result)
@@ -199,7 +231,9 @@ class ProcessPool(HandlerPool[W]):
             if self._closing:
                 return
         how = slot.how_it_died()
-        if not slot.ready:  # it died importing the app: do not restart it in a hot loop
+        if slot.retired is not None:
+            log.info("recycled a pool process %s (%s)", slot.retired, how)
+        elif not slot.ready:  # it died importing the app: do not restart it in a hot loop
             log.error("a pool process could not start (%s); trying again in 1 s", how)
             time.sleep(1.0)
         fresh = self._new_slot(slot.index)
@@ -214,7 +248,8 @@ class ProcessPool(HandlerPool[W]):
                 self._by_item.pop(id(job.item), None)
             self._dispatch()
         if job is None:
-            log.warning("a pool process died while idle (%s); started another", how)
+            if slot.retired is None:
+                log.warning("a pool process died while idle (%s); started another", how)
             return
         message = job.call[4]
         log.warning(
