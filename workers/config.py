@@ -42,6 +42,9 @@ class WorkerConfig(BaseModel):
     max_tasks_per_child: int | None = Field(default=None, ge=1)
     #: ... or once a message leaves it using more resident memory than this (MiB)
     max_memory_per_child_mb: float | None = Field(default=None, gt=0)
+    #: past this resident memory (MiB) the worker drains and exits with status 1, for its
+    #: supervisor to restart it (None: no bound)
+    max_memory_mb: float | None = Field(default=None, gt=0)
     #: how long a message whose task this worker does not know is given back for a worker
     #: that knows it (a rolling deploy) before it is poisoned, from its time (s; 0: at once)
     unknown_task_grace_s: float = Field(default=900.0, ge=0)

@@ -30,7 +30,8 @@ A second signal skips step 3: running handlers are abandoned and their leases ex
 does the end of the grace period (the stop is then ``forced``, and the CLI exits with 1
 without waiting for the abandoned handlers' threads). A thread of the worker that raises
 (a bug, not a backend error: those are retried where they happen) is logged and stops the
-worker in the same order; ``failed`` names it and the CLI exits with 1.
+worker in the same order; ``failed`` names it and the CLI exits with 1. So does a worker
+past its memory bound (``max_memory_mb``: ``reporting/memory_bound.py``).
 
 Time: every component reads the worker's ``now_ms``, the injected ``Clock`` (tests drive
 time with a ``ManualClock``) corrected to the backend's clock: its offset is measured
@@ -66,6 +67,7 @@ from tickwork.workers.pools.kinds import make_pool
 from tickwork.workers.pools.launch import Launcher
 from tickwork.workers.pools.pool import HandlerPool, PoolSpec
 from tickwork.workers.reporting.activity import ActivityLog
+from tickwork.workers.reporting.memory_bound import MemoryBound
 from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.reporting.presence import Presence
 from tickwork.workers.settling.settler import Settler
@@ -200,6 +202,9 @@ class Worker:
         ]
         if (activity := self._activity) is not None:
             roles.append(("activity", lambda: activity.run(until=self._settled)))
+        if (limit_mb := self.config.max_memory_mb) is not None:
+            bound = MemoryBound(limit_mb, self._over_memory)
+            roles.append(("memory", lambda: bound.run(until=self._context.stopping)))
         for name, target in roles:
             thread = threading.Thread(
                 target=guarded(name, target, self._thread_failed),
@@ -217,6 +222,10 @@ class Worker:
 
     def _thread_failed(self, role: str) -> None:
         self.failed = self.failed or role
+        self.stop()
+
+    def _over_memory(self, why: str) -> None:
+        self.failed = self.failed or f"memory ({why})"
         self.stop()
 
     def stop(self, force: bool = False) -> None:

@@ -104,3 +104,29 @@ def test_a_child_over_its_memory_bound_is_replaced(
     assert len(after) <= 1 and not before & after, "replaced once, after the leak"
     assert "recycled a pool process using" in worker.stderr
     module.app.close()
+
+
+def test_a_worker_past_its_memory_bound_drains_and_exits_to_be_restarted(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """``--max-memory``: the worker whose handlers leaked past the bound stops claiming,
+    finishes what it holds and exits with status 1; what it ran is acked, the rest stays
+    stored for the next worker."""
+    module, runs, paths = _leaky(tmp_path)
+    module.leak.delay(0, 400)  # the thread pool's handler leaves the worker 400 MiB heavier
+    worker = run_tickwork(
+        tmp_path / "cwd",
+        {**clean_env, **paths},
+        *("worker", "-A", "leaky", "-c", "1", "--max-memory", "300", "--duration", "60"),
+    )
+    assert worker.returncode == 1, worker.stderr
+    assert "MiB resident, over --max-memory 300 MiB: draining and exiting" in worker.stderr
+    assert _pids(runs)[0] == Counter({0: 1})
+    stats = {s.queue: s for s in module.app.backend.queues.stats()}
+    assert stats["default"].ready + stats["default"].in_flight == 0, "the leak's run was acked"
+    module.work.delay(1)
+    again = run_tickwork(
+        tmp_path / "cwd", {**clean_env, **paths}, "worker", "-A", "leaky", "--burst"
+    )
+    assert again.returncode == 0 and _pids(runs)[0] == Counter({0: 1, 1: 1})
+    module.app.close()

@@ -122,6 +122,13 @@ DJANGO_APP = "tickwork.django.current:app"
     "than MIB of resident memory [default: never].",
 )
 @click.option(
+    "--max-memory",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="MIB",
+    help="Past MIB of resident memory the worker drains and exits with status 1, for its "
+    "supervisor (systemd, Kubernetes, --processes) to restart it [default: no bound].",
+)
+@click.option(
     "--unknown-task-grace",
     type=click.FloatRange(min=0),
     default=_default("unknown_task_grace_s"),
@@ -189,6 +196,7 @@ def worker(
     time_limit_grace: float,
     max_tasks_per_child: int | None,
     max_memory_per_child: float | None,
+    max_memory: float | None,
     unknown_task_grace: float,
     metrics_port: int | None,
     metrics_host: str,
@@ -239,6 +247,7 @@ def worker(
         time_limit_grace_s=time_limit_grace,
         max_tasks_per_child=max_tasks_per_child,
         max_memory_per_child_mb=max_memory_per_child,
+        max_memory_mb=max_memory,
         unknown_task_grace_s=unknown_task_grace,
         burst=burst,
         reconcile_periodic=not keep_undeclared,
@@ -252,7 +261,7 @@ def worker(
     if runner.forced:
         os._exit(1)  # running handlers were abandoned: do not wait for their threads
     if runner.failed is not None:
-        sys.exit(1)  # one of its threads failed (logged): a supervisor starts it again
+        sys.exit(1)  # a thread failed, or over --max-memory (logged): a supervisor restarts it
 
 
 def child_command(command: click.Command, params: Mapping[str, Any], index: int) -> list[str]:

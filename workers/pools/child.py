@@ -12,8 +12,6 @@ A child whose parent is gone sees its pipe close and exits after its job.
 
 from __future__ import annotations
 
-import os
-import resource
 import signal
 import threading
 from multiprocessing.connection import Connection
@@ -27,6 +25,7 @@ from tickwork.scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitEx
 from tickwork.scheduler.runs.results import running_record
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, aborted, run_handler
+from tickwork.workers.reporting.memory_bound import resident_kb
 
 #: added to a job's number in the shared array: its soft time limit passed (a time limit
 #: is its negative, an abort the number itself)
@@ -133,13 +132,3 @@ def _on_signal(_signum: int, _frame: FrameType | None) -> None:
     if job + SOFT in named and _guard.inside and not _guard.warned:
         _guard.warned = True  # once
         raise SoftTimeLimitExceeded
-
-
-def resident_kb() -> int:
-    """This process's resident memory now (KiB): from ``/proc`` on Linux, else its peak
-    (``getrusage``)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
