@@ -237,8 +237,8 @@ class RunContext:
         if self._durable is None:
             if self._open_durable is None:
                 raise TickworkError(
-                    "durable steps need a run a worker started on its thread pool or event "
-                    "loop (not the process pool, not run_task)"
+                    "durable steps need a run a worker started (run_task and inline mode "
+                    "run a task once, with no journal)"
                 )
             info = self.info
             self._durable = self._open_durable(info.message_id, info.task, info.queue)

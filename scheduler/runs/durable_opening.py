@@ -41,7 +41,17 @@ class CallBuilder(Protocol):
     def build(self, call: Call) -> tuple[str, Envelope]: ...
 
 
-class DurableApp(Protocol):
+class DurableTasks(Protocol):
+    """What opening a durable run reads of the app: its tasks and settings."""
+
+    @property
+    def registry(self) -> TaskRegistry: ...
+
+    @property
+    def settings(self) -> DurableSettings: ...
+
+
+class DurableApp(DurableTasks, Protocol):
     """What a durable run needs of the app (an ``App``, or a worker's view of one)."""
 
     @property
@@ -51,12 +61,6 @@ class DurableApp(Protocol):
     def backend(self) -> Backend: ...
 
     @property
-    def registry(self) -> TaskRegistry: ...
-
-    @property
-    def settings(self) -> DurableSettings: ...
-
-    @property
     def events(self) -> DurableEvents: ...
 
 
@@ -64,9 +68,28 @@ def open_durable(
     app: DurableApp, now_ms: Callable[[], int], run_id: str, task_name: str, queue: str
 ) -> DurableRun:
     """The durable side of run ``run_id`` of ``task_name`` in ``queue`` (its journal read
-    on first use); a task not registered ``durable=True`` is refused with one clear
-    error. Each entry is kept the setting ``durable_retention_s`` (7 days) after it is
-    written, and after the wake-up of a sleep or wait."""
+    on first use), over the app's own storage (``local_support``)."""
+    return open_with(app, run_id, task_name, queue, local_support(app, now_ms))
+
+
+def local_support(app: DurableApp, now_ms: Callable[[], int]) -> DurableSupport:
+    """What a durable run works with, reached through ``app``'s backend and services."""
+    return DurableSupport(
+        JournalStore(app.backend.results),
+        app.events.waits,
+        AppChildren(app),
+        now_ms,
+        app.settings.max_payload_bytes,
+    )
+
+
+def open_with(
+    app: DurableTasks, run_id: str, task_name: str, queue: str, support: DurableSupport
+) -> DurableRun:
+    """The durable side of a run over ``support``; a task not registered
+    ``durable=True`` is refused with one clear error. Each entry is kept the setting
+    ``durable_retention_s`` (7 days) after it is written, and after the wake-up of a
+    sleep or wait."""
     task = app.registry.tasks.get(task_name)
     if task is None or not task.options.durable:
         raise TickworkError(
@@ -74,13 +97,6 @@ def open_durable(
             "@app.task(durable=True)"
         )
     retention = int(app.settings.durable_retention_s * 1000)
-    support = DurableSupport(
-        JournalStore(app.backend.results),
-        app.events.waits,
-        AppChildren(app),
-        now_ms,
-        app.settings.max_payload_bytes,
-    )
     return DurableRun(run_id, queue, task.options.retry, retention, support)
 
 

@@ -10,7 +10,17 @@ from typing import Protocol
 
 from tickwork.scheduler.model.calls import Call
 from tickwork.scheduler.model.handles import TaskInfo
-from tickwork.scheduler.runs.journal import JournalStore
+from tickwork.scheduler.runs.journal import JournalEntry
+
+
+class Journals(Protocol):
+    """Where runs' journals are read and written (``scheduler.runs.journal.JournalStore``)."""
+
+    def read(self, run_id: str) -> list[JournalEntry]: ...
+
+    def write(
+        self, run_id: str, entries: Sequence[tuple[int, JournalEntry]], ttl_ms: int
+    ) -> None: ...
 
 
 class WaitLook(Protocol):
@@ -63,7 +73,7 @@ class DurableSupport:
     starts children, the clock (ms, the backend's), the most bytes a step's value may
     take."""
 
-    store: JournalStore
+    store: Journals
     waits: EventWaits
     children: Children
     now_ms: Callable[[], int]

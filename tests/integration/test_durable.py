@@ -7,9 +7,12 @@ run cancelled."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -510,3 +513,33 @@ def test_a_journal_past_its_limits_is_refused_clearly(
     assert any("asked for journal entry 6: a durable run journals at most 5" in e for e in errors)
     reasons = {p.failure.reason for p in app.backend.poison.list()}
     assert "journal_full" in reasons
+
+
+def test_a_durable_run_in_the_process_pool_asks_its_parent(
+    sqlite_app: App, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """``--pool process``: a child journals its steps, sleeps, spawns and gathers through
+    its parent (it opens no storage of its own); run the user's way."""
+    from tests.support import durable_process_tasks as tasks
+    from tests.support.served import console_script
+
+    url = sqlite_app.settings.backend
+    done = tmp_path / "done.txt"
+    tasks.app.use_backend(url)
+    handle = tasks.pipeline.delay("p")
+    tasks.app.close()
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
+    module = "tests.support.durable_process_tasks"
+    command = [console_script(), "worker", "-A", module, "--pool", "process", "-c", "2"]
+    worker = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    app = App(url)
+    try:
+        wait_for(lambda: app.result(handle.id).status.value == "succeeded", timeout_s=60)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, errors = worker.communicate(timeout=60)
+    assert worker.returncode == 0, errors
+    assert app.result(handle.id).value == ["p first", "p second", [10, 20], True]
+    bodies = Counter(line.rsplit(" ", 1)[0] for line in done.read_text().splitlines())
+    assert bodies == Counter({"p first": 1, "p second": 1})
+    app.close()

@@ -22,9 +22,12 @@ from typing import Any
 from tickwork.scheduler import Aborted, TimeLimitExceeded
 from tickwork.scheduler.loading import load_app
 from tickwork.scheduler.runs.context import RunContext, RunInfo, SoftTimeLimitExceeded
+from tickwork.scheduler.runs.durable import DurableRun
+from tickwork.scheduler.runs.durable_opening import open_with
 from tickwork.scheduler.runs.results import running_record
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, aborted, run_handler
+from tickwork.workers.pools.remote_durable import ChildAsking, child_support
 from tickwork.workers.reporting.memory_bound import resident_kb
 
 #: added to a job's number in the shared array: its soft time limit passed (a time limit
@@ -88,7 +91,7 @@ def _run_job(
 ) -> HandlerResult:
     global _job, _run
     assert _app is not None, "serve() imports the app first"
-    run = RunContext(info, _report_progress)
+    run = RunContext(info, _report_progress, _open_durable)
     try:
         _job, _run = job, run
         try:
@@ -99,6 +102,14 @@ def _run_job(
     except Aborted as err:  # the abort's signal landed just outside the handler
         _job, _run = 0, None
         return aborted(str(err))
+
+
+def _open_durable(run_id: str, task: str, queue: str) -> DurableRun:
+    """A durable run here: its journal, waits, children and clock asked of the parent."""
+    assert _app is not None and _pipe is not None
+    pipe = _pipe
+    support = child_support(ChildAsking(_send, pipe.recv), _app.settings.max_payload_bytes)
+    return open_with(_app, run_id, task, queue, support)
 
 
 def _send(message: tuple[Any, ...]) -> None:

@@ -45,6 +45,7 @@ from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.child import SOFT, Call, serve
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted
 from tickwork.workers.pools.pool import Done, HandlerPool, W
+from tickwork.workers.pools.remote_durable import ParentAnswers, answered
 
 log = logging.getLogger("tickwork.worker")
 
@@ -133,6 +134,7 @@ class ProcessPool(HandlerPool[W]):
         self._reference = app_reference
         self._on_done = on_done
         self._children = children or Children()
+        self._answers = ParentAnswers(app, lambda: app.builder.clock.now_ms())
         self._abort_grace_s = self._children.abort_grace_s
         self._time_limit_grace_s = self._children.time_limit_grace_s
         self._on_crash = on_crash
@@ -181,6 +183,9 @@ class ProcessPool(HandlerPool[W]):
                 break
             if message[0] == "done":
                 self._done(slot, message[1], message[2], message[3])
+            elif message[0] == "durable":  # ("durable", question, args): a durable run asks
+                with contextlib.suppress(OSError):
+                    slot.pipe.send(answered(self._answers, message[1], message[2]))
             elif message[0] == "ready":
                 slot.ready = True
             else:  # ("progress", job, info, fraction, note)
