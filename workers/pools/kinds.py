@@ -7,7 +7,8 @@ from typing import Any
 
 from tickwork.scheduler import ConfigurationError
 from tickwork.workers.pools.pool import Done, HandlerPool, PoolSpec, W
-from tickwork.workers.pools.process_pool import Children, ProcessPool
+from tickwork.workers.pools.process_pool import ProcessPool
+from tickwork.workers.pools.process_slots import Children
 from tickwork.workers.pools.thread_pool import ThreadPool
 
 

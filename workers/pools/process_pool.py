@@ -32,19 +32,19 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import SynchronizedArray
-from typing import Any, Generic
+from typing import Any
 
 from tickwork.scheduler import TickworkError
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
-from tickwork.workers.pools.child import SOFT, Call, serve
+from tickwork.workers.pools.child import SOFT, serve
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted
 from tickwork.workers.pools.pool import Done, HandlerPool, W
+from tickwork.workers.pools.process_slots import Children, Job, Slot
 from tickwork.workers.pools.remote_durable import ParentAnswers, answered
 
 log = logging.getLogger("tickwork.worker")
@@ -52,67 +52,6 @@ log = logging.getLogger("tickwork.worker")
 _ABORT_SLOTS = 64  # job numbers of the latest aborts, shared with every child
 #: the error type of a run whose process died under it
 PROCESS_DIED = "ProcessDied"
-
-
-class _Job(Generic[W]):
-    """One submitted run: waiting for a slot, or running in one."""
-
-    __slots__ = ("aborted", "call", "item", "number", "over_limit", "slot")
-
-    def __init__(self, number: int, item: W, call: Call) -> None:
-        self.number = number
-        self.item = item
-        self.call = call
-        self.slot: _Slot | None = None  # the slot running it; None while it waits
-        self.aborted = False  # its abort was asked
-        self.over_limit = False  # told it ran past its time limit
-
-
-@dataclass(frozen=True, slots=True)
-class Children:
-    """How the pool treats its children: how long an aborted handler (``abort_grace_s``)
-    and one past its time limit (``time_limit_grace_s``) have to stop before their
-    process is killed, and when a child is replaced between jobs (recycled: after
-    ``max_tasks`` jobs, or once a job leaves it over ``max_memory_mb`` of resident
-    memory), as Celery's ``--max-tasks-per-child`` and ``--max-memory-per-child``."""
-
-    abort_grace_s: float = 10.0
-    time_limit_grace_s: float = 5.0
-    max_tasks: int | None = None
-    max_memory_mb: float | None = None
-
-    def spent(self, jobs: int, rss_kb: int) -> str | None:
-        """Why a child that ran ``jobs`` jobs and uses ``rss_kb`` is replaced (None: it
-        is not)."""
-        if self.max_tasks is not None and jobs >= self.max_tasks:
-            return f"after {jobs} jobs"
-        if self.max_memory_mb is not None and rss_kb > self.max_memory_mb * 1024:
-            return f"using {rss_kb // 1024} MiB, over {self.max_memory_mb:g} MiB"
-        return None
-
-
-class _Slot:
-    """One child process and the parent's end of its pipe."""
-
-    def __init__(self, index: int, start: Callable[[Connection], BaseProcess]) -> None:
-        self.index = index
-        self.pipe, child_end = multiprocessing.Pipe()
-        self.process = start(child_end)
-        child_end.close()
-        self.job: _Job[Any] | None = None
-        self.ready = False  # the child imported the app
-        self.dead = False
-        self.jobs = 0  # how many jobs its child ran
-        self.retired: str | None = None  # why its child was told to exit (recycled)
-
-    def how_it_died(self) -> str:
-        self.process.join(timeout=5)
-        code = self.process.exitcode
-        if code is not None and code < 0:
-            with contextlib.suppress(ValueError):
-                return f"signal {signal.Signals(-code).name}"
-            return f"signal {-code}"
-        return f"exit code {code}"
 
 
 class ProcessPool(HandlerPool[W]):
@@ -143,11 +82,11 @@ class ProcessPool(HandlerPool[W]):
         self._abort_slot = itertools.count()
         self._jobs = itertools.count(1)
         self._lock = threading.Lock()
-        self._by_item: dict[int, _Job[W]] = {}  # id(item) -> its job, waiting or running
-        self._waiting: deque[_Job[W]] = deque()
-        self._free: list[_Slot] = []
+        self._by_item: dict[int, Job[W]] = {}  # id(item) -> its job, waiting or running
+        self._waiting: deque[Job[W]] = deque()
+        self._free: list[Slot] = []
         self._closing = False
-        self._slots: list[_Slot] = []
+        self._slots: list[Slot] = []
         # a pool never shut down (an error before the worker stopped) still stops its
         # children when the interpreter exits (registered after multiprocessing's own exit
         # function, which joins them, so it runs first)
@@ -159,8 +98,8 @@ class ProcessPool(HandlerPool[W]):
 
     # -- slots --------------------------------------------------------------------------
 
-    def _new_slot(self, index: int) -> _Slot:
-        slot = _Slot(index, self._start_child)
+    def _new_slot(self, index: int) -> Slot:
+        slot = Slot(index, self._start_child)
         reader = threading.Thread(
             target=self._read, args=(slot,), name=f"tickwork-child-{index}", daemon=True
         )
@@ -174,7 +113,7 @@ class ProcessPool(HandlerPool[W]):
         process.start()
         return process
 
-    def _read(self, slot: _Slot) -> None:
+    def _read(self, slot: Slot) -> None:
         """What ``slot``'s child sends, until its pipe closes (it exited or died)."""
         while True:
             try:
@@ -209,7 +148,7 @@ class ProcessPool(HandlerPool[W]):
             if info.soft_time_limit_s is not None:
                 _later(info.soft_time_limit_s, self._past_soft_limit, job)
 
-    def _done(self, slot: _Slot, number: int, result: HandlerResult, rss_kb: int) -> None:
+    def _done(self, slot: Slot, number: int, result: HandlerResult, rss_kb: int) -> None:
         with self._lock:
             job = slot.job
             if job is None or job.number != number:
@@ -226,7 +165,7 @@ class ProcessPool(HandlerPool[W]):
             self._dispatch()
         self._on_done(job.item, result)
 
-    def _died(self, slot: _Slot) -> None:
+    def _died(self, slot: Slot) -> None:
         """``slot``'s child exited: charge its job alone, give the slot a fresh child."""
         with self._lock:
             slot.dead = True
@@ -281,7 +220,7 @@ class ProcessPool(HandlerPool[W]):
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
         number = next(self._jobs)
-        job = _Job(number, item, (number, task, args, kwargs, info))
+        job = Job(number, item, (number, task, args, kwargs, info))
         with self._lock:
             self._by_item[id(item)] = job
             self._waiting.append(job)
@@ -333,17 +272,17 @@ class ProcessPool(HandlerPool[W]):
         with self._aborting.get_lock():
             self._aborting[next(self._abort_slot) % _ABORT_SLOTS] = number
 
-    def _running(self, job: _Job[W]) -> bool:
+    def _running(self, job: Job[W]) -> bool:
         slot = job.slot
         return slot is not None and slot.job is job
 
-    def _past_soft_limit(self, job: _Job[W]) -> None:
+    def _past_soft_limit(self, job: Job[W]) -> None:
         """``job`` ran past its soft time limit: raise ``SoftTimeLimitExceeded`` in it."""
         if self._running(job):
             self._name(job.number + SOFT)
             self._signal(job, signal.SIGUSR1)
 
-    def _past_limit(self, job: _Job[W]) -> None:
+    def _past_limit(self, job: Job[W]) -> None:
         """``job`` ran past its time limit: raise ``TimeLimitExceeded`` in it, and kill its
         process if it has not stopped within the grace."""
         with self._lock:
@@ -354,7 +293,7 @@ class ProcessPool(HandlerPool[W]):
         self._signal(job, signal.SIGUSR1)
         _later(self._time_limit_grace_s, self._kill_past_limit, job)
 
-    def _kill_past_limit(self, job: _Job[W]) -> None:
+    def _kill_past_limit(self, job: Job[W]) -> None:
         if self._running(job):
             log.warning(
                 "a handler did not stop within %.1f s of its time limit: killing its process",
@@ -362,7 +301,7 @@ class ProcessPool(HandlerPool[W]):
             )
             self._signal(job, signal.SIGKILL)
 
-    def _kill_if_running(self, job: _Job[W]) -> None:
+    def _kill_if_running(self, job: Job[W]) -> None:
         if self._running(job):
             log.warning(
                 "an aborted handler did not stop within %.1f s: killing its process",
@@ -370,7 +309,7 @@ class ProcessPool(HandlerPool[W]):
             )
             self._signal(job, signal.SIGKILL)
 
-    def _signal(self, job: _Job[W], signum: int) -> None:
+    def _signal(self, job: Job[W], signum: int) -> None:
         with self._lock:
             slot = job.slot
             pid = slot.process.pid if slot is not None and slot.job is job else None
@@ -402,7 +341,7 @@ class ProcessPool(HandlerPool[W]):
             slot.process.join()
 
 
-def _stop_all(slots: list[_Slot]) -> None:
+def _stop_all(slots: list[Slot]) -> None:
     """Kill every child of ``slots`` still running (and reap it)."""
     for slot in slots:
         process = slot.process
