@@ -36,7 +36,6 @@ WAIT_TASK = "tickwork.wait"
 #: the queue under which the events' ledgers are kept (waiters, recent events)
 EVENTS_QUEUE = "tickwork.events"
 
-
 #: the most waiters kept per event name and key (the newest)
 WAITERS_MOST = 1000
 
@@ -163,7 +162,10 @@ class Waits:
             settled = backend.batches.read(record_id, outcomes=True)
             outcome = settled.outcomes.get(0) if settled is not None else None
             return EventWait("ended", outcome or marker.outcome)
-        waiter = WaitingStep(id=message_id, queue=queue, deadline_ms=deadline, record=record_id)
+        own = record_id == wait_record_id(message_id)  # a wait step's: stored as before
+        waiter = WaitingStep(
+            id=message_id, queue=queue, deadline_ms=deadline, record=None if own else record_id
+        )
         entry = LedgerEntry(
             EVENTS_QUEUE,
             waiters_subject(name, key),
