@@ -67,6 +67,8 @@ class AsyncPool(HandlerPool[W], Generic[W]):
 
     def __init__(self, app: WorkerApp, size: int, on_done: Done[W]) -> None:
         self._app = app
+        self._report = partial(report_progress, app)  # one for every run
+        self._durable = partial(open_durable, app, lambda: app.builder.clock.now_ms())
         self._size = size
         self._on_done = on_done
         self._jobs: collections.deque[Job] = collections.deque()
@@ -187,12 +189,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         if limited:
             assert info.time_limit_s is not None
             timeout_s = info.time_limit_s  # stopped at its time limit, sooner
-        app = self._app
-        run = RunContext(
-            info,
-            partial(report_progress, app),
-            partial(open_durable, app, lambda: app.builder.clock.now_ms()),
-        )
+        run = RunContext(info, self._report, self._durable)
         running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
         try:
