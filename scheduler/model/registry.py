@@ -283,10 +283,12 @@ def _options(task_name: str, **options: Any) -> TaskOptions:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         keyword = {"retry": "retries", "timeout_s": "timeout", "time_limit_s": "time_limit"}
-        shown = keyword.get(where, where)
+        given = first.get("input")
+        shown = str(given) if isinstance(given, timedelta) else repr(given)
+        why = first["msg"].removeprefix("Value error, ")
         raise InvalidMessage(
-            f"task {task_name!r}: option {shown}={first.get('input')!r} is not valid "
-            f"({first['msg'][:1].lower()}{first['msg'][1:]})"
+            f"task {task_name!r}: option {keyword.get(where, where)}={shown} is not valid "
+            f"({why[:1].lower()}{why[1:]})"
         ) from None
 
 

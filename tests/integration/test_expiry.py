@@ -96,7 +96,7 @@ def test_an_expiry_that_cannot_be_is_refused_and_writes_nothing(sqlite_app: App)
             key="k",
             expires=datetime.now(UTC) + timedelta(minutes=1),
         )
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(InvalidMessage, match=r"option expires=-1 day.*\(expires must be"):
         sqlite_app.task(name="bad", expires=timedelta(seconds=-1))(lambda: None)
     assert sqlite_app.backend.queues.stats() == [] or all(
         s.ready + s.scheduled == 0 for s in sqlite_app.backend.queues.stats()

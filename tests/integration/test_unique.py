@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from tests.support.helpers import wait_for
-from tickwork.scheduler import App, Call, KeyConflict, Outcome
+from tickwork.scheduler import App, Call, InvalidMessage, KeyConflict, Outcome
 from tickwork.scheduler.model.message import UNIQUE_UNTIL
 from tickwork.workers import Worker, WorkerConfig
 
@@ -67,7 +67,7 @@ def test_no_window_after_a_failure_or_without_a_key(app: App) -> None:
 
 def test_unique_for_must_be_positive() -> None:
     app = App("sqlite://:memory:")
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(InvalidMessage, match=r"option unique_for=0:00:00 .*must be a positive"):
 
         @app.task(unique_for=timedelta(0))
         def never() -> None:
