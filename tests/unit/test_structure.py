@@ -44,7 +44,9 @@ LONG_MODULES: dict[str, str] = {
     "splitting the verbs would only move the signatures users read into a second class. "
     "468 lines since 2026-11-28: task_queue, the one lookup chains need from the app "
     "(Producer.task_queue, in place of a task dict rebuilt per step), and preview naming "
-    "the queue it looked in",
+    "the queue it looked in; 471 since the durable tasks: one line holding app.runs (a "
+    "durable run's journal, scheduler/views/runs.py) and its import and docstring line, "
+    "the same job as the other services it holds",
 }
 
 
