@@ -50,6 +50,7 @@ from tickwork.scheduler.runs.context import (
     TimeLimitExceeded,
     current_run,
 )
+from tickwork.scheduler.runs.skip import Skip
 from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.schedules.control import AbortResult, Resumed, ScheduleInfo
 from tickwork.scheduler.settings import Settings
@@ -109,6 +110,7 @@ __all__ = [
     "ScheduleNotFound",
     "ScheduledMessage",
     "Settings",
+    "Skip",
     "Snooze",
     "SoftTimeLimitExceeded",
     "State",

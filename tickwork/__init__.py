@@ -26,6 +26,7 @@ from tickwork.scheduler.model.shapes import batch, group
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.chains import chain
 from tickwork.scheduler.runs.context import Aborted, RunInfo, current_run
+from tickwork.scheduler.runs.skip import Skip
 from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.workflows.graphs import after, graph
 from tickwork.scheduler.workflows.status import BatchOutcome
@@ -51,6 +52,7 @@ __all__ = [
     "RunInfo",
     "RunOnce",
     "RunStatus",
+    "Skip",
     "Snooze",
     "TaskFailed",
     "TaskHandle",

@@ -59,8 +59,23 @@ class Membership(BaseModel):
 
 
 #: when a graph's step runs (its trigger rule, as stored): every parent succeeded, all
-#: settled, one failed for good, or none failed (each succeeded or was skipped)
-StepRule = Literal["success", "complete", "failure", "none_failed"]
+#: settled, one failed for good, none failed (each succeeded or was skipped), or as soon
+#: as one succeeded (an or-join)
+StepRule = Literal["success", "complete", "failure", "none_failed", "first_success"]
+#: how a graph step made with ``.s()`` (or its condition) takes its parents' results: a
+#: dict by parent name, the one parent's value, their values in order, a batch's outcome,
+#: or the value of the parent that succeeded first (an or-join)
+Takes = Literal["dict", "value", "list", "outcome", "first"]
+
+
+class StepCondition(BaseModel):
+    """A graph step's condition: a function (``module:qualname``) of its parents'
+    results (taken as ``takes``) that says whether the step runs or is skipped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    function: str
+    takes: Takes
 
 
 class Callback(BaseModel):
@@ -103,10 +118,11 @@ class Node(BaseModel):
     index: int
     size: int
     parents: list[str] = Field(default_factory=list)
-    takes: Literal["dict", "value", "list", "outcome"] | None = None
+    takes: Takes | None = None
     children: list[Edge] = Field(default_factory=list)
     stop: bool = True  # a failure for good stops the graph until it is replayed
     #: when it runs (``StepRule``; a batch's callback in a graph: its ``when``); a step
     #: that handles a failure runs in a stopped graph
     when: StepRule = "success"
+    condition: StepCondition | None = None  # run only if it says so (else skipped)
     expires_ms: int

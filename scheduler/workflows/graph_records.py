@@ -140,6 +140,7 @@ def build_graph(
             children=children.get(node.name, []),
             stop=spec.failure == "stop",
             when=node.when,
+            condition=node.condition,
             expires_ms=expires_ms,
         )
         sid = step_id(graph_id, node.name)

@@ -25,11 +25,11 @@ from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.ids import keyed_chain_id
 from tickwork.scheduler.model.headers import LAST_RUN
 from tickwork.scheduler.model.message import Message
-from tickwork.scheduler.model.places import StepRule
+from tickwork.scheduler.model.places import StepCondition, StepRule, Takes
 from tickwork.scheduler.model.tasks import Call
 from tickwork.scheduler.producing.planning import plan
 from tickwork.scheduler.workflows.graph_records import GRAPH_TASK
-from tickwork.scheduler.workflows.graphs import FailureRule, Graph, GraphNode, Takes
+from tickwork.scheduler.workflows.graphs import FailureRule, Graph, GraphNode
 
 
 class StoredStep(BaseModel):
@@ -49,6 +49,7 @@ class StoredStep(BaseModel):
     parents: list[str] = []
     takes: Takes | None = None
     when: StepRule = "success"
+    condition: StepCondition | None = None
 
 
 class StoredGraph(BaseModel):
@@ -83,6 +84,7 @@ class StoredGraph(BaseModel):
                 tuple(step.parents),
                 step.takes,
                 step.when,
+                step.condition,
             )
             for step in self.steps
         )
@@ -113,6 +115,7 @@ def _stored(node: GraphNode) -> StoredStep:
         parents=list(node.parents),
         takes=node.takes,
         when=node.when,
+        condition=node.condition,
     )
 
 

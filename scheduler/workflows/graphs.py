@@ -24,12 +24,18 @@ Trigger rules (``after(..., rule=)``): a step runs once every parent has settled
 ``"all_succeeded"`` (the default) every one succeeded; ``"all_done"`` whatever they did (a
 ``finally``); ``"any_failed"`` at least one failed for good (a failure handler);
 ``"none_failed"`` each succeeded or was skipped (the join after a branch that may be
-skipped). A failure handler none of whose parents failed is skipped: not run, counted
-done; as in Airflow, a step after a skipped step is skipped too unless its rule is
-``"all_done"`` or ``"none_failed"``, which count the skipped parent as done (its result
-``None``). A step with ``"all_done"`` or ``"any_failed"`` made with ``.s()`` takes the
-parents' outcome (a ``BatchOutcome``: results, failures), as a batch's callbacks do;
-such steps run even in a graph stopped by a failure.
+skipped); ``"one_succeeded"`` as soon as one parent succeeded (an or-join: the first
+success wakes it; made with ``.s()`` it takes that parent's result). A failure handler
+none of whose parents failed is skipped: not run, counted done; as in Airflow, a step
+after a skipped step is skipped too unless its rule is ``"all_done"``, ``"none_failed"``
+or ``"one_succeeded"``, which count the skipped parent as done (its result ``None``; an
+or-join whose parents were all skipped is skipped). A step's handler may raise ``Skip``
+to be skipped the same way, and a step with a ``condition`` (a module-level function of
+what it would take from its parents, stored by its import path) is skipped without
+running when the condition says no: the worker asks it when the step is about to start.
+A step with ``"all_done"`` or ``"any_failed"`` made with ``.s()`` takes the parents'
+outcome (a ``BatchOutcome``: results, failures), as a batch's callbacks do; such steps
+run even in a graph stopped by a failure.
 
 Failure rules: ``failure="stop"`` (the default): once a step failed for good, no step of
 the graph that has not started starts, until the failed step is replayed from the poison
@@ -40,30 +46,35 @@ steps after it wait for its replay.
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.model.handles import WorkflowHandle
-from tickwork.scheduler.model.places import StepRule
+from tickwork.scheduler.model.places import StepCondition, StepRule, Takes
+from tickwork.scheduler.model.registry import module_name
 from tickwork.scheduler.model.shapes import Batch, Group, Sequenced, When, enqueue_workflow
 from tickwork.scheduler.model.tasks import Call
 from tickwork.triggers import Trigger
 
 FailureRule = Literal["stop", "continue"]
-TriggerRule = Literal["all_succeeded", "all_done", "any_failed", "none_failed"]
+TriggerRule = Literal["all_succeeded", "all_done", "any_failed", "none_failed", "one_succeeded"]
 #: each trigger rule as the fan-in stores it
 _WHEN: dict[str, StepRule] = {
     "all_succeeded": "success",
     "all_done": "complete",
     "any_failed": "failure",
     "none_failed": "none_failed",
+    "one_succeeded": "first_success",
 }
 #: the rules whose steps take their parents' outcome (made with ``.s()``)
 _TAKE_OUTCOME = frozenset({"complete", "failure"})
-Takes = Literal["dict", "value", "list", "outcome"]
+#: a step's condition: a function of what the step would take from its parents
+Condition = Callable[[Any], bool]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -78,10 +89,15 @@ class After:
     #: parent's result itself rather than a dict by name
     alone: bool = False
     when: StepRule = "success"  # its trigger rule, as stored
+    condition: str | None = None  # its condition's import path (``module:qualname``)
 
 
 def after(
-    parents: str | Iterable[str], call: Call, *, rule: TriggerRule = "all_succeeded"
+    parents: str | Iterable[str],
+    call: Call,
+    *,
+    rule: TriggerRule = "all_succeeded",
+    condition: Condition | None = None,
 ) -> After:
     """``call`` as a step of a graph that starts once every step named in ``parents``
     has settled and, by ``rule``, all succeeded (the default), whatever they did
@@ -90,17 +106,65 @@ def after(
     their results first: after one parent named alone (``after("fetch", parse.s())``)
     that parent's result, as a chain's step; after a list (``after(["a", "b"],
     merge.s())``) a dict by parent name (``None`` for a skipped one); with
-    ``"all_done"`` or ``"any_failed"``, their outcome (a ``BatchOutcome``)."""
+    ``"all_done"`` or ``"any_failed"``, their outcome (a ``BatchOutcome``); with
+    ``"one_succeeded"``, the value of the parent that succeeded first.
+
+    ``condition``: a module-level function given what the step would take (as above,
+    whether or not it is made with ``.s()``); when it returns false the step is skipped
+    (not run, recorded ``skipped``), and the steps after it follow their rule."""
     if rule not in _WHEN:
         raise InvalidMessage(
             f"step {call.task}: rule must be one of {', '.join(_WHEN)}, not {rule!r}"
         )
+    path = None if condition is None else condition_path(call.task, condition)
     if isinstance(parents, str):
-        return After((parents,), call, alone=True, when=_WHEN[rule])
+        return After((parents,), call, alone=True, when=_WHEN[rule], condition=path)
     names = tuple(parents)
     if not names:
         raise InvalidMessage(f"step {call.task}: after() needs at least one parent")
-    return After(names, call, when=_WHEN[rule])
+    return After(names, call, when=_WHEN[rule], condition=path)
+
+
+def condition_path(task: str, condition: Condition) -> str:
+    """Where the worker finds ``condition``: ``module:qualname`` (the module by the name
+    a worker imports it by, also for a script run as ``python module.py``). Raises
+    ``InvalidMessage`` if it cannot be found again by that path (a lambda, a function
+    inside a function, a callable object)."""
+    module = getattr(condition, "__module__", None)
+    qualname = getattr(condition, "__qualname__", None)
+    if not callable(condition) or not module or not qualname or "<" in qualname:
+        raise InvalidMessage(
+            f"step {task}: a condition must be a function defined at module level "
+            f"(the worker imports it by name), not {condition!r}"
+        )
+    if _attribute(sys.modules.get(module), qualname) is not condition:
+        raise InvalidMessage(
+            f"step {task}: condition {module}:{qualname} is not found again by that name "
+            "(define it at module level, under its own name)"
+        )
+    return f"{module_name(module)}:{qualname}"
+
+
+def resolve_condition(path: str) -> Any:
+    """The function ``module:qualname`` names (None if there is none): from the module
+    already loaded (the script run as ``__main__`` too), else imported."""
+    name, _, qualname = path.partition(":")
+    module = sys.modules.get(name)
+    main = sys.modules.get("__main__")
+    if module is None and main is not None and module_name("__main__") == name:
+        module = main
+    if module is None:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            return None
+    return _attribute(module, qualname)
+
+
+def _attribute(owner: Any, qualname: str) -> Any:
+    for part in qualname.split("."):
+        owner = getattr(owner, part, None)
+    return owner
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +176,7 @@ class GraphNode:
     parents: tuple[str, ...] = ()
     takes: Takes | None = None  # how a call made with .s() takes its parents' results
     when: StepRule = "success"  # when it runs (its trigger rule, as stored)
+    condition: StepCondition | None = None  # whether it runs, asked when it would start
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,15 +226,25 @@ def graph(
     nodes = []
     for name, step in steps.items():
         call, parents = (step.call, step.parents) if isinstance(step, After) else (step, ())
-        when: StepRule = step.when if isinstance(step, After) else "success"
-        takes: Takes | None = None
-        if call.takes_result and parents:
-            if when in _TAKE_OUTCOME:
-                takes = "outcome"
-            else:
-                takes = "value" if isinstance(step, After) and step.alone else "dict"
-        nodes.append(GraphNode(name, call, parents, takes, when))
+        if not isinstance(step, After):
+            nodes.append(GraphNode(name, call))
+            continue
+        shape = _taken(step)
+        condition = (
+            None if step.condition is None else StepCondition(function=step.condition, takes=shape)
+        )
+        takes = shape if call.takes_result else None
+        nodes.append(GraphNode(name, call, parents, takes, step.when, condition))
     return checked(Graph(tuple(nodes), failure, key, queue, trigger))
+
+
+def _taken(step: After) -> Takes:
+    """How ``step`` takes its parents' results (made with ``.s()``, or by its condition)."""
+    if step.when in _TAKE_OUTCOME:
+        return "outcome"
+    if step.when == "first_success":
+        return "first"
+    return "value" if step.alone else "dict"
 
 
 def checked(spec: Graph) -> Graph:

@@ -16,6 +16,7 @@ from tickwork.scheduler.model.tasks import TaskFunction
 from tickwork.scheduler.runs.context import RunContext, TimeLimitExceeded, enter, leave
 from tickwork.scheduler.runs.durable_errors import DurableRunError, NonDeterminismError, Suspended
 from tickwork.scheduler.runs.results import encode_value
+from tickwork.scheduler.runs.skip import SKIPPED, Skip
 from tickwork.scheduler.runs.snooze import Retry, Snooze
 from tickwork.scheduler.runs.tracing import NO_SPAN, handler_span
 from tickwork.workers.app_needs import WorkerApp
@@ -47,7 +48,8 @@ class HandlerResult(NamedTuple):
     value: bytes | None = None  # what it returned, as JSON, when its task keeps results
     snooze_s: float = 0.0  # a snoozed run: how long until it is due again
     #: a failure the task's policy does not retry: the rule that says so (``retry_on``,
-    #: ``dont_retry_on``), named in its poison record
+    #: ``dont_retry_on``), named in its poison record; an acked run that was skipped
+    #: (``Skip``, a graph step's condition): ``"skipped"``
     rule: str = ""
 
 
@@ -121,6 +123,8 @@ def _run_handler(
         return aborted(str(err), started)
     except Retry as err:
         return _retry(err, started)
+    except Skip as err:
+        return _skipped(err, started)
     except Suspended as err:
         return _suspended(err, started)
     except NonDeterminismError as err:
@@ -167,6 +171,8 @@ async def _run_async_handler(
         return HandlerResult(Verdict.POISON, type(err).__name__, str(err), traceback.format_exc())
     except Retry as err:
         return _retry(err, started)
+    except Skip as err:
+        return _skipped(err, started)
     except Suspended as err:
         return _suspended(err, started)
     except NonDeterminismError as err:
@@ -194,6 +200,13 @@ def _suspended(suspended: Suspended, started: float) -> HandlerResult:
     return HandlerResult(
         Verdict.SNOOZED, "Suspended", suspended.why, "", elapsed, snooze_s=suspended.delay_s
     )
+
+
+def _skipped(request: Skip, started: float) -> HandlerResult:
+    """A run whose handler raised ``Skip``: done, without a result (a graph step is
+    recorded skipped)."""
+    elapsed = (time.perf_counter() - started) * 1000
+    return HandlerResult(Verdict.ACK, "Skip", request.reason, "", elapsed, rule=SKIPPED)
 
 
 def _retry(request: Retry, started: float) -> HandlerResult:

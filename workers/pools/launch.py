@@ -1,7 +1,8 @@
 """Starting admitted work: what the run takes (a batch's outcome, a graph step's parents'
 results), its ``RunInfo`` (time limits, trace parent, lateness), the ``before_run`` hooks,
 then the pool. Work whose workflow cannot be read yet goes back (due again) or waits
-(a graph step held for its parents); one whose workflow can never run is poisoned."""
+(a graph step held for its parents); one whose workflow can never run is poisoned, and a
+graph step whose condition says no is settled as skipped without running."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tickwork.scheduler import BackendError, TickworkError
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.hooks import notify
 from tickwork.scheduler.runs.context import RunInfo
+from tickwork.scheduler.runs.skip import SKIPPED
 from tickwork.scheduler.runs.tracing import TRACEPARENT
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work, log_fields
@@ -19,7 +21,7 @@ from tickwork.workers.pools.pool import HandlerPool
 from tickwork.workers.pools.time_limits import limits_of
 from tickwork.workers.settling.settler import Settler
 from tickwork.workers.workflows.fanin import run_args, value_needed
-from tickwork.workers.workflows.graph_fanin import Held
+from tickwork.workers.workflows.graph_fanin import Held, SkipStep
 
 log = logging.getLogger("tickwork.worker")
 
@@ -43,6 +45,10 @@ class Launcher:
             args = run_args(context.backend, self._settler.counts.graphs, message)
         except Held:
             self._settler.hold(work)
+            return
+        except SkipStep as skip:  # its condition said no: done without running
+            why = f"condition {skip} said no"
+            self._settler.finished(work, HandlerResult(Verdict.ACK, "Skip", why, rule=SKIPPED))
             return
         except BackendError as err:
             log.warning("cannot read the workflow of %s (due again): %s", message.id, err)

@@ -12,6 +12,11 @@ if the graph is stopped it is held (parked again, its attempt not counted), unle
 the failed step replayed, and a step that succeeds wakes none after it. When the failed
 step, replayed, succeeds, the graph resumes: every parked step whose parents all
 succeeded (and every parked step without parents) is woken.
+
+An or-join (``"first_success"``) is woken by each parent's success (a wake is a no-op on
+a step that runs or ran). A skipped step (its handler raised ``Skip``, its condition said
+no, or a failure handler with nothing to handle) counts done without an attempt, and the
+steps after it follow their rule (``_after_skip``).
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from functools import partial
 from typing import Any
 
 from tickwork.scheduler.backends import Backend, BatchRecord, MemberOutcome, Waiter
+from tickwork.scheduler.errors import TickworkError
 from tickwork.scheduler.model.message import Message
-from tickwork.scheduler.model.places import Edge, Node
+from tickwork.scheduler.model.places import Edge, Node, StepCondition, Takes
 from tickwork.scheduler.runs.results import ResultRecord, failed_record, succeeded_record
 from tickwork.scheduler.workflows.graph_records import (
     CANCELLED,
@@ -32,12 +38,13 @@ from tickwork.scheduler.workflows.graph_records import (
     drop_anchor,
     halted,
 )
+from tickwork.scheduler.workflows.graphs import resolve_condition
 
 log = logging.getLogger("tickwork.worker")
 
 #: the rules of the steps that wait, after a parent failed for good, for its replay (held
 #: in a stopped graph, woken when it resumes): the failure is not counted in their fan-in
-_WAIT_FOR_REPLAY = frozenset({"success", "none_failed"})
+_WAIT_FOR_REPLAY = frozenset({"success", "none_failed", "first_success"})
 
 
 class Held(Exception):
@@ -45,22 +52,36 @@ class Held(Exception):
     resumes)."""
 
 
-def parents_argument(backend: Backend, message: Message) -> Any:
-    """What a step made with ``.s()`` takes first: its parents' results, read now from
-    its fan-in record (a dict by parent name, the one value, a list, or a batch
-    outcome)."""
+class SkipStep(Exception):
+    """A step whose condition says no: skipped without running."""
+
+
+class ConditionFailed(TickworkError):
+    """A step's condition could not be asked (not found, or it raised): the step is
+    poisoned, naming the condition."""
+
+
+def parents_argument(backend: Backend, message: Message, takes: Takes | None = None) -> Any:
+    """What a step made with ``.s()`` takes first (or its condition is given, ``takes``):
+    its parents' results, read now from its fan-in record (a dict by parent name, the one
+    value, a list, a batch outcome, or the value of the parent that succeeded first)."""
     node = message.node
-    assert node is not None and node.takes is not None
+    assert node is not None
+    takes = takes or node.takes
+    assert takes is not None
     record = backend.batches.read(message.id, outcomes=True)
     outcomes = {} if record is None else record.outcomes
     records = {index: ResultRecord.decode(outcomes[index]) for index in outcomes}
     values = [records[i].value if i in records else None for i in range(len(node.parents))]
-    if node.takes == "dict":
+    if takes == "dict":
         return dict(zip(node.parents, values, strict=True))
-    if node.takes == "value":
+    if takes == "value":
         return values[0]
-    if node.takes == "list":
+    if takes == "list":
         return values
+    if takes == "first":
+        ran = [r for r in records.values() if r.status == "succeeded" and r.attempt > 0]
+        return min(ran, key=lambda r: r.at_ms).value if ran else None
     failures = [
         {"index": i, "id": "", "error_type": r.error_type or "", "error": r.error or ""}
         for i, r in sorted(records.items())
@@ -89,11 +110,13 @@ class GraphFanIn:
         self._backend = backend
         self._with_retries = with_retries
         self._nudge = nudge
+        self._conditions: dict[str, Callable[[Any], Any]] = {}
 
     def start_args(self, message: Message) -> list[Any]:
         """The arguments step ``message`` runs with (its parents' results first if it
         takes them). Raises ``Held`` if its graph is stopped, ``BackendError`` if the
-        records cannot be read (it is due again)."""
+        records cannot be read (it is due again), ``SkipStep`` if its condition says no,
+        ``ConditionFailed`` if that cannot be asked."""
         node = message.node
         assert node is not None
         if node.stop and node.when in _WAIT_FOR_REPLAY:
@@ -103,15 +126,44 @@ class GraphFanIn:
                 replayed = record is not None and 2 * node.index + 1 in record.outcomes
                 if record is not None and halted(record) and not replayed:
                     raise Held(node.graph)
+        if node.condition is not None and not self._holds(node.condition, message):
+            raise SkipStep(node.condition.function)
         if node.takes is None:
             return message.args
         return [parents_argument(self._backend, message), *message.args]
 
-    def succeeded(self, message: Message, attempt: int, value: bytes | None, now: int) -> bool:
+    def _holds(self, condition: StepCondition, message: Message) -> bool:
+        """Whether ``condition`` says ``message``'s step runs."""
+        function = self._conditions.get(condition.function)
+        if function is None:
+            function = resolve_condition(condition.function)
+            if not callable(function):
+                raise ConditionFailed(f"condition {condition.function} is not found here")
+            self._conditions[condition.function] = function
+        argument = parents_argument(self._backend, message, condition.takes)
+        try:
+            return bool(function(argument))
+        except Exception as err:
+            raise ConditionFailed(
+                f"condition {condition.function} raised {type(err).__name__}: {err}"
+            ) from err
+
+    def succeeded(
+        self,
+        message: Message,
+        attempt: int,
+        value: bytes | None,
+        now: int,
+        skipped: bool = False,
+    ) -> bool:
         """Count step ``message``'s success (before its ack) and wake what it makes
-        ready. False if that could not be written (a forced stop): leave it unacked."""
+        ready; ``skipped``: it was skipped (``Skip``, its condition), counted done without
+        an attempt. False if that could not be written (a forced stop): leave it
+        unacked."""
         node = message.node
         assert node is not None
+        if skipped:
+            attempt, value = 0, None
         record = succeeded_record(value if value is not None else b"null", attempt, now)
         outcomes = [MemberOutcome(node.graph, 2 * node.index, False, record, node.expires_ms)]
         outcomes += [_counted(edge, False, record, node) for edge in node.children]
@@ -127,14 +179,17 @@ class GraphFanIn:
             elif CANCELLED in graph.outcomes or (node.stop and halted(graph)):
                 log.info("graph %s is stopped: %s wakes no step", node.graph, message.id)
                 return True
-        wake, drop = _ready(node.children, counts[1:])
+        if skipped:
+            wake, drop = self._after_skip(node.children, counts[1:])
+        else:
+            wake, drop = _ready(node.children, counts[1:])
         if graph is not None and node.stop and 2 * node.index + 1 in graph.outcomes:
             wake += self._resumed(node, graph)  # this step had failed: the graph resumes
         if drop:
-            skipped = self._skipped(node, drop, now)
-            if skipped is None:
+            cascade = self._skipped(node, drop, now)
+            if cascade is None:
                 return False
-            (settled, failed), woken = skipped
+            (settled, failed), woken = cascade
             wake += woken
         if wake and not self._wake(wake):
             return False
@@ -197,16 +252,42 @@ class GraphFanIn:
             if settled is None:
                 return None
             counts = max(counts, settled[0])
-            for child, (count, failed) in zip(children, settled[1:], strict=True):
-                if child.when == "success":
-                    skip.append(child)  # a parent skipped: it can never run
-                elif count < child.size:
-                    continue  # its other parents settle it
-                elif child.when == "failure" and not failed:
-                    skip.append(child)
-                else:
-                    wake.append((child.id, child.queue))
+            woken, skipped = self._after_skip(children, settled[1:])
+            wake += woken
+            skip += skipped
         return counts, wake
+
+    def _after_skip(
+        self, children: Sequence[Edge], counts: Sequence[tuple[int, int]]
+    ) -> tuple[list[tuple[str, str]], list[Edge]]:
+        """Of the steps after a skipped step (with their fan-ins' counts after it):
+        those to wake, and those skipped with it."""
+        wake: list[tuple[str, str]] = []
+        skip: list[Edge] = []
+        for child, (count, failed) in zip(children, counts, strict=True):
+            if child.when == "success":
+                skip.append(child)  # a parent skipped: it can never run
+            elif count < child.size:
+                continue  # its other parents settle it
+            elif child.when == "failure" and not failed:
+                skip.append(child)
+            elif child.when == "first_success":
+                if not self._succeeded_once(child.id):
+                    skip.append(child)  # every parent skipped (else a success woke it)
+            else:
+                wake.append((child.id, child.queue))
+        return wake, skip
+
+    def _succeeded_once(self, fan_in: str) -> bool:
+        """Whether a parent counted in fan-in ``fan_in`` ran and succeeded (not skipped)."""
+        record = self._with_retries(partial(self._backend.batches.read, fan_in, True))
+        if record is None:
+            return True  # cannot tell (expired, a forced stop): leave it be
+        for body in record.outcomes.values():
+            outcome = ResultRecord.decode(body)
+            if outcome.status == "succeeded" and outcome.attempt > 0:
+                return True
+        return False
 
     def _resumed(self, node: Node, graph: BatchRecord) -> list[tuple[str, str]]:
         """Every step of a graph that resumes that is parked and whose parents all
@@ -221,7 +302,10 @@ class GraphFanIn:
             stored = self._with_retries(partial(self._backend.messages.get, step.id, step.queue))
             if stored is None or stored.envelope.due_ms < PARKED_MS:
                 continue  # run, cancelled, or due already: not held
-            if step.parents:
+            if step.when == "first_success":
+                if not self._succeeded_once(step.id):
+                    continue
+            elif step.parents:
                 fan = self._with_retries(partial(self._backend.batches.read, step.id, False))
                 if fan is None or fan.settled < len(step.parents) or fan.failed:
                     continue
@@ -255,6 +339,9 @@ def _ready(
     wake: list[tuple[str, str]] = []
     drop: list[Edge] = []
     for edge, (settled, failed) in zip(edges, counts, strict=True):
+        if edge.when == "first_success":
+            wake.append((edge.id, edge.queue))  # an or-join: each success wakes it
+            continue
         if settled < edge.size:
             continue
         if edge.when == "failure" and not failed:

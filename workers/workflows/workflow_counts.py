@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tickwork.scheduler.backends import Backend, MemberOutcome
+from tickwork.scheduler.runs.skip import SKIPPED
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.settling.plan import Settled
 from tickwork.workers.workflows.fanin import FanIn, member_outcome
@@ -40,7 +41,11 @@ class WorkflowCounts:
         for item in acked:
             work = item.work
             if work.message.node is not None and not self.graphs.succeeded(
-                work.message, work.claim.attempt, item.result.value, now
+                work.message,
+                work.claim.attempt,
+                item.result.value,
+                now,
+                skipped=item.result.rule == SKIPPED,
             ):
                 unsettled.add(work.claim.id)
         if not unsettled:
