@@ -46,6 +46,7 @@ from tickwork.scheduler.schedules.ledger import HistoryEntry
 from tickwork.scheduler.schedules.service import Schedules
 from tickwork.scheduler.settings import Settings
 from tickwork.scheduler.views.audit import Audit
+from tickwork.scheduler.views.limits import Limits
 from tickwork.scheduler.views.poison import Poison
 from tickwork.scheduler.views.presence import Workers
 from tickwork.scheduler.views.queues import Queues
@@ -106,6 +107,7 @@ class App:
         self.queues = Queues(self, self.registry.queues)
         self.batches = Batches(self)
         self.workers = Workers(self)
+        self.limits = Limits(self, self.registry)
         self.runs = Runs(self)
         self.events = Events(self, self.registry, self.batches.start_run)
         self._producer = Producer(self, self.batches)

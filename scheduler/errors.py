@@ -34,6 +34,15 @@ class QueueNotFound(InvalidMessage):
     """No queue has that name: nothing was written to it and no task names it."""
 
 
+class ConditionFailed(TickworkError):
+    """A graph step's condition could not be asked (not found in the worker, or it
+    raised): the step is poisoned, naming the condition."""
+
+
+class LimitNotFound(InvalidMessage):
+    """No limit of that name is declared by the app's tasks or a live worker's."""
+
+
 class WorkflowNotFound(TickworkError):
     """No batch or chain is stored under that id (a wrong id, or its records expired)."""
 

@@ -47,9 +47,11 @@ from collections.abc import Callable
 
 from tickwork.scheduler import App, BackendError
 from tickwork.scheduler.clock import Clock, CorrectedClock, SystemClock
+from tickwork.scheduler.limits.view import declared_limits
 from tickwork.scheduler.runs.tracing import look_for_provider
 from tickwork.workers.admission.admission import Admission
 from tickwork.workers.admission.limits import LimitGate
+from tickwork.workers.admission.live_limits import LiveCapacities
 from tickwork.workers.admission.rates import RateGate
 from tickwork.workers.boot import BOOT_STEPS
 from tickwork.workers.config import WorkerConfig
@@ -123,7 +125,7 @@ class Worker:
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
         self._limits = LimitGate(context)
-        self._rates = RateGate(context)
+        self._rates = RateGate(context, self._limits.live)
         self._settler = Settler(context, self._limits)
         self._timer = Timer(
             self._now_ms,
@@ -202,6 +204,9 @@ class Worker:
         ]
         if (activity := self._activity) is not None:
             roles.append(("activity", lambda: activity.run(until=self._settled)))
+        if declared_limits(self.app.registry):  # capacities an operator may change live
+            live = self._limits.live
+            roles.append(("limits", lambda: live.run(until=self._context.stopping)))
         if (limit_mb := self.config.max_memory_mb) is not None:
             bound = MemoryBound(limit_mb, self._over_memory)
             roles.append(("memory", lambda: bound.run(until=self._context.stopping)))
@@ -236,6 +241,12 @@ class Worker:
         self._consumer.nudge()
         self._timer.wake()
         self._context.permits.give(0)
+
+    @property
+    def limits(self) -> LiveCapacities:
+        """The limits' capacities this worker enforces now (``concurrency(name,
+        declared)``, ``rate(name, declared)``): set at run time, or declared."""
+        return self._limits.live
 
     @property
     def active_queues(self) -> tuple[str, ...]:

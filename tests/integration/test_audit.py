@@ -5,28 +5,17 @@ and the API show a poisoned message and a schedule in one shape."""
 
 from __future__ import annotations
 
-import base64
-import http.cookiejar
 import json
 import textwrap
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 
-from tests.support.served import TOKEN, call_api, dashboard, run_tickwork
-from tickwork.api.security import CSRF_COOKIE
+from tests.support.served import call_api, dashboard, page_post, run_tickwork
 from tickwork.scheduler.schedules.actions import default_actor
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None  # a page's action answers 303: that is the answer wanted
 
 
 @pytest.fixture
@@ -62,21 +51,6 @@ def _api(base: str, method: str, path: str, body: object = None) -> object:
     return answer
 
 
-def _page_post(base: str, path: str) -> int:
-    """A dashboard form's POST, as a browser sends it: signed in, with its CSRF token."""
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
-    signed_in = {"authorization": "Basic " + base64.b64encode(f"ops:{TOKEN}".encode()).decode()}
-    opener.open(urllib.request.Request(f"{base}/", headers=signed_in), timeout=30).close()
-    (token,) = [cookie.value for cookie in jar if cookie.name == CSRF_COOKIE]  # the page's
-    form = urlencode({"csrf": token, "next": "/"}).encode()
-    try:
-        opener.open(urllib.request.Request(f"{base}{path}", form, signed_in), timeout=30)
-    except urllib.error.HTTPError as answer:
-        return answer.code
-    return 200
-
-
 def test_one_action_from_every_surface_leaves_the_same_record(
     served: tuple[str, Path, dict[str, str]],
 ) -> None:
@@ -106,8 +80,8 @@ def test_one_action_from_every_surface_leaves_the_same_record(
         lambda: _api(base, "POST", "/queues/reports/resume", {}),
     )
     pause_and_resume(
-        lambda: _page_post(base, "/queues/reports/pause") == 303 or pytest.fail("page"),
-        lambda: _page_post(base, "/queues/reports/resume") == 303 or pytest.fail("page"),
+        lambda: page_post(base, "/queues/reports/pause") == 303 or pytest.fail("page"),
+        lambda: page_post(base, "/queues/reports/resume") == 303 or pytest.fail("page"),
     )
     pauses = [
         (record.actor, record.target, record.outcome)

@@ -4,6 +4,8 @@ and the HTTP API called over the wire, as a client other than Python calls it.""
 
 from __future__ import annotations
 
+import base64
+import http.cookiejar
 import json
 import shutil
 import signal
@@ -13,8 +15,10 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlencode
 
 from tests.support.servers import free_port, wait_for_port
+from tickwork.api.security import CSRF_COOKIE
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token"
@@ -58,6 +62,27 @@ def dashboard(module: str, cwd: Path, env: dict[str, str], *options: str) -> Ite
     finally:
         server.send_signal(signal.SIGINT)
         server.communicate(timeout=30)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # a page's action answers 303: that is the answer wanted
+
+
+def page_post(base: str, path: str, fields: dict[str, str] | None = None) -> int:
+    """A dashboard form's POST (with ``fields``), as a browser sends it: signed in, with
+    its CSRF token; the status (303: done, and back to the page)."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    signed_in = {"authorization": "Basic " + base64.b64encode(f"ops:{TOKEN}".encode()).decode()}
+    opener.open(urllib.request.Request(f"{base}/", headers=signed_in), timeout=30).close()
+    (token,) = [cookie.value for cookie in jar if cookie.name == CSRF_COOKIE]  # the page's
+    form = urlencode({"csrf": token, "next": "/", **(fields or {})}).encode()
+    try:
+        opener.open(urllib.request.Request(f"{base}{path}", form, signed_in), timeout=30)
+    except urllib.error.HTTPError as answer:
+        return answer.code
+    return 200
 
 
 def call_api(base: str, method: str, path: str, body: object = None) -> tuple[int, object]:

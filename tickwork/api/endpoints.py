@@ -18,6 +18,8 @@ from tickwork.api.models import (
     EmitRequest,
     Enqueued,
     EnqueueRequest,
+    LimitClearRequest,
+    LimitRequest,
     MessageView,
     NoteRequest,
     PurgeRequest,
@@ -25,6 +27,7 @@ from tickwork.api.models import (
     ResumeRequest,
 )
 from tickwork.api.roles import Role
+from tickwork.scheduler.views.limits import LimitView
 from tickwork.scheduler.views.poison import PoisonView
 from tickwork.scheduler.views.queues import QueueView
 from tickwork.scheduler.views.runs import RunJournal
@@ -83,6 +86,12 @@ ENDPOINTS = (
     Spec("/queues/{queue}/resume", "POST", "resume_queue", NoteRequest, Done, "Resume a queue"),
     Spec("/queues/{queue}/bound", "PUT", "bound", BoundRequest, Done,
          "Bound a queue (max_pending: null removes it)", needs=Role.ADMIN),
+    Spec("/limits", "GET", "limits", None, LimitView,
+         "Every concurrency and rate limit: declared, and in force now", many=True),
+    Spec("/limits/{name}", "PUT", "set_limit", LimitRequest, LimitView,
+         "Change a limit's capacity for every worker (within seconds)", needs=Role.ADMIN),
+    Spec("/limits/{name}", "DELETE", "clear_limit", LimitClearRequest, Done,
+         "Give a limit back the capacity its tasks declare", needs=Role.ADMIN),
     Spec("/poison", "GET", "poison", None, PoisonView, "The poison store",
          many=True, query=("queue", "limit")),
     Spec("/poison/replay", "POST", "replay", ReplayRequest, Count,

@@ -135,6 +135,22 @@ class BoundRequest(ApiModel):
     max_pending: int | None = Field(ge=1)
 
 
+class LimitRequest(ApiModel):
+    """A limit's capacity set at run time: ``amount`` runs at once (a concurrency limit)
+    or starts per its declared period (a rate limit); ``kind`` when the name is both."""
+
+    amount: int = Field(ge=1, le=1_000_000_000)
+    kind: Literal["concurrency", "rate"] | None = None
+    note: str | None = Field(default=None, max_length=500)
+
+
+class LimitClearRequest(ApiModel):
+    """Give a limit back its declared capacity (``kind`` when the name is both)."""
+
+    kind: Literal["concurrency", "rate"] | None = None
+    note: str | None = Field(default=None, max_length=500)
+
+
 class CalendarRequest(ApiModel):
     """A named calendar's rules (``triggers.Exclusions``: ``dates``, ``ranges``,
     ``holidays``, ``windows``), and why it changes."""

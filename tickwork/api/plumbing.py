@@ -26,6 +26,7 @@ from tickwork.scheduler import (
     CalendarNotFound,
     InvalidMessage,
     KeyConflict,
+    LimitNotFound,
     QueueFull,
     ScheduleNotFound,
     UnknownTask,
@@ -61,7 +62,7 @@ def _mapped(err: Exception) -> ApiError:
         return err
     if isinstance(err, UnknownTask):
         return ApiError(404, "unknown_task", str(err))
-    if isinstance(err, ScheduleNotFound | WorkflowNotFound | CalendarNotFound):
+    if isinstance(err, ScheduleNotFound | WorkflowNotFound | CalendarNotFound | LimitNotFound):
         return ApiError(404, "not_found", str(err))
     if isinstance(err, KeyConflict):
         return ApiError(409, "key_conflict", str(err))

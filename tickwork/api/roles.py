@@ -36,7 +36,7 @@ class Role(IntEnum):
 
 
 #: the verbs only an admin may use
-ADMIN_VERBS = frozenset({"purge", "bound", "calendar", "tokens"})
+ADMIN_VERBS = frozenset({"purge", "bound", "calendar", "tokens", "set-capacity", "clear-capacity"})
 
 
 def needed(verb: str) -> Role:

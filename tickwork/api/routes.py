@@ -1,6 +1,7 @@
 """The endpoints of ``/api/v1``: messages (enqueue, read, cancel, abort), results,
 schedules (list, preview, pause, resume, run now, history), queues (list, pause,
-resume), the poison store (list, replay), workers and events (emit).
+resume), limits (list, change a capacity live), the poison store (list, replay), workers
+and events (emit).
 
 Each is a thin layer over the ``App``'s verbs: an enqueue is checked against the
 registered task's signature exactly as ``delay()`` is, and the actor of a steering
@@ -28,6 +29,8 @@ from tickwork.api.models import (
     EmitRequest,
     Enqueued,
     EnqueueRequest,
+    LimitClearRequest,
+    LimitRequest,
     MessageView,
     NoteRequest,
     PurgeRequest,
@@ -38,6 +41,7 @@ from tickwork.api.plumbing import ApiError, Endpoint, actor, endpoint, query
 from tickwork.api.security import Guard
 from tickwork.scheduler import App, Call, ScheduledMessage
 from tickwork.scheduler.backends.codec import shown
+from tickwork.scheduler.views.limits import LimitView
 from tickwork.scheduler.views.poison import PoisonFilter, PoisonView
 from tickwork.scheduler.views.queues import QueueView
 from tickwork.scheduler.views.runs import RunJournal
@@ -239,6 +243,17 @@ class _Handlers:
         who, queue = actor(self.guard, request), request.path_params["queue"]
         self.app.queues.configure(queue, max_pending=body.max_pending, actor=who)
         return Done(done=True)
+
+    def limits(self, request: Request, _: None) -> list[LimitView]:
+        return self.app.limits.list()
+
+    def set_limit(self, request: Request, body: LimitRequest) -> LimitView:
+        who, name = actor(self.guard, request), request.path_params["name"]
+        return self.app.limits.set(name, body.amount, kind=body.kind, actor=who, note=body.note)
+
+    def clear_limit(self, request: Request, body: LimitClearRequest) -> Done:
+        who, name = actor(self.guard, request), request.path_params["name"]
+        return Done(done=self.app.limits.clear(name, kind=body.kind, actor=who, note=body.note))
 
     def poison(self, request: Request, _: None) -> list[PoisonView]:
         limit = _count(request, default=100, most=LIST_MOST)

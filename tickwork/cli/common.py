@@ -195,6 +195,7 @@ JSON_COMMANDS = (
     "workflow",
     "events",
     "calendars",
+    "limits",
 )
 
 

@@ -1,6 +1,7 @@
 """The queues-and-limits page: paused queues (resume them) and bounded queues; each
 concurrency and rate limit that a task declares, here or in a live worker, with how
-full each of its keys is now; and a look-up of one key of a limit per key."""
+full each of its keys is now and the capacity in force (change it live, or give back
+the declared one: an admin's actions); and a look-up of one key of a limit per key."""
 
 from __future__ import annotations
 
@@ -9,15 +10,34 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from tickwork.api.security import Guard
-from tickwork.dashboard.plumbing import page
-from tickwork.scheduler import App
+from tickwork.api.security import Guard, Refused
+from tickwork.dashboard.plumbing import Form, action, page
+from tickwork.scheduler import App, InvalidMessage
+from tickwork.scheduler.limits.capacities import LimitKind
 from tickwork.scheduler.limits.view import declared_limits, limit_usage, merged
 
 
 def limits_routes(app: App, access: Guard) -> list[Route]:
-    """The limits page, guarded by ``access`` (its actions are the queues' own)."""
-    return [Route("/limits", page(access, "limits.html", lambda request: _gather(app, request)))]
+    """The limits page and its actions, guarded by ``access``."""
+
+    def capacity(path: dict[str, str], form: Form) -> str:
+        kind: LimitKind = "rate" if path["kind"] == "rate" else "concurrency"
+        name, verb, actor = path["name"], path["verb"], path.get("actor")
+        if verb == "clear-capacity":
+            cleared = app.limits.clear(name, kind=kind, actor=actor)
+            return f"{name}: back to its declared capacity" if cleared else f"{name} was not set"
+        if verb == "set-capacity":
+            text = (form.get("amount") or "").strip()
+            if not text.isdigit():
+                raise InvalidMessage(f"limit {name}: amount must be a whole number, not {text!r}")
+            view = app.limits.set(name, int(text), kind=kind, actor=actor)
+            return f"{view.kind} limit {name}: {view.amount} for every worker"
+        raise Refused(404, f"no limit action {verb!r}")
+
+    return [
+        Route("/limits", page(access, "limits.html", lambda request: _gather(app, request))),
+        Route("/limits/{kind}/{name}/{verb:str}", action(access, capacity), methods=["POST"]),
+    ]
 
 
 def _gather(app: App, request: Request) -> dict[str, Any]:
@@ -31,7 +51,9 @@ def _gather(app: App, request: Request) -> dict[str, Any]:
     name, value = request.query_params.get("limit") or "", request.query_params.get("value") or ""
     asked = [f"{name}:{value}"] if name and value else []
     bounds = app.queues.bounds()
+    in_force = {(view.kind, view.name): view for view in app.limits.list()}
     return {
+        "in_force": in_force,
         "title": "Queues and limits",
         "paused": app.queues.paused(),
         "bounds": sorted(bounds.items()),

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import SlotRequest, Waiter
 from tickwork.scheduler.schedules.overlap import is_overlap_limit
+from tickwork.workers.admission.live_limits import LiveCapacities
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work
@@ -39,7 +40,15 @@ class LimitGate:
         self._backend = context.backend
         self._counters = context.counters
         self._now_ms = context.now_ms
+        self._holdings = context.holdings
         self.capacities = claim_capacities(context.app)
+        #: the capacities set at run time (``app.limits.set``), shared with the rate gate
+        declared = {
+            limit.name: limit.capacity
+            for task in context.app.tasks.values()
+            if (limit := task.options.concurrency_limit) is not None
+        }
+        self.live = LiveCapacities(context.backend, self.capacities, self.widened, declared)
 
     def request(self, work: Work) -> SlotRequest | None:
         """The slot ``work`` needs, or None when it is not limited (the capacity is the
@@ -54,7 +63,7 @@ class LimitGate:
             limit = task.options.concurrency_limit if task is not None else None
             if limit is None:
                 return None
-            capacity = limit.capacity
+            capacity = self.live.concurrency(limit.name, limit.capacity)
         claim = work.claim
         return SlotRequest(
             message.limit, capacity, claim.id, claim.queue, claim.key, claim.timeout_ms
@@ -131,6 +140,20 @@ class LimitGate:
             )
             return
         self.wake(waiters)
+
+    def widened(self, name: str, more: int) -> None:
+        """Concurrency limit ``name`` allows ``more`` runs at once than before: wake that
+        many of its longest waiters (of each of its keys this worker holds a slot of, for
+        a limit per key), who would otherwise wait for a slot's release, one at a time.
+        Every worker does it: a waiter woken too many is refused again and waits on."""
+        held = {w.slot for w in self._holdings.all() if w.slot and w.slot.startswith(name + ":")}
+        for key in sorted({name, *held}):
+            try:
+                waiters = self._backend.limits.pop_waiters(key, more)
+            except BackendError as err:
+                log.warning("cannot wake the waiters of %s (they wake by themselves): %s", key, err)
+                continue
+            self.wake(waiters)
 
     def wake(self, waiters: list[Waiter]) -> None:
         """Wake ``waiters``; for each one gone or running already (a line can hold such

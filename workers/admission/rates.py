@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import RateRequest
+from tickwork.workers.admission.live_limits import LiveCapacities
 from tickwork.workers.context import WorkerContext
 from tickwork.workers.intake.holdings import Work
 
@@ -29,8 +30,9 @@ _RETRY_MS = 1000  # when the backend could not be asked: look again this soon
 class RateGate:
     """Reserves the starts of this worker's rate-limited runs."""
 
-    def __init__(self, context: WorkerContext) -> None:
+    def __init__(self, context: WorkerContext, live: LiveCapacities) -> None:
         self._app = context.app
+        self._live = live  # the capacities set at run time (``app.limits.set``)
         self._backend = context.backend
         self._counters = context.counters
         self._now_ms = context.now_ms
@@ -53,7 +55,8 @@ class RateGate:
         if rate is None:
             return None
         claim = work.claim
-        return RateRequest(message.rate, rate.count, rate.period_ms, f"{claim.id}:{claim.attempt}")
+        count = self._live.rate(rate.name, rate.count)
+        return RateRequest(message.rate, count, rate.period_ms, f"{claim.id}:{claim.attempt}")
 
     def admit(self, works: Sequence[Work]) -> list[Work]:
         """The works that may start now; the others are sent back to storage, due at

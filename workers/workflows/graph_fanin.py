@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any
 
 from tickwork.scheduler.backends import Backend, BatchRecord, MemberOutcome, Waiter
-from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.errors import ConditionFailed
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.model.places import Edge, Node, StepCondition, Takes
 from tickwork.scheduler.runs.results import ResultRecord, failed_record, succeeded_record
@@ -54,11 +54,6 @@ class Held(Exception):
 
 class SkipStep(Exception):
     """A step whose condition says no: skipped without running."""
-
-
-class ConditionFailed(TickworkError):
-    """A step's condition could not be asked (not found, or it raised): the step is
-    poisoned, naming the condition."""
 
 
 def parents_argument(backend: Backend, message: Message, takes: Takes | None = None) -> Any:
