@@ -38,7 +38,7 @@ from tickwork.scheduler.workflows.graph_records import (
     drop_anchor,
     halted,
 )
-from tickwork.scheduler.workflows.graphs import resolve_condition
+from tickwork.scheduler.workflows.step_conditions import resolve_condition
 
 log = logging.getLogger("tickwork.worker")
 
