@@ -20,7 +20,7 @@ import sys
 import time
 
 from tickwork import App, Skip, Worker, WorkerConfig, after, graph
-from tickwork.scheduler import Graph
+from tickwork.workflows import Graph
 
 app = App()
 LARGE = 1_000

@@ -1,13 +1,13 @@
-"""Workflows: ``chain``, ``group``, ``batch`` and ``graph`` (with ``after``) build them (the
-four are also in ``tickwork``; each has ``.delay()``); their handles (``ChainHandle``,
-``BatchHandle``, ``GraphHandle``, all a ``WorkflowHandle`` with ``result()``) and outcomes,
-and ``step_id``, the id of a chain's step."""
+"""Workflows: ``chain``, ``group``, ``batch`` and ``graph`` (with ``after``; a ``Graph``)
+build them (the four are also in ``tickwork``; each has ``.delay()``); their handles
+(``ChainHandle``, ``BatchHandle``, ``GraphHandle``, all a ``WorkflowHandle`` with
+``result()``) and outcomes, and ``step_id``, the id of a chain's step."""
 
 from tickwork.scheduler.model.handles import ChainHandle, WorkflowHandle
 from tickwork.scheduler.model.shapes import batch, group
 from tickwork.scheduler.producing.chains import chain, step_id
 from tickwork.scheduler.workflows.graph_view import GraphHandle
-from tickwork.scheduler.workflows.graphs import after, graph
+from tickwork.scheduler.workflows.graphs import Graph, after, graph
 from tickwork.scheduler.workflows.status import BatchHandle, BatchOutcome, BatchStatus
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "BatchOutcome",
     "BatchStatus",
     "ChainHandle",
+    "Graph",
     "GraphHandle",
     "WorkflowHandle",
     "after",

@@ -18,11 +18,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tickwork.scheduler.backends import Backend, Envelope, OnConflict
-from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import DecodeError
-from tickwork.scheduler.ids import keyed_chain_id
 from tickwork.scheduler.model.event_names import check_pattern, matches
-from tickwork.scheduler.model.message import PAUSED_DUE, Message
+from tickwork.scheduler.model.message import Message, kept_record
 from tickwork.scheduler.model.tasks import TaskFunction
 
 #: the queue holding the subscriptions (no worker claims from it: nothing in it is due)
@@ -73,16 +72,8 @@ def subscription_of(task: TaskFunction[..., object], patterns: Sequence[str]) ->
 
 def subscription_envelope(subscription: Subscription, now: datetime) -> Envelope:
     """The parked message that stores ``subscription``."""
-    message = Message(
-        id=keyed_chain_id(SUBSCRIPTIONS_QUEUE, subscription.task),
-        queue=SUBSCRIPTIONS_QUEUE,
-        task=SUBSCRIPTION_TASK,
-        args=[subscription.model_dump(mode="json")],
-        key=subscription.task,
-        scheduled_at=PAUSED_DUE,
-        enqueued_at=now,
-    )
-    return message.envelope(to_ms(PAUSED_DUE))
+    record = subscription.model_dump(mode="json")
+    return kept_record(SUBSCRIPTIONS_QUEUE, SUBSCRIPTION_TASK, subscription.task, record, now)
 
 
 def stored_subscriptions(backend: Backend) -> list[Subscription]:

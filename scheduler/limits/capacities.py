@@ -17,10 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tickwork.scheduler.backends import Backend, Envelope
-from tickwork.scheduler.clock import to_ms
 from tickwork.scheduler.errors import DecodeError
-from tickwork.scheduler.ids import keyed_chain_id
-from tickwork.scheduler.model.message import PAUSED_DUE, Message
+from tickwork.scheduler.model.message import Message, kept_record
 
 #: the queue holding the capacities set at run time (nothing in it is ever due)
 LIMITS_QUEUE = "tickwork.limits"
@@ -57,16 +55,8 @@ def setting_key(kind: LimitKind, name: str) -> str:
 def setting_envelope(setting: CapacitySetting) -> Envelope:
     """The parked message that stores ``setting`` (replacing the one before it)."""
     key = setting_key(setting.kind, setting.name)
-    message = Message(
-        id=keyed_chain_id(LIMITS_QUEUE, key),
-        queue=LIMITS_QUEUE,
-        task=CAPACITY_TASK,
-        args=[setting.model_dump(mode="json", exclude_none=True)],
-        key=key,
-        scheduled_at=PAUSED_DUE,
-        enqueued_at=setting.at,
-    )
-    return message.envelope(to_ms(PAUSED_DUE))
+    record = setting.model_dump(mode="json", exclude_none=True)
+    return kept_record(LIMITS_QUEUE, CAPACITY_TASK, key, record, setting.at)
 
 
 def read_settings(backend: Backend) -> dict[tuple[LimitKind, str], CapacitySetting]:

@@ -27,6 +27,7 @@ from pydantic_core import from_json, to_json
 from tickwork.scheduler.backends.base import Envelope, State, StoredMessage
 from tickwork.scheduler.clock import to_datetime, to_ms
 from tickwork.scheduler.errors import DecodeError
+from tickwork.scheduler.ids import keyed_chain_id
 from tickwork.scheduler.model import headers as header_names
 from tickwork.scheduler.model.places import Callback, ChainStart, Membership, Node, Step
 from tickwork.triggers import AnyTrigger
@@ -227,6 +228,24 @@ def encode_fields(
 #: where a paused schedule's message waits (and any message parked until something wakes
 #: it): no worker's clock reaches it
 PAUSED_DUE = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def kept_record(queue: str, task: str, key: str, record: Any, now: datetime) -> Envelope:
+    """A parked message (never due) in ``queue`` keeping ``record`` (its one argument,
+    JSON) under ``key``: how named calendars, event subscriptions and limit capacities
+    are stored, with verbs every backend has (``get_by_key``, ``keyed``,
+    ``delete_by_key``)."""
+    message = Message(
+        id=keyed_chain_id(queue, key),
+        queue=queue,
+        task=task,
+        args=[record],
+        key=key,
+        scheduled_at=PAUSED_DUE,
+        enqueued_at=now,
+    )
+    return message.envelope(to_ms(PAUSED_DUE))
+
 
 #: the optional time fields of a message (``scheduled_at`` and ``enqueued_at`` besides)
 _TIMES = ("last_run_at", "paused_at", "last_success_at")

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from tickwork.scheduler.backends import Backend, OnConflict
-from tickwork.scheduler.clock import to_datetime, to_ms
+from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.errors import CalendarNotFound, DecodeError, InvalidMessage
-from tickwork.scheduler.ids import keyed_chain_id
-from tickwork.scheduler.model.message import PAUSED_DUE, Message
+from tickwork.scheduler.model.message import Message, kept_record
 from tickwork.scheduler.model.names import check_queue
 from tickwork.scheduler.schedules.actions import Action, ActionLog
 from tickwork.triggers import Exclusions, Trigger
@@ -67,16 +66,9 @@ class SharedCalendars:
         follows from its next occurrence), recorded in its action log."""
         _check_name(name)
         now = to_datetime(self.backend.now_ms())
-        message = Message(
-            id=keyed_chain_id(CALENDARS_QUEUE, name),
-            queue=CALENDARS_QUEUE,
-            task=CALENDAR_TASK,
-            args=[rules.model_dump(mode="json", exclude_defaults=True)],
-            key=name,
-            scheduled_at=PAUSED_DUE,
-            enqueued_at=now,
-        )
-        self.backend.messages.enqueue([message.envelope(to_ms(PAUSED_DUE))], OnConflict.REPLACE)
+        record = rules.model_dump(mode="json", exclude_defaults=True)
+        envelope = kept_record(CALENDARS_QUEUE, CALENDAR_TASK, name, record, now)
+        self.backend.messages.enqueue([envelope], OnConflict.REPLACE)
         self._log().record(CALENDARS_QUEUE, name, "calendar", now, actor, note, rules.describe())
         self._parts.audit.record(
             "calendar.put", name, actor=actor, outcome=rules.describe(), note=note
