@@ -198,7 +198,9 @@ def test_the_command_line_the_api_and_the_page_change_a_limit(
     assert "Traceback" not in refused.stderr
     status, audit = call_api(base, "GET", "/audit?limit=10")
     assert isinstance(audit, list)
-    changes = [(a["actor"], a["action"], a["outcome"]) for a in audit if a["action"].startswith("limit.")]
+    changes = [
+        (a["actor"], a["action"], a["outcome"]) for a in audit if a["action"].startswith("limit.")
+    ]
     assert [(actor, action) for actor, action, _ in changes][:4] == [
         ("dashboard", "limit.clear"),
         ("dashboard", "limit.set"),
