@@ -61,6 +61,7 @@ from tickwork.workers.intake.consumer import Consumer
 from tickwork.workers.intake.flow import Counters, Pace, Permits, WorkerStats
 from tickwork.workers.intake.heartbeat import Heartbeat
 from tickwork.workers.intake.holdings import Holdings, Work
+from tickwork.workers.intake.parked import ParkedCheck
 from tickwork.workers.intake.timer import Timer
 from tickwork.workers.lifecycle import guarded, stop_signals
 from tickwork.workers.pools.async_pool import AsyncPool, RoutingPool
@@ -130,7 +131,7 @@ class Worker:
         self._timer = Timer(
             self._now_ms,
             permits,
-            self._submit,
+            ParkedCheck(self.backend, self._submit, self._settler.forget),  # cancelled?
             self._settler.release,
             context.stopping,
             self.config.timer_capacity,
