@@ -11,6 +11,7 @@ command line started without the tasks' module sees them too.
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -101,7 +102,8 @@ class Limits:
             raise InvalidMessage(
                 f"limit {name}: amount must be a whole number from 1 to {MOST:,}, not {amount!r}"
             )
-        kind = self._kind(name, kind)
+        known = self.declared()  # the workers' registry read once for the kind and the view
+        kind = self._kind(name, kind, known)
         backend = self._parts.backend
         who = actor or default_actor()
         setting = CapacitySetting(
@@ -116,7 +118,7 @@ class Limits:
         self._parts.audit.record(
             "limit.set", f"{kind} {name}", actor=who, outcome=f"{amount}", note=note
         )
-        declared = {(d.kind, d.name): d for d in self.declared()}.get((kind, name))
+        declared = {(d.kind, d.name): d for d in known}.get((kind, name))
         return _view(kind, name, declared, setting)
 
     def clear(
@@ -129,7 +131,7 @@ class Limits:
     ) -> bool:
         """Give limit ``name`` back the capacity its tasks declare (False if none was
         set), recorded in ``app.audit``."""
-        kind = self._kind(name, kind, set_only=True)
+        kind = self._kind(name, kind, self.declared(), set_only=True)
         deleted = self._parts.backend.messages.delete_by_key(LIMITS_QUEUE, setting_key(kind, name))
         if deleted:
             self._parts.audit.record(
@@ -137,13 +139,19 @@ class Limits:
             )
         return deleted
 
-    def _kind(self, name: str, kind: LimitKind | None, set_only: bool = False) -> LimitKind:
+    def _kind(
+        self,
+        name: str,
+        kind: LimitKind | None,
+        known: builtins.list[DeclaredLimit],
+        set_only: bool = False,
+    ) -> LimitKind:
         """``kind``, or the one kind of limit ``name`` is (declared, or set)."""
         if kind is not None:
             if kind not in ("concurrency", "rate"):
                 raise InvalidMessage(f"limit kind is 'concurrency' or 'rate', not {kind!r}")
             return kind
-        kinds = {d.kind for d in self.declared() if d.name == name}
+        kinds = {d.kind for d in known if d.name == name}
         if set_only or not kinds:
             kinds |= {k for k, n in read_settings(self._parts.backend) if n == name}
         if len(kinds) == 1:

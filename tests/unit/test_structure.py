@@ -46,7 +46,8 @@ LONG_MODULES: dict[str, str] = {
     "(Producer.task_queue, in place of a task dict rebuilt per step), and preview naming "
     "the queue it looked in; 471 since the durable tasks: one line holding app.runs (a "
     "durable run's journal, scheduler/views/runs.py) and its import and docstring line, "
-    "the same job as the other services it holds",
+    "the same job as the other services it holds; 473 since live limits: one line holding "
+    "app.limits (scheduler/views/limits.py) and its import, the same job again",
 }
 
 
