@@ -4,6 +4,7 @@ batch's callback runs exactly once, with every member's outcome."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from tests.faults.killing import KillLoop
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.gate import recorded
 from tests.support.helpers import completed, wait_until
 from tickwork.scheduler import App, batch, group
 
@@ -42,7 +44,8 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
     app = App(url)
     loop = KillLoop(env, tmp_path, MODULE)
     try:
-        loop.rounds(4, lambda round_: _reached(done, (round_ + 1) * N // 6))
+        opens = partial(_share, 6)
+        loop.rounds(4, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(completed(done)) < N, "the kills must land while members still run"
         loop.start_last()
         assert wait_until(lambda: callbacks.exists(), 180), "the callback never ran"
@@ -70,5 +73,6 @@ def _idle(app: App) -> bool:
     return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
 
 
-def _reached(done: Path, target: int) -> bool:
-    return len(completed(done)) >= target
+def _share(parts: int, round_: int) -> int:
+    """How many runs the gate lets through by ``round_``: ``round_ + 1`` of ``parts``."""
+    return (round_ + 1) * N // parts

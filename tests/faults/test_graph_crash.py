@@ -7,6 +7,7 @@ result it waits for."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tests.faults.killing import KillLoop
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
+from tests.support.gate import recorded
 from tests.support.graphs import mesh, mesh_name
 from tests.support.helpers import wait_until
 from tickwork.scheduler import App, after, graph
@@ -48,7 +50,8 @@ def test_sigkilled_workers_run_each_step_once_and_the_last_exactly_once(
     loop = KillLoop(env, tmp_path, MODULE)
     killed = loop.killed
     try:
-        loop.rounds(4, lambda round_: _reached(done, (round_ + 1) * N // 6))
+        opens = partial(_share, 6)
+        loop.rounds(4, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(_runs(done)) < N, "the kills must land while steps still run"
         loop.start_last()
         assert wait_until(lambda: callbacks.exists(), 240), "the last step never ran"
@@ -86,5 +89,6 @@ def _idle(app: App) -> bool:
     return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
 
 
-def _reached(done: Path, target: int) -> bool:
-    return len(_runs(done)) >= target
+def _share(parts: int, round_: int) -> int:
+    """How many runs the gate lets through by ``round_``: ``round_ + 1`` of ``parts``."""
+    return (round_ + 1) * N // parts

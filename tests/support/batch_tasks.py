@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+from tests.support.gate import pass_gate
 from tickwork.scheduler import App, BatchOutcome
 
 app = App()
@@ -14,6 +15,7 @@ app = App()
 @app.task(timeout=2)
 def member(n: int) -> int:
     time.sleep(0.003)
+    pass_gate()
     with open(os.environ["TICKWORK_TEST_DONE"], "a") as done:
         done.write(f"{n}\n")
     if n % 97 == 0:

@@ -5,6 +5,7 @@ the body runs, so a step run again after a kill shows) and returns its number.""
 import os
 import time
 
+from tests.support.gate import pass_gate
 from tickwork.scheduler import App, RetryPolicy, current_run
 
 app = App()
@@ -12,6 +13,7 @@ app = App()
 
 def body(n: int, index: int) -> int:
     time.sleep(0.002)
+    pass_gate()
     with open(os.environ["TICKWORK_TEST_DONE"], "a") as done:
         done.write(f"{n} {index} {os.getpid()}\n")
     return n * 1000 + index

@@ -7,6 +7,7 @@ import json
 import os
 import time
 
+from tests.support.gate import pass_gate
 from tickwork.scheduler import App
 
 app = App()
@@ -15,6 +16,7 @@ app = App()
 @app.task(timeout=2)
 def step(n: int) -> int:
     time.sleep(0.003)
+    pass_gate()
     with open(os.environ["TICKWORK_TEST_DONE"], "a") as done:
         done.write(f"{n} {os.getpid()}\n")
     return n
