@@ -66,14 +66,18 @@ class SlotRequest:
 
 class RateRequest(NamedTuple):
     """Ask for a start of the rate limit ``limit`` (a limit key, global to the backend):
-    at most ``starts`` starts in any ``period_ms`` on the backend's clock. ``member`` names
-    the start (message id and attempt), so asking again finds the same reservation.
+    at most ``starts`` units in any ``period_ms`` on the backend's clock, this start
+    counting ``units`` of them (its cost, 1 to ``starts``). ``member`` names the start
+    (message id and attempt), so asking again finds the same reservation. ``reserve``
+    False: a start that cannot be now is not recorded at all (a throttle that drops).
     (A named tuple: one is built per rate-limited run.)"""
 
     limit: str
     starts: int
     period_ms: int
     member: str
+    units: int = 1
+    reserve: bool = True
 
 
 class Waiter(NamedTuple):

@@ -41,6 +41,9 @@ class Call:
     #: Not run at all if not started by then: a ``timedelta`` after each occurrence's
     #: time, or (a one-off) a ``datetime``; default: the task's ``expires``
     expires: timedelta | datetime | None = None
+    #: how many units of its task's rate limit (or throttle) its start counts, 1 to the
+    #: limit's count (tokens of a model call against a tokens-per-minute budget)
+    cost: int | None = None
 
     #: the app a task's ``s()``, ``si()`` and ``call()`` made it for: ``delay()`` enqueues
     #: it there (not compared, not pickled)

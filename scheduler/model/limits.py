@@ -16,7 +16,7 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -42,13 +42,17 @@ class ConcurrencyLimit(BaseModel):
 class RateLimit(BaseModel):
     """At most ``count`` starts in any ``period`` across every worker, for each value of
     the limit key of the tasks that use it, on the backend's clock (every task naming the
-    same limit shares its starts)."""
+    same limit shares its starts; a call with ``cost=`` counts as that many). A start
+    over the rate waits for its turn (``excess="delay"``) or is not run at all and goes
+    to the poison store as ``throttled`` (``excess="drop"``, what a task's ``throttle=``
+    makes)."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str = Field(min_length=1, max_length=200)
     count: int = Field(ge=1, le=100_000)
     period: timedelta = Field(ge=timedelta(milliseconds=1))
+    excess: Literal["delay", "drop"] = "delay"
     _period_ms: int = PrivateAttr(0)
 
     def model_post_init(self, context: Any, /) -> None:
@@ -72,6 +76,29 @@ class RateLimit(BaseModel):
             raise InvalidMessage(f"rate_limit {text!r} of {name!r}: at most 100000 per period")
         seconds = int(match[2] or 1) * _UNITS[match[3]]
         return cls(name=name, count=int(match[1]), period=timedelta(seconds=seconds))
+
+
+def throttle_of(task_name: str, given: Any) -> RateLimit | None:
+    """A task's ``throttle=(count, period)``: at most ``count`` calls run in any
+    ``period`` (per value of its ``limit_key``), the calls over it dropped: the rate limit
+    named after the task with ``excess="drop"``. Raises ``InvalidMessage`` naming the task
+    for anything else."""
+    if given is None:
+        return None
+    if isinstance(given, tuple) and len(given) == 2:
+        count, period = given
+        if (
+            isinstance(count, int)
+            and not isinstance(count, bool)
+            and 1 <= count <= 100_000
+            and isinstance(period, timedelta)
+            and period >= timedelta(milliseconds=1)
+        ):
+            return RateLimit(name=task_name, count=count, period=period, excess="drop")
+    raise InvalidMessage(
+        f"throttle of task {task_name!r} must be (count, period): a count from 1 to 100000 "
+        f"and a timedelta of 1 ms or more, not {given!r}"
+    )
 
 
 def check_limit(

@@ -63,6 +63,7 @@ class Message(BaseModel):
     last_success_at: datetime | None = None  # scheduled time of the chain's last success
     limit: str | None = None  # the concurrency limit key its runs hold a slot of
     rate: str | None = None  # the rate limit key its starts are counted under
+    cost: int = 1  # how many units of its rate limit its start counts (``Call.cost``)
     fair: str | None = None  # its fair-share key: takes turns with other keys' messages
     then: list[Step] = Field(default_factory=list)  # a chain's steps after this one
     step: int = 0  # in a recurring chain: this step's index within its occurrence
@@ -169,6 +170,7 @@ def encode_fields(
     limit: str | None = None,
     rate: str | None = None,
     fair: str | None = None,
+    cost: int = 1,
     then: list[dict[str, Any]] | None = None,
     member: dict[str, Any] | None = None,
     callback: dict[str, Any] | None = None,
@@ -212,6 +214,8 @@ def encode_fields(
         fields["rate"] = rate
     if fair is not None:
         fields["fair"] = fair
+    if cost != 1:
+        fields["cost"] = cost
     if then:
         fields = with_steps(fields, then)
     if member is not None:

@@ -27,6 +27,7 @@ from tickwork.scheduler.model.limits import (
     RateLimit,
     check_key_option,
     check_limit,
+    throttle_of,
 )
 from tickwork.scheduler.model.names import check_queue
 from tickwork.scheduler.model.retry import RetryPolicy
@@ -130,6 +131,13 @@ class TaskRegistry:
             else concurrency_limit
         )
         rate = RateLimit.parse(task_name, rate_limit) if isinstance(rate_limit, str) else rate_limit
+        throttle = throttle_of(task_name, given.get("throttle"))
+        if throttle is not None:
+            if rate is not None:
+                raise InvalidMessage(
+                    f"task {task_name!r} has a rate_limit and a throttle: give one of them"
+                )
+            rate = throttle
         limited = limit is not None or rate is not None
         signature = arguments.signature
         check_limit(task_name, signature, limited, limit_key)

@@ -36,6 +36,10 @@ class TaskKeywords(TypedDict, total=False):
       per period across every worker (``"100/m"``, ``"5/s"``, ``"10/30s"``, or a
       ``RateLimit`` several tasks share); both per value of ``limit_key`` (a parameter
       name, or a function of the arguments) when given; the rest wait, stored.
+    - ``throttle``: ``(count, period)``: at most ``count`` calls run per ``period`` (per
+      value of ``limit_key``); the calls over it are not run and each is recorded in the
+      poison store as ``throttled`` (a ``rate_limit`` delays them instead; a shared one
+      that drops is ``RateLimit(..., excess="drop")``). A task has one or the other.
     - ``fair_key`` (a parameter name, or a function of the arguments): ready messages with
       different values of it take turns within a priority, so one value that floods the
       queue does not hold back the others.
@@ -70,6 +74,7 @@ class TaskKeywords(TypedDict, total=False):
     unique_for: timedelta | None
     concurrency_limit: int | ConcurrencyLimit | None
     rate_limit: str | RateLimit | None
+    throttle: tuple[int, timedelta] | None
     limit_key: LimitKey | None
     fair_key: LimitKey | None
     keep_result: bool | timedelta | None

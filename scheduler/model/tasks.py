@@ -226,8 +226,8 @@ class TaskClass:
     same options as ``@app.task``'s keywords: ``name``, ``queue``, ``retries`` (or
     ``retry``, a policy with backoff; ``retry_on``, ``dont_retry_on``), ``timeout``,
     ``time_limit``, ``soft_time_limit``, ``priority``, ``expires``, ``unique_for``,
-    ``concurrency_limit``, ``rate_limit``, ``limit_key``, ``fair_key``, ``keep_result``,
-    ``history``, ``on_events``, ``aliases``, ``debounce`` and ``durable``.
+    ``concurrency_limit``, ``rate_limit``, ``throttle``, ``limit_key``, ``fair_key``,
+    ``keep_result``, ``history``, ``on_events``, ``aliases``, ``debounce`` and ``durable``.
     Each message gets a fresh instance.
     """
 
@@ -248,6 +248,7 @@ class TaskClass:
     unique_for: ClassVar[timedelta | None] = None
     concurrency_limit: ClassVar[int | ConcurrencyLimit | None] = None
     rate_limit: ClassVar[str | RateLimit | None] = None
+    throttle: ClassVar[tuple[int, timedelta] | None] = None
     limit_key: ClassVar[LimitKey | None] = None
     fair_key: ClassVar[LimitKey | None] = None
     on_events: ClassVar[str | Sequence[str] | None] = None

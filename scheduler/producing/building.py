@@ -38,7 +38,13 @@ from tickwork.scheduler.producing.chains import (
     step_after,
 )
 from tickwork.scheduler.producing.plain import PlainPath, is_plain
-from tickwork.scheduler.producing.planning import check_overlap, check_scalars, expiry_ms, plan
+from tickwork.scheduler.producing.planning import (
+    check_cost,
+    check_overlap,
+    check_scalars,
+    expiry_ms,
+    plan,
+)
 from tickwork.scheduler.runs.tracing import with_traceparent
 from tickwork.triggers import Trigger
 
@@ -139,6 +145,7 @@ class MessageBuilder:
         queue = task.options.queue if call.queue is None else call.queue
         check_scalars(call, queue)
         check_overlap(call, task.name, limited=limit is not None)
+        cost = check_cost(call.cost, task.name, options.rate_limit)
         if call.trigger is not None and call.trigger.calendar is not None:
             call = replace(call, trigger=self.shared_required(call.trigger))
         stored, fire, jitter_s = plan(call, now)
@@ -170,6 +177,7 @@ class MessageBuilder:
             limit=limit,
             rate=rate,
             fair=fair,
+            cost=cost,
             then=self._steps(call, queue),
             member=None if member is None else member.model_dump(),
             callback=None if callback is None else callback.model_dump(),

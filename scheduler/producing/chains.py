@@ -82,6 +82,11 @@ def _queue_of(call: Call) -> str | None:
 def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
     """The stored form of a later step: its arguments validated now (a step that takes
     the previous result has its arity checked now and its types when it runs)."""
+    if call.cost is not None:
+        raise InvalidMessage(
+            f"cost= of {task.name}: a later step of a chain counts one unit of its rate "
+            "limit; give cost= to a call enqueued on its own, or first in its chain"
+        )
     if call.takes_result:
         args, kwargs = result_taking_arguments(call, task, "the previous result")
     else:

@@ -37,6 +37,7 @@ def is_plain(call: Call, options: TaskOptions) -> bool:
         and not call.takes_result
         and not call.headers
         and call.expires is None
+        and call.cost is None
         and options.concurrency_limit is None
         and options.rate_limit is None
         and options.fair_key is None

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from tickwork.scheduler.errors import InvalidMessage
+from tickwork.scheduler.model.limits import RateLimit
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.model.names import check_key, check_queue
 from tickwork.scheduler.model.tasks import Call
@@ -35,6 +36,23 @@ def check_scalars(call: Call, queue: str) -> None:
         isinstance(k, str) and isinstance(v, str) for k, v in call.headers.items()
     ):
         raise InvalidMessage("headers must map strings to strings")
+
+
+def check_cost(cost: int | None, task_name: str, rate: RateLimit | None) -> int:
+    """The units a call's start counts (``cost=``, 1 when not given); raises
+    ``InvalidMessage`` for one its task's rate limit cannot count."""
+    if cost is None:
+        return 1
+    if rate is None:
+        raise InvalidMessage(
+            f"cost={cost!r}: task {task_name!r} has no rate_limit or throttle to count it against"
+        )
+    if isinstance(cost, bool) or not isinstance(cost, int) or not 1 <= cost <= rate.count:
+        raise InvalidMessage(
+            f"cost must be an integer from 1 to {rate.count} (the rate limit of task "
+            f"{task_name!r} per period), not {cost!r}"
+        )
+    return cost
 
 
 def plan(call: Call, now: datetime) -> tuple[Repeating | Cron | Specs | None, Fire, float]:

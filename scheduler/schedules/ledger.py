@@ -49,6 +49,7 @@ class RunOutcome(StrEnum):
     EXCLUDED = "excluded"  # on a date the schedule's calendar excludes
     CANCELLED = "cancelled"  # the schedule was cancelled before it ran
     EXPIRED = "expired"  # never run: not started before it expired (``expires``)
+    THROTTLED = "throttled"  # never run: over its task's throttle, which drops the excess
     SNOOZED = "snoozed"  # the handler asked to run again later (``Snooze``): not an attempt
     #: not run here: no task of its name is registered on the worker that took it (a
     #: rolling deploy); given back for a worker that knows it, not an attempt
@@ -65,6 +66,7 @@ NOT_RUN = frozenset(
         RunOutcome.EXCLUDED,
         RunOutcome.CANCELLED,
         RunOutcome.EXPIRED,
+        RunOutcome.THROTTLED,
     }
 )
 

@@ -38,6 +38,7 @@ OUTCOMES = (
     "snoozed",
     "missed",
     "deferred",
+    "throttled",
 )
 #: what a worker counts per interval: claims, how runs ended, and runs whose process died
 #: under them (a process pool's child killed or crashed; the run itself is then also

@@ -95,3 +95,38 @@ def test_a_reservation_stands_when_the_rate_is_not_reached_by_the_count_asked(
     assert b.rates.reserve([_request(limit, "b", count=5)]) == [reserved]
     assert b.rates.reserve([_request(limit, "c", count=5)]) == [None]
     assert b.rates.usage([limit], 60_000) == {limit: (2, 1)}
+
+
+def test_a_start_of_several_units_counts_each_of_them(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+    ten = RateRequest(limit, 10, 60_000, "a", units=6)
+    assert b.rates.reserve([ten]) == [None], "6 of 10 units: starts now"
+    assert b.rates.reserve([RateRequest(limit, 10, 60_000, "b", units=4)]) == [None]
+    assert b.rates.usage([limit], 60_000) == {limit: (10, 0)}, "the units, not the starts"
+    before = b.now_ms()
+    (reserved,) = b.rates.reserve([RateRequest(limit, 10, 60_000, "c", units=5)])
+    assert reserved is not None and reserved >= before + 60_000 - 1_000, (
+        "5 more units need 5 of the window's 10 to have left it: a period after a's start"
+    )
+    assert b.rates.reserve([RateRequest(limit, 10, 60_000, "c", units=5)]) == [reserved]
+    assert b.rates.usage([limit], 60_000) == {limit: (10, 5)}
+    assert b.rates.reserve([ten]) == [None], "a's own start found again, not counted twice"
+    assert b.rates.usage([limit], 60_000) == {limit: (10, 5)}
+
+
+def test_a_start_that_may_not_wait_is_refused_and_not_recorded(harness: BackendHarness) -> None:
+    b, limit = harness.backend, _limit()
+
+    def only_now(member: str, units: int = 1) -> RateRequest:
+        return RateRequest(limit, 3, 60_000, member, units=units, reserve=False)
+
+    assert b.rates.reserve([only_now("a"), only_now("b", units=2)]) == [None, None]
+    before = b.now_ms()
+    (refused,) = b.rates.reserve([only_now("c")])
+    assert refused is not None and refused >= before + 60_000 - 1_000, (
+        "the time it would have had, a period after a's start"
+    )
+    assert b.rates.usage([limit], 60_000) == {limit: (3, 0)}, "the refused start is not counted"
+    assert b.rates.reserve([only_now("c")]) == [refused], "refused again: nothing was kept"
+    assert b.rates.reserve([only_now("a")]) == [None], "a start granted is found again"
+    assert b.rates.usage([limit], 60_000) == {limit: (3, 0)}

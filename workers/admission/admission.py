@@ -8,7 +8,8 @@ its ``expires`` of when it became due (its time, or a retry's or a replay's) nev
 ``catch_up_window`` never runs (settled as missed, its schedule going on); work whose
 abort was requested before it started never runs (it is settled as aborted); then a
 rate-limited one reserves its start (``workers/admission/rates.py``: one over its rate
-goes back to storage, due at the start reserved for it); then a concurrency-limited one
+goes back to storage, due at the start reserved for it, or, over a throttle that drops
+its excess, is settled as throttled); then a concurrency-limited one
 takes a slot (``workers/admission/limits.py``: one over its limit goes back to wait for a
 slot). Rate first: a start reserved is a start counted, and a slot taken for a run that
 could not start would be held for nothing. What is sent back is forgotten here (its
@@ -83,7 +84,12 @@ class Admission:
                 runnable.append(work)
         admitted = runnable
         if any(work.message.rate is not None for work in admitted):
-            admitted = self.rates.admit(admitted)
+            admitted, dropped = self.rates.admit(admitted)
+            if dropped:
+                for work in dropped:
+                    self._settler.finished(work, _THROTTLED)
+                gone = {id(work) for work in dropped}
+                runnable = [work for work in runnable if id(work) not in gone]
         if any(work.message.limit is not None and work.slot is None for work in admitted):
             admitted = self.limits.admit(admitted)
         if len(admitted) < len(runnable):
@@ -106,6 +112,12 @@ def _missed(work: Work, window: timedelta, now: int) -> HandlerResult | None:
         "Missed",
         f"{late_ms / 1000:.1f} s late, past its catch_up_window of {window_s:g} s",
     )
+
+
+#: a run over its task's throttle, which drops the excess
+_THROTTLED = HandlerResult(
+    Verdict.THROTTLED, "Throttled", "over its throttle (excess='drop'): not run"
+)
 
 
 def _expired(after_ms: int) -> HandlerResult:

@@ -7,7 +7,9 @@ back to storage, attempt not counted, due at the start reserved for it, so it is
 polled for and waiting messages do not all rush at the next free start: each has its own
 time, a period after the start ``count`` places before it. When it comes due, the
 backend finds its reservation (named by id and attempt) and it runs. A retry is a new
-start and reserves again.
+start and reserves again. A message of a task whose limit drops its excess (a
+``throttle``) reserves nothing: over the rate it is dropped (settled as throttled). A
+message with ``cost=`` asks for that many units of its rate.
 """
 
 from __future__ import annotations
@@ -56,25 +58,35 @@ class RateGate:
             return None
         claim = work.claim
         count = self._live.rate(rate.name, rate.count)
-        return RateRequest(message.rate, count, rate.period_ms, f"{claim.id}:{claim.attempt}")
+        member = f"{claim.id}:{claim.attempt}"
+        units = min(message.cost, count)  # a capacity set lower at run time caps the cost
+        return RateRequest(
+            message.rate, count, rate.period_ms, member, units, rate.excess != "drop"
+        )
 
-    def admit(self, works: Sequence[Work]) -> list[Work]:
-        """The works that may start now; the others are sent back to storage, due at
+    def admit(self, works: Sequence[Work]) -> tuple[list[Work], list[Work]]:
+        """The works that may start now, and those dropped (over a limit that drops its
+        excess: the caller settles them); the others are sent back to storage, due at
         their reserved start (the caller forgets them)."""
         requests = [(work, request) for work in works if (request := self.request(work))]
         if not requests:
-            return list(works)
+            return list(works), []
         try:
             answers = self._backend.rates.reserve([request for _, request in requests])
         except BackendError as err:
             log.warning("cannot reserve rate-limited starts (looking again soon): %s", err)
             answers = [self._now_ms() + _RETRY_MS] * len(requests)
-        deferred: set[int] = set()
+        waiting: set[int] = set()
+        dropped: list[Work] = []
         for (work, request), start_at in zip(requests, answers, strict=True):
-            if start_at is not None:
-                deferred.add(id(work))
+            if start_at is None:
+                continue
+            waiting.add(id(work))
+            if request.reserve:
                 self._defer(work, request, start_at)
-        return [work for work in works if id(work) not in deferred]
+            else:
+                dropped.append(work)
+        return [work for work in works if id(work) not in waiting], dropped
 
     def _defer(self, work: Work, request: RateRequest, start_at: int) -> None:
         """Send ``work`` back to storage, due at ``start_at``."""

@@ -149,6 +149,7 @@ class WorkerStats:
     expired: int = 0  # not started before it expired: never run
     snoozed: int = 0  # the handler returned Snooze: given back, due again later
     missed: int = 0  # an occurrence older than its catch_up_window: never run
+    throttled: int = 0  # over its task's throttle (which drops the excess): never run
     deferred: int = 0  # its task is unknown here: given back for a worker that knows it
     released: int = 0
     limited: int = 0  # sent back to storage to wait for a slot of its concurrency limit

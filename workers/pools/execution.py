@@ -32,6 +32,7 @@ class Verdict(StrEnum):
     EXPIRED = "expired"  # not started before it expired: never run
     SNOOZED = "snoozed"  # the handler returned Snooze: due again later, attempt not counted
     MISSED = "missed"  # an occurrence older than its catch_up_window when due here: never run
+    THROTTLED = "throttled"  # over its task's throttle (``excess="drop"``): never run
     #: its task is not registered here: given back for a worker that knows it (``snooze_s``
     #: set), or poisoned once it waited past the grace (``workers/admission/unknown_tasks.py``)
     UNKNOWN_TASK = "unknown_task"

@@ -5,7 +5,8 @@ that may claim it; the first whose ``settled`` returns an item decides how the r
 written (``plan.Settled``). The riders (``riders.py``) then add what rides along.
 
 - expired (not started before its ``expires``): never run, to the poison store as
-  ``expired`` (a replay runs it after all), its chain going on;
+  ``expired`` (a replay runs it after all), its chain going on; throttled (over its
+  task's throttle, which drops the excess: ``throttled.py``) the same, as ``throttled``;
 - missed (an occurrence older than its schedule's ``catch_up_window`` when it was due to
   start here): never run, acked, recorded as ``missed``, its schedule going on;
 - aborted (``app.abort``, or a handler that raised ``Aborted``; also a run that failed,
@@ -34,6 +35,7 @@ from tickwork.workers.pools.execution import HandlerResult, Verdict
 from tickwork.workers.registered import Registered
 from tickwork.workers.settling.deferred import Deferred
 from tickwork.workers.settling.plan import Planning, Settled, Write
+from tickwork.workers.settling.throttled import Throttled
 
 
 class Outcome(Protocol):
@@ -158,5 +160,13 @@ class Missed:
 
 #: the outcomes, asked in this order
 OUTCOMES: Registered[Outcome] = Registered(
-    Expired(), Missed(), Aborted(), Succeeded(), Redelivered(), Snoozed(), Failed(), Deferred()
+    Expired(),
+    Missed(),
+    Aborted(),
+    Succeeded(),
+    Redelivered(),
+    Snoozed(),
+    Failed(),
+    Deferred(),
+    Throttled(),
 )

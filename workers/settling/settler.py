@@ -294,11 +294,12 @@ class Settler:
                 "; its chain ends" if not poisoned.continues and message.trigger else "",
                 extra=log_fields(work),
             )
-        elif poisoned.name == "expired":
+        elif poisoned.name in ("expired", "throttled"):
             log.warning(
-                "%s id=%s expired: %s",
+                "%s id=%s %s: %s",
                 message.task,
                 message.id,
+                poisoned.name,
                 logged_error(self._hooks, result.error),
                 extra=log_fields(work),
             )

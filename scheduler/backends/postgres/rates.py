@@ -1,5 +1,6 @@
-"""The PostgreSQL backend's rate limits: every start a limit granted or reserved is a row
-of ``rate_starts`` (limit, member, time, and when it stops counting). A reservation holds
+"""The PostgreSQL backend's rate limits: every unit of a start a limit granted or reserved
+is a row of ``rate_starts`` (limit, member, time, and when it stops counting; a start of
+several units has rows ``member+2`` and on beside its own). A reservation holds
 its limit's transaction-level advisory lock, so reading the window and writing the start
 are one atomic step across every worker; rows that left every window are deleted at most
 once a second."""
@@ -36,25 +37,31 @@ class PostgresRates(Rates):
 
     def _reserve(self, db: Connection, request: RateRequest, now: int) -> int | None:
         sql = self._store.sql
-        name, period = request.limit, request.period_ms
-        row = db.execute(  # the starts-th last start still in the window, if there are so many
+        name, period, units = request.limit, request.period_ms, request.units
+        row = db.execute(  # the unit that many places back still in the window, if any
             sql(
                 "SELECT at_ms FROM tw.rate_starts WHERE name = %s AND at_ms > %s "
                 "ORDER BY at_ms DESC LIMIT 1 OFFSET %s"
             ),
-            (name, now - period, request.starts - 1),
+            (name, now - period, request.starts - units),
         ).fetchone()
         at = now if row is None else int(row[0]) + period
+        if at > now and not request.reserve:  # a start only now, or none: unless it has one
+            mine = db.execute(
+                sql("SELECT at_ms FROM tw.rate_starts WHERE name = %s AND member = %s"),
+                (name, request.member),
+            ).fetchone()
+            return at if mine is None or int(mine[0]) > now else None
+        members = [request.member, *(f"{request.member}+{n}" for n in range(2, units + 1))]
         kept = db.execute(
             sql(
                 "INSERT INTO tw.rate_starts (name, member, at_ms, until_ms) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (name, member) "
-                "DO UPDATE SET name = excluded.name RETURNING at_ms"
+                "SELECT %s, m, %s, %s FROM unnest(%s::text[]) AS m ON CONFLICT (name, member) "
+                "DO UPDATE SET name = excluded.name RETURNING member, at_ms"
             ),
-            (name, request.member, at, at + period),
-        ).fetchone()
-        assert kept is not None  # reserved before: its time stands
-        at = int(kept[0])
+            (name, at, at + period, members),
+        ).fetchall()
+        at = next(int(at_ms) for member, at_ms in kept if member == request.member)
         return None if at <= now else at
 
     def usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:

@@ -31,7 +31,7 @@ class RedisRates(Rates):
             for i in indexes:
                 r = requests[i]
                 keys.append(self._rate_key(r.limit))
-                args += [r.member, r.starts, r.period_ms]
+                args += [r.member, r.starts, r.period_ms, r.units, 1 if r.reserve else 0]
             calls.append(("rate_reserve", keys, args))
         answers: list[int | None] = [None] * len(requests)
         for indexes, found in zip(groups, self._store.run_scripts(calls), strict=True):

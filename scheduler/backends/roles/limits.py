@@ -57,10 +57,13 @@ class Rates(ABC):
     @abstractmethod
     def reserve(self, requests: Sequence[RateRequest]) -> list[int | None]:
         """For each request in order, a start of its rate limit: None when it may start now
-        (fewer than ``starts`` starts in the last period), else the time (ms, backend
-        clock) reserved for it, a period after the start ``starts`` places before. Starts
-        are recorded for their member: asking again returns the same reservation (None
-        once it is due). Starts older than the period are forgotten."""
+        (its ``units`` fit under ``starts`` with the units of the last period), else the
+        time (ms, backend clock) reserved for it: a period after the unit
+        ``starts - units + 1`` places before (each start counts as ``units`` units at its
+        time). Starts are recorded for their member: asking again returns the same
+        reservation (None once it is due). A request with ``reserve`` False that cannot
+        start now is not recorded, and answers the time it would have had. Units older
+        than the period are forgotten."""
 
     @abstractmethod
     def usage(self, limits: Sequence[str], period_ms: int) -> dict[str, tuple[int, int]]:
