@@ -13,6 +13,7 @@ import pytest
 from tests.support.helpers import running, wait_for
 from tickwork.scheduler import App, InvalidMessage, chain
 from tickwork.scheduler.model.message import Message
+from tickwork.triggers import Repeating
 
 
 def test_a_throttle_runs_n_calls_a_period_per_key_and_records_each_dropped_one(
@@ -64,11 +65,11 @@ def test_a_call_s_cost_counts_that_many_units_of_its_rate(app: App) -> None:
 
 
 def test_bad_throttles_and_costs_are_one_clear_error_and_store_nothing(sqlite_app: App) -> None:
-    shapes = ((0, timedelta(seconds=1)), (3, 10), (3,), "3/m", (3, timedelta(0)))
+    shapes: list[object] = [(0, timedelta(seconds=1)), (3, 10), (3,), "3/m", (3, timedelta(0))]
     for n, bad in enumerate(shapes):
         with pytest.raises(InvalidMessage, match="throttle of task"):
 
-            @sqlite_app.task(throttle=bad, name=f"bad-{n}")  # type: ignore[arg-type]
+            @sqlite_app.task(throttle=bad, name=f"bad-{n}")  # type: ignore[call-overload, untyped-decorator]
             def bad_task() -> None: ...
 
     with pytest.raises(InvalidMessage, match="a rate_limit and a throttle"):
@@ -90,3 +91,24 @@ def test_bad_throttles_and_costs_are_one_clear_error_and_store_nothing(sqlite_ap
     with pytest.raises(InvalidMessage, match="a later step of a chain"):
         chain(limited.si(1), limited.si(2).options(cost=3)).delay()
     assert sqlite_app.backend.queues.stats() == [], "nothing was stored"
+
+
+def test_a_schedule_s_throttled_occurrences_are_recorded_and_it_goes_on(sqlite_app: App) -> None:
+    ran: list[int] = []
+
+    @sqlite_app.task(throttle=(1, timedelta(minutes=1)))
+    def poll() -> None:
+        ran.append(1)
+
+    poll.schedule(key="poll", trigger=Repeating(interval=timedelta(milliseconds=200)))
+    with running(sqlite_app):
+        wait_for(lambda: len(_outcomes(sqlite_app)) >= 4, timeout_s=30)
+    outcomes = _outcomes(sqlite_app)
+    assert outcomes[-1] == "succeeded" and set(outcomes[:-1]) == {"throttled"}, outcomes
+    assert ran == [1]
+    assert sqlite_app.get(key="poll") is not None, "the schedule goes on"
+
+
+def _outcomes(app: App) -> list[str]:
+    """The schedule ``poll``'s recorded outcomes, newest first."""
+    return [entry.outcome.value for entry in app.schedules.history("poll")]

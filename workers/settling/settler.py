@@ -295,7 +295,8 @@ class Settler:
                 extra=log_fields(work),
             )
         elif poisoned.name in ("expired", "throttled"):
-            log.warning(
+            log.log(
+                logging.INFO if poisoned.name == "throttled" else logging.WARNING,  # by design
                 "%s id=%s %s: %s",
                 message.task,
                 message.id,
