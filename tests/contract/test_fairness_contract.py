@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests.support.backends import BackendHarness
-from tickwork.scheduler import InvalidMessage
+from tickwork.scheduler import ConfigurationError, InvalidMessage
 from tickwork.scheduler.backends import Envelope, State
 from tickwork.scheduler.backends.base import Capability
 
@@ -35,6 +35,9 @@ def test_a_backend_without_fair_share_refuses_a_fair_message_and_writes_nothing(
     with pytest.raises(InvalidMessage, match="fair share is not offered on Cassandra"):
         harness.backend.messages.enqueue([plain, _envelope("q", "fair", "a", now)])
     assert harness.backend.messages.get("plain", "q") is None, "nothing of the call was written"
+    with pytest.raises(ConfigurationError, match="not offered on Cassandra"):
+        harness.backend.queues.set_fair_weight("q", "a", 3)
+    assert harness.backend.queues.fair_weights("q") == {}
 
 
 def sharded(harness: BackendHarness) -> bool:
@@ -133,3 +136,39 @@ def test_a_fair_message_is_stored_read_scheduled_and_retried_as_any_other(
     assert again.id == "now" and again.attempt == 2
     assert b.leases.ack([(again, None)]) == [True]
     assert b.leases.claim(queue, 10).claims == []
+
+
+def test_a_key_of_weight_three_takes_three_turns_for_another_s_one(
+    harness: BackendHarness, queue: str
+) -> None:
+    b, now = harness.backend, harness.now_ms()
+    b.queues.set_fair_weight(queue, "heavy", 3)
+    assert b.queues.fair_weights(queue) == {"heavy": 3}
+    backlog = [_envelope(queue, f"h{i:03}", "heavy", now - 2000 + i) for i in range(60)]
+    backlog += [_envelope(queue, f"l{i:03}", "light", now - 2000 + i) for i in range(60)]
+    b.messages.enqueue(backlog)
+    order = _claim_all(harness, queue, 8)
+    assert sorted(order) == sorted(e.id for e in backlog), "each message once"
+    first = order[:40]
+    heavy = sum(1 for m in first if m[0] == "h")
+    if sharded(harness):  # each of three shards takes its own turns: 3:1 within each
+        assert 26 <= heavy <= 34, first
+    else:
+        assert heavy == 30, first
+        assert [m for m in order if m[0] == "h"] == [f"h{i:03}" for i in range(60)]
+    b.queues.set_fair_weight(queue, "heavy", None)
+    assert b.queues.fair_weights(queue) == {}, "back to 1"
+
+
+def test_a_weight_set_back_to_one_takes_turns_evenly_again(
+    harness: BackendHarness, queue: str
+) -> None:
+    b, now = harness.backend, harness.now_ms()
+    b.queues.set_fair_weight(queue, "a", 4)
+    b.queues.set_fair_weight(queue, "a", 1)
+    assert b.queues.fair_weights(queue) == {}
+    b.messages.enqueue(
+        [_envelope(queue, f"{k}{i:02}", k, now - 500 + i) for k in "ab" for i in range(20)]
+    )
+    first = _claim_all(harness, queue, 4)[:20]
+    assert abs(sum(1 for m in first if m[0] == "a") - 10) <= (4 if sharded(harness) else 1)

@@ -17,6 +17,7 @@ from tickwork.scheduler.backends.cassandra.shard_lock import (
 )
 from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
 from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.errors import ConfigurationError
 
 
 class CassandraPoison(PoisonStore):
@@ -167,6 +168,16 @@ class CassandraQueues(QueueAdmin):
 
     def bounds(self) -> dict[str, int]:
         return self._bounds.bounds()
+
+    def set_fair_weight(self, queue: str, fair: str, weight: int | None) -> None:
+        raise ConfigurationError(
+            "weighted fair share needs fair share, which is not offered on Cassandra: its "
+            "claims read due messages in time order from stored positions, so a turn could "
+            "not move a message ahead (use PostgreSQL, Redis or SQLite for it)"
+        )
+
+    def fair_weights(self, queue: str) -> dict[str, int]:
+        return {}
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         for name, delta in deltas.items():

@@ -7,6 +7,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
+from tickwork.scheduler.backends.postgres import fairness
 from tickwork.scheduler.backends.postgres.notify import announce_queues
 from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
 from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
@@ -217,6 +218,16 @@ class PostgresQueues(QueueAdmin):
             )
 
         self._store.write(work)
+
+    def set_fair_weight(self, queue: str, fair: str, weight: int | None) -> None:
+        self._store.write(lambda db: fairness.set_weight(self._store, db, queue, fair, weight))
+
+    def fair_weights(self, queue: str) -> dict[str, int]:
+        statement = self._store.sql(
+            "SELECT fair, weight FROM tw.fair_weights WHERE queue = %s ORDER BY fair"
+        )
+        rows = self._store.read(lambda db: db.execute(statement, (queue,)).fetchall())
+        return {str(row[0]): int(row[1]) for row in rows}
 
     def bounds(self) -> dict[str, int]:
         statement = self._store.sql("SELECT queue, max_pending FROM tw.queue_bounds ORDER BY queue")

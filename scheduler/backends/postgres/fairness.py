@@ -8,6 +8,7 @@ same stale ``last``; queues without fair messages never take the lock."""
 
 from __future__ import annotations
 
+from tickwork.scheduler.backends.fair_turns import next_turn
 from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
 
 
@@ -53,11 +54,21 @@ def make_fair_ready(store: PostgresStore, db: Connection, queue: str, until_ms: 
         (queue, keys),
     ):
         last[fair] = int(turn)
+    weights = {
+        str(fair): int(weight)
+        for fair, weight in db.execute(
+            store.sql(
+                "SELECT fair, weight FROM tw.fair_weights WHERE queue = %s AND fair = ANY(%s)"
+            ),
+            (queue, keys),
+        )
+    }
+    shared = _shared(store, db, queue, {k: last[k] for k in weights if last[k] is not None})
     ids, turns = [], []
     for message_id, fair, due_ms in due:
         base = due_ms if head is None else head
-        previous = last[fair]
-        turn = base if previous is None else max(base, previous + 1)
+        weight = weights.get(fair, 1)
+        turn, shared[fair] = next_turn(base, last[fair], shared.get(fair, weight), weight)
         last[fair] = turn
         if head is None:
             head = turn
@@ -78,4 +89,39 @@ def make_fair_ready(store: PostgresStore, db: Connection, queue: str, until_ms: 
             "ON CONFLICT (queue, fair) DO UPDATE SET last = excluded.last"
         ),
         (queue, [fair for fair, _ in kept], [turn for _, turn in kept]),
+    )
+
+
+def _shared(
+    store: PostgresStore, db: Connection, queue: str, last: dict[str, int | None]
+) -> dict[str, int]:
+    """For each weighted key, how many of its ready messages hold its last turn."""
+    shared: dict[str, int] = {}
+    for fair, turn in last.items():
+        row = db.execute(
+            store.sql(
+                "SELECT count(*) FROM tw.messages WHERE queue = %s AND state = 1 "
+                "AND fair = %s AND at_ms = %s"
+            ),
+            (queue, fair, turn),
+        ).fetchone()
+        shared[fair] = 0 if row is None else int(row[0])
+    return shared
+
+
+def set_weight(
+    store: PostgresStore, db: Connection, queue: str, fair: str, weight: int | None
+) -> None:
+    """Store ``fair``'s weight in ``queue`` (None: back to 1)."""
+    if weight is None or weight == 1:
+        db.execute(
+            store.sql("DELETE FROM tw.fair_weights WHERE queue = %s AND fair = %s"), (queue, fair)
+        )
+        return
+    db.execute(
+        store.sql(
+            "INSERT INTO tw.fair_weights (queue, fair, weight) VALUES (%s, %s, %s) "
+            "ON CONFLICT (queue, fair) DO UPDATE SET weight = excluded.weight"
+        ),
+        (queue, fair, weight),
     )

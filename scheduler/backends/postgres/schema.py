@@ -233,6 +233,15 @@ CREATE TABLE tw.ledger (
 );
 CREATE INDEX ledger_to_prune ON tw.ledger (expires_ms);
 """,
+    # 2: the weights of fair-share keys (``fairness.py``)
+    """
+CREATE TABLE tw.fair_weights (
+    queue  text NOT NULL,
+    fair   text NOT NULL,
+    weight integer NOT NULL,
+    PRIMARY KEY (queue, fair)
+);
+""",
 )
 
 VERSION = len(MIGRATIONS)

@@ -9,7 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
-from tickwork.scheduler.backends.redis.scripts import BOUND, FAIR_STATE, stored_envelope
+from tickwork.scheduler.backends.redis.scripts import (
+    BOUND,
+    COUNTERS,
+    FAIR_STATE,
+    stored_envelope,
+)
 from tickwork.scheduler.backends.redis.shards import RedisShards
 from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
 from tickwork.scheduler.backends.values import PoisonRecord
@@ -20,6 +25,9 @@ def shares(max_pending: int, shards: int) -> list[int]:
     """``max_pending`` split over ``shards`` as evenly as whole numbers go (summing to it)."""
     each, extra = divmod(max_pending, shards)
     return [each + (1 if shard < extra else 0) for shard in range(shards)]
+
+
+_WEIGHT = b"fair_w|"  # a fair-share key's weight in a shard's counters hash
 
 
 class RedisPoison(PoisonStore):
@@ -194,6 +202,30 @@ class RedisQueues(QueueAdmin):
                 self._store.client.set, self._store.shard_keys(queue, shard)[BOUND], share
             )
         self._store.call(self._store.client.hset, self._store.bounds_key(), queue, max_pending)
+
+    def set_fair_weight(self, queue: str, fair: str, weight: int | None) -> None:
+        """Stored in each shard's counters hash (``fair_w|KEY``, with ``fair_weighted``
+        while any is set, so a claim of a queue without weights reads none)."""
+        field = f"fair_w|{fair}"
+        client = self._store.client
+        for shard in range(self._store.shard_count(queue)):
+            counters = self._store.shard_keys(queue, shard)[COUNTERS]
+            if weight is None or weight == 1:
+                self._store.call(client.hdel, counters, field)
+                fields = self._store.call(client.hkeys, counters)
+                if not any(name.startswith(_WEIGHT) for name in fields):
+                    self._store.call(client.hdel, counters, "fair_weighted")
+            else:
+                self._store.call(client.hset, counters, mapping={field: weight, "fair_weighted": 1})
+
+    def fair_weights(self, queue: str) -> dict[str, int]:
+        counters = self._store.shard_keys(queue, 0)[COUNTERS]
+        found: dict[bytes, bytes] = self._store.call(self._store.client.hgetall, counters)
+        return {
+            name[len(_WEIGHT) :].decode(): int(value)
+            for name, value in sorted(found.items())
+            if name.startswith(_WEIGHT)
+        }
 
     def bounds(self) -> dict[str, int]:
         found = self._store.call(self._store.client.hgetall, self._store.bounds_key())

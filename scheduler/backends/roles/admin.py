@@ -71,6 +71,16 @@ class QueueAdmin(ABC):
         """The bound of every bounded queue."""
 
     @abstractmethod
+    def set_fair_weight(self, queue: str, fair: str, weight: int | None) -> None:
+        """Give the fair-share key ``fair`` of ``queue`` ``weight`` turns for one of a key
+        of weight 1 (None: back to 1), from the next messages made ready on. A backend
+        without fair share raises ``ConfigurationError``."""
+
+    @abstractmethod
+    def fair_weights(self, queue: str) -> dict[str, int]:
+        """The weights set in ``queue`` (keys not listed have weight 1)."""
+
+    @abstractmethod
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         """Add to a queue's counters (for counts a worker keeps locally, e.g. empty polls)."""
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from tickwork.scheduler.backends.records import AbortRequest, Failure, QueueStats
 from tickwork.scheduler.backends.roles import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.sqlite import fairness
 from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 from tickwork.scheduler.backends.values import Envelope, PoisonRecord
 from tickwork.scheduler.errors import ConfigurationError
@@ -178,6 +179,13 @@ class SQLiteQueues(QueueAdmin):
             "SELECT queue, max_pending FROM queue_bounds ORDER BY queue"
         )
         return {str(row[0]): int(row[1]) for row in rows}
+
+    def set_fair_weight(self, queue: str, fair: str, weight: int | None) -> None:
+        with self._store.write() as db:
+            fairness.set_weight(db, queue, fair, weight)
+
+    def fair_weights(self, queue: str) -> dict[str, int]:
+        return fairness.weights(self._store.read(), queue)
 
     def add_counters(self, queue: str, deltas: dict[str, int]) -> None:
         if any(deltas.values()):

@@ -145,30 +145,55 @@ end
 -- 'fair_vt'); with no fair message ready ('fair_ready' in C is 0) earlier turns no longer
 -- count, and the line starts again at the message's due time. F keeps the last turn of
 -- each key that may still be ahead of the line (the others are pruned as turns pass).
+-- A key of weight w (C's 'fair_w|KEY', set by an operator; 1 when absent) takes w
+-- messages per turn: its F score carries, in 1024ths after the turn, how many hold it.
 -- A script reads that state once (``fair_line``), hands out turns, then saves it.
 local function fair_line()
     local line = {}
-    local loaded, waiting, vt, last, changed = false, 0, 0, {}, {}
+    local loaded, waiting, vt, last, shared, weights, changed = false, 0, 0, {}, {}, {}, {}
+    local weighted = false  -- whether any key of the shard has a weight ('fair_weighted')
+    local function weight_of(fair)
+        if not weighted then return 1 end
+        local w = weights[fair]
+        if w == nil then
+            w = tonumber(redis.call('HGET', C, 'fair_w|' .. fair) or '1')
+            weights[fair] = w
+        end
+        return w
+    end
     function line.take(fair, due)
         if not loaded then
             loaded = true
             waiting = tonumber(redis.call('HGET', C, 'fair_ready') or '0')
             vt = tonumber(redis.call('HGET', C, 'fair_vt') or '0')
+            weighted = redis.call('HEXISTS', C, 'fair_weighted') == 1
         end
-        local turn = due
+        local turn, holding = due, 1
         if waiting > 0 then
             turn = vt
             local previous = last[fair]
             if previous == nil then
-                previous = tonumber(redis.call('ZSCORE', F, fair) or false) or false
+                local score = tonumber(redis.call('ZSCORE', F, fair) or false) or false
+                if score then
+                    previous = math.floor(score)
+                    shared[fair] = math.floor((score - previous) * 1024 + 0.5)
+                end
                 last[fair] = previous
             end
-            if previous and previous + 1 > turn then turn = previous + 1 end
+            if previous and previous >= turn then
+                local w = weight_of(fair)
+                if w > 1 and (shared[fair] or 0) < w then
+                    turn, holding = previous, (shared[fair] or 0) + 1
+                else
+                    turn = previous + 1
+                end
+            end
         else  -- nothing fair waits: earlier turns no longer count
             redis.call('DEL', F)
-            last, changed, vt = {}, {}, due
+            last, shared, changed, vt = {}, {}, {}, due
         end
         last[fair] = turn
+        shared[fair] = holding
         changed[fair] = true
         waiting = waiting + 1
         return turn
@@ -178,7 +203,9 @@ local function fair_line()
         redis.call('HSET', C, 'fair_ready', waiting, 'fair_vt', vt)
         local members = {}
         for fair in pairs(changed) do
-            members[#members + 1] = last[fair]; members[#members + 1] = fair
+            local score = last[fair]
+            if weight_of(fair) > 1 then score = score + shared[fair] / 1024 end
+            members[#members + 1] = score; members[#members + 1] = fair
         end
         if #members > 0 then redis.call('ZADD', F, unpack(members)) end
     end
