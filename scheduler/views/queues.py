@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from tickwork.scheduler.backends.fair_turns import MAX_WEIGHT
 from tickwork.scheduler.clock import to_datetime
-from tickwork.scheduler.errors import ConfigurationError, QueueNotFound
+from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, QueueNotFound
 from tickwork.scheduler.views.activity import Activity, read_activity
 
 if TYPE_CHECKING:
@@ -55,6 +56,16 @@ class QueueView(BaseModel):
             next_due=None if due is None else to_datetime(due),
             counters=dict(stats.counters),
         )
+
+
+class QueueWeights(BaseModel):
+    """The fair-share weights set in a queue: each key listed takes that many turns for
+    one of a key not listed (weight 1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue: str
+    weights: dict[str, int]
 
 
 class Queues:
@@ -120,6 +131,34 @@ class Queues:
         self._parts.backend.queues.set_bound(queue, max_pending)
         bound = "unbounded" if max_pending is None else f"max_pending {max_pending}"
         self._parts.audit.record("queue.bound", queue, actor=actor, outcome=bound)
+
+    def weigh(
+        self, queue: str | None, key: str, weight: int | None, *, actor: str | None = None
+    ) -> QueueWeights:
+        """Give the fair-share key ``key`` of ``queue`` (default: the default queue)
+        ``weight`` turns for one of a key of weight 1 (None or 1: back to even), from the
+        next messages made ready on; returns the queue's weights. A whole number from 1 to
+        1000, else ``InvalidMessage``; raises ``QueueNotFound``, and ``ConfigurationError``
+        on a backend without fair share. Recorded in ``app.audit``."""
+        name = self._known(queue)
+        if not isinstance(key, str) or not key:
+            raise InvalidMessage(f"a fair-share key is a non-empty string, not {key!r}")
+        if weight is not None and (
+            isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= MAX_WEIGHT
+        ):
+            raise InvalidMessage(
+                f"weight must be a whole number from 1 to {MAX_WEIGHT}, not {weight!r}"
+            )
+        self._parts.backend.queues.set_fair_weight(name, key, weight)
+        shown = "weight 1" if weight is None else f"weight {weight}"
+        self._parts.audit.record("queue.weigh", f"{name}/{key}", actor=actor, outcome=shown)
+        return self.weights(name)
+
+    def weights(self, queue: str | None = None) -> QueueWeights:
+        """The fair-share weights set in ``queue`` (default: the default queue; keys not
+        listed have weight 1)."""
+        name = self._known(queue)
+        return QueueWeights(queue=name, weights=self._parts.backend.queues.fair_weights(name))
 
     def bounds(self) -> dict[str, int]:
         """``max_pending`` of every bounded queue."""

@@ -25,11 +25,12 @@ from tickwork.api.models import (
     PurgeRequest,
     ReplayRequest,
     ResumeRequest,
+    WeightRequest,
 )
 from tickwork.api.roles import Role
 from tickwork.scheduler.views.limits import LimitView
 from tickwork.scheduler.views.poison import PoisonView
-from tickwork.scheduler.views.queues import QueueView
+from tickwork.scheduler.views.queues import QueueView, QueueWeights
 from tickwork.scheduler.views.runs import RunJournal
 from tickwork.scheduler.views.schedules import ScheduleView
 
@@ -86,6 +87,10 @@ ENDPOINTS = (
     Spec("/queues/{queue}/resume", "POST", "resume_queue", NoteRequest, Done, "Resume a queue"),
     Spec("/queues/{queue}/bound", "PUT", "bound", BoundRequest, Done,
          "Bound a queue (max_pending: null removes it)", needs=Role.ADMIN),
+    Spec("/queues/{queue}/weights", "GET", "weights", None, QueueWeights,
+         "A queue's fair-share weights (keys not listed: weight 1)"),
+    Spec("/queues/{queue}/weights/{key}", "PUT", "weigh", WeightRequest, QueueWeights,
+         "Give a fair-share key of a queue a weight (null: back to 1)", needs=Role.ADMIN),
     Spec("/limits", "GET", "limits", None, LimitView,
          "Every concurrency and rate limit: declared, and in force now", many=True),
     Spec("/limits/{name}", "PUT", "set_limit", LimitRequest, LimitView,

@@ -135,6 +135,13 @@ class BoundRequest(ApiModel):
     max_pending: int | None = Field(ge=1)
 
 
+class WeightRequest(ApiModel):
+    """A fair-share key's weight in a queue: that many turns for one of a key of weight 1
+    (null or 1: back to even)."""
+
+    weight: int | None = Field(ge=1, le=1000)
+
+
 class LimitRequest(ApiModel):
     """A limit's capacity set at run time: ``amount`` runs at once (a concurrency limit)
     or starts per its declared period (a rate limit); ``kind`` when the name is both."""

@@ -36,6 +36,7 @@ from tickwork.api.models import (
     PurgeRequest,
     ReplayRequest,
     ResumeRequest,
+    WeightRequest,
 )
 from tickwork.api.plumbing import ApiError, Endpoint, actor, endpoint, query
 from tickwork.api.security import Guard
@@ -43,7 +44,7 @@ from tickwork.scheduler import App, Call, ScheduledMessage
 from tickwork.scheduler.backends.codec import shown
 from tickwork.scheduler.views.limits import LimitView
 from tickwork.scheduler.views.poison import PoisonFilter, PoisonView
-from tickwork.scheduler.views.queues import QueueView
+from tickwork.scheduler.views.queues import QueueView, QueueWeights
 from tickwork.scheduler.views.runs import RunJournal
 from tickwork.scheduler.views.schedules import ScheduleView
 from tickwork.triggers import Cron, Exclusions, Repeating, Trigger
@@ -243,6 +244,13 @@ class _Handlers:
         who, queue = actor(self.guard, request), request.path_params["queue"]
         self.app.queues.configure(queue, max_pending=body.max_pending, actor=who)
         return Done(done=True)
+
+    def weights(self, request: Request, _: None) -> QueueWeights:
+        return self.app.queues.weights(request.path_params["queue"])
+
+    def weigh(self, request: Request, body: WeightRequest) -> QueueWeights:
+        who, path = actor(self.guard, request), request.path_params
+        return self.app.queues.weigh(path["queue"], path["key"], body.weight, actor=who)
 
     def limits(self, request: Request, _: None) -> list[LimitView]:
         return self.app.limits.list()

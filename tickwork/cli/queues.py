@@ -1,4 +1,5 @@
-"""``tickwork queues ...``: list queues, pause and resume them, set or remove their bounds."""
+"""``tickwork queues ...``: list queues, pause and resume them, set or remove their bounds,
+weigh their fair-share keys."""
 
 from __future__ import annotations
 
@@ -84,3 +85,38 @@ def resume(state: State, queue: str) -> None:
     if not state.app(reading=True).queues.resume(queue):
         not_found(f"{queue} is not paused")
     click.echo(f"resumed {queue}")
+
+
+@queues.command("weigh")
+@click.argument("queue")
+@click.argument("key")
+@click.argument("weight", type=click.IntRange(min=1, max=1000))
+@pass_state
+@app_options
+@clean_errors
+def weigh(state: State, queue: str, key: str, weight: int) -> None:
+    """Give the fair-share KEY of QUEUE WEIGHT turns for one of a key of weight 1 (1: back
+    to even), from the next messages made ready on."""
+    weights = state.app().queues.weigh(queue, key, weight).weights
+    click.echo(f"{queue}: {key} has weight {weights.get(key, 1)}")
+
+
+@queues.command("weights")
+@click.argument("queue")
+@json_option
+@pass_state
+@app_options
+@clean_errors
+def weights(state: State, queue: str, as_json: bool) -> None:
+    """The fair-share weights set in QUEUE (keys not listed have weight 1)."""
+    view = state.app(reading=True).queues.weights(queue)
+    if as_json:  # the same view as the API's GET /api/v1/queues/{queue}/weights
+        emit_json(view.model_dump(mode="json"))
+        return
+    if not view.weights:
+        click.echo(f"{queue}: every fair-share key has weight 1")
+        return
+    table = Table("key", "weight")
+    for key, weight in view.weights.items():
+        table.add_row(key, str(weight))
+    console().print(table)
