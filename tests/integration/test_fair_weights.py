@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.helpers import running, wait_for
-from tests.support.served import call_api, dashboard, run_tickwork
+from tests.support.served import call_api, dashboard, page_get, page_post, run_tickwork
 from tickwork.errors import ConfigurationError, InvalidMessage, QueueNotFound
 from tickwork.scheduler import App
 from tickwork.scheduler.backends.base import Capability
@@ -76,7 +76,7 @@ def served(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[str, Pat
         yield base, tmp_path, env
 
 
-def test_the_command_line_and_the_api_weigh_a_key(
+def test_the_command_line_the_api_and_the_page_weigh_a_key(
     served: tuple[str, Path, dict[str, str]],
 ) -> None:
     base, cwd, env = served
@@ -91,6 +91,14 @@ def test_the_command_line_and_the_api_weigh_a_key(
     assert '"globex": 2' in listed.stdout, listed.stdout
     status, answer = call_api(base, "PUT", "/queues/reports/weights/acme", {"weight": None})
     assert status == 200 and answer == {"queue": "reports", "weights": {"globex": 2}}, answer
+    assert 'data-queue="reports" data-key="globex"' in page_get(base, "/limits")
+    fields = {"queue": "reports", "key": "initech", "weight": "5"}
+    assert page_post(base, "/weights/weigh", fields) == 303
+    status, answer = call_api(base, "GET", "/queues/reports/weights")
+    assert answer == {"queue": "reports", "weights": {"globex": 2, "initech": 5}}, answer
+    assert page_post(base, "/weights/weigh", {**fields, "weight": "1"}) == 303
+    status, answer = call_api(base, "GET", "/queues/reports/weights")
+    assert answer == {"queue": "reports", "weights": {"globex": 2}}, answer
     # bad input, in tickwork's words, from each surface
     status, answer = call_api(base, "PUT", "/queues/reports/weights/acme", {"weight": 0})
     assert status == 422, answer
@@ -100,4 +108,9 @@ def test_the_command_line_and_the_api_weigh_a_key(
     status, audit = call_api(base, "GET", "/audit?limit=10")
     assert isinstance(audit, list)
     weighed = [(a["actor"], a["target"]) for a in audit if a["action"] == "queue.weigh"]
-    assert weighed[:2] == [("api", "reports/acme"), ("api", "reports/globex")], weighed
+    assert weighed[:4] == [
+        ("dashboard", "reports/initech"),
+        ("dashboard", "reports/initech"),
+        ("api", "reports/acme"),
+        ("api", "reports/globex"),
+    ], weighed

@@ -85,6 +85,14 @@ def page_post(base: str, path: str, fields: dict[str, str] | None = None) -> int
     return 200
 
 
+def page_get(base: str, path: str) -> str:
+    """A dashboard page as a signed-in browser gets it: its HTML."""
+    signed_in = {"authorization": "Basic " + base64.b64encode(f"ops:{TOKEN}".encode()).decode()}
+    request = urllib.request.Request(f"{base}{path}", headers=signed_in)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return str(answer.read().decode())
+
+
 def call_api(base: str, method: str, path: str, body: object = None) -> tuple[int, object]:
     """``method /api/v1{path}`` with the token: the status and the JSON answer (an error's
     too)."""

@@ -36,7 +36,9 @@ class Role(IntEnum):
 
 
 #: the verbs only an admin may use
-ADMIN_VERBS = frozenset({"purge", "bound", "calendar", "tokens", "set-capacity", "clear-capacity"})
+ADMIN_VERBS = frozenset(
+    {"purge", "bound", "calendar", "tokens", "set-capacity", "clear-capacity", "weigh"}
+)
 
 
 def needed(verb: str) -> Role:

@@ -1,7 +1,8 @@
 """The queues-and-limits page: paused queues (resume them) and bounded queues; each
 concurrency and rate limit that a task declares, here or in a live worker, with how
 full each of its keys is now and the capacity in force (change it live, or give back
-the declared one: an admin's actions); and a look-up of one key of a limit per key."""
+the declared one: an admin's actions); the fair-share weights of the queues (set or
+clear one: an admin's action); and a look-up of one key of a limit per key."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from starlette.routing import Route
 from tickwork.api.security import Guard, Refused
 from tickwork.dashboard.plumbing import Form, action, page
 from tickwork.scheduler import App, InvalidMessage
+from tickwork.scheduler.backends.base import Capability
 from tickwork.scheduler.limits.capacities import LimitKind
 from tickwork.scheduler.limits.view import declared_limits, limit_usage, merged
 
@@ -34,9 +36,21 @@ def limits_routes(app: App, access: Guard) -> list[Route]:
             return f"{view.kind} limit {name}: {view.amount} for every worker"
         raise Refused(404, f"no limit action {verb!r}")
 
+    def weigh(path: dict[str, str], form: Form) -> str:
+        if path["verb"] != "weigh":
+            raise Refused(404, f"no weight action {path['verb']!r}")
+        queue, key = form.get("queue") or "", (form.get("key") or "").strip()
+        text = (form.get("weight") or "").strip()
+        if not text.isdigit():
+            raise InvalidMessage(f"weight must be a whole number from 1 to 1000, not {text!r}")
+        weight = int(text)
+        app.queues.weigh(queue, key, weight, actor=path.get("actor"))
+        return f"{queue}: {key} has weight {weight}"
+
     return [
         Route("/limits", page(access, "limits.html", lambda request: _gather(app, request))),
         Route("/limits/{kind}/{name}/{verb:str}", action(access, capacity), methods=["POST"]),
+        Route("/weights/{verb:str}", action(access, weigh), methods=["POST"]),
     ]
 
 
@@ -51,12 +65,17 @@ def _gather(app: App, request: Request) -> dict[str, Any]:
     name, value = request.query_params.get("limit") or "", request.query_params.get("value") or ""
     asked = [f"{name}:{value}"] if name and value else []
     bounds = app.queues.bounds()
+    fair = Capability.FAIR_SHARE in backend.capabilities
+    queues = app.queues.names() if fair else []
+    weights = [(q, key, w) for q in queues for key, w in app.queues.weights(q).weights.items()]
     in_force = {(view.kind, view.name): view for view in app.limits.list()}
     return {
         "in_force": in_force,
         "title": "Queues and limits",
         "paused": app.queues.paused(),
         "bounds": sorted(bounds.items()),
+        "fair_queues": queues,
+        "weights": weights,
         "usage": limit_usage(backend, limits, held, asked),
         "held": held,
         "asked": asked[0] if asked else None,
