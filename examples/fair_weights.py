@@ -29,7 +29,7 @@ def main() -> None:
     app.queues.weigh("reports", "acme", 3)
     app.enqueue_many(build_report.call(tenant, n) for n in range(40) for tenant in ("acme", "free"))
     worker = Worker(
-        app, WorkerConfig(queues=["reports"], concurrency=1, burst=True, poll_interval_s=0.1)
+        app, WorkerConfig(queues=("reports",), concurrency=1, burst=True, poll_interval_s=0.1)
     )
     worker.run(duration_s=60)
     first = ran[:40]
