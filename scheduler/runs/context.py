@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
 
 from tickwork.scheduler.errors import Aborted as Aborted
-from tickwork.scheduler.errors import TickworkError
+from tickwork.scheduler.errors import InvalidMessage, TickworkError
 from tickwork.scheduler.model.calls import Call
 from tickwork.scheduler.model.retry import RetryPolicy
 from tickwork.scheduler.runs.durable import DurableRun
@@ -53,6 +53,7 @@ class RunInfo(NamedTuple):
     lateness_ms: int = 0  # from the message's due time to this run's start
     time_limit_s: float | None = None  # the run is stopped this long after it starts
     soft_time_limit_s: float | None = None  # SoftTimeLimitExceeded this long after it starts
+    rate: str | None = None  # the rate limit key its starts count under (``charge``)
 
 
 #: writes a run's progress: (run, fraction, note)
@@ -61,12 +62,16 @@ ProgressReporter = Callable[[RunInfo, float, str | None], None]
 #: opens a durable run's journal: (message id, task name, queue)
 DurableOpener = Callable[[str, str, str], DurableRun]
 
+#: counts units a run used against its rate limit: (run, units)
+Charger = Callable[[RunInfo, int], None]
+
 
 class RunContext:
     """One handler's run: what it is running and whether it was asked to stop."""
 
     __slots__ = (
         "_aborted",
+        "_charger",
         "_durable",
         "_event",
         "_open_durable",
@@ -83,9 +88,11 @@ class RunContext:
         info: RunInfo,
         reporter: ProgressReporter | None = None,
         durable: DurableOpener | None = None,
+        charger: Charger | None = None,
     ) -> None:
         self.info = info
         self._reporter = reporter  # writes progress (the worker gives one)
+        self._charger = charger  # counts units against the rate limit (the worker gives one)
         self._open_durable = durable  # opens the journal of a durable task's run
         self._durable: DurableRun | None = None
         self._aborted = False
@@ -152,6 +159,21 @@ class RunContext:
         if self._reporter is None:
             raise TickworkError("progress can only be reported from a run a worker started")
         self._reporter(self.info, fraction, note)
+
+    def charge(self, units: int) -> None:
+        """Count ``units`` more of this run's rate limit (its task's ``rate_limit`` or
+        ``throttle``) than its call's ``cost=`` did: the tokens a model's answer took
+        against a tokens-per-minute budget. Counted in the backend at once, in the
+        window's next room, so the limit's later starts wait for the budget."""
+        if self._charger is None:
+            raise TickworkError("a charge can only be made from a run a worker started")
+        if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+            raise InvalidMessage(f"charge takes a whole number of units >= 1, not {units!r}")
+        if self.info.rate is None:
+            raise InvalidMessage(
+                f"task {self.info.task!r} has no rate_limit or throttle to charge units to"
+            )
+        self._charger(self.info, units)
 
     # -- a durable task's steps (``scheduler/runs/durable.py``) ---------------------------
 

@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 
 from tests.support.helpers import running, wait_for
-from tickwork.scheduler import App, InvalidMessage, chain
+from tickwork.scheduler import App, InvalidMessage, chain, current_run
 from tickwork.scheduler.model.message import Message
 from tickwork.triggers import Repeating
+from tickwork.workers import Worker, WorkerConfig
 
 
 def test_a_throttle_runs_n_calls_a_period_per_key_and_records_each_dropped_one(
@@ -112,3 +113,62 @@ def test_a_schedule_s_throttled_occurrences_are_recorded_and_it_goes_on(sqlite_a
 def _outcomes(app: App) -> list[str]:
     """The schedule ``poll``'s recorded outcomes, newest first."""
     return [entry.outcome.value for entry in app.schedules.history("poll")]
+
+
+def test_a_handler_s_charge_counts_against_its_rate(app: App) -> None:
+    starts: list[int] = []
+
+    @app.task(rate_limit="10/2s")
+    def complete(prompt: str) -> None:
+        starts.append(app.backend.now_ms())
+        current_run().charge(9)  # the tokens its answer took
+
+    with running(app) as worker:
+        complete.delay("first")
+        wait_for(lambda: len(starts) == 1, timeout_s=30)
+        complete.delay("second")
+        wait_for(lambda: len(starts) == 2, timeout_s=30)
+        assert worker.stats.rate_limited == 1
+    # 1 + 9 units charged fill the window: the second start waits for it to pass
+    assert starts[1] - starts[0] >= 1500, starts
+
+
+def test_a_charge_from_a_pool_process_is_counted(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TICKWORK_BACKEND", sqlite_url)
+    import importlib
+
+    import tests.support.process_tasks as module
+
+    module = importlib.reload(module)
+    module.answer.delay("summarise")
+    config = WorkerConfig(
+        pool="process",
+        concurrency=1,
+        burst=True,
+        poll_interval_s=0.05,
+        app_reference="tests.support.process_tasks",
+    )
+    assert Worker(module.app, config).run().acked == 1
+    name = module.answer.name
+    assert module.app.backend.rates.usage([name], 60_000)[name] == (10, 0), "1 + 9 units"
+    module.app.close()
+
+
+def test_a_bad_charge_fails_its_run_in_tickworks_words(sqlite_app: App) -> None:
+    @sqlite_app.task
+    def unlimited() -> None:
+        current_run().charge(3)
+
+    @sqlite_app.task(rate_limit="10/m")
+    def limited() -> None:
+        current_run().charge(0)
+
+    unlimited.delay()
+    limited.delay()
+    with running(sqlite_app):
+        wait_for(lambda: len(sqlite_app.backend.poison.list()) == 2, timeout_s=30)
+    errors = sorted(record.failure.message for record in sqlite_app.backend.poison.list())
+    assert "charge takes a whole number of units >= 1, not 0" in errors[0], errors
+    assert "has no rate_limit or throttle to charge units to" in errors[1], errors

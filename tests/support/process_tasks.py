@@ -29,3 +29,10 @@ def cube(n: int) -> int:
 
     current_run().progress(1.0, "computed in a pool process")
     return n * n * n
+
+
+@app.task(rate_limit="10/60s")
+def answer(prompt: str) -> None:
+    from tickwork.scheduler import current_run
+
+    current_run().charge(9)  # the tokens the answer took, counted from the pool process

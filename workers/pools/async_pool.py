@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from tickwork.scheduler import UnknownTask
+from tickwork.scheduler.runs.charges import charge_rate
 from tickwork.scheduler.runs.context import RunContext, RunInfo
 from tickwork.scheduler.runs.durable_opening import open_durable
 from tickwork.scheduler.runs.results import report_progress
@@ -69,6 +70,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         self._app = app
         self._report = partial(report_progress, app)  # one for every run
         self._durable = partial(open_durable, app, lambda: app.builder.clock.now_ms())
+        self._charge = partial(charge_rate, app)
         self._size = size
         self._on_done = on_done
         self._jobs: collections.deque[Job] = collections.deque()
@@ -189,7 +191,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         if limited:
             assert info.time_limit_s is not None
             timeout_s = info.time_limit_s  # stopped at its time limit, sooner
-        run = RunContext(info, self._report, self._durable)
+        run = RunContext(info, self._report, self._durable, self._charge)
         running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
         try:

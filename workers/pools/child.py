@@ -91,7 +91,7 @@ def _run_job(
 ) -> HandlerResult:
     global _job, _run
     assert _app is not None, "serve() imports the app first"
-    run = RunContext(info, _report_progress, _open_durable)
+    run = RunContext(info, _report_progress, _open_durable, _charge)
     try:
         _job, _run = job, run
         try:
@@ -124,6 +124,11 @@ def _report_progress(info: RunInfo, fraction: float, note: str | None) -> None:
     another thread at the fork)."""
     running_record(fraction, note, info.attempt, 0)  # a bad fraction raises here, in the task
     _send(("progress", _job, info, fraction, note))
+
+
+def _charge(info: RunInfo, units: int) -> None:
+    """A charge goes to the parent, which counts it (as progress does)."""
+    _send(("charge", _job, info, units))
 
 
 def _on_signal(_signum: int, _frame: FrameType | None) -> None:

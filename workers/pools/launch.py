@@ -88,6 +88,7 @@ class Launcher:
             work.lateness_ms,
             time_limit_s,
             soft_limit_s,
+            message.rate,
         )
         work.info = info
         hooks = context.hooks

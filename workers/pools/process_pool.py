@@ -38,6 +38,7 @@ from multiprocessing.sharedctypes import SynchronizedArray
 from typing import Any
 
 from tickwork.scheduler import TickworkError
+from tickwork.scheduler.runs.charges import charge_rate
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
@@ -127,6 +128,8 @@ class ProcessPool(HandlerPool[W]):
                     slot.pipe.send(answered(self._answers, message[1], message[2]))
             elif message[0] == "ready":
                 slot.ready = True
+            elif message[0] == "charge":  # ("charge", job, info, units)
+                self._charge(message[2], message[3])
             else:  # ("progress", job, info, fraction, note)
                 self._write_progress(*message[1:])
         self._died(slot)
@@ -242,6 +245,13 @@ class ProcessPool(HandlerPool[W]):
                 report_progress(self._app, info, fraction, note)
             except TickworkError as err:
                 log.warning("cannot keep the progress of %s: %s", info.message_id, err)
+
+    def _charge(self, info: RunInfo, units: int) -> None:
+        """Count the units a child's run charged to its rate limit."""
+        try:
+            charge_rate(self._app, info, units)
+        except TickworkError as err:
+            log.warning("cannot count the charge of %s: %s", info.message_id, err)
 
     def abort(self, item: W, grace_s: float | None = None) -> bool:
         with self._lock:

@@ -8,6 +8,7 @@ import threading
 from functools import partial
 from typing import Any
 
+from tickwork.scheduler.runs.charges import charge_rate
 from tickwork.scheduler.runs.context import RunContext, RunInfo
 from tickwork.scheduler.runs.durable_opening import open_durable
 from tickwork.scheduler.runs.results import report_progress
@@ -38,6 +39,7 @@ class ThreadPool(HandlerPool[W]):
         self._app = app
         self._report = partial(report_progress, app)  # one for every run
         self._durable = partial(open_durable, app, lambda: app.builder.clock.now_ms())
+        self._charge = partial(charge_rate, app)
         self._on_done = on_done
         self._queue: queue.SimpleQueue[
             tuple[W, str, list[Any], dict[str, Any], RunContext] | None
@@ -67,7 +69,7 @@ class ThreadPool(HandlerPool[W]):
     def submit(
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
-        run = RunContext(info, self._report, self._durable)
+        run = RunContext(info, self._report, self._durable, self._charge)
         self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 
