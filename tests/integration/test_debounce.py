@@ -15,6 +15,7 @@ import pytest
 from tests.support.helpers import running, wait_for
 from tickwork import App, Debounce
 from tickwork.errors import InvalidMessage
+from tickwork.scheduler.backends import Claim
 from tickwork.scheduler.clock import to_datetime
 from tickwork.scheduler.producing.debounce import FIRST_CALL
 
@@ -115,3 +116,32 @@ def test_under_load_the_last_call_of_every_key_runs_and_none_goes_back(app: App)
         assert runs[key] == sorted(set(runs[key])), (key, runs[key])
     most_per_key = math.floor(producing_s / 1.0) + 1
     assert all(len(runs[key]) <= most_per_key for key in keys), (producing_s, runs)
+
+
+def test_a_call_never_cancels_a_run_that_is_due_and_claimed(app: App) -> None:
+    """A worker between its claim of a due run and the handler's start: a call then
+    starts the next period in the group's second slot; the claimed run is not replaced
+    (its ack is written), and the next run carries the new call."""
+
+    @app.task(debounce=Debounce(timedelta(milliseconds=200), key="k"))
+    def sync(k: str, n: int) -> None: ...
+
+    sync.delay("acme", 1)
+    queue = sync.options.queue
+    claimed: list[Claim] = []
+
+    def claim_it() -> bool:
+        claimed.extend(app.backend.leases.claim(queue, 1).claims)
+        return bool(claimed)
+
+    wait_for(claim_it)
+    (claim,) = claimed
+    sync.delay("acme", 2)  # while the claimed run is about to start
+    group = f"debounce:{sync.name}:acme"
+    following = app.get(key=f"{group}~next", queue=queue)
+    assert following is not None and following.message.args == ["acme", 2]
+    assert app.backend.leases.ack([(claim, None)]) == [True], "the claimed run was not cancelled"
+    sync.delay("acme", 3)  # joins the waiting period
+    waiting = app.get(key=f"{group}~next", queue=queue)
+    assert waiting is not None and waiting.message.args == ["acme", 3]
+    assert app.get(key=group, queue=queue) is None, "one period waits, in one slot"
