@@ -50,6 +50,20 @@ def test_lookahead_claims_messages_due_soon(harness: BackendHarness) -> None:
     assert claims[0].deadline_ms >= claims[0].due_ms + TIMEOUT_MS, "lease counts from due time"
 
 
+def test_a_lease_taken_ahead_of_its_due_time_counts_as_in_flight(harness: BackendHarness) -> None:
+    """A claim within the lookahead of a message due well after its lease's length: the
+    statistics count it in flight (Cassandra found leases by their deadline only up to
+    the longest lease from now, and missed those a lookahead put further)."""
+    b = harness.backend
+    b.messages.enqueue([env(harness, "parked", due_in_ms=20_000, timeout_ms=2_000)])
+    (claim,) = b.leases.claim("q", 10, lookahead_ms=30_000).claims
+    assert claim.id == "parked"
+    stats = b.queues.stats("q")[0]
+    assert (stats.in_flight, stats.scheduled, stats.ready) == (1, 0, 0)
+    assert b.leases.ack([(claim, None)]) == [True]
+    assert b.queues.stats("q")[0].in_flight == 0
+
+
 def test_higher_priority_first_among_due(harness: BackendHarness) -> None:
     b = harness.backend
     b.messages.enqueue(

@@ -161,7 +161,9 @@ class CassandraClaiming:
         consumed = {row.id for row in candidates}
         read = advanced_position(state.read, rows, consumed, seen, (now - READ_MARGIN_MS, END_ID))
         swept = advanced_position(sweep_from, late, consumed, late_seen, sweep_to)
-        longest = max((c.timeout_ms for _, c in claims), default=0)
+        # the furthest deadline from now, a lookahead's included: ``live_leases`` finds
+        # leases by their deadlines up to that far ahead
+        longest = max((c.deadline_ms - leased_at for _, c in claims), default=0)
         lease_ms = max(state.lease_ms, longest)
         return claims, replace(state, read=read, swept=swept, lease_ms=lease_ms)
 

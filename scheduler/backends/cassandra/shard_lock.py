@@ -177,8 +177,9 @@ class CassandraShardLock(CassandraLayout):
 
     def live_leases(self, queue: str, shard: int, stored: ShardState) -> list[str]:
         """Ids of a shard's leases: found through their deadlines, between the expiry
-        position and the longest lease from now, one read per second of deadlines (the
-        deadlines of acked leases lie in between, as tombstones)."""
+        position and the furthest deadline a claim gave from its time (a lease, and the
+        lookahead of one claimed before its due time) from now, one read per second of
+        deadlines (the deadlines of acked leases lie in between, as tombstones)."""
         now = self.now_ms()
         first = max(stored.expired_ms, now - stored.lease_ms) + 1
         slices = time_slices(first, now + stored.lease_ms, 1000, 10**6)
