@@ -71,18 +71,20 @@ class RateGate:
         requests = [(work, request) for work in works if (request := self.request(work))]
         if not requests:
             return list(works), []
+        unanswered = False
         try:
             answers = self._backend.rates.reserve([request for _, request in requests])
         except BackendError as err:
             log.warning("cannot reserve rate-limited starts (looking again soon): %s", err)
             answers = [self._now_ms() + _RETRY_MS] * len(requests)
+            unanswered = True  # none is dropped for want of an answer: all look again
         waiting: set[int] = set()
         dropped: list[Work] = []
         for (work, request), start_at in zip(requests, answers, strict=True):
             if start_at is None:
                 continue
             waiting.add(id(work))
-            if request.reserve:
+            if request.reserve or unanswered:
                 self._defer(work, request, start_at)
             else:
                 dropped.append(work)
