@@ -17,7 +17,8 @@ Threads of a worker process, one module each::
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
 the permits and counters; ``lifecycle.py`` the signals and a failed thread's stop;
-``launch.py`` starts admitted work on the pool. This module wires them together, each
+``launch.py`` starts admitted work on the pool; ``gathering.py`` holds batched tasks'
+calls until their batch runs. This module wires them together, each
 given the one ``WorkerContext`` (``context.py``) and its peers, and runs them; it is the
 one worker module that sees ``App``.
 
@@ -66,6 +67,7 @@ from tickwork.workers.intake.timer import Timer
 from tickwork.workers.lifecycle import guarded, stop_signals
 from tickwork.workers.pools.async_pool import AsyncPool, RoutingPool
 from tickwork.workers.pools.execution import HandlerResult
+from tickwork.workers.pools.gathering import Gathering
 from tickwork.workers.pools.kinds import make_pool
 from tickwork.workers.pools.launch import Launcher
 from tickwork.workers.pools.pool import HandlerPool, PoolSpec
@@ -189,11 +191,16 @@ class Worker:
             max_tasks_per_child=self.config.max_tasks_per_child,
             max_memory_per_child_mb=self.config.max_memory_per_child_mb,
         )
-        pool: HandlerPool[Work] = make_pool(self.config.pool, spec, self._finished)
+        # batched tasks' calls wait to run together (None: the app has none)
+        gathering = Gathering.of(self._context, self._finished)
+        finished = self._finished if gathering is None else gathering.finished
+        pool: HandlerPool[Work] = make_pool(self.config.pool, spec, finished)
         metrics.watch_pool(pool)
         if self._has_async:
-            loop = AsyncPool[Work](self.app, self.config.async_concurrency, self._finished)
+            loop = AsyncPool[Work](self.app, self.config.async_concurrency, finished)
             pool = RoutingPool(self.app, pool, loop)
+        if gathering is not None:
+            gathering.inner, pool = pool, gathering
         self._pool = self._launcher.pool = pool
         roles: list[tuple[str, Callable[[], None]]] = [
             ("consumer", self._consumer.run),
@@ -203,6 +210,8 @@ class Worker:
             ("aborts", self._watch_aborts),
             ("presence", lambda: self._presence.run(until=self._settled)),
         ]
+        if gathering is not None:
+            roles.append(("gathering", lambda: gathering.run(until=self._settled)))
         if (activity := self._activity) is not None:
             roles.append(("activity", lambda: activity.run(until=self._settled)))
         if declared_limits(self.app.registry):  # capacities an operator may change live

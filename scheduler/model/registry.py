@@ -20,6 +20,12 @@ from pydantic import ValidationError
 
 from tickwork.scheduler.errors import ConfigurationError, InvalidMessage, UnknownTask
 from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.batching import (
+    Batching,
+    any_call,
+    batching_of,
+    check_batched_handler,
+)
 from tickwork.scheduler.model.debounce import Debounce
 from tickwork.scheduler.model.event_names import check_pattern
 from tickwork.scheduler.model.limits import (
@@ -139,6 +145,9 @@ class TaskRegistry:
                 )
             rate = throttle
         limited = limit is not None or rate is not None
+        batching = _batching(task_name, given, arguments)
+        if batching is not None:
+            arguments = Arguments(any_call, task_name)  # the calls': any JSON arguments
         signature = arguments.signature
         check_limit(task_name, signature, limited, limit_key)
         check_key_option(task_name, signature, "fair_key", fair_key)
@@ -164,6 +173,7 @@ class TaskRegistry:
             expires=given.get("expires"),
             debounce=debounce,
             durable=given.get("durable", False),
+            batch=batching,
         )
         task = self.add(
             TaskFunction(self.producer, function, options, arguments, is_async=is_async)
@@ -273,6 +283,31 @@ def _check_runnable(function: Callable[..., Any], task_name: str) -> None:
             f"task {task_name!r} is a generator function: a worker would get an iterator "
             "back without running it; make it a plain or an async def function"
         )
+
+
+def _batching(task_name: str, given: TaskKeywords, arguments: Arguments) -> Batching | None:
+    """A task's batching options checked, with what they exclude: the calls of one run
+    share a handler, so not a concurrency limit, a debounce or durable steps; its limit
+    and fair keys are functions (the calls' parameters are not the handler's)."""
+    batching = batching_of(
+        task_name, given.get("batch_size"), given.get("batch_timeout"), given.get("batch_key")
+    )
+    if batching is None:
+        return None
+    check_batched_handler(task_name, arguments.signature)
+    for option in ("concurrency_limit", "debounce", "durable"):
+        if given.get(option) not in (None, False):
+            raise InvalidMessage(
+                f"task {task_name!r} has a batch_size and a {option}: its calls run together "
+                "in one handler, so give one of them"
+            )
+    for option in ("limit_key", "fair_key"):
+        if isinstance(given.get(option), str):
+            raise InvalidMessage(
+                f"the {option} of batched task {task_name!r} must be a function of a call's "
+                "arguments: its handler's parameters are not its calls'"
+            )
+    return batching
 
 
 def _debounce(given: timedelta | Debounce | None) -> Debounce | None:

@@ -57,6 +57,11 @@ class TaskKeywords(TypedDict, total=False):
     - ``durable``: its handler calls steps, sleeps and recorded values through
       ``current_run()`` (``step``, ``sleep``, ``now``...), each journaled: a run started
       again resumes where it was instead of doing them again.
+    - ``batch_size``: the worker collects the task's calls and runs the handler once with a
+      list of up to this many (``BatchedCall``s), or with what came within
+      ``batch_timeout`` (a ``timedelta`` or seconds; default 1 s) of the first; per value
+      of ``batch_key`` (a keyword argument's name, or a function of the call's arguments).
+      Each call succeeds, is retried or fails by what the handler reports for it.
     - ``aliases``: names the task was registered under before (it was renamed or moved to
       another module): messages stored under them run it.
     """
@@ -84,6 +89,9 @@ class TaskKeywords(TypedDict, total=False):
     aliases: Sequence[str]
     debounce: timedelta | Debounce | None
     durable: bool
+    batch_size: int | None
+    batch_timeout: timedelta | float | None
+    batch_key: LimitKey | None
 
 
 #: every option's name, in the order above

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tickwork.scheduler.model.arguments import Arguments
+from tickwork.scheduler.model.batching import Batching, calls_of, report, reported
 from tickwork.scheduler.model.calls import Call as Call
 from tickwork.scheduler.model.calls import Producer as Producer
 from tickwork.scheduler.model.debounce import Debounce
@@ -67,6 +68,8 @@ class TaskOptions(BaseModel):
     debounce: Debounce | None = None
     #: its steps, sleeps and recorded values are journaled (``scheduler/runs/durable.py``)
     durable: bool = False
+    #: its calls run together, up to a batch at a time (``scheduler/model/batching.py``)
+    batch: Batching | None = None
 
     @field_validator("unique_for")
     @classmethod
@@ -214,7 +217,17 @@ class TaskFunction(Generic[P, R]):
 
     def run(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         """Run the handler on stored JSON arguments (what a worker does); for an async task
-        this returns the coroutine, which the caller must await."""
+        this returns the coroutine, which the caller must await. A batched task's one
+        argument is the calls the worker gathered; it returns what each call's outcome
+        is (``scheduler/model/batching.py``)."""
+        if self.options.batch is not None:
+            calls = calls_of(args[0])
+            handler: Callable[..., Any] = self.fn
+            returned = handler(calls)
+            rule = self.options.retry.rule_against
+            if inspect.isawaitable(returned):
+                return reported(self.name, calls, returned, rule)
+            return report(self.name, calls, returned, rule)
         typed_args, typed_kwargs = self.arguments.rebuild(args, kwargs)
         return self.fn(*typed_args, **typed_kwargs)
 
@@ -227,7 +240,8 @@ class TaskClass:
     ``retry``, a policy with backoff; ``retry_on``, ``dont_retry_on``), ``timeout``,
     ``time_limit``, ``soft_time_limit``, ``priority``, ``expires``, ``unique_for``,
     ``concurrency_limit``, ``rate_limit``, ``throttle``, ``limit_key``, ``fair_key``,
-    ``keep_result``, ``history``, ``on_events``, ``aliases``, ``debounce`` and ``durable``.
+    ``keep_result``, ``history``, ``on_events``, ``aliases``, ``debounce``, ``durable``,
+    ``batch_size``, ``batch_timeout`` and ``batch_key``.
     Each message gets a fresh instance.
     """
 
@@ -255,6 +269,9 @@ class TaskClass:
     aliases: ClassVar[Sequence[str]] = ()
     debounce: ClassVar[timedelta | Debounce | None] = None
     durable: ClassVar[bool] = False
+    batch_size: ClassVar[int | None] = None
+    batch_timeout: ClassVar[timedelta | float | None] = None
+    batch_key: ClassVar[LimitKey | None] = None
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

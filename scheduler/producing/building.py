@@ -19,6 +19,7 @@ from tickwork.scheduler.clock import Clock, to_datetime, to_ms
 from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.ids import first_chain_id, new_chain_id, occurrence_id
 from tickwork.scheduler.model import headers as header_names
+from tickwork.scheduler.model.batching import batch_value
 from tickwork.scheduler.model.limits import fair_value, limit_keys
 from tickwork.scheduler.model.message import (
     UNIQUE_FOR,
@@ -142,6 +143,8 @@ class MessageBuilder:
         fair = fair_value(
             task.name, task.arguments.signature, options.fair_key, call.args, call.kwargs
         )
+        if options.batch is not None:  # its batch key must be had from what is stored
+            batch_value(task.name, options.batch, args, kwargs)
         queue = task.options.queue if call.queue is None else call.queue
         check_scalars(call, queue)
         check_overlap(call, task.name, limited=limit is not None)

@@ -42,6 +42,7 @@ def is_plain(call: Call, options: TaskOptions) -> bool:
         and options.rate_limit is None
         and options.fair_key is None
         and options.expires is None
+        and options.batch is None
     )
 
 
