@@ -29,10 +29,11 @@ from tickwork.scheduler.encryption import Encryption, keys_of
 from tickwork.scheduler.errors import BackendError, InvalidMessage, ScheduleNotFound
 from tickwork.scheduler.events.service import Events
 from tickwork.scheduler.hooks import Hook, Hooks
+from tickwork.scheduler.model.batching import BatchedCall
 from tickwork.scheduler.model.handles import TaskInfo
 from tickwork.scheduler.model.message import ScheduledMessage
 from tickwork.scheduler.model.registry import Periodic, TaskRegistry
-from tickwork.scheduler.model.task_keywords import TaskKeywords
+from tickwork.scheduler.model.task_keywords import BatchKeywords, TaskKeywords
 from tickwork.scheduler.model.tasks import Call, TaskClass, TaskFunction
 from tickwork.scheduler.producer import Producer
 from tickwork.scheduler.producing.building import MessageBuilder
@@ -196,6 +197,11 @@ class App:
 
     @overload
     def task(
+        self, fn: None = None, /, **options: Unpack[BatchKeywords]
+    ) -> Callable[[Callable[[list[BatchedCall]], R]], TaskFunction[..., R]]: ...
+
+    @overload
+    def task(
         self, fn: None = None, /, **options: Unpack[TaskKeywords]
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
@@ -206,7 +212,8 @@ class App:
         ``timeout``, ``time_limit``, ``soft_time_limit``, ``priority``, ``unique_for``,
         ``concurrency_limit``, ``rate_limit``, ``throttle``, ``limit_key``, ``fair_key``,
         ``keep_result``, ``history``, ``expires``, ``on_events``, ``aliases``,
-        ``debounce``, ``durable``)."""
+        ``debounce``, ``durable``; a batched task's ``batch_size``, ``batch_timeout``,
+        ``batch_key``: ``BatchKeywords``)."""
 
         def register(function: Callable[..., Any]) -> TaskFunction[..., Any]:
             return self.registry.function(function, **options)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from pydantic_core import to_json
+
 from tickwork.scheduler.errors import InvalidMessage
 from tickwork.scheduler.model.event_names import Event
 from tickwork.scheduler.model.limits import LimitKey
@@ -174,6 +176,18 @@ def _described(error: BaseException | str) -> tuple[str, str]:
     return "Error", str(error)
 
 
+def _succeeded(value: Any) -> list[Any]:
+    """A call's success with ``value``; a value that is not JSON fails the call alone (a
+    failed attempt, as a handler's own value that cannot be kept fails its run)."""
+    if value is not None:
+        try:
+            to_json(value)
+        except Exception as err:  # pydantic_core raises its own serialisation errors
+            why = f"its result cannot be kept: it is not JSON-encodable ({err})"
+            return [RETRIED, "TypeError", why, "", None]
+    return [SUCCEEDED, value]
+
+
 def calls_of(payload: Sequence[Mapping[str, Any]]) -> list[BatchedCall]:
     """The calls a batched run takes, from what the worker gathered."""
     return [
@@ -201,11 +215,11 @@ def report(
     outcomes: list[list[Any]] = []
     for index, call in enumerate(calls):
         if call._outcome is None:
-            outcomes.append([SUCCEEDED, None if returned is None else returned[index]])
+            outcomes.append(_succeeded(None if returned is None else returned[index]))
             continue
         kind, given, delay_s = call._outcome
         if kind == SUCCEEDED:
-            outcomes.append([SUCCEEDED, given])
+            outcomes.append(_succeeded(given))
         elif kind == RETRIED:
             rule = rule_against(given) if isinstance(given, BaseException) else None
             outcomes.append([RETRIED, *_described(given), rule or "", delay_s])

@@ -37,7 +37,7 @@ from tickwork.scheduler.model.limits import (
 )
 from tickwork.scheduler.model.names import check_queue
 from tickwork.scheduler.model.retry import RetryPolicy
-from tickwork.scheduler.model.task_keywords import TASK_KEYWORDS, TaskKeywords
+from tickwork.scheduler.model.task_keywords import TASK_KEYWORDS, BatchKeywords, TaskKeywords
 from tickwork.scheduler.model.tasks import Producer, TaskClass, TaskFunction, TaskOptions
 from tickwork.triggers import Trigger
 
@@ -289,8 +289,12 @@ def _batching(task_name: str, given: TaskKeywords, arguments: Arguments) -> Batc
     """A task's batching options checked, with what they exclude: the calls of one run
     share a handler, so not a concurrency limit, a debounce or durable steps; its limit
     and fair keys are functions (the calls' parameters are not the handler's)."""
+    batched = cast(BatchKeywords, given)
     batching = batching_of(
-        task_name, given.get("batch_size"), given.get("batch_timeout"), given.get("batch_key")
+        task_name,
+        batched.get("batch_size"),
+        batched.get("batch_timeout"),
+        batched.get("batch_key"),
     )
     if batching is None:
         return None

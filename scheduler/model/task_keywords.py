@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TypedDict
+from typing import Required, TypedDict
 
 from tickwork.scheduler.model.debounce import Debounce
 from tickwork.scheduler.model.limits import ConcurrencyLimit, LimitKey, RateLimit
@@ -57,11 +57,6 @@ class TaskKeywords(TypedDict, total=False):
     - ``durable``: its handler calls steps, sleeps and recorded values through
       ``current_run()`` (``step``, ``sleep``, ``now``...), each journaled: a run started
       again resumes where it was instead of doing them again.
-    - ``batch_size``: the worker collects the task's calls and runs the handler once with a
-      list of up to this many (``BatchedCall``s), or with what came within
-      ``batch_timeout`` (a ``timedelta`` or seconds; default 1 s) of the first; per value
-      of ``batch_key`` (a keyword argument's name, or a function of the call's arguments).
-      Each call succeeds, is retried or fails by what the handler reports for it.
     - ``aliases``: names the task was registered under before (it was renamed or moved to
       another module): messages stored under them run it.
     """
@@ -89,10 +84,22 @@ class TaskKeywords(TypedDict, total=False):
     aliases: Sequence[str]
     debounce: timedelta | Debounce | None
     durable: bool
-    batch_size: int | None
+
+
+class BatchKeywords(TaskKeywords, total=False):
+    """A batched task's options: ``TaskKeywords`` and these (``batch_size`` required).
+
+    - ``batch_size``: the worker collects the task's calls and runs the handler once with a
+      list of up to this many (``BatchedCall``s), or with what came within
+      ``batch_timeout`` (a ``timedelta`` or seconds; default 1 s) of the first; per value
+      of ``batch_key`` (a keyword argument's name, or a function of the call's arguments).
+      Each call succeeds, is retried or fails by what the handler reports for it.
+    """
+
+    batch_size: Required[int]
     batch_timeout: timedelta | float | None
     batch_key: LimitKey | None
 
 
 #: every option's name, in the order above
-TASK_KEYWORDS: tuple[str, ...] = tuple(TaskKeywords.__annotations__)
+TASK_KEYWORDS: tuple[str, ...] = tuple(BatchKeywords.__annotations__)

@@ -27,6 +27,7 @@ POISONS_ON_PURPOSE = {
     "retries_poison": {"examples.retries_poison.fragile"},  # retried, then poisoned
     "time_limits": {"examples.time_limits.stuck_report"},  # past its hard limit
     "throttle": {"examples.throttle.notify"},  # calls over the throttle: dropped, recorded
+    "batching": {"examples.batching.notify"},  # addresses the provider refuses for good
     "workflows": {"examples.workflows.thumbnail"},  # a corrupt photo in a batch
 }
 #: examples that need a PostgreSQL server

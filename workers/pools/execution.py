@@ -267,7 +267,10 @@ def _kept(
         or isinstance(returned, Snooze)
     ):
         return None
-    return encode_value(returned, app.settings.max_payload_bytes)
+    most = app.settings.max_payload_bytes
+    if task.options.batch is not None:  # a batch's report: each call's result within it
+        most *= task.options.batch.size + 1
+    return encode_value(returned, most)
 
 
 def _ended(run: RunContext, returned: Any, started: float, value: bytes | None) -> HandlerResult:

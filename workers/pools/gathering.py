@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tickwork.scheduler import InvalidMessage, TickworkError
+from tickwork.scheduler import InvalidMessage
 from tickwork.scheduler.model.batching import (
     FAILED,
     RETRIED,
@@ -267,7 +267,7 @@ class Gathering(HandlerPool[Work]):
         if kind == SUCCEEDED:
             try:
                 value = encode_value(outcome[1], self._max_bytes) if keep else None
-            except TickworkError as err:
+            except (TypeError, ValueError) as err:  # over max_payload_bytes
                 return HandlerResult(Verdict.FAIL, type(err).__name__, str(err), "", share)
             return HandlerResult(Verdict.ACK, duration_ms=share, value=value)
         if kind == RETRIED:
