@@ -42,7 +42,7 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         with lock:
             seen.add(n)
 
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {"backend": url.split(":", 1)[0]}
     for name, task in (("batched", batched), ("one_call_a_run", single)):
         seen.clear()
         app.enqueue_many([task.call(n) for n in range(args.calls)])
