@@ -19,7 +19,7 @@ from tickwork.scheduler import App
 from tickwork.scheduler.model.message import Message
 
 N = sized(10_000, 1_000)
-ROUNDS = 4
+ROUNDS = sized(4, 2)
 FAILING = {n for n in range(N) if n % 97 == 0}
 MODULE = "tests.support.batched_tasks"
 #: handler calls at most: full batches, a few for the retried calls and the last partial

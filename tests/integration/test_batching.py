@@ -25,7 +25,7 @@ def test_calls_run_in_batches_and_each_is_acked_retried_or_poisoned_by_its_outco
     lock = threading.Lock()
     runs: list[list[int]] = []
 
-    @app.task(batch_size=SIZE, batch_timeout=timedelta(seconds=5), retries=2, keep_result=True)
+    @app.task(batch_size=SIZE, batch_timeout=timedelta(seconds=2), retries=2, keep_result=True)
     def double(calls: list[BatchedCall]) -> None:
         with lock:
             runs.append([call.args[0] for call in calls])
