@@ -6,8 +6,10 @@ abort takes a waiting call out."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +164,33 @@ def test_bad_batching_is_one_clear_error_and_stores_nothing(sqlite_app: App) -> 
     with pytest.raises(InvalidMessage, match="must give a string or a number"):
         keyed.delay(tenant=None)
     assert all(s.ready + s.scheduled == 0 for s in app.backend.queues.stats()), "none stored"
+
+
+def test_a_batched_task_runs_in_the_process_pool(
+    sqlite_app: App, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """``tickwork worker --pool process``: the child runs the handler on the calls and
+    sends the report back; run the user's way, from another directory."""
+    from tests.support import batched_tasks as tasks
+    from tests.support.served import console_script
+
+    url, count = sqlite_app.settings.backend, 250
+    done, calls = tmp_path / "done.txt", tmp_path / "calls.txt"
+    tasks.app.use_backend(url)
+    tasks.app.enqueue_many([tasks.batched.call(n) for n in range(count)])
+    tasks.app.close()
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
+    env["TICKWORK_TEST_CALLS"] = str(calls)
+    module = "tests.support.batched_tasks"
+    command = [console_script(), "worker", "-A", module, "--pool", "process", "-c", "2"]
+    finished = subprocess.run(
+        [*command, "--burst"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    retried = [n for n in range(count) if n % 89 == 0 and n % 97 != 0]
+    assert sorted(int(n) for n in done.read_text().split()) == sorted([*range(count), *retried])
+    sizes = [int(size) for size in calls.read_text().split()]
+    assert sum(sizes) == count + len(retried) and len(sizes) <= 5, sizes
+    poisoned = sqlite_app.backend.poison.list()
+    failing = [n for n in range(count) if n % 97 == 0]
+    assert sorted(Message.decode(p.envelope.body).args[0] for p in poisoned) == failing
