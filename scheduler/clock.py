@@ -28,10 +28,14 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The machine's clock."""
+    """The machine's clock (and its monotonic clock, which a step of the time of day does
+    not move: ``CorrectedClock`` tells steps by it)."""
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
+
+    def steady_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
 
 
 class ManualClock:
@@ -52,14 +56,24 @@ class ManualClock:
 
 #: a read of the reference clock slower than this is taken again (``CorrectedClock``)
 _SLOW_READ_MS = 10
+#: the local clock moved this much more (or less) than its monotonic clock since the last
+#: measurement: it was stepped, so the offset is measured again at once (a clock slewed
+#: by NTP drifts by at most 0.5 ms a second: 30 ms in a refresh period)
+_STEP_MS = 500
+#: ... compared once this many ms of local time (a step forward, or any back, at once):
+#: the readings in between cost no monotonic read
+_LOOK_MS = 100
 
 
 class CorrectedClock:
     """A local clock corrected to a reference clock (the backend's, which every process
     compares due times against): the offset is measured on first use and again every
     ``refresh_ms`` of local time, so a machine whose clock is off, or is stepped while it
-    runs, still stamps and fires on the reference's time. The first measurement's error
-    propagates; a failed refresh keeps the last offset and tries again a period later."""
+    runs, still stamps and fires on the reference's time. A local clock that also reads a
+    monotonic time (``steady_ms``, as ``SystemClock``) has a step of its time of day (an
+    operator's ``date -s``, a virtual machine resumed) noticed at the next reading: the
+    offset is measured again at once. The first measurement's error propagates; a failed
+    refresh keeps the last offset and tries again a period later."""
 
     def __init__(
         self,
@@ -74,6 +88,11 @@ class CorrectedClock:
         self._errors = errors
         self._offset_ms: int | None = None
         self._measured_at = 0  # local ms of the last measurement (or attempt)
+        #: the local clock's monotonic reading, if it has one (a test's ``ManualClock``
+        #: has none: its steps are the test's time)
+        self._steady: Callable[[], int] | None = getattr(local, "steady_ms", None)
+        self._steady_at = 0  # its reading at the last measurement (or attempt)
+        self._looked_at = 0  # local ms when the monotonic clock was last compared
 
     @property
     def offset_ms(self) -> int:
@@ -89,11 +108,11 @@ class CorrectedClock:
         is taken again: its midpoint could be off by half of it."""
         before = self._local.now_ms()
         reference = self._reference()
-        after = self._measured_at = self._local.now_ms()
+        after = self._mark(self._local.now_ms())
         if after - before > _SLOW_READ_MS:
             before = self._local.now_ms()
             reference = self._reference()
-            after = self._measured_at = self._local.now_ms()
+            after = self._mark(self._local.now_ms())
         # a reading inside the local window agrees with the local clock as closely as
         # can be told: no offset (the same clock, as on SQLite, must read exactly alike)
         inside = before <= reference <= after
@@ -109,17 +128,33 @@ class CorrectedClock:
         event loop makes it in a thread)."""
         return self._offset_ms is None or self._stale(self._local.now_ms())
 
+    def _mark(self, local: int) -> int:
+        """Note ``local`` (and the monotonic time) as the last measurement's; return it."""
+        self._measured_at = self._looked_at = local
+        if self._steady is not None:
+            self._steady_at = self._steady()
+        return local
+
     def _stale(self, local: int) -> bool:
-        """Whether the offset is a period old at local time ``local`` (or the local clock
-        went back since it was measured)."""
-        return local - self._measured_at >= self._refresh_ms or local < self._measured_at
+        """Whether the offset is a period old at local time ``local``, or the local clock
+        went back or was stepped since it was measured."""
+        since = local - self._measured_at
+        if since >= self._refresh_ms or since < 0:
+            return True
+        if self._steady is None:
+            return False
+        looked = local - self._looked_at
+        if 0 <= looked < _LOOK_MS:  # the clock moved on by less than a look's span
+            return False
+        self._looked_at = local
+        return abs(since - (self._steady() - self._steady_at)) > _STEP_MS
 
     def now_ms(self) -> int:
         local = self._local.now_ms()
         if self._offset_ms is None:
             return local + self.measure()
         if self._stale(local):
-            self._measured_at = local  # one attempt a period, whether it works or not
+            self._mark(local)  # one attempt a period, whether it works or not
             try:
                 return local + self.measure()
             except self._errors:

@@ -113,3 +113,46 @@ def test_to_ms_reads_every_aware_time_alike_whatever_its_tzinfo() -> None:
         assert to_ms(at.astimezone(rng.choice(zones))) == expected
         parsed = adapter.validate_json(to_json(at.isoformat().replace("+00:00", "Z")))
         assert parsed.tzinfo is clock._PYDANTIC_UTC and to_ms(parsed) == expected
+
+
+class SteppedClock(ManualClock):
+    """A local clock with a monotonic clock beside it (as ``SystemClock``): ``advance``
+    moves both, ``step`` only the time of day (``date -s``, a resumed virtual machine)."""
+
+    def __init__(self, start_ms: int) -> None:
+        super().__init__(start_ms)
+        self.steady = 0
+
+    def advance(self, ms: int) -> None:
+        super().advance(ms)
+        self.steady += ms
+
+    def step(self, ms: int) -> None:
+        super().advance(ms)
+
+    def steady_ms(self) -> int:
+        return self.steady
+
+
+def test_a_step_of_the_local_clock_is_measured_again_at_once() -> None:
+    local = SteppedClock(1_000_000)
+    truth = ManualClock(2_000_000)  # the backend's time: a step of ours does not move it
+    reads = []
+
+    def reference() -> int:
+        reads.append(1)
+        return truth.now_ms()
+
+    clock = CorrectedClock(reference, local, refresh_ms=60_000)
+    assert clock.now_ms() == 2_000_000
+    local.advance(10_000)
+    truth.advance(10_000)
+    assert clock.now_ms() == 2_010_000 and len(reads) == 1, "no step: no read"
+    for step_ms in (30_000, -3_600_000, 3_600_000, 2_000):  # forward, back, forward
+        local.step(step_ms)
+        assert clock.now_ms() == 2_010_000, f"a step of {step_ms} ms moved the backend's time"
+    assert len(reads) == 5, "each step measured once"
+    local.step(200)  # within what NTP's slewing may drift: no read
+    local.advance(1_000)
+    truth.advance(1_000)
+    assert clock.now_ms() == 2_011_200 and len(reads) == 5
