@@ -93,6 +93,7 @@ class CorrectedClock:
         self._steady: Callable[[], int] | None = getattr(local, "steady_ms", None)
         self._steady_at = 0  # its reading at the last measurement (or attempt)
         self._looked_at = 0  # local ms when the monotonic clock was last compared
+        self._lock = threading.Lock()  # one measurement at a time
 
     @property
     def offset_ms(self) -> int:
@@ -108,16 +109,17 @@ class CorrectedClock:
         is taken again: its midpoint could be off by half of it."""
         before = self._local.now_ms()
         reference = self._reference()
-        after = self._mark(self._local.now_ms())
+        after = self._local.now_ms()
         if after - before > _SLOW_READ_MS:
             before = self._local.now_ms()
             reference = self._reference()
-            after = self._mark(self._local.now_ms())
+            after = self._local.now_ms()
         # a reading inside the local window agrees with the local clock as closely as
         # can be told: no offset (the same clock, as on SQLite, must read exactly alike)
         inside = before <= reference <= after
-        self._offset_ms = 0 if inside else reference - (before + after) // 2
-        return self._offset_ms
+        offset = self._offset_ms = 0 if inside else reference - (before + after) // 2
+        self._mark(after)  # after the offset: a reading in between measures too
+        return offset
 
     def forget(self) -> None:
         """Measure again at the next reading (the reference changed)."""
@@ -146,20 +148,34 @@ class CorrectedClock:
         looked = local - self._looked_at
         if 0 <= looked < _LOOK_MS:  # the clock moved on by less than a look's span
             return False
+        if abs(since - (self._steady() - self._steady_at)) > _STEP_MS:
+            return True  # (not looked at: every reading measures, or waits, until marked)
         self._looked_at = local
-        return abs(since - (self._steady() - self._steady_at)) > _STEP_MS
+        return False
 
     def now_ms(self) -> int:
         local = self._local.now_ms()
         if self._offset_ms is None:
             return local + self.measure()
         if self._stale(local):
-            self._mark(local)  # one attempt a period, whether it works or not
+            return self._measured(local)
+        return local + self._offset_ms
+
+    def _measured(self, local: int) -> int:
+        """``local`` corrected by an offset measured now, unless another thread measured
+        it while this one waited (every reading of a stale offset waits for the one
+        measurement, so none uses the offset from before a step); a failed measurement
+        keeps the last offset, and is tried again a period later."""
+        with self._lock:
+            last = self._offset_ms
+            assert last is not None  # measured once before any refresh
+            if not self._stale(self._local.now_ms()):
+                return local + last
             try:
                 return local + self.measure()
             except self._errors:
-                pass
-        return local + self._offset_ms
+                self._mark(local)  # one attempt a period, whether it works or not
+                return local + last
 
 
 def to_datetime(ms: int) -> datetime:

@@ -4,6 +4,7 @@ again once a period; a failed refresh keeps the last offset. ``to_ms`` of any aw
 from __future__ import annotations
 
 import random
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -156,3 +157,36 @@ def test_a_step_of_the_local_clock_is_measured_again_at_once() -> None:
     local.advance(1_000)
     truth.advance(1_000)
     assert clock.now_ms() == 2_011_200 and len(reads) == 5
+
+
+def test_a_reading_during_the_measurement_after_a_step_waits_for_its_offset() -> None:
+    """Two threads read the clock after a step: the second does not use the offset from
+    before the step while the first measures (a parked message would fire early)."""
+    local = SteppedClock(1_000_000)
+    truth = ManualClock(1_000_000)
+    inside, release = threading.Event(), threading.Event()
+
+    def reference() -> int:
+        if len(read) == 1:  # the measurement after the step: held until told
+            inside.set()
+            release.wait(5)
+        read.append(1)
+        return truth.now_ms()
+
+    read: list[int] = []
+    clock = CorrectedClock(reference, local, refresh_ms=60_000)
+    assert clock.now_ms() == 1_000_000
+    local.step(30_000)
+    first: list[int] = []
+    measuring = threading.Thread(target=lambda: first.append(clock.now_ms()))
+    measuring.start()
+    assert inside.wait(5)
+    second: list[int] = []
+    reading = threading.Thread(target=lambda: second.append(clock.now_ms()))
+    reading.start()
+    reading.join(0.2)
+    assert not second, "a reading went on with the offset from before the step"
+    release.set()
+    measuring.join(5)
+    reading.join(5)
+    assert first == second == [1_000_000] and len(read) == 2
