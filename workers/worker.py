@@ -36,7 +36,8 @@ past its memory bound (``max_memory_mb``: ``reporting/memory_bound.py``).
 
 Time: every component reads the worker's ``now_ms``, the injected ``Clock`` (tests drive
 time with a ``ManualClock``) corrected to the backend's clock: its offset is measured
-before the timer builds its wheel, and again once a minute (``CorrectedClock``).
+before the timer builds its wheel, again once a minute, and at once after a step of the
+local clock (``CorrectedClock``).
 """
 
 from __future__ import annotations
@@ -297,7 +298,8 @@ class Worker:
     # -- wiring --------------------------------------------------------------------------
 
     def _now_ms(self) -> int:
-        """The backend's clock, estimated locally (its offset measured once a minute)."""
+        """The backend's clock, estimated locally (its offset measured once a minute, and
+        after a step of the local clock)."""
         return self._time.now_ms()
 
     def _finished(self, work: Work, result: HandlerResult) -> None:
