@@ -10,6 +10,7 @@ from tickwork.scheduler.backends import Backend, OnConflict, Outcome, State, ope
 from tickwork.scheduler.clock import Clock
 from tickwork.scheduler.errors import (
     BackendError,
+    BackendFull,
     BackendUnavailable,
     BatchNotFound,
     CalendarNotFound,
@@ -73,6 +74,7 @@ __all__ = [
     "App",
     "Backend",
     "BackendError",
+    "BackendFull",
     "BackendUnavailable",
     "Batch",
     "BatchFailed",

@@ -111,6 +111,11 @@ class BackendError(TickworkError):
     """The storage failed; the operation may or may not have been applied."""
 
 
+class BackendFull(BackendError):
+    """The storage refused a write for lack of space (Redis at its ``maxmemory``); the
+    write was not applied. Retrying once space is freed may succeed."""
+
+
 class BackendUnavailable(BackendError):
     """The storage cannot be reached; retrying later may succeed."""
 

@@ -8,6 +8,7 @@ journal holds; a ``BaseException`` too, so the run never goes on mixed)."""
 
 from tickwork.scheduler.errors import (
     BackendError,
+    BackendFull,
     BackendUnavailable,
     BatchNotFound,
     CalendarNotFound,
@@ -42,6 +43,7 @@ from tickwork.scheduler.workflows.status import BatchFailed
 __all__ = [
     "Aborted",
     "BackendError",
+    "BackendFull",
     "BackendUnavailable",
     "BatchFailed",
     "BatchNotFound",

@@ -81,7 +81,8 @@ async function main() {
     process.exit(2);
   }
   const lua = process.env.TICKWORK_LUA;
-  const script = ["prelude", "enqueue"].map((n) => readFileSync(join(lua, `${n}.lua`), "utf8")).join("\n");
+  // "#!lua" first: flags (none), so a Redis out of memory refuses the call whole
+  const script = "#!lua\n" + ["prelude", "enqueue"].map((n) => readFileSync(join(lua, `${n}.lua`), "utf8")).join("\n");
   const client = createClient({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379/0" });
   await client.connect();
   try {

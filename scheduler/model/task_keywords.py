@@ -57,6 +57,8 @@ class TaskKeywords(TypedDict, total=False):
     - ``durable``: its handler calls steps, sleeps and recorded values through
       ``current_run()`` (``step``, ``sleep``, ``now``...), each journaled: a run started
       again resumes where it was instead of doing them again.
+    - ``batch_size``, ``batch_timeout``, ``batch_key``: a batched task's, whose handler
+      runs once with a list of its calls (``BatchKeywords``).
     - ``aliases``: names the task was registered under before (it was renamed or moved to
       another module): messages stored under them run it.
     """

@@ -9,9 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.helpers import completed, enqueue_records, start_record_worker, wait_until
-from tests.support.servers import RedisServer, free_port
-from tickwork.scheduler import BackendError, BackendUnavailable, ConfigurationError, open_backend
+from tests.support.helpers import (
+    completed,
+    enqueue_records,
+    start_record_worker,
+    stop_workers,
+    wait_until,
+)
+from tests.support.servers import RedisServer, free_port, redis_cli
+from tickwork.scheduler import (
+    App,
+    BackendError,
+    BackendFull,
+    BackendUnavailable,
+    ConfigurationError,
+    open_backend,
+)
 from tickwork.scheduler.ids import stable_shard
 
 N = 2000
@@ -196,3 +209,77 @@ def test_script_calls_that_time_out_go_again_on_a_new_connection() -> None:
         backend.close()
     finally:
         server.stop()
+
+
+def test_redis_out_of_memory_refuses_writes_whole_and_workers_drain_it(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Redis at ``maxmemory`` with ``noeviction``: an enqueue is refused whole with one
+    clear error (``BackendFull``), a replace does not lose the message it would replace,
+    and a worker keeps running: it drains the queue (claims and acks may go over the
+    bound: they free memory), after which the refused writes go through. Nothing
+    acknowledged is lost."""
+    from tests.support.crash_tasks import app, record
+
+    server = RedisServer("--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+    url = server.url
+    done = tmp_path / "done.txt"
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
+    app.use_backend(url)
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        record.schedule([-1], key="kept", delay=3600)  # a keyed message, replaced later
+        acked: list[int] = []
+        refused: list[int] = []
+        chunk = 200
+        for start in range(0, 100_000, chunk):
+            numbers = list(range(start, start + chunk))
+            try:
+                app.enqueue_many([record.call(n, _pad()) for n in numbers])
+            except BackendFull as err:
+                assert "out of memory" in str(err) and "nothing of it was stored" in str(err)
+                refused = numbers
+                break
+            acked += numbers
+        assert refused, "Redis never filled"
+        assert _pending(app) == len(acked) + 1, "a refused batch wrote part of itself"
+        stored = sum(int(redis_cli(server.port, "HLEN", m)) for m in _records(server.port))
+        assert stored == len(acked) + 1, "records of a refused batch were left, unqueued"
+        with pytest.raises(BackendFull):
+            record.schedule([-2], key="kept", delay=3600, on_conflict="replace")
+        kept = app.get(key="kept")
+        assert kept is not None and kept.message.args == [-1], "the replace lost the message"
+        worker = start_record_worker(env, tmp_path / "worker.log")
+        deadline = time.monotonic() + 120
+        while True:  # the producer retries what was refused until the worker made room
+            try:
+                app.enqueue_many([record.call(n, _pad()) for n in refused])
+                break
+            except BackendFull:
+                assert time.monotonic() < deadline, "the worker never made room"
+                time.sleep(0.2)
+        everything = set(acked) | set(refused)
+        assert wait_until(lambda: set(completed(done)) >= everything, 120), (
+            f"lost: {len(everything - set(completed(done)))}; "
+            f"log: {(tmp_path / 'worker.log').read_text()[-2000:]}"
+        )
+        assert worker.poll() is None, "the worker must live through the full server"
+    finally:
+        if worker is not None:
+            stop_workers([worker])
+        app.cancel(key="kept")
+        app.close()
+        server.stop()
+
+
+def _pad() -> str:
+    return "x" * 500  # each message takes about a kilobyte
+
+
+def _records(port: int) -> list[str]:
+    """The keys of the shards' message records (``{prefix:queue:shard}:m``)."""
+    return [k for k in redis_cli(port, "KEYS", "*}:m").split() if k]
+
+
+def _pending(app: App) -> int:
+    return sum(s.ready + s.scheduled + s.in_flight for s in app.backend.queues.stats())

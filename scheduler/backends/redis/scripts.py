@@ -22,7 +22,7 @@ from redis.exceptions import NoScriptError
 
 from tickwork.scheduler.backends.base import Envelope
 from tickwork.scheduler.backends.redis.wire import send_commands
-from tickwork.scheduler.errors import BackendError
+from tickwork.scheduler.errors import BackendError, BackendFull
 
 #: one script call: (script name, keys, args)
 Call = tuple[str, list[str], list[Any]]
@@ -63,10 +63,26 @@ def _source(name: str) -> str:
     return files(__package__).joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
 
 
+#: the scripts that add what a producer or an operator asks (messages, batches, records):
+#: refused whole by a Redis over its ``maxmemory`` before any of their commands runs
+#: (its policy ``noeviction``); every other script, a worker's, may run over it: a claim,
+#: an ack or a release mostly frees memory, and workers draining the queues is the way
+#: out of a full server (Redis 7's script flags: ``allow-oom``)
+GROWING = frozenset({"enqueue", "batch_open", "ledger_append", "poison_replay"})
+
+
 def load_scripts() -> dict[str, str]:
-    """Script name -> full Lua source (the prelude, then the script)."""
+    """Script name -> full Lua source: its flags (a growing script none: refused whole
+    when Redis is out of memory, instead of failing at its first write that needs
+    memory, after writes before it were made), the prelude, then the script."""
     prelude = _source("prelude")
-    return {name: prelude + "\n" + _source(name) for name in SCRIPT_NAMES}
+    return {
+        name: ("#!lua\n" if name in GROWING else "#!lua flags=allow-oom\n")
+        + prelude
+        + "\n"
+        + _source(name)
+        for name in SCRIPT_NAMES
+    }
 
 
 def encode_record(e: Envelope) -> bytes:
@@ -152,8 +168,21 @@ def raise_errors(replies: list[Any]) -> list[Any]:
     ``BackendError``)."""
     for reply in replies:
         if isinstance(reply, Exception):
-            raise BackendError(f"Redis error: {reply}") from reply
+            raise redis_error(reply) from reply
     return replies
+
+
+def redis_error(error: Exception) -> BackendError:
+    """A Redis error reply in tickwork's words: ``BackendFull`` when the server is out of
+    memory (the write was refused whole), else a ``BackendError`` quoting it."""
+    text = str(error)
+    if "maxmemory" in text or text.startswith("OOM"):
+        return BackendFull(
+            "Redis is out of memory (its used memory is over maxmemory and its policy "
+            "evicts nothing): this write was refused and nothing of it was stored; "
+            "workers draining the queues free memory, or raise maxmemory"
+        )
+    return BackendError(f"Redis error: {text}")
 
 
 def _pipeline(

@@ -29,9 +29,10 @@ from tickwork.scheduler.backends.redis.scripts import (
     evalsha_round_trip,
     load_scripts,
     raise_errors,
+    redis_error,
     stored_envelope,
 )
-from tickwork.scheduler.errors import BackendError
+from tickwork.scheduler.errors import BackendFull
 from tickwork.scheduler.ids import stable_shard
 
 T = TypeVar("T")
@@ -96,7 +97,7 @@ class RedisShards:
         except (redis.ConnectionError, redis.TimeoutError) as err:
             raise unreachable(self.description, err) from err
         except redis.RedisError as err:
-            raise BackendError(f"Redis error: {err}") from err
+            raise redis_error(err) from err
 
     def script(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run one script call (``_run_scripts``: waited for replicas when it writes and
@@ -128,9 +129,17 @@ class RedisShards:
         if count is not None:
             return count
         meta = self.meta_key(queue)
-        self.call(self.client.hsetnx, meta, "shards", self.default_shards)
-        self.call(self.client.sadd, self.queues_key(), queue)
-        count = int(self.call(self.client.hget, meta, "shards"))
+        stored = self.call(self.client.hget, meta, "shards")  # read first: no write when
+        if stored is None:  # known (a worker starting on a full server writes nothing)
+            try:
+                self.call(self.client.hsetnx, meta, "shards", self.default_shards)
+                self.call(self.client.sadd, self.queues_key(), queue)
+            except BackendFull:
+                # a queue never written to holds nothing: read as the default, not kept
+                # (a write to it is refused too, until the server has room)
+                return self.default_shards
+            stored = self.call(self.client.hget, meta, "shards")
+        count = int(stored)
         self.shard_counts[queue] = count
         return count
 
