@@ -119,7 +119,9 @@ def test_shutdown_stops_parked_threads_and_gives_back_what_did_not_start(app: Ap
     thread spinning beside the pool: nothing in the windows would bring them back)."""
     results = Results()
     pool: ThreadPool[int] = ThreadPool(app, 8, results)
-    _submit(pool, "spin", range(5000), 0.0005)
+    # 25 s of work: it must not run out before the halvings reach the floor (2.5 s did,
+    # now and then, under load: the halvings are kept only while the rate holds)
+    _submit(pool, "spin", range(50_000), 0.0005)
     wait_for(lambda: pool.taking_work == FLOOR, 20)
     time.sleep(5 * WINDOW_S)  # past the windows that judge the halvings
     left = pool.unstarted()
@@ -139,5 +141,5 @@ def test_shutdown_stops_parked_threads_and_gives_back_what_did_not_start(app: Ap
     finally:
         busy.set()
         hogging.join()
-    assert len(results.done) + len(left) == 5000
+    assert len(results.done) + len(left) == 50_000
     assert not set(results.done) & set(left)
