@@ -1,8 +1,8 @@
 """Batching into one run: a task registered with ``batch_size=`` gets its calls collected
 by the worker and runs once with up to that many of them (or with what came within
 ``batch_timeout``), per value of ``batch_key`` (``workers/pools/gathering.py`` collects;
-``scheduler/runs/batched.py`` hands the calls to the handler and reads what it reports
-for each)."""
+``TaskFunction.run`` hands the calls to the handler and returns what it reports for
+each, ``report`` here)."""
 
 from __future__ import annotations
 
