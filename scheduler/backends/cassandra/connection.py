@@ -99,6 +99,10 @@ def connect(url: str) -> tuple[Session, Cluster, str, CassandraOptions]:
         auth_provider=auth,
         ssl_context=tls,
         connect_timeout=10,
+        # the driver's 2 s for the control connection's reads of the system tables failed
+        # the whole connect (NoHostAvailable, OperationTimedOut) on a loaded host whose
+        # node answered in 3 s: given as long as a connection attempt
+        control_connection_timeout=10,
         protocol_version=5,
         execution_profiles={EXEC_PROFILE_DEFAULT: profile},
         # a node back from a restart is used again within seconds (the driver's default
