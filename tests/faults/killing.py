@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.support.gate import open_gate
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tickwork.scheduler import App
 
 
 class KillLoop:
@@ -55,3 +56,15 @@ class KillLoop:
     def stop(self) -> None:
         """Stop the workers still running (gracefully)."""
         stop_workers(self.workers)
+
+
+def share(total: int, parts: int, round_: int) -> int:
+    """How many of ``total`` runs the gate lets through by ``round_``: ``round_ + 1`` of
+    ``parts`` (``partial(share, N, parts)`` is a loop's ``opens``)."""
+    return (round_ + 1) * total // parts
+
+
+def idle(app: App) -> bool:
+    """Whether no queue holds a message still to run: ready, scheduled or in flight."""
+    stats = app.backend.queues.stats()
+    return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.killing import KillLoop
+from tests.faults.killing import KillLoop, idle, share
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.gate import recorded
@@ -44,14 +44,14 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
     app = App(url)
     loop = KillLoop(env, tmp_path, MODULE)
     try:
-        opens = partial(_share, 6)
+        opens = partial(share, N, 6)
         loop.rounds(4, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(completed(done)) < N, "the kills must land while members still run"
         loop.start_last()
         assert wait_until(lambda: callbacks.exists(), 180), "the callback never ran"
         assert wait_until(lambda: app.batches.get(handle).complete, 30)
         # let every killed lease expire and be redelivered, then look again
-        assert wait_until(lambda: _idle(app), 60)
+        assert wait_until(lambda: idle(app), 60)
     finally:
         loop.stop()
     lines = callbacks.read_text().splitlines()
@@ -66,13 +66,3 @@ def test_sigkilled_workers_fire_the_callback_exactly_once(
     assert {f["index"] for f in outcome["failures"]} == FAILING
     assert set(completed(done)) == set(range(N)), "every member ran"
     app.close()
-
-
-def _idle(app: App) -> bool:
-    stats = app.backend.queues.stats()
-    return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
-
-
-def _share(parts: int, round_: int) -> int:
-    """How many runs the gate lets through by ``round_``: ``round_ + 1`` of ``parts``."""
-    return (round_ + 1) * N // parts

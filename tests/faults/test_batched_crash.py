@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.killing import KillLoop
+from tests.faults.killing import KillLoop, idle, share
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.gate import recorded
@@ -44,11 +44,11 @@ def test_sigkilled_workers_lose_no_call_of_a_batched_task(
     app = App(url)
     loop = KillLoop(env, tmp_path, MODULE)
     try:
-        opens = partial(_share, ROUNDS + 2)
+        opens = partial(share, N, ROUNDS + 2)
         loop.rounds(ROUNDS, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(completed(done)) < N, "the kills must land while calls still run"
         loop.start_last()
-        assert wait_until(lambda: _idle(app), 300), f"calls left: {app.backend.queues.stats()}"
+        assert wait_until(lambda: idle(app), 300), f"calls left: {app.backend.queues.stats()}"
     finally:
         loop.stop()
     assert set(completed(done)) == set(range(N)), "every call ran"
@@ -58,13 +58,3 @@ def test_sigkilled_workers_lose_no_call_of_a_batched_task(
     print(f"{backend_name}: {len(sizes)} handler calls for {N} calls")
     assert len(sizes) <= MOST_CALLS, f"{len(sizes)} handler calls for {N} calls: {sizes}"
     app.close()
-
-
-def _idle(app: App) -> bool:
-    stats = app.backend.queues.stats()
-    return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
-
-
-def _share(parts: int, round_: int) -> int:
-    """How many calls the gate lets through by ``round_``: ``round_ + 1`` of ``parts``."""
-    return (round_ + 1) * N // parts

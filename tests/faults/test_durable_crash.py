@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.killing import KillLoop
+from tests.faults.killing import KillLoop, share
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.gate import recorded
@@ -41,7 +41,7 @@ def test_sigkilled_workers_never_run_a_journaled_step_again(
     loop = KillLoop(env, tmp_path, MODULE)
     killed = loop.killed
     try:
-        opens = partial(_share, 7)
+        opens = partial(share, N, 7)
         loop.rounds(5, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(_bodies(done)) < N, "the kills must land while steps still run"
         loop.start_last()
@@ -76,8 +76,3 @@ def _bodies(done: Path) -> dict[tuple[int, int], list[int]]:
 
 def _finished(app: App, ids: list[str]) -> bool:
     return all(app.result(id).status.value == "succeeded" for id in ids)
-
-
-def _share(parts: int, round_: int) -> int:
-    """How many runs the gate lets through by ``round_``: ``round_ + 1`` of ``parts``."""
-    return (round_ + 1) * N // parts

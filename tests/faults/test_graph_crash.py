@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.killing import KillLoop
+from tests.faults.killing import KillLoop, idle, share
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
 from tests.support.gate import recorded
@@ -50,13 +50,13 @@ def test_sigkilled_workers_run_each_step_once_and_the_last_exactly_once(
     loop = KillLoop(env, tmp_path, MODULE)
     killed = loop.killed
     try:
-        opens = partial(_share, 6)
+        opens = partial(share, N, 6)
         loop.rounds(4, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(_runs(done)) < N, "the kills must land while steps still run"
         loop.start_last()
         assert wait_until(lambda: callbacks.exists(), 240), "the last step never ran"
         assert wait_until(lambda: app.batches.workflow(handle).state == "succeeded", 30)
-        assert wait_until(lambda: _idle(app), 60)  # killed leases expired and redelivered
+        assert wait_until(lambda: idle(app), 60)  # killed leases expired and redelivered
     finally:
         loop.stop()
     runs = _runs(done)
@@ -82,13 +82,3 @@ def _runs(done: Path) -> dict[int, list[int]]:
             number, pid = line.split()
             runs.setdefault(int(number), []).append(int(pid))
     return runs
-
-
-def _idle(app: App) -> bool:
-    stats = app.backend.queues.stats()
-    return all(s.ready + s.scheduled + s.in_flight == 0 for s in stats)
-
-
-def _share(parts: int, round_: int) -> int:
-    """How many runs the gate lets through by ``round_``: ``round_ + 1`` of ``parts``."""
-    return (round_ + 1) * N // parts
