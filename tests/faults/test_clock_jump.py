@@ -21,16 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.faketime import count_runs, libfaketime
 from tests.faults.sizes import FULL
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
-from tests.support.servers import ensure_debian_packages
 from tickwork.scheduler import App
 from tickwork.scheduler.clock import to_datetime
 from tickwork.triggers import Cron, Repeating
 
 MODULE = "tests.support.skew_tasks"
-LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 JOBS = 400 if FULL else 150
 #: the jumping worker's offsets in turn (seconds), each held this long
 STEPS_S = (3600, 0, -3600, 0, 30, 0)
@@ -44,8 +43,7 @@ pytestmark = pytest.mark.slow
 def test_a_worker_whose_clock_steps_fires_nothing_early_twice_or_unrecorded(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    if not Path(LIBFAKETIME).exists():
-        ensure_debian_packages(["faketime"], ["faketime"])
+    preload = libfaketime()
     url = backend_url(backend_name, tmp_path)
     runs, offset = tmp_path / "runs.txt", tmp_path / "offset"
     offset.write_text("+0\n")
@@ -62,7 +60,7 @@ def test_a_worker_whose_clock_steps_fires_nothing_early_twice_or_unrecorded(
     started = time.time()
     base = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_RUNS": str(runs)}
     stepped = base | {
-        "LD_PRELOAD": LIBFAKETIME,
+        "LD_PRELOAD": preload,
         "FAKETIME_TIMESTAMP_FILE": str(offset),
         "FAKETIME_CACHE_DURATION": "1",  # the file is read again once a second
         "FAKETIME_DONT_FAKE_MONOTONIC": "1",  # a step of the time of day, as date -s
@@ -75,7 +73,7 @@ def test_a_worker_whose_clock_steps_fires_nothing_early_twice_or_unrecorded(
     try:
         stepper.start()
         stepper.join(len(STEPS_S) * HOLD_S + 30)
-        assert wait_until(lambda: _count(runs, "job") >= JOBS, 60), "stalled"
+        assert wait_until(lambda: count_runs(runs, "job") >= JOBS, 60), "stalled"
         time.sleep(1)  # a job run twice would show now
     finally:
         app.cancel(key="rep")
@@ -136,9 +134,3 @@ def _every_occurrence_once(app: App, key: str, step: timedelta) -> None:
     # recorded one comes within two steps; a longer gap held an occurrence not recorded
     gaps = [(a, b - a) for a, b in itertools.pairwise(covered) if b - a >= 2 * step]
     assert not gaps, f"{key}: occurrences missing from the ledger: {gaps[:5]}"
-
-
-def _count(runs: Path, kind: str) -> int:
-    if not runs.exists():
-        return 0
-    return sum(line.startswith(f"{kind} ") for line in runs.read_text().splitlines())

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.faketime import count_runs, libfaketime
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
-from tests.support.servers import ensure_debian_packages
 from tickwork.scheduler import App
 from tickwork.scheduler.clock import ManualClock, to_datetime
 from tickwork.triggers import Cron, Repeating
@@ -31,7 +31,6 @@ SKEWS_S = (0, 30, -30)  # one worker each
 JOBS = 600 if FULL else 150
 SPREAD_S = 12 if FULL else 5  # delayed jobs fall due over this many seconds
 EARLY_MS = 20  # what "early" must exceed: the offset a worker measures is this precise
-LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +41,7 @@ pytestmark = pytest.mark.slow
 def test_skewed_workers_fire_nothing_early_or_twice(
     backend_name: str, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    if not Path(LIBFAKETIME).exists():
-        ensure_debian_packages(["faketime"], ["faketime"])
+    preload = libfaketime()
     url = backend_url(backend_name, tmp_path)
     runs = tmp_path / "runs.txt"
     from tests.support.skew_tasks import app, job, tick
@@ -61,13 +59,13 @@ def test_skewed_workers_fire_nothing_early_or_twice(
         env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_RUNS": str(runs)}
         if skew:
             env |= {
-                "LD_PRELOAD": LIBFAKETIME,
+                "LD_PRELOAD": preload,
                 "FAKETIME": f"{skew:+d}s",
                 "FAKETIME_DONT_FAKE_MONOTONIC": "1",  # the test's true time, see skew_tasks
             }
         workers.append(start_record_worker(env, tmp_path / f"w{n}.log", MODULE, concurrency=2))
     try:
-        assert wait_until(lambda: _count(runs, "job") >= JOBS, 60 + SPREAD_S), "stalled"
+        assert wait_until(lambda: count_runs(runs, "job") >= JOBS, 60 + SPREAD_S), "stalled"
         time.sleep(1)  # a job run twice would show now
     finally:
         app.cancel(key="rep")
@@ -99,12 +97,6 @@ def test_skewed_workers_fire_nothing_early_or_twice(
     fires = Counter(what.split(".")[0] for what in ticks)
     # a chain firing early would run through the occurrences of the next 30 s at once
     assert max(fires.values()) <= elapsed_s / 0.3 + 2, fires
-
-
-def _count(runs: Path, kind: str) -> int:
-    if not runs.exists():
-        return 0
-    return sum(line.startswith(f"{kind} ") for line in runs.read_text().splitlines())
 
 
 @pytest.mark.parametrize("skew_ms", [30_000, -30_000])
