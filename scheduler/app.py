@@ -209,9 +209,9 @@ class App:
         """Register a function as a task: ``@app.task``, or ``@app.task(...)`` with the
         options ``TaskKeywords`` lists and explains (``scheduler/model/task_keywords.py``:
         ``name``, ``queue``, ``retries`` or ``retry``, ``retry_on``, ``dont_retry_on``,
-        ``timeout``, ``time_limit``, ``soft_time_limit``, ``priority``, ``unique_for``,
-        ``concurrency_limit``, ``rate_limit``, ``throttle``, ``limit_key``, ``fair_key``,
-        ``keep_result``, ``history``, ``expires``, ``on_events``, ``aliases``,
+        ``timeout``, ``time_limit``, ``soft_time_limit``, ``priority``, ``max_wait``,
+        ``unique_for``, ``concurrency_limit``, ``rate_limit``, ``throttle``, ``limit_key``,
+        ``fair_key``, ``keep_result``, ``history``, ``expires``, ``on_events``, ``aliases``,
         ``debounce``, ``durable``; a batched task's ``batch_size``, ``batch_timeout``,
         ``batch_key``: ``BatchKeywords``)."""
 

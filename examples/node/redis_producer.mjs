@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { blake2b } from "blakejs";
 import { createClient } from "redis";
 
-const SHARD_KEYS = ["m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b", "f"];
+const SHARD_KEYS = ["m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b", "f", "w"];
 const encoder = new TextEncoder();
 
 const hex = (bytes) => Buffer.from(bytes).toString("hex");

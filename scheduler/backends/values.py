@@ -35,6 +35,11 @@ class State(StrEnum):
     RUNNING = "running"
 
 
+#: the priority a message is promoted to when it has waited its task's ``max_wait``: above
+#: every priority a task may have (-1000 to 1000), so it goes ahead of all of them
+PROMOTED_PRIORITY = 1001
+
+
 class Envelope(NamedTuple):
     """A message as handed to a backend: scheduling fields plus the encoded body.
     (A named tuple: immutable, and cheap to build a million of.)"""
@@ -48,6 +53,9 @@ class Envelope(NamedTuple):
     body: bytes
     fair: str | None = None  # the fair-share key: ready messages take turns by it
     limit: str | None = None  # the concurrency limit key (a backend may take its slot in a claim)
+    #: when a message still waiting then is promoted to ``PROMOTED_PRIORITY`` (its task's
+    #: ``max_wait`` after its due time); None: never
+    promote_ms: int | None = None
 
 
 class Claim(NamedTuple):

@@ -163,6 +163,7 @@ class TaskRegistry:
             time_limit_s=time_limit,
             soft_time_limit_s=_soft(task_name, given.get("soft_time_limit"), time_limit),
             priority=given.get("priority", 0),
+            max_wait=given.get("max_wait"),
             unique_for=given.get("unique_for"),
             concurrency_limit=limit,
             rate_limit=rate,

@@ -29,6 +29,9 @@ class TaskKeywords(TypedDict, total=False):
       ``soft_time_limit``: before that, a sync run gets ``SoftTimeLimitExceeded`` raised in
       it once, which it may catch to stop cleanly.
     - ``priority``: higher runs first among messages due together.
+    - ``max_wait``: a message still waiting this long (a ``timedelta`` or seconds) after
+      its due time is promoted ahead of every priority, so a steady stream of higher
+      priorities cannot starve it.
     - ``unique_for``: after a keyed message succeeds, its key stays taken this long
       (enqueueing it again is ignored or a conflict, per ``on_conflict``).
     - ``concurrency_limit``: at most this many run at once across every worker (an int, or
@@ -73,6 +76,7 @@ class TaskKeywords(TypedDict, total=False):
     time_limit: float | None
     soft_time_limit: float | None
     priority: int
+    max_wait: timedelta | float | None
     unique_for: timedelta | None
     concurrency_limit: int | ConcurrencyLimit | None
     rate_limit: str | RateLimit | None

@@ -70,12 +70,21 @@ class TaskOptions(BaseModel):
     durable: bool = False
     #: its calls run together, up to a batch at a time (``scheduler/model/batching.py``)
     batch: Batching | None = None
+    #: a message still waiting this long after its due time goes ahead of every priority
+    max_wait: timedelta | None = None
 
     @field_validator("unique_for")
     @classmethod
     def _positive_window(cls, value: timedelta | None) -> timedelta | None:
         if value is not None and value <= timedelta(0):
             raise ValueError("unique_for must be a positive duration")
+        return value
+
+    @field_validator("max_wait")
+    @classmethod
+    def _positive_wait(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("max_wait must be a positive duration")
         return value
 
     @field_validator("expires")
@@ -241,7 +250,7 @@ class TaskClass:
     ``time_limit``, ``soft_time_limit``, ``priority``, ``expires``, ``unique_for``,
     ``concurrency_limit``, ``rate_limit``, ``throttle``, ``limit_key``, ``fair_key``,
     ``keep_result``, ``history``, ``on_events``, ``aliases``, ``debounce``, ``durable``,
-    ``batch_size``, ``batch_timeout`` and ``batch_key``.
+    ``batch_size``, ``batch_timeout``, ``batch_key`` and ``max_wait``.
     Each message gets a fresh instance.
     """
 
@@ -272,6 +281,7 @@ class TaskClass:
     batch_size: ClassVar[int | None] = None
     batch_timeout: ClassVar[timedelta | float | None] = None
     batch_key: ClassVar[LimitKey | None] = None
+    max_wait: ClassVar[timedelta | float | None] = None
     task: ClassVar[TaskFunction[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

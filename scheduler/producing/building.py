@@ -34,9 +34,9 @@ from tickwork.scheduler.model.registry import TaskRegistry
 from tickwork.scheduler.model.tasks import Call, TaskFunction
 from tickwork.scheduler.producing.chains import (
     head_of,
-    resolve_step,
     result_taking_arguments,
     step_after,
+    stored_steps,
 )
 from tickwork.scheduler.producing.plain import PlainPath, is_plain
 from tickwork.scheduler.producing.planning import (
@@ -181,13 +181,13 @@ class MessageBuilder:
             rate=rate,
             fair=fair,
             cost=cost,
-            then=self._steps(call, queue),
+            then=stored_steps(call, queue, self.registry.lookup),
             member=None if member is None else member.model_dump(),
             callback=None if callback is None else callback.model_dump(),
             node=None if node is None else node.model_dump(exclude_defaults=True),
             expire_after_ms=expire_after_ms,
         )
-        return message_id, self.envelope(
+        envelope = self.envelope(
             message_id,
             queue,
             call.key,
@@ -201,23 +201,7 @@ class MessageBuilder:
             fair,
             limit,
         )
-
-    def _steps(self, call: Call, queue: str) -> list[dict[str, Any]] | None:
-        """The stored form of the steps after ``call`` in a chain (validated now); every
-        step runs in the first step's ``queue`` (its next step is written where it is
-        acked: on Redis, in its queue's shard)."""
-        if not call.then:
-            return None
-        steps = [resolve_step(step, self.registry.lookup(step.task)) for step in call.then]
-        for step in steps:
-            if step.queue != queue:
-                raise InvalidMessage(
-                    f"step {step.task} of a chain would run in queue {step.queue!r}, the "
-                    f"chain in {queue!r}: make the chain with chain(...) of the tasks' "
-                    ".s() and .si() calls (one that changes queue runs as a graph), or "
-                    f"give the step queue={queue!r}"
-                )
-        return [step.model_dump(mode="json", exclude_defaults=True) for step in steps]
+        return message_id, waiting(envelope, task.options.max_wait)
 
     def next_step(self, message: Message, now_ms: int, value: bytes | None) -> Envelope:
         """The envelope of the step after ``message`` (which succeeded and returned
@@ -393,7 +377,16 @@ class MessageBuilder:
             fair=head.fair,
             limit=head.limit,
         )
-        return envelope, fire.misfires
+        task = self.registry.tasks.get(head.task)
+        return waiting(envelope, None if task is None else task.options.max_wait), fire.misfires
+
+
+def waiting(envelope: Envelope, max_wait: timedelta | None) -> Envelope:
+    """``envelope`` to be promoted ahead of every priority ``max_wait`` after its due time
+    if it is still waiting then (unchanged without a ``max_wait``)."""
+    if max_wait is None:
+        return envelope
+    return envelope._replace(promote_ms=envelope.due_ms + int(max_wait.total_seconds() * 1000))
 
 
 def _unchanged(trigger: Trigger) -> Trigger:

@@ -15,7 +15,7 @@ replaying that message from the poison queue resumes it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, overload
 
@@ -106,6 +106,26 @@ def resolve_step(call: Call, task: TaskFunction[..., Any]) -> Step:
         rate=rate,
         fair=fair,
     )
+
+
+def stored_steps(
+    call: Call, queue: str, lookup: Callable[[str], TaskFunction[..., Any]]
+) -> list[dict[str, Any]] | None:
+    """The stored form of the steps after ``call`` in a chain (validated now, each task
+    found by ``lookup``); every step runs in the first step's ``queue`` (its next step is
+    written where it is acked: on Redis, in its queue's shard)."""
+    if not call.then:
+        return None
+    steps = [resolve_step(step, lookup(step.task)) for step in call.then]
+    for step in steps:
+        if step.queue != queue:
+            raise InvalidMessage(
+                f"step {step.task} of a chain would run in queue {step.queue!r}, the "
+                f"chain in {queue!r}: make the chain with chain(...) of the tasks' "
+                ".s() and .si() calls (one that changes queue runs as a graph), or "
+                f"give the step queue={queue!r}"
+            )
+    return [step.model_dump(mode="json", exclude_defaults=True) for step in steps]
 
 
 def step_keys(

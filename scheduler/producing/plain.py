@@ -43,6 +43,7 @@ def is_plain(call: Call, options: TaskOptions) -> bool:
         and options.fair_key is None
         and options.expires is None
         and options.batch is None
+        and options.max_wait is None
     )
 
 

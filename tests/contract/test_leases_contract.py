@@ -77,6 +77,55 @@ def test_higher_priority_first_among_due(harness: BackendHarness) -> None:
     assert [c.id for c in b.leases.claim("q", 10).claims] == ["high", "mid", "low"]
 
 
+def test_a_message_waiting_past_its_promotion_goes_ahead_of_every_priority(
+    harness: BackendHarness,
+) -> None:
+    """Priority aging (a task's ``max_wait``): once its promotion time has come, a waiting
+    low-priority message is claimed before higher priorities; one whose time has not
+    come keeps its place."""
+    b = harness.backend
+    now = harness.now_ms()
+    b.messages.enqueue(
+        [
+            env(harness, "old-low", priority=-5)._replace(promote_ms=now + 300),
+            env(harness, "young-low", priority=-5)._replace(promote_ms=now + 600_000),
+        ]
+    )
+    b.messages.enqueue([env(harness, f"high{i}", priority=50) for i in range(3)])
+    harness.advance(400)
+    ids = [c.id for c in claim_all(harness)]  # one batch: a sharded queue merges its shards'
+    assert ids[0] == "old-low" and ids[-1] == "young-low" and len(ids) == 5, ids
+
+
+def test_a_message_not_waiting_at_its_promotion_keeps_its_priority(
+    harness: BackendHarness,
+) -> None:
+    """A message running when its promotion time comes is not promoted: released again
+    afterwards, it waits in its own priority behind higher ones."""
+    b = harness.backend
+    now = harness.now_ms()
+    b.messages.enqueue([env(harness, "low", priority=-5)._replace(promote_ms=now + 200)])
+    (claim,) = b.leases.claim("q", 10).claims
+    harness.advance(300)
+    b.messages.enqueue([env(harness, "high", priority=50)])
+    assert [c.id for c in b.leases.claim("q", 10).claims] == ["high"]
+    assert b.leases.release([claim]) == 1
+    b.messages.enqueue([env(harness, "high2", priority=50)])
+    assert [c.id for c in claim_all(harness)] == ["high2", "low"]
+
+
+def test_a_next_occurrence_written_by_an_ack_ages_too(harness: BackendHarness) -> None:
+    """A schedule's next occurrence (written in the ack) keeps its promotion time."""
+    b = harness.backend
+    b.messages.enqueue([env(harness, "c.0", key="K", priority=-5)])
+    (claim,) = b.leases.claim("q", 10).claims
+    nxt = env(harness, "c.1", key="K", priority=-5)._replace(promote_ms=harness.now_ms() + 200)
+    assert b.leases.ack([(claim, nxt)]) == [True]
+    b.messages.enqueue([env(harness, f"high{i}", priority=50) for i in range(3)])
+    harness.advance(300)
+    assert claim_all(harness)[0].id == "c.1"
+
+
 def test_claim_from_an_empty_queue_reports_next_due(harness: BackendHarness) -> None:
     b = harness.backend
     assert b.leases.claim("q", 10).claims == []

@@ -32,6 +32,7 @@ from tickwork.scheduler.backends.cassandra.shard_lock import (
     advanced_position,
     time_slices,
 )
+from tickwork.scheduler.backends.values import PROMOTED_PRIORITY
 
 _BUSY_RETRY_MS = 50  # a shard locked by another consumer is worth a look this soon
 
@@ -50,6 +51,14 @@ def _malformed(row: Any) -> str | None:
     if row.timeout_ms is not None and row.timeout_ms <= 0:
         wrong.append(f"timeout_ms holds {row.timeout_ms}")
     return "malformed row: " + "; ".join(wrong) if wrong else None
+
+
+def _priority(row: Any, now: int) -> int:
+    """A pending row's priority in a claim: ``PROMOTED_PRIORITY`` once its promotion time
+    (a task's ``max_wait``) has come, ahead of every priority a task may have."""
+    if row.promote_ms is not None and row.promote_ms <= now:
+        return PROMOTED_PRIORITY
+    return int(row.priority or 0)
 
 
 def _claim_delete_ts(fence: int, row: Any) -> int:
@@ -130,7 +139,7 @@ class CassandraClaiming:
         rows, seen = self._store.read_between(
             queue, shard, state.read, (now + lookahead_ms, END_ID), window
         )
-        candidates = sorted(late + rows, key=lambda r: (-(r.priority or 0), r.ready_ms, r.id))
+        candidates = sorted(late + rows, key=lambda r: (-_priority(r, now), r.ready_ms, r.id))
         candidates = candidates[:limit]
         oldest = rows[0] if rows else None
         if (
@@ -155,7 +164,7 @@ class CassandraClaiming:
                 claim = self._lease_writes(
                     batches.current, queue, state.fence, shard, row, leased_at
                 )
-                claims.append((row.priority or 0, claim))
+                claims.append((_priority(row, now), claim))
             batches.added(len(row.body or b""))
         self._store.execute_many(batches.all())
         consumed = {row.id for row in candidates}

@@ -36,6 +36,13 @@ INSERT_PENDING = (
     "timeout_ms, attempt, body, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "USING TIMESTAMP ?"
 )
+#: a pending row of a task with ``max_wait``: with the time it is promoted (a separate
+#: statement, so the others write no null column: a null is a tombstone in Cassandra)
+INSERT_PENDING_AGING = (
+    "INSERT INTO queue_messages (queue, bucket, shard, ready_ms, id, due_ms, priority, key, "
+    "timeout_ms, attempt, body, last_error, promote_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+)
 DELETE_PENDING = (
     "DELETE FROM queue_messages USING TIMESTAMP ? WHERE queue = ? AND bucket = ? AND "
     "shard = ? AND ready_ms = ? AND id = ?"
@@ -51,7 +58,7 @@ SELECT_PENDING = (
 # One bucket's rows between two positions, oldest first: the claim and sweep reads.
 SELECT_PENDING_BETWEEN = (
     "SELECT bucket, ready_ms, id, due_ms, priority, key, timeout_ms, attempt, body, "
-    "last_error, WRITETIME(body) AS written FROM queue_messages WHERE queue = ? AND "
+    "last_error, promote_ms, WRITETIME(body) AS written FROM queue_messages WHERE queue = ? AND "
     "bucket = ? AND shard = ? AND (ready_ms, id) > (?, ?) AND (ready_ms, id) <= (?, ?) LIMIT ?"
 )
 # Every pending row after a position (stats, purge): below it everything was consumed.

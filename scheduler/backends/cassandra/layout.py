@@ -140,25 +140,17 @@ class CassandraLayout(CassandraConnection):
         ready = self.ready_ms(e.due_ms)
         shard = self.shard(e.queue, e.id, e.key)
         bucket = self.bucket(e.queue, ready)
-        add_to_batch(
-            batch,
-            self.prepare(cql.INSERT_PENDING),
-            (
-                e.queue,
-                bucket,
-                shard,
-                ready,
-                e.id,
-                e.due_ms,
-                e.priority,
-                e.key,
-                e.timeout_ms,
-                attempt,
-                e.body,
-                error,
-                ts,
-            ),
-        )
+        row = (e.queue, bucket, shard, ready, e.id, e.due_ms, e.priority, e.key, e.timeout_ms)
+        if e.promote_ms is None:
+            add_to_batch(
+                batch, self.prepare(cql.INSERT_PENDING), (*row, attempt, e.body, error, ts)
+            )
+        else:
+            add_to_batch(
+                batch,
+                self.prepare(cql.INSERT_PENDING_AGING),
+                (*row, attempt, e.body, error, e.promote_ms, ts),
+            )
         add_to_batch(
             batch, self.prepare(cql.INSERT_INDEX), (e.queue, e.id, bucket, shard, ready, ts)
         )

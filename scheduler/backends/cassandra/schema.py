@@ -27,6 +27,10 @@ Deviations from Astyanax, on purpose:
   oldest due row of a shard, once due for 10 s, takes the last place of a claim even if
   higher priorities wait: the read position cannot pass a row left behind, so without
   this a long run of higher-priority messages would leave ever more tombstones to re-read.
+  A row of a task with ``max_wait`` carries the time it is promoted (``promote_ms``):
+  from then on it goes ahead of every priority among the rows read (priority aging). A
+  row written again by a retry or a lease that ran out carries none: on Cassandra the
+  promotion applies to a message's first wait only.
 
 Table options: pending and lease tables use leveled compaction (reads touch few SSTables
 in a delete-heavy workload) and ``gc_grace_seconds = 3600``: tombstones of consumed
@@ -53,7 +57,7 @@ TABLES = {
         CREATE TABLE IF NOT EXISTS {ks}.queue_messages (
             queue text, bucket int, shard int, ready_ms bigint, id text, due_ms bigint,
             priority int, key text, timeout_ms int, attempt int, body blob, last_error text,
-            PRIMARY KEY ((queue, bucket, shard), ready_ms, id)) """
+            promote_ms bigint, PRIMARY KEY ((queue, bucket, shard), ready_ms, id)) """
     + QUEUE_TABLE_OPTIONS,
     "shard_locks": """
         CREATE TABLE IF NOT EXISTS {ks}.shard_locks (
@@ -154,12 +158,28 @@ KEYSPACE = """
     WITH replication = {'class': 'SimpleStrategy', 'replication_factor': {rf}}"""
 
 
+#: columns added to a table after it first shipped: ``create_schema`` adds each to a table
+#: created before it (``(table, column)``: its CQL type)
+ADDED_COLUMNS = {
+    ("queue_messages", "promote_ms"): "bigint",  # priority aging (``claiming.py``)
+}
+
+
 def create_schema(session: Session, keyspace: str, replication_factor: int = 1) -> None:
-    """Create the keyspace and tables (``tickwork cassandra create-schema``; idempotent)."""
+    """Create the keyspace and tables, and add the columns a table made by an earlier
+    version lacks (``tickwork cassandra create-schema``; idempotent)."""
     try:
         session.execute(KEYSPACE.replace("{ks}", keyspace).replace("{rf}", str(replication_factor)))
         for ddl in TABLES.values():
             session.execute(ddl.replace("{ks}", keyspace))
+        for (table, column), kind in ADDED_COLUMNS.items():
+            present = session.execute(
+                "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s "
+                "AND table_name = %s AND column_name = %s",
+                (keyspace, table, column),
+            ).one()
+            if present is None:
+                session.execute(f"ALTER TABLE {keyspace}.{table} ADD {column} {kind}")
     except NoHostAvailable as err:
         raise BackendUnavailable(f"Cassandra is unreachable: {err}") from err
     except Exception as err:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tickwork.scheduler.backends.postgres import ledger as ledger_rows
+from tickwork.scheduler.backends.postgres.aging import AGE, ages, aging_columns
 from tickwork.scheduler.backends.postgres.fairness import make_fair_ready
 from tickwork.scheduler.backends.postgres.limits import release_in
 from tickwork.scheduler.backends.postgres.notify import SOON_MS, announce, announce_queues
@@ -76,7 +77,8 @@ class PostgresLeases(Leases):
         sql = store.sql
         self._claim, self._claim_fn = sql(_CLAIM), sql(_CLAIM_FUNCTION)
         self._ack = sql(_ACK)
-        self._insert_next = sql(INSERT_MANY + " ON CONFLICT DO NOTHING RETURNING queue")
+        self._insert_next = sql(INSERT_MANY + " ON CONFLICT DO NOTHING RETURNING queue, id")
+        self._age = sql(AGE)
 
     def claim(
         self,
@@ -213,8 +215,12 @@ class PostgresLeases(Leases):
     def insert_next(self, db: Connection, nexts: Sequence[Envelope], now: int) -> None:
         """Store chains' next occurrences; a deterministic id makes a repeat a no-op."""
         inserted: dict[str, int] = {}
-        for (queue,) in db.execute(self._insert_next, insert_columns(nexts, now)):
+        written: set[str] = set()
+        for queue, message_id in db.execute(self._insert_next, insert_columns(nexts, now)):
             inserted[queue] = inserted.get(queue, 0) + 1
+            written.add(message_id)
+        if ages(nexts):
+            db.execute(self._age, aging_columns([e for e in nexts if e.id in written]))
         announce(self._store, db, nexts, now)
         for queue, count in sorted(inserted.items()):
             self._store.count(db, queue, "enqueued", count)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tickwork.scheduler.backends.postgres.aging import ages
 from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
 from tickwork.scheduler.backends.postgres.writing import NoRoom, aenqueue_on, enqueue_on, fresh, run
 from tickwork.scheduler.backends.roles import Messages
@@ -30,7 +31,11 @@ class PostgresMessages(Messages):
         store = self._store
         # in a caller's transaction a bounded write is all or nothing (writing.NoRoom)
         all_or_nothing = bounded and store.borrows()
-        if on_conflict is not OnConflict.REPLACE and all(e.key is None for e in envelopes):
+        if (
+            on_conflict is not OnConflict.REPLACE
+            and all(e.key is None for e in envelopes)
+            and not ages(envelopes)
+        ):
 
             def fast(db: Connection) -> list[Outcome] | None:
                 done = run(db, fresh(store, envelopes, bounded))

@@ -242,6 +242,71 @@ CREATE TABLE tw.fair_weights (
     PRIMARY KEY (queue, fair)
 );
 """,
+    # 3: priority aging (``aging.py``): when a waiting message is promoted, and the claim
+    # that promotes the ready messages whose time has come (to 1001, ``PROMOTED_PRIORITY``)
+    """
+CREATE TABLE tw.aging (
+    id         text PRIMARY KEY,
+    queue      text NOT NULL,
+    promote_ms bigint NOT NULL
+);
+CREATE INDEX aging_due ON tw.aging (queue, promote_ms);
+CREATE OR REPLACE FUNCTION tw.claim(
+    p_queue text, p_limit integer, p_now bigint, p_until bigint, p_token text, p_slot smallint
+) RETURNS TABLE (
+    c_id text, c_key text, c_body bytea, c_attempt integer, c_due bigint, c_at bigint,
+    c_timeout bigint, c_priority integer, c_turn bigint
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_expired integer;
+    v_claimed integer := 0;
+    v_fair boolean;
+BEGIN
+    WITH expiring AS MATERIALIZED (
+        SELECT m.id FROM tw.messages AS m
+        WHERE m.queue = p_queue AND m.state = 2 AND m.at_ms <= p_now
+        FOR UPDATE SKIP LOCKED)
+    UPDATE tw.messages AS m SET state = 1, at_ms = COALESCE(m.turn, m.due_ms), token = NULL
+    FROM expiring WHERE m.id = expiring.id;
+    GET DIAGNOSTICS v_expired = ROW_COUNT;
+    WITH coming AS MATERIALIZED (
+        SELECT m.id FROM tw.messages AS m
+        WHERE m.queue = p_queue AND m.state = 0 AND m.at_ms <= p_until AND m.fair IS NULL
+        ORDER BY m.at_ms, m.id LIMIT 10000 FOR UPDATE SKIP LOCKED)
+    UPDATE tw.messages AS m SET state = 1 FROM coming WHERE m.id = coming.id;
+    WITH aged AS MATERIALIZED (
+        DELETE FROM tw.aging AS a WHERE a.queue = p_queue AND a.promote_ms <= p_now
+        RETURNING a.id)
+    UPDATE tw.messages AS m SET priority = 1001 FROM aged
+    WHERE m.id = aged.id AND m.state = 1;
+    v_fair := EXISTS (SELECT 1 FROM tw.messages AS m WHERE m.queue = p_queue
+        AND m.state = 0 AND m.fair IS NOT NULL AND m.at_ms <= p_until);
+    IF NOT v_fair THEN
+        RETURN QUERY
+        WITH picked AS MATERIALIZED (
+            SELECT m.id FROM tw.messages AS m WHERE m.queue = p_queue AND m.state = 1
+            ORDER BY m.priority DESC, m.at_ms, m.id LIMIT p_limit FOR UPDATE SKIP LOCKED)
+        UPDATE tw.messages AS m SET state = 2, token = p_token, attempt = m.attempt + 1,
+            at_ms = GREATEST(p_now, m.due_ms) + m.timeout_ms
+        FROM picked WHERE m.id = picked.id
+        RETURNING m.id, m.key, m.body, m.attempt, m.due_ms, m.at_ms, m.timeout_ms,
+            m.priority, m.turn;
+        GET DIAGNOSTICS v_claimed = ROW_COUNT;
+    END IF;
+    INSERT INTO tw.counters AS c (queue, name, slot, value)
+    SELECT p_queue, n.name, p_slot, n.value
+    FROM (VALUES ('claimed', v_claimed), ('redelivered', v_expired)) AS n(name, value)
+    WHERE n.value > 0 ORDER BY n.name
+    ON CONFLICT (queue, name, slot) DO UPDATE SET value = c.value + excluded.value;
+    RETURN QUERY SELECT NULL::text, NULL::text, NULL::bytea, NULL::integer,
+        CASE WHEN v_claimed = 0 AND NOT v_fair THEN LEAST(
+            (SELECT min(m.at_ms) FROM tw.messages AS m WHERE m.queue = p_queue AND m.state = 0),
+            (SELECT min(m.at_ms) FROM tw.messages AS m WHERE m.queue = p_queue AND m.state = 2))
+        END,
+        NULL::bigint, NULL::bigint, NULL::integer, v_fair::integer::bigint;
+END
+$$;
+""",
 )
 
 VERSION = len(MIGRATIONS)

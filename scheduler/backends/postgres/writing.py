@@ -3,9 +3,10 @@
 synchronous connection (``run``) and on an asynchronous one (``arun``, for enqueue
 inside an asyncio application's own transaction).
 
-- ``fresh``: a batch of unkeyed messages in one statement (``_FRESH``): the new ids
-  inserted, their bounded queues counted under their row locks (nothing written when one
-  lacks room: the careful path decides then), the counters, ``NOTIFY``.
+- ``fresh``: a batch of unkeyed messages (none with a promotion time: ``aging.py``) in
+  one statement (``_FRESH``): the new ids inserted, their bounded queues counted under
+  their row locks (nothing written when one lacks room: the careful path decides then),
+  the counters, ``NOTIFY``.
 - ``careful``: keys, re-sends and replaces: who holds each key, which ids are stored,
   one plan for all (``outcomes.plan``), then the deletes of replaced rows and the
   inserts. Two producers may race for one key: the loser's insert meets the unique
@@ -28,6 +29,7 @@ from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
 from tickwork.scheduler.backends.outcomes import WRITES, plan
+from tickwork.scheduler.backends.postgres.aging import AGE, ages, aging_columns
 from tickwork.scheduler.backends.postgres.notify import SOON_MS, channel
 from tickwork.scheduler.backends.postgres.rows import INSERT_MANY, insert_columns
 from tickwork.scheduler.backends.postgres.store import Connection, PostgresStore
@@ -177,6 +179,8 @@ def careful(
     if written:
         rows_written = list(written.values())
         yield sql(INSERT_MANY), insert_columns(rows_written, now)
+        if ages(rows_written):
+            yield sql(AGE), aging_columns(rows_written)
         soon = sorted({e.queue for e in rows_written if e.due_ms <= now + SOON_MS})
         if soon:
             yield _NOTIFY, (channel(store.schema), soon)
@@ -248,7 +252,11 @@ async def aenqueue_on(
     bounded write is all or nothing (``NoRoom``)."""
     if not db.autocommit and db.info.transaction_status == TransactionStatus.IDLE:
         await db.execute("SELECT 1")  # open its implicit transaction: ours are savepoints
-    if on_conflict is not OnConflict.REPLACE and all(e.key is None for e in envelopes):
+    if (
+        on_conflict is not OnConflict.REPLACE
+        and all(e.key is None for e in envelopes)
+        and not ages(envelopes)
+    ):
         try:
             async with db.transaction():
                 done = await arun(db, fresh(store, envelopes, bounded))

@@ -8,6 +8,7 @@ from typing import Any
 
 from tickwork.scheduler.backends.redis.scripts import (
     encode_record,
+    priority_arg,
     raise_errors,
 )
 from tickwork.scheduler.backends.redis.shards import RedisShards
@@ -97,7 +98,7 @@ class RedisMessages(Messages):
             args: list[Any] = [on_conflict.value, "1" if bounded else "0", len(indexes)]
             for i in indexes:
                 e = envelopes[i]
-                args += [e.id, e.key or "", e.priority, e.due_ms, encode_record(e)]
+                args += [e.id, e.key or "", priority_arg(e), e.due_ms, encode_record(e)]
             calls.append((queue, shard, args))
         return calls
 

@@ -4,7 +4,7 @@ record format they share with Python.
 Every state change of a shard is one script call: the script touches the keys of one
 shard only (one hash tag, so one Redis Cluster slot) and reads the time from the server
 (``TIME``), so worker clocks never decide when something is due or when a lease ends.
-``lua/prelude.lua`` names the fourteen keys of a shard (``SHARD_KEYS``, passed in that
+``lua/prelude.lua`` names the fifteen keys of a shard (``SHARD_KEYS``, passed in that
 order to every shard script) and holds the helpers; it is prepended to each script. The
 ``slot_*`` scripts touch the keys of one concurrency limit instead (its own hash tag), and
 ``rate_reserve`` the start log of one rate limit, the ``batch_*`` scripts the two
@@ -31,7 +31,7 @@ Call = tuple[str, list[str], list[Any]]
 #: the fields of a shard's counters hash that are fair-share state, not counters
 FAIR_STATE = b"fair_"
 
-SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b", "f")
+SHARD_KEYS = ("m", "s", "r", "l", "t", "a", "e", "k", "pm", "pf", "pz", "c", "b", "f", "w")
 MESSAGES, SCHEDULED, READY, LEASED = 0, 1, 2, 3
 KEYS, POISON_RECORDS, POISON_FAILURES, POISON_TIMES, COUNTERS, BOUND = 7, 8, 9, 10, 11, 12
 
@@ -98,6 +98,12 @@ def encode_record(e: Envelope) -> bytes:
         return record
     fair = e.fair.encode()
     return b"f%d|%s%s" % (len(fair), fair, record)
+
+
+def priority_arg(e: Envelope) -> int | str:
+    """A script's priority argument: the priority, and when ``e`` has one the time it is
+    promoted if still waiting ("<priority>w<ms>": ``priority_of`` in the prelude)."""
+    return e.priority if e.promote_ms is None else f"{e.priority}w{e.promote_ms}"
 
 
 #: a stored record read back: (priority, timeout_ms, due_ms, key, body, fair key, limit key)

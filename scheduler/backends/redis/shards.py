@@ -28,6 +28,7 @@ from tickwork.scheduler.backends.redis.scripts import (
     SHARD_KEYS,
     evalsha_round_trip,
     load_scripts,
+    priority_arg,
     raise_errors,
     redis_error,
     stored_envelope,
@@ -275,7 +276,7 @@ class RedisShards:
         return [
             nxt.id,
             nxt.key or "",
-            nxt.priority,
+            priority_arg(nxt),
             nxt.due_ms,
             nxt.timeout_ms,
             nxt.fair or "",

@@ -19,6 +19,7 @@ from tickwork.scheduler.backends.base import Envelope
 from tickwork.scheduler.backends.options import UrlOptions
 from tickwork.scheduler.backends.records import LedgerEntry
 from tickwork.scheduler.backends.sqlite import ledger_log, ledger_pages
+from tickwork.scheduler.backends.sqlite.aging import AGING_SCHEMA, age_in
 from tickwork.scheduler.backends.sqlite.fairness import FAIR_SCHEMA
 from tickwork.scheduler.backends.states import initial_state
 from tickwork.scheduler.clock import Clock, SystemClock
@@ -212,7 +213,11 @@ class SQLiteStore:
             if not parent.exists():
                 raise ConfigurationError(f"directory {parent} for the SQLite file does not exist")
         self.connection().executescript(
-            SCHEMA + FAIR_SCHEMA + ledger_log.LEDGER_LOG_SCHEMA + ledger_pages.LEDGER_PAGES_SCHEMA
+            SCHEMA
+            + FAIR_SCHEMA
+            + AGING_SCHEMA
+            + ledger_log.LEDGER_LOG_SCHEMA
+            + ledger_pages.LEDGER_PAGES_SCHEMA
         )
 
     # -- connections ---------------------------------------------------------------------
@@ -365,5 +370,7 @@ class SQLiteStore:
                 nxt.fair,
             ),
         ).rowcount
+        if inserted:
+            age_in(db, (nxt,))
         self.count(db, nxt.queue, "enqueued", inserted)
         self.add_pending(db, nxt.queue, inserted)

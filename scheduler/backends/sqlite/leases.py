@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from tickwork.scheduler.backends.records import Failure, LedgerEntry, Waiter
 from tickwork.scheduler.backends.roles import Leases
+from tickwork.scheduler.backends.sqlite.aging import promote_in
 from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 from tickwork.scheduler.backends.sqlite.fairness import make_fair_ready
 from tickwork.scheduler.backends.sqlite.limits import SQLiteLimits
@@ -44,6 +45,7 @@ class SQLiteLeases(Leases):
                 (queue, now + lookahead_ms),
             )
             make_fair_ready(db, queue, now + lookahead_ms)
+            promote_in(db, queue, now)
             # one statement leases the whole batch; the batch's token fences each message
             # (a message is in at most one live batch, so a per-batch token is enough)
             token = secrets.token_hex(8)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from tickwork.scheduler.backends.outcomes import plan
 from tickwork.scheduler.backends.roles import Messages
 from tickwork.scheduler.backends.sqlite import bounds
+from tickwork.scheduler.backends.sqlite.aging import age_in
 from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 from tickwork.scheduler.backends.states import COLUMNS, initial_state, stored_message
 from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
@@ -63,6 +64,7 @@ class SQLiteMessages(Messages):
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+            age_in(db, planned.writes)
             for queue, count in planned.written.items():
                 self._store.count(db, queue, "enqueued", count)
             for queue, count in planned.added.items():
@@ -111,6 +113,7 @@ class SQLiteMessages(Messages):
             db.execute("RELEASE fresh")
             return None
         db.execute("RELEASE fresh")
+        age_in(db, envelopes)
         for queue, count in per_queue.items():
             self._store.count(db, queue, "enqueued", count)
         return [Outcome.ENQUEUED] * len(envelopes)

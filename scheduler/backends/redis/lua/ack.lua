@@ -1,7 +1,7 @@
 -- ack: delete acked messages and insert each next occurrence, fenced by the lease token,
 -- and append each one's ledger entry.
 -- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12])
---            and KEYS[15...]: the ledger of each item with an entry, in item order
+--            W (KEYS[15]) and KEYS[16...]: the ledger of each item with an entry, in item order
 -- ARGV: count, then per item: id, token, keyed ('0' | '1'), has_next ('0' | '1') and,
 --       when '1', the next occurrence's id, key, priority, due_ms, timeout_ms, fair key
 --       ('' for none), body, limit key ('' for none);
@@ -35,7 +35,7 @@ local function delete_plain()
     variadic('HDEL', E, plain)
     plain = {}
 end
-local out, acked, lk, seen = {}, 0, 14, {}
+local out, acked, lk, seen = {}, 0, 15, {}
 for i, item in ipairs(items) do
     local holds_it = held[i] == item.token and not seen[item.id]  -- an id twice: once
     seen[item.id] = true
@@ -64,8 +64,10 @@ for i, item in ipairs(items) do
             if fair == '' then fair = false end
             local limit = ARGV[nxt + 7]
             if limit == '' then limit = false end
-            insert(ARGV[nxt], key, tonumber(ARGV[nxt + 2]), tonumber(ARGV[nxt + 3]),
+            local priority, promote = priority_of(ARGV[nxt + 2])
+            insert(ARGV[nxt], key, priority, tonumber(ARGV[nxt + 3]),
                    tonumber(ARGV[nxt + 4]), ARGV[nxt + 6], now, fair, limit)
+            age(ARGV[nxt], promote)
         end
     end
 end

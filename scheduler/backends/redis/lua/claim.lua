@@ -4,7 +4,7 @@
 -- Returns now, the next due time (-1: none known) then per message its id, key, body,
 -- attempt, due, lease deadline, timeout, priority, place in the ready line and the limit
 -- whose slot it holds ('' for none: no limit, not due yet, or the limit is full).
--- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) C (KEYS[12]) F (KEYS[14])
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) C (KEYS[12]) F (KEYS[14]) W (KEYS[15])
 --            and the holders and waiters ZSETs of the limits it takes slots of (not
 --            declared: built from ARGV, so only on a single node, never on a cluster)
 -- ARGV: limit, lookahead_ms, token, sweep_max, then optionally the queue, the limits'
@@ -82,6 +82,26 @@ if #due_now > 0 then
     end
     if #adds > 0 then redis.call('ZADD', R, unpack(adds)) end
     line.save()
+end
+-- priority aging: the ready messages whose promotion time has come go ahead of every
+-- priority (record and ready score rewritten as PROMOTED, their place in the line kept);
+-- one not ready then (running, or waiting for a retry) keeps its priority
+local aged = redis.call('ZRANGEBYSCORE', W, '-inf', now, 'LIMIT', 0, sweep)
+if #aged > 0 then
+    redis.call('ZREMRANGEBYRANK', W, 0, #aged - 1)
+    for _, id in ipairs(aged) do
+        local score = redis.call('ZSCORE', R, id)
+        local record = score and redis.call('HGET', M, id)
+        if record then
+            local priority, timeout, due, key, body, fair, limit_key = parse(record)
+            if priority < PROMOTED then
+                local place = tonumber(score) - (1023 - priority) * PRIORITY_STEP
+                redis.call('HSET', M, id,
+                           make_record(PROMOTED, timeout, due, key, body, fair, limit_key))
+                redis.call('ZADD', R, ready_score(PROMOTED, place), id)
+            end
+        end
+    end
 end
 local out = {now, -1}
 if limit > 0 then

@@ -1,8 +1,9 @@
 -- enqueue: store messages (one shard), with the key-conflict mode and, when bounded, the
 -- shard's share of the queue's bound: a message that would add to a full shard is 'full'
 -- (not written); a replace or a duplicate adds nothing and always passes.
--- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12]) B (KEYS[13])
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) C (KEYS[12]) B (KEYS[13]) W (KEYS[15])
 -- ARGV: mode, bounded ('1' or '0'), count, then count x (id, key, priority, due_ms, record)
+-- (a priority with a promotion time: ``priority_of``)
 -- (a record with a fair-share key is placed as scheduled: see ``place``)
 -- (the client builds each record; fresh messages take a fast path: HSETNX of the record
 -- (and HSET of its key), and one ZADD per thousand messages)
@@ -48,7 +49,8 @@ local function flush(force)
         redis.call('ZADD', S, unpack(scheduled)); scheduled = {}
     end
 end
-local function queue_up(id, priority, due, record)
+local function queue_up(id, priority, due, record, promote)
+    age(id, promote)
     if due <= now and string.byte(record, 1) ~= 102 then  -- 'f': a fair-share key (place)
         ready[#ready + 1] = ready_score(priority, due); ready[#ready + 1] = id
     else
@@ -60,13 +62,14 @@ end
 local out = {}
 for i = 1, count do
     local id, key, record = arg(i, 1), arg(i, 2), arg(i, 5)
-    local priority, due = tonumber(arg(i, 3)), tonumber(arg(i, 4))
+    local priority, promote = priority_of(arg(i, 3))
+    local due = tonumber(arg(i, 4))
     if key == '' then
         if mode ~= 'replace' then
             if full() then
                 out[i] = redis.call('HEXISTS', M, id) == 1 and 'duplicate' or 'full'
             elseif redis.call('HSETNX', M, id, record) == 1 then
-                queue_up(id, priority, due, record)
+                queue_up(id, priority, due, record, promote)
                 took()
                 out[i] = 'enqueued'
             else
@@ -76,11 +79,11 @@ for i = 1, count do
             out[i] = 'full'
         elseif redis.call('HSETNX', M, id, record) == 1 then
             out[i] = 'enqueued'; took()
-            queue_up(id, priority, due, record)
+            queue_up(id, priority, due, record, promote)
         else
             flush(true); remove(id); out[i] = 'replaced'
             redis.call('HSET', M, id, record)
-            queue_up(id, priority, due, record)
+            queue_up(id, priority, due, record, promote)
         end
     else
         -- the buffered ready and scheduled entries go out before a remove (which takes a
@@ -102,7 +105,7 @@ for i = 1, count do
                 flush(true); remove(id); redis.call('HSET', M, id, record)
             end
             redis.call('HSET', K, key, id)
-            queue_up(id, priority, due, record)
+            queue_up(id, priority, due, record, promote)
         end
     end
 end

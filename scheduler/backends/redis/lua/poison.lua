@@ -1,6 +1,6 @@
 -- poison: move a leased message to the poison store, with its chain's next occurrence.
--- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) PM (KEYS[9]) PF (KEYS[10]) PZ (KEYS[11]) C (KEYS[12])
---            and KEYS[15]: the ledger, when an entry is given
+-- KEYS used: M (KEYS[1]) S (KEYS[2]) R (KEYS[3]) L (KEYS[4]) T (KEYS[5]) A (KEYS[6]) E (KEYS[7]) K (KEYS[8]) PM (KEYS[9]) PF (KEYS[10]) PZ (KEYS[11]) C (KEYS[12]) W (KEYS[15])
+--            and KEYS[16]: the ledger, when an entry is given
 -- ARGV: id, token, failure JSON (without attempts/time), next as in ACK (8 fields), then
 --       the ledger entry ('0' for none)
 local id, token, failure = ARGV[1], ARGV[2], ARGV[3]
@@ -20,8 +20,10 @@ if next_id ~= '' and redis.call('HEXISTS', M, next_id) == 0 then
     if fair == '' then fair = false end
     local limit = ARGV[11]
     if limit == '' then limit = false end
-    insert(next_id, key, tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[10], now,
+    local priority, promote = priority_of(ARGV[6])
+    insert(next_id, key, priority, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[10], now,
            fair, limit)
+    age(next_id, promote)
 end
-ledger(12, KEYS[15], true, now)
+ledger(12, KEYS[16], true, now)
 return 1

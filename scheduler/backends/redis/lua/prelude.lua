@@ -1,5 +1,5 @@
 -- Shared by every script (prepended when the scripts are loaded): the names of the
--- shard's fourteen keys, the record format and the helpers that keep them consistent.
+-- shard's fifteen keys, the record format and the helpers that keep them consistent.
 --
 -- KEYS (all of one shard S = {prefix}:{queue}:{n}, one hash tag, one cluster slot):
 --   KEYS[1]  M   S:m   HASH  id -> record
@@ -16,10 +16,11 @@
 --   KEYS[12] C   S:c   HASH  counters
 --   KEYS[13] B   S:b   STRING this shard's share of the queue's max_pending (absent: no bound)
 --   KEYS[14] F   S:f   ZSET  fair-share key -> its last turn (see ``fair_line``)
---   KEYS[15...]  S:h:{subject}  LIST  a ledger (ack, retry, poison: one per entry given)
-local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B, F =
+--   KEYS[15] W   S:w   ZSET  id -> when it is promoted if still ready (see ``age``)
+--   KEYS[16...]  S:h:{subject}  LIST  a ledger (ack, retry, poison: one per entry given)
+local M, S, R, L, T, A, E, K, PM, PF, PZ, C, B, F, W =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
-    KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+    KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 
 -- A ledger entry in ARGV at position ``at``: '0' for none, else "n|keep|ttl_ms" followed
 -- by its n records in the next arguments (oldest first). When ``apply``, they go to the
@@ -128,6 +129,23 @@ local PRIORITY_STEP = 4398046511104  -- 2^42: a ready score is priority, then du
 
 local function ready_score(priority, due)
     return (1023 - priority) * PRIORITY_STEP + due
+end
+
+-- Priority aging (a task's ``max_wait``): a priority argument is "<priority>", or
+-- "<priority>w<promotion time>" for a message promoted to PROMOTED (ahead of every
+-- priority a task may have) if it is still ready then; W holds those times until a claim
+-- reaches them (``promote_aged`` in claim.lua).
+local PROMOTED = 1001
+
+local function priority_of(given)
+    local p = tonumber(given)
+    if p then return p, false end
+    local q, w = string.match(given, '^(-?%d+)w(%d+)$')
+    return tonumber(q), tonumber(w)
+end
+
+local function age(id, promote)
+    if promote then redis.call('ZADD', W, promote, id) end
 end
 
 -- A message with a fair-share key is always placed as scheduled: the claim that finds it
