@@ -17,6 +17,7 @@ from cassandra.policies import WriteType
 from click.testing import CliRunner
 
 from tests.support.backends import Servers
+from tests.support.served import run_tickwork
 from tests.support.servers import free_port
 from tickwork.cli import cli
 from tickwork.scheduler import (
@@ -96,6 +97,37 @@ def test_create_schema_command_is_idempotent() -> None:
         assert "schema ready" in result.output
     backend = open_backend(address + "&create_schema=false")
     assert backend.queues.stats() == []
+    backend.close()
+
+
+def test_create_schema_adds_the_aging_column_to_a_keyspace_made_before_it(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """A keyspace made by a version without priority aging gets ``promote_ms`` from
+    ``tickwork cassandra create-schema``; its messages with ``max_wait`` then age."""
+    address = url()
+    assert (
+        run_tickwork(
+            tmp_path, clean_env, "--backend", address, "cassandra", "create-schema"
+        ).returncode
+        == 0
+    )
+    backend = open_backend(address)
+    assert isinstance(backend, CassandraBackend)
+    keyspace = address.rsplit("/", 1)[1].split("?")[0]
+    backend.store.session.execute(f"ALTER TABLE {keyspace}.queue_messages DROP promote_ms")
+    backend.close()
+    done = run_tickwork(tmp_path, clean_env, "--backend", address, "cassandra", "create-schema")
+    assert done.returncode == 0 and "schema ready" in done.stdout, done.stdout + done.stderr
+    backend = open_backend(address + "&create_schema=false")
+    now = backend.now_ms()
+    backend.messages.enqueue(
+        [
+            Envelope("low", "q", None, -5, now, 60_000, b"low", promote_ms=now),
+            Envelope("high", "q", None, 5, now, 60_000, b"high"),
+        ]
+    )
+    assert [c.id for c in backend.leases.claim("q", 10).claims] == ["low", "high"]
     backend.close()
 
 

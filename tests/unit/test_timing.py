@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -335,5 +337,55 @@ def test_the_heartbeat_forgets_nothing_when_a_lease_was_lost(backend: Backend) -
     beat = Heartbeat(backend, holdings, clock.now_ms)
     beat.beat()
     assert holdings.deadline(work) == START + 1000, "a lost lease is not recorded as extended"
+    beat.beat()  # still held a beat later: lost
     assert holdings.expiring(clock.now_ms()) == [], "a lost lease is not extended again"
     assert not holdings.empty(), "the settle, refused by the fence, removes it"
+
+
+def test_an_extension_refused_because_the_ack_came_first_is_no_lost_lease(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Over a slow network an ack may be on its way as the heartbeat extends the same
+    lease: the backend refuses the extension (the message is gone), and the settler then
+    removes the work. That is not a lost lease."""
+    clock = backend.store._clock  # type: ignore[attr-defined]
+    backend.messages.enqueue([Envelope("m", "q", None, 0, START, 1000, b"{}")])
+    (claim,) = backend.leases.claim("q", 10).claims
+    holdings = Holdings()
+    work = Work(claim, _work("m", START).message)
+    holdings.add(work)
+    clock.advance(700)
+    assert backend.leases.ack([(claim, None)]) == [True]  # it reaches the backend first
+    beat = Heartbeat(backend, holdings, clock.now_ms)
+    with caplog.at_level("WARNING", logger="tickwork.worker"):
+        beat.beat()  # refused
+        holdings.remove([work])  # the ack's answer reaches the settler
+        beat.beat()
+    assert "was lost" not in caplog.text
+
+
+def test_the_heartbeat_extends_earlier_when_extensions_are_slow(backend: Backend) -> None:
+    """Over a slow network an extension takes a while: leases are then extended while
+    less than three of those (and a beat) remain, even if more than half is left."""
+    clock = backend.store._clock  # type: ignore[attr-defined]
+    backend.messages.enqueue([Envelope("m1", "q", None, 0, START, 2000, b"{}")])
+    (first,) = backend.leases.claim("q", 10).claims
+    holdings = Holdings()
+    holdings.add(Work(first, _work("m1", START).message))
+    extend = backend.leases.extend
+
+    def slow_extend(claims: Any, lease_ms: int) -> list[bool]:
+        time.sleep(0.3)  # a round trip of a slow network, in real time
+        return extend(claims, lease_ms)
+
+    backend.leases.extend = slow_extend  # type: ignore[method-assign]
+    beat = Heartbeat(backend, holdings, clock.now_ms)
+    clock.advance(1100)  # m1 past half its 2 s lease: extended, slowly
+    beat.beat()
+    backend.messages.enqueue([Envelope("m2", "q", None, 0, START + 1100, 2000, b"{}")])
+    (second,) = backend.leases.claim("q", 10).claims
+    late = Work(second, _work("m2", START).message)
+    holdings.add(late)
+    clock.advance(950)  # 1,050 ms of 2 s left: more than half, less than 3 x 300 + 250 ms
+    beat.beat()
+    assert holdings.deadline(late) == START + 2050 + 2000, "extended early"

@@ -88,14 +88,16 @@ class Holdings:
         with self._lock:
             return list(self._works.values())
 
-    def expiring(self, now_ms: int) -> list[Work]:
-        """Work whose lease has less than half of its length left (and is not lost)."""
+    def expiring(self, now_ms: int, margin_ms: float = 0.0) -> list[Work]:
+        """Work whose lease has less than half of its length left, or less than
+        ``margin_ms`` (and is not lost)."""
         with self._lock:
             return [
                 work
                 for handle, work in self._works.items()
                 if handle not in self._lost
-                and self._deadlines.get(handle, 0) - now_ms < work.claim.timeout_ms / 2
+                and self._deadlines.get(handle, 0) - now_ms
+                < max(work.claim.timeout_ms / 2, margin_ms)
             ]
 
     def extended(self, works: Sequence[Work], deadline_ms: int) -> None:
@@ -104,6 +106,11 @@ class Holdings:
             for work in works:
                 if work.handle in self._deadlines:
                     self._deadlines[work.handle] = deadline_ms
+
+    def still_held(self, works: Iterable[Work]) -> list[Work]:
+        """Those of ``works`` not settled yet."""
+        with self._lock:
+            return [work for work in works if work.handle in self._works]
 
     def lost(self, works: Sequence[Work]) -> None:
         """Record that the leases of ``works`` are no longer held: no more extending them."""
