@@ -30,6 +30,7 @@ from tickwork.scheduler.backends.postgres.bridge import LoopBridge
 from tickwork.scheduler.backends.postgres.schema import MIGRATIONS, qualify
 from tickwork.scheduler.errors import (
     BackendError,
+    BackendFull,
     BackendUnavailable,
     ConfigurationError,
     InvalidMessage,
@@ -49,6 +50,15 @@ COUNTER_SLOTS = 16
 #: expired side records (rate starts, results, workers, batches) are deleted this often
 PRUNE_EVERY_MS = 1000
 _NOW_SQL = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+
+def disk_full(err: BaseException) -> BackendFull:
+    """PostgreSQL's "could not extend file ... No space left on device" in our words."""
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return BackendFull(
+        f"the PostgreSQL server's disk is full ({first}): nothing of this write was "
+        "applied; free space on the server and try again"
+    )
 
 
 class Borrowed:
@@ -153,6 +163,8 @@ class PostgresStore:
             raise BackendUnavailable(f"no PostgreSQL connection free or reachable: {err}") from err
         except pg_errors.TransactionRollback:
             raise  # a deadlock or serialization failure: the caller may run it again
+        except pg_errors.DiskFull as err:
+            raise disk_full(err) from err
         except psycopg.OperationalError as err:
             raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
 
@@ -214,6 +226,8 @@ class PostgresStore:
             yield
         except psycopg.DataError as err:
             raise InvalidMessage(f"PostgreSQL refused a value: {err}") from err
+        except pg_errors.DiskFull as err:
+            raise disk_full(err) from err
         except psycopg.OperationalError as err:
             raise BackendUnavailable(f"PostgreSQL is unavailable: {err}") from err
 

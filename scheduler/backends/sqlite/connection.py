@@ -23,7 +23,12 @@ from tickwork.scheduler.backends.sqlite.aging import AGING_SCHEMA, age_in
 from tickwork.scheduler.backends.sqlite.fairness import FAIR_SCHEMA
 from tickwork.scheduler.backends.states import initial_state
 from tickwork.scheduler.clock import Clock, SystemClock
-from tickwork.scheduler.errors import BackendError, BackendUnavailable, ConfigurationError
+from tickwork.scheduler.errors import (
+    BackendError,
+    BackendFull,
+    BackendUnavailable,
+    ConfigurationError,
+)
 
 #: The whole storage schema. Messages live in a rowid table (appended in arrival order) with
 #: a unique index on ``id``: keyed ids are hashes, and inserting them at random into a
@@ -168,6 +173,13 @@ class SQLiteOptions(UrlOptions):
 _STORES: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 
 
+def _full(err: BaseException) -> bool:
+    """Whether ``err`` is SQLite's "database or disk is full"."""
+    return isinstance(err, sqlite3.Error) and getattr(err, "sqlite_errorcode", None) == (
+        sqlite3.SQLITE_FULL
+    )
+
+
 def _after_fork() -> None:
     """In a forked child: a store's write lock may have been held by a parent thread at
     the fork, and would never be released here."""
@@ -274,17 +286,30 @@ class SQLiteStore:
                 raise BackendUnavailable(f"SQLite is busy or unavailable: {err}") from err
             try:
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
+            except BaseException as err:
+                if db.in_transaction:  # SQLite rolled back itself on some errors (full)
+                    db.execute("ROLLBACK")
+                if _full(err):
+                    raise self._full_error(err) from err
                 raise
             try:
                 db.execute("COMMIT")
             except sqlite3.Error as err:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if _full(err):
+                    raise self._full_error(err) from err
                 raise BackendError(f"SQLite commit failed: {err}") from err
         if self._fold_wanted:  # gathered with no lock held, then a write of its own
             self._fold_wanted = False
             ledger_log.fold_apart(self.connection(), self.write)
+
+    def _full_error(self, err: BaseException) -> BackendFull:
+        where = os.path.dirname(os.path.abspath(self.path))
+        return BackendFull(
+            f"the disk holding the SQLite database is full ({err}): nothing of this write "
+            f"was applied; free space in {where} and try again"
+        )
 
     def prune(
         self,

@@ -1,0 +1,145 @@
+"""A store's disk that fills while a worker runs (a small tmpfs the test mounts: root
+only, else skipped with the reason): SQLite's file on it, or a PostgreSQL database whose
+tablespace is on it. An enqueue is refused whole with one clear error (``BackendFull``)
+and writes nothing; the worker keeps what it holds, backs off without dying, and
+finishes everything once space returns; nothing is lost, and what ran twice is at most
+what it held. (PostgreSQL's write-ahead log on a full disk is another story: the server
+stops itself, which the clients meet as a server gone: ``test_postgres_faults.py``.)"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.faults.sizes import sized
+from tests.support.backends import Servers
+from tests.support.helpers import (
+    completed,
+    enqueue_records,
+    start_record_worker,
+    stop_workers,
+    wait_until,
+)
+from tickwork.errors import BackendFull
+from tickwork.workers.intake.flow import LENT_PER_PERMIT
+
+N = sized(2000, 400)
+CONCURRENCY = 4
+
+pytestmark = pytest.mark.slow
+
+
+@contextmanager
+def small_disk(path: Path, size: str, owner: str | None = None) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path`` for the block (its root owned by
+    ``owner``, when given)."""
+    path.mkdir(exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.strip()}")
+    if owner is not None:
+        shutil.chown(path, owner, owner)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file on ``disk`` until it is full; the file."""
+    filler = disk / "filler"
+    chunk = b"\0" * 65536
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(chunk)
+                out.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC, err
+    return filler
+
+
+def test_sqlite_on_a_full_disk_refuses_writes_whole_and_resumes_when_space_returns(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    with small_disk(tmp_path / "disk", "32m") as disk:
+        url = f"sqlite:///{disk / 'tickwork.db'}"
+        _fill_while_running(url, disk, tmp_path, clean_env, "disk holding the SQLite database")
+
+
+def test_postgres_on_a_full_disk_refuses_writes_whole_and_resumes_when_space_returns(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    server = Servers.postgres_url()
+    name = f"full{uuid.uuid4().hex[:10]}"
+    # a folder PostgreSQL's own user can reach (pytest's folders are root's alone)
+    place = Path(tempfile.mkdtemp(prefix="tickwork-pgdisk-"))
+    place.chmod(0o755)
+    admin = psycopg.connect(server, autocommit=True)
+    try:
+        with small_disk(place, "48m", owner="postgres") as disk:
+            admin.execute(f"CREATE TABLESPACE {name} LOCATION '{disk}'")
+            admin.execute(f"CREATE DATABASE {name} TABLESPACE {name}")
+            try:
+                url = f"{server.rsplit('/', 1)[0]}/{name}"
+                _fill_while_running(url, disk, tmp_path, clean_env, "PostgreSQL server's disk")
+            finally:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                admin.execute(f"DROP TABLESPACE IF EXISTS {name}")
+    finally:
+        admin.close()
+        shutil.rmtree(place, ignore_errors=True)
+
+
+def _fill_while_running(
+    url: str, disk: Path, tmp_path: Path, clean_env: dict[str, str], cause: str
+) -> None:
+    """Records run by a worker on ``url``; ``disk`` fills a quarter of the way through,
+    an enqueue is refused, and the disk is given room again after 3 s."""
+    from tests.support.crash_tasks import app, record
+
+    done = tmp_path / "done.txt"  # on the roomy disk: what ran is always recorded
+    env = {**clean_env, "TICKWORK_BACKEND": url, "TICKWORK_TEST_DONE": str(done)}
+    enqueue_records(url, range(N))
+    worker = start_record_worker(env, tmp_path / "worker.log", concurrency=CONCURRENCY)
+    try:
+        assert wait_until(lambda: len(completed(done)) >= N // 4, 60), "the worker stalled"
+        filler = fill(disk)
+        app.use_backend(url)
+        try:
+            with pytest.raises(BackendFull, match=f"{cause}.* is full"):
+                app.enqueue_many(record.call(n) for n in range(N, N + 100))
+            time.sleep(3)  # the worker meets the full disk: its acks and claims fail
+            assert worker.poll() is None, "the worker died of a full disk"
+            stalled = len(completed(done))
+            assert stalled < N, "the disk filled too late to matter"
+            filler.unlink()
+            assert wait_until(lambda: len(completed(done)) == N, 120), "it did not resume"
+            assert wait_until(lambda: app.backend.queues.stats("default")[0].in_flight == 0, 30)
+        finally:
+            app.close()
+    finally:
+        stop_workers([worker])
+    runs = completed(done)
+    assert set(runs) == set(range(N)), "lost, or the refused enqueue wrote some"
+    duplicates = sum(runs.values()) - N
+    held = CONCURRENCY * 3 * (1 + LENT_PER_PERMIT)  # its permits and the runs lent back
+    assert duplicates <= held, f"{duplicates} ran twice: more than the worker held"
+    log = (tmp_path / "worker.log").read_text()
+    assert cause in log, log[-2000:]
+    print(f"\nfull disk: {stalled} of {N} done when it filled, {duplicates} ran twice")
