@@ -13,7 +13,7 @@ from tickwork.scheduler.backends import Backend
 from tickwork.scheduler.hooks import Hooks
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.config import WorkerConfig
-from tickwork.workers.intake.flow import Counters, Permits
+from tickwork.workers.intake.flow import Counters, Pace, Permits
 from tickwork.workers.intake.holdings import Holdings
 from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 
@@ -40,6 +40,9 @@ class WorkerContext:
     #: set when something was made due here (a chain's next step, a woken waiter): the
     #: consumer claims at once instead of finishing its idle wait
     wake: threading.Event
+    #: the prefetch that follows the handlers' pace and the claims' round trips (None when
+    #: the worker was given a ``prefetch``)
+    pace: Pace | None = None
 
     @property
     def hooks(self) -> Hooks:

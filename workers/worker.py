@@ -124,6 +124,7 @@ class Worker:
             stopping=threading.Event(),
             forced=threading.Event(),
             wake=threading.Event(),
+            pace=self._pace,
         )
         self._settled = threading.Event()
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)

@@ -165,6 +165,20 @@ def test_the_prefetch_follows_the_handlers_pace_within_its_bounds() -> None:
     assert pace.prefetch == 16 and permits.total == 24
 
 
+def test_a_slow_claim_round_trip_asks_for_a_larger_prefetch() -> None:
+    """Over a slow network the next claim comes back a round trip later: the prefetch
+    covers the handlers' pace over that too (else each claim brings back only what ran
+    during the last one, and the worker idles between round trips)."""
+    permits = Permits(8 + 16)
+    pace = Pace(permits, concurrency=8, runners=8)
+    for _ in range(40):
+        pace.claimed(0.2)  # 100 ms each way
+    for _ in range(Pace.EVERY):
+        pace.ran(41.0)  # alone, 8 x 20 / 41 = 3.9: 2 x concurrency
+    # 8 x (20 + ~200) / 41 = ~42 claimed beyond the running ones
+    assert 38 <= pace.prefetch <= 43 and permits.total == 8 + pace.prefetch
+
+
 def test_async_runners_count_in_the_pace_but_not_in_the_bounds() -> None:
     permits = Permits(8 + 100 + 16)  # 8 threads, 100 coroutines, the first prefetch
     pace = Pace(permits, concurrency=8, runners=108)

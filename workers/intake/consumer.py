@@ -47,6 +47,7 @@ class Consumer:
         self._slots = admission.limits.capacities
         self._metrics = context.counting  # None: nothing counts, no call per claim
         self._backend = context.backend
+        self._pace = context.pace
         self._config = config = context.config
         self._permits = context.permits
         self._holdings = context.holdings
@@ -177,8 +178,11 @@ class Consumer:
                 lookahead = self._config.lookahead_ms if self._timer.has_room() else 0
                 asked = time.perf_counter()
                 batch = self._backend.leases.claim(queue, wanted - claimed, lookahead, self._slots)
+                took_s = time.perf_counter() - asked
                 if self._metrics is not None:
-                    self._metrics.claim_took(queue, time.perf_counter() - asked)
+                    self._metrics.claim_took(queue, took_s)
+                if self._pace is not None:
+                    self._pace.claimed(took_s)
                 claimed += len(batch.claims)
                 if batch.next_due_ms is not None:
                     next_due = (

@@ -96,9 +96,11 @@ class Permits:
 class Pace:
     """The prefetch of a worker that was given none, adapted to its handlers' pace: as
     many claimed messages beyond the running ones as its handlers get through in about
-    ``BACKLOG_S``, between 2 x and ``HIGH`` x the concurrency (at least ``FLOOR``). Fast
-    handlers then get large claims (fewer round trips per message); slow ones keep the
-    prefetch at 2 x concurrency, so a worker does not hoard work others could run."""
+    ``BACKLOG_S`` plus a claim's round trip, between 2 x and ``HIGH`` x the concurrency
+    (at least ``FLOOR``). Fast handlers then get large claims (fewer round trips per
+    message), and a slow network larger ones still (the next claim comes back a round
+    trip later: 0.2 s at 100 ms each way); slow handlers keep the prefetch at 2 x
+    concurrency, so a worker does not hoard work others could run."""
 
     BACKLOG_S = 0.02
     HIGH = 12
@@ -116,6 +118,11 @@ class Pace:
         self.prefetch = self._low
         self._runs = 0
         self._run_ms = 0.0
+        self._claim_s = 0.0  # a claim's round trip, smoothed
+
+    def claimed(self, duration_s: float) -> None:
+        """A claim took ``duration_s`` (the consumer's thread)."""
+        self._claim_s += (duration_s - self._claim_s) / 8
 
     def ran(self, duration_ms: float) -> None:
         """A handler ran for ``duration_ms`` (any thread; a lost update only delays the
@@ -128,7 +135,7 @@ class Pace:
             self._adapt(run_ms / runs / 1000)
 
     def _adapt(self, mean_run_s: float) -> None:
-        wanted = self._runners * self.BACKLOG_S / max(mean_run_s, 1e-6)
+        wanted = self._runners * (self.BACKLOG_S + self._claim_s) / max(mean_run_s, 1e-6)
         prefetch = min(self._high, max(self._low, round(wanted)))
         if abs(prefetch - self.prefetch) * 8 >= self.prefetch:  # moves of 1/8 or more
             self.prefetch = prefetch
