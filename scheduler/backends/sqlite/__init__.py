@@ -12,6 +12,6 @@ URL: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, ``sqlite:/
 """
 
 from tickwork.scheduler.backends.sqlite.backend import SQLiteBackend
-from tickwork.scheduler.backends.sqlite.connection import SQLiteOptions
+from tickwork.scheduler.backends.sqlite.options import SQLiteOptions
 
 __all__ = ["SQLiteBackend", "SQLiteOptions"]

@@ -7,11 +7,12 @@ from tickwork.scheduler.backends.base import Backend, Capability
 from tickwork.scheduler.backends.options import parse_options, sqlite_file
 from tickwork.scheduler.backends.sqlite.admin import SQLiteAborts, SQLitePoison, SQLiteQueues
 from tickwork.scheduler.backends.sqlite.batches import SQLiteBatches
-from tickwork.scheduler.backends.sqlite.connection import SQLiteOptions, SQLiteStore
+from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
 from tickwork.scheduler.backends.sqlite.leases import SQLiteLeases
 from tickwork.scheduler.backends.sqlite.ledger import SQLiteLedger
 from tickwork.scheduler.backends.sqlite.limits import SQLiteLimits
 from tickwork.scheduler.backends.sqlite.messages import SQLiteMessages
+from tickwork.scheduler.backends.sqlite.options import SQLiteOptions
 from tickwork.scheduler.backends.sqlite.rates import SQLiteRates
 from tickwork.scheduler.backends.sqlite.registry import SQLiteRegistry
 from tickwork.scheduler.backends.sqlite.results import SQLiteResults

@@ -11,12 +11,8 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field, field_validator
 
 from tickwork.scheduler.backends.base import Envelope
-from tickwork.scheduler.backends.options import UrlOptions
 from tickwork.scheduler.backends.records import LedgerEntry
 from tickwork.scheduler.backends.sqlite import ledger_log, ledger_pages
 from tickwork.scheduler.backends.sqlite.aging import AGING_SCHEMA, age_in
@@ -151,22 +147,6 @@ CREATE INDEX IF NOT EXISTS batch_members_to_prune ON batch_members (expires_ms);
 _PRUNE_EVERY_MS = 1000
 #: and expired ledger records (a full scan: the ledger has no index by expiry) this often
 _LEDGER_SWEEP_MS = 3_600_000
-
-
-class SQLiteOptions(UrlOptions):
-    """The query options a SQLite URL may carry."""
-
-    synchronous: Literal["full", "normal", "extra"] = Field(
-        default="full", description="PRAGMA synchronous: full survives a power cut"
-    )
-    busy_timeout_ms: int = Field(
-        default=30_000, ge=0, description="how long a writer waits for another's transaction"
-    )
-
-    @field_validator("synchronous", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.lower() if isinstance(value, str) else value
 
 
 #: every open store, so that a forked child can renew its write lock (``_after_fork``)
