@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, ParamSpec, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from tickwork.scheduler.model.arguments import Arguments
 from tickwork.scheduler.model.batching import Batching, calls_of, report, reported
@@ -73,25 +73,11 @@ class TaskOptions(BaseModel):
     #: a message still waiting this long after its due time goes ahead of every priority
     max_wait: timedelta | None = None
 
-    @field_validator("unique_for")
+    @field_validator("unique_for", "expires", "max_wait")
     @classmethod
-    def _positive_window(cls, value: timedelta | None) -> timedelta | None:
+    def _positive_duration(cls, value: timedelta | None, info: ValidationInfo) -> timedelta | None:
         if value is not None and value <= timedelta(0):
-            raise ValueError("unique_for must be a positive duration")
-        return value
-
-    @field_validator("max_wait")
-    @classmethod
-    def _positive_wait(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("max_wait must be a positive duration")
-        return value
-
-    @field_validator("expires")
-    @classmethod
-    def _positive_expiry(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("expires must be a positive duration")
+            raise ValueError(f"{info.field_name} must be a positive duration")
         return value
 
 

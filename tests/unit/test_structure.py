@@ -50,7 +50,10 @@ LONG_MODULES: dict[str, str] = {
     "app.limits (scheduler/views/limits.py) and its import, the same job again; 480 since "
     "batching into one run: the task verb's typed overload for batch_size (a batched "
     "handler takes list[BatchedCall], so its calls are typed apart) and its import and "
-    "docstring line: the same verb users read, not a second job",
+    "docstring line: the same verb users read, not a second job. Priority aging added "
+    "max_wait to the task verb's docstring without a line: it names every option on "
+    "purpose (help(app.task) is what users read; test_task_keywords checks it). One job: "
+    "the facade",
 }
 
 
