@@ -154,6 +154,22 @@ def test_keyed_lists_keyed_messages(harness: BackendHarness) -> None:
     assert sorted(m.envelope.key or "" for m in b.messages.keyed("q")) == ["K1", "K2"]
 
 
+def test_keyed_reads_many_with_each_ones_state(harness: BackendHarness) -> None:
+    """A worker reads every keyed message at start (its schedules): more than one read's
+    chunk on Redis (500), each with its own body and state."""
+    b = harness.backend
+    b.messages.enqueue([env(harness, f"k{i}", key=f"K{i}") for i in range(1200)])
+    b.messages.enqueue([env(harness, "later", key="L", due_in_ms=60_000)])
+    claimed = {claim.id for claim in claim_all(harness, limit=7)}
+    found = {m.envelope.id: m for m in b.messages.keyed("q")}
+    assert len(found) == 1201 and len(claimed) == 7
+    assert found["later"].state is State.SCHEDULED
+    assert all(found[i].state is State.RUNNING for i in claimed)
+    ready = [m for i, m in found.items() if i not in claimed and i != "later"]
+    assert len(ready) == 1193 and all(m.state is State.READY for m in ready)
+    assert all(m.envelope.body == f"body-{i}".encode() for i, m in found.items())
+
+
 def test_a_chain_is_readable_by_key_while_it_is_claimed_and_acked(
     harness: BackendHarness,
 ) -> None:

@@ -27,6 +27,9 @@ _OUTCOMES = {outcome.value.encode(): outcome for outcome in Outcome}
 #: how many times a read by key follows a moving holder before it gives up
 REREADS = 20
 
+#: how many keyed messages one pipelined read asks for (``keyed`` reads them in chunks)
+READ_CHUNK = 500
+
 
 class RedisMessages(Messages):
     """Stores, reads and cancels messages."""
@@ -177,14 +180,18 @@ class RedisMessages(Messages):
         return bool(self._store.run("delete_by_key", queue, shard, [key]))
 
     def keyed(self, queue: str | None = None) -> list[StoredMessage]:
-        found = []
+        found: list[StoredMessage] = []
         for name in [queue] if queue is not None else self._store.queues():
             for shard in range(self._store.shard_count(name)):
                 holders = self._store.call(
                     self._store.client.hgetall, self._store.shard_keys(name, shard)[7]
                 )
-                for key in sorted(holders):
-                    stored = self._store.read(name, shard, holders[key].decode())
-                    if stored is not None:
-                        found.append(stored)
+                ids = [holders[key].decode() for key in sorted(holders)]
+                for start in range(0, len(ids), READ_CHUNK):
+                    chunk = ids[start : start + READ_CHUNK]
+                    found.extend(
+                        stored
+                        for stored in self._store.read_many(name, shard, chunk)
+                        if stored is not None
+                    )
         return found

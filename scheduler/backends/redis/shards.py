@@ -220,30 +220,38 @@ class RedisShards:
         return None
 
     def read(self, queue: str, shard: int, message_id: str) -> StoredMessage | None:
+        return self.read_many(queue, shard, [message_id])[0]
+
+    def read_many(
+        self, queue: str, shard: int, message_ids: Sequence[str]
+    ) -> list[StoredMessage | None]:
+        """Read messages of one shard in one pipelined round trip (and a clock read),
+        ``None`` for each one gone."""
+        if not message_ids:
+            return []
         m, s, _, l_, _, a, e = self.shard_keys(queue, shard)[:7]
 
         def run() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
-            pipe.hget(m, message_id)
-            pipe.zscore(l_, message_id)
-            pipe.zscore(s, message_id)
-            pipe.hget(a, message_id)
-            pipe.hget(e, message_id)
+            for message_id in message_ids:
+                pipe.hget(m, message_id)
+                pipe.zscore(l_, message_id)
+                pipe.zscore(s, message_id)
+                pipe.hget(a, message_id)
+                pipe.hget(e, message_id)
             return list(pipe.execute())
 
-        record, leased, scheduled, attempt, error = self.call(run)
-        if record is None:
-            return None
-        envelope = stored_envelope(message_id, queue, record)
-        if leased is not None:
-            state = State.RUNNING
-        elif scheduled is not None and envelope.due_ms > self.now_ms():
-            state = State.SCHEDULED
-        else:
-            state = State.READY
-        return StoredMessage(
-            envelope, state, int(attempt or 0), error.decode() if error is not None else None
-        )
+        replies = self.call(run)
+        now_ms = self.now_ms()  # a cluster's pipeline refuses TIME
+        found: list[StoredMessage | None] = []
+        for index, message_id in enumerate(message_ids):
+            record, leased, scheduled, attempt, error = replies[5 * index : 5 * index + 5]
+            found.append(
+                None
+                if record is None
+                else _stored(message_id, queue, record, leased, scheduled, attempt, error, now_ms)
+            )
+        return found
 
     def by_shard(self, claims: Iterable[Claim]) -> dict[tuple[str, int], list[Claim]]:
         groups: dict[tuple[str, int], list[Claim]] = {}
@@ -300,3 +308,25 @@ def _ledger_head(count: int, keep: int, ttl_ms: int) -> bytes:
     """A ledger entry's first argument: ``count|keep|ttl_ms`` (the same few for every run
     of a worker: built once)."""
     return b"%d|%d|%d" % (count, max(1, keep), max(1, ttl_ms))
+
+
+def _stored(
+    message_id: str,
+    queue: str,
+    record: bytes,
+    leased: float | None,
+    scheduled: float | None,
+    attempt: bytes | None,
+    error: bytes | None,
+    now_ms: int,
+) -> StoredMessage:
+    envelope = stored_envelope(message_id, queue, record)
+    if leased is not None:
+        state = State.RUNNING
+    elif scheduled is not None and envelope.due_ms > now_ms:
+        state = State.SCHEDULED
+    else:
+        state = State.READY
+    return StoredMessage(
+        envelope, state, int(attempt or 0), error.decode() if error is not None else None
+    )
