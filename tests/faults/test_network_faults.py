@@ -18,8 +18,8 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -39,12 +39,14 @@ from tests.faults.workload import (
 from tests.support.backends import backend_url
 from tests.support.fault_proxy import FaultProxy
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
+from tests.support.lossy_net import LossyNamespace, lossy_namespace
 from tickwork.scheduler import App
 
 #: Cassandra's claims take several round trips each (its shard lock, reads, a batch): at
 #: 100 ms each way it runs about 4 messages a second, so only ``make faults`` takes it
 NETWORKED = ["redis", "postgres", "cassandra"] if FULL else ["redis", "postgres"]
 LATENCY_S = 0.1
+LOSS_PERCENT = 5
 NOW, DELAYED, KEYED = (3000, 1000, 1000) if FULL else (100, 30, 20)
 SPREAD_S = sized(30, 5)
 WORKERS = sized(4, 2)
@@ -55,12 +57,13 @@ pytestmark = pytest.mark.slow
 
 
 @contextmanager
-def proxied(url: str) -> Iterator[tuple[FaultProxy, str]]:
-    """A proxy in front of the server ``url`` names, and the same URL through it."""
+def proxied(url: str, inside: LossyNamespace | None = None) -> Iterator[tuple[FaultProxy, str]]:
+    """A proxy in front of the server ``url`` names, and the same URL through it (the
+    proxy listening in the namespace ``inside``, when given)."""
     parts = urlsplit(url)
     credentials, _, address = parts.netloc.rpartition("@")
     host, _, port = address.rpartition(":")
-    proxy = FaultProxy(host, int(port))
+    proxy = FaultProxy(host, int(port), inside.listener() if inside is not None else None)
     netloc = f"{credentials}@" if credentials else ""
     try:
         yield proxy, urlunsplit(parts._replace(netloc=f"{netloc}127.0.0.1:{proxy.port}"))
@@ -68,17 +71,26 @@ def proxied(url: str) -> Iterator[tuple[FaultProxy, str]]:
         proxy.close()
 
 
+@pytest.mark.parametrize("loss_percent", [0, LOSS_PERCENT])
 @pytest.mark.parametrize("backend_name", NETWORKED)
 def test_a_slow_network_loses_nothing_and_runs_nothing_twice(
-    backend_name: str, tmp_path: Path, clean_env: dict[str, str]
+    backend_name: str, loss_percent: int, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
+    """100 ms each way; with loss, also 5% of packets dropped (TCP resends them) between
+    the workers, in a network namespace of their own, and the proxy."""
+    if loss_percent and os.geteuid() != 0:
+        pytest.skip("a network namespace needs root")
     url = backend_url(backend_name, tmp_path)
     runs = tmp_path / "runs.txt"
     work = enqueue_workload(url, NOW, DELAYED, KEYED, SPREAD_S)
-    with proxied(url) as (proxy, through):
+    with (
+        lossy_namespace(loss_percent) if loss_percent else nullcontext() as inside,
+        proxied(url, inside) as (proxy, through),
+    ):
         proxy.delay(LATENCY_S)
         env = {**clean_env, "TICKWORK_BACKEND": through, "TICKWORK_TEST_RUNS": str(runs)}
-        workers = [_worker(env, tmp_path, f"slow-{i}") for i in range(WORKERS)]
+        prefix = inside.prefix if inside is not None else []
+        workers = [_worker(env, tmp_path, f"slow-{i}", prefix) for i in range(WORKERS)]
         try:
             assert wait_until(lambda: _due_now_done(runs) >= 1, 120), "nothing ran"
             started = time.monotonic()  # the workers are up (connecting takes round trips)
@@ -89,12 +101,16 @@ def test_a_slow_network_loses_nothing_and_runs_nothing_twice(
             assert wait_until(lambda: chains_fired(runs, work.chains), 120), "a chain stopped"
         finally:
             stop(url, workers)
+        dropped = inside.dropped() if inside is not None else 0
+    assert dropped > 0 or not loss_percent, "the namespace dropped no packet"
     verdict = _count(backend_name, url, runs, work, due_now_s)
     _report(
         "slow_network",
         verdict,
         {
             "latency_ms": 1000 * LATENCY_S,
+            "loss_percent": loss_percent,
+            "packets_dropped": dropped,
             "workers": WORKERS,
             "due_now_per_s": round((NOW - 1) / due_now_s, 1),
         },
@@ -225,8 +241,10 @@ def _lines(runs: Path) -> list[str]:
     return runs.read_text().splitlines() if runs.exists() else []
 
 
-def _worker(env: dict[str, str], tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
-    return start_record_worker(env, tmp_path / f"{name}.log", MODULE)
+def _worker(
+    env: dict[str, str], tmp_path: Path, name: str, prefix: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    return start_record_worker(env, tmp_path / f"{name}.log", MODULE, prefix=prefix)
 
 
 def _due_now_done(runs: Path) -> int:

@@ -72,16 +72,20 @@ class _Pump:
 
 
 class FaultProxy:
-    """Listens on ``127.0.0.1:port`` and forwards each connection to ``upstream``."""
+    """Listens on ``127.0.0.1:port`` and forwards each connection to ``upstream``;
+    ``listener``, when given, is the listening socket to use (one made inside a network
+    namespace: ``lossy_net.py``)."""
 
-    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+    def __init__(
+        self, upstream_host: str, upstream_port: int, listener: socket.socket | None = None
+    ) -> None:
         self.upstream = (upstream_host, upstream_port)
         self.latency_s = 0.0
         self._healed = threading.Event()
         self._healed.set()
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._listener = socket.create_server(("127.0.0.1", 0), backlog=256)
+        self._listener = listener or socket.create_server(("127.0.0.1", 0), backlog=256)
         self.port: int = self._listener.getsockname()[1]
         self._closed = False
         self._acceptor = threading.Thread(target=self._accept, daemon=True, name="proxy")

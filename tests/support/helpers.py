@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,10 +66,12 @@ def start_record_worker(
     log: Path,
     module: str = "tests.support.crash_tasks",
     concurrency: int = 4,
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """A ``tickwork worker`` process for ``module`` (the crash test's tasks unless told),
-    logging to ``log``."""
+    logging to ``log``; ``prefix`` runs it through another command (``ip netns exec``)."""
     command = [
+        *prefix,
         sys.executable,
         "-m",
         "tickwork",
