@@ -40,8 +40,9 @@ def postgres_bin() -> Path:
 class PostgresServer:
     """One PostgreSQL server in a folder of its own, on a free loopback port."""
 
-    def __init__(self, *settings: str) -> None:
-        """``settings``: more ``name=value`` server settings (``-c``)."""
+    def __init__(self, *settings: str, wal_dir: Path | None = None) -> None:
+        """``settings``: more ``name=value`` server settings (``-c``); ``wal_dir``: the
+        write-ahead log's folder (elsewhere than the data, in 1 MB segments), when given."""
         self.bin = postgres_bin()
         self.settings = settings
         self.port = free_port()
@@ -64,6 +65,7 @@ class PostgresServer:
             *("-D", str(self.data), "-U", USER, "--pwfile", str(password_file)),
             *("--auth-host", "scram-sha-256", "--auth-local", "trust", "-E", "UTF8"),
             "--no-sync",
+            *(("--waldir", str(wal_dir), "--wal-segsize", "1") if wal_dir is not None else ()),
         )
         self.process: subprocess.Popen[bytes] | None = None
         self.start()
