@@ -1,7 +1,8 @@
 """Priority aging end to end, on every backend: while higher-priority work keeps arriving
 faster than a worker runs it, a low-priority message of a task with ``max_wait`` runs
 once it has waited that long (not before, and with higher-priority work still waiting),
-and one without ``max_wait`` waits on; bad input is one clear error."""
+so does each occurrence of a schedule of such a task (the next one written by the ack of
+the one before), and one without ``max_wait`` waits on; bad input is one clear error."""
 
 from __future__ import annotations
 
@@ -39,6 +40,13 @@ def test_a_low_priority_message_runs_after_its_max_wait_while_higher_ones_keep_c
             ran_at[tag] = time.monotonic()
             backlog_then[tag] = counts["enqueued"] - counts["ran"]
 
+    @app.task(priority=-10, max_wait=timedelta(seconds=MAX_WAIT_S))
+    def every() -> None:  # each occurrence after the first is written by an ack
+        with lock:
+            occurrences.append(counts["enqueued"] - counts["ran"])
+
+    occurrences: list[int] = []
+
     @app.task(priority=-10, name="starved")
     def starved(tag: str) -> None:
         with lock:
@@ -66,8 +74,11 @@ def test_a_low_priority_message_runs_after_its_max_wait_while_higher_ones_keep_c
         starved.delay("starved")
         report.delay("aged")
         try:
+            every.schedule(trigger=Repeating(interval=timedelta(seconds=1)), key="every")
             wait_for(lambda: "aged" in ran_at, timeout_s=60)
+            wait_for(lambda: len(occurrences) >= 2, timeout_s=60)  # the second aged too
             assert "starved" not in ran_at, "the message without max_wait waits on"
+            assert app.cancel(key="every")
         finally:
             stop.set()
             producer.join(30)
@@ -77,6 +88,7 @@ def test_a_low_priority_message_runs_after_its_max_wait_while_higher_ones_keep_c
     assert waited >= MAX_WAIT_S - 0.2, f"ran after {waited:.2f} s: before its max_wait"
     assert waited < MAX_WAIT_S + 20, f"ran after {waited:.2f} s"
     assert backlog_then["aged"] > 0, "it ran ahead of waiting higher-priority messages"
+    assert all(backlog > 0 for backlog in occurrences[:2]), "the schedule's ran ahead"
     print(f"\n{app.backend.name}: ran {waited - MAX_WAIT_S:.2f} s after its max_wait")
 
 
