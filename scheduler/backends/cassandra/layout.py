@@ -229,21 +229,30 @@ class CassandraLayout(CassandraConnection):
         return holders
 
     def bodies(self, queue: str, ids: list[str]) -> dict[str, bytes]:
-        """id -> body of those of ``ids`` that are stored: one index read per 100 ids, then
-        concurrent reads of the pending rows and one lease read per shard."""
+        """id -> body of those of ``ids`` that are stored (``stored_many``)."""
+        return {i: stored.envelope.body for i, stored in self.stored_many(queue, ids).items()}
+
+    def stored_many(self, queue: str, ids: list[str]) -> dict[str, StoredMessage]:
+        """id -> message of those of ``ids`` that are stored: one index read per 100 ids,
+        then concurrent reads of the pending rows and one lease read per shard. Like
+        ``get_in`` without its rereads: a message a claim or an ack moved between the
+        reads is left out, for the caller to read again by itself."""
         where = self.indexed(queue, ids)
         pending = [w for w in where.values() if not w.leased]
         places = [(queue, w.bucket, w.shard, w.ready_ms, str(w.id)) for w in pending]
         rows = self.concurrently(self.prepare(cql.SELECT_PENDING), places)
-        bodies = {str(row.id): row.body for result in rows for row in result}
+        now_ms = self.now_ms()
+        found = {
+            str(row.id): _pending_message(queue, row, now_ms) for result in rows for row in result
+        }
         by_shard: dict[int, list[str]] = {}
         for w in where.values():
             if w.leased:
                 by_shard.setdefault(w.shard, []).append(str(w.id))
         for shard, leased in by_shard.items():
             for message_id, lease in self.leases_by_id(queue, shard, leased).items():
-                bodies[message_id] = lease.body
-        return bodies
+                found[message_id] = _leased_message(queue, message_id, lease)
+        return found
 
     def present(self, envelopes: Sequence[Envelope]) -> set[str]:
         by_queue: dict[str, list[str]] = {}
@@ -332,31 +341,29 @@ class CassandraLayout(CassandraConnection):
     def read_row(self, queue: str, message_id: str, where: Any) -> StoredMessage | None:
         if where.leased:
             lease = self.lease(queue, where.shard, message_id)
-            if lease is None:
-                return None
-            envelope = Envelope(
-                message_id,
-                queue,
-                lease.key,
-                lease.priority,
-                lease.due_ms,
-                lease.timeout_ms,
-                lease.body,
-            )
-            return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
+            return None if lease is None else _leased_message(queue, message_id, lease)
         row = self.run(
             self.prepare(cql.SELECT_PENDING),
             (queue, where.bucket, where.shard, where.ready_ms, message_id),
         ).one()
-        if row is None:
-            return None
-        envelope = Envelope(
-            message_id, queue, row.key, row.priority, row.due_ms, row.timeout_ms, row.body
-        )
-        state = State.SCHEDULED if row.ready_ms > self.now_ms() else State.READY
-        return StoredMessage(envelope, state, row.attempt, row.last_error)
+        return None if row is None else _pending_message(queue, row, self.now_ms())
 
     def get_by_key(self, queue: str, key: str) -> StoredMessage | None:
         return self.reread(  # type: ignore[no-any-return]
             lambda: self.key_holder(queue, key), lambda holder: self.get(holder, queue)
         )
+
+
+def _leased_message(queue: str, message_id: str, lease: Any) -> StoredMessage:
+    envelope = Envelope(
+        message_id, queue, lease.key, lease.priority, lease.due_ms, lease.timeout_ms, lease.body
+    )
+    return StoredMessage(envelope, State.RUNNING, lease.attempt, lease.last_error)
+
+
+def _pending_message(queue: str, row: Any, now_ms: int) -> StoredMessage:
+    envelope = Envelope(
+        str(row.id), queue, row.key, row.priority, row.due_ms, row.timeout_ms, row.body
+    )
+    state = State.SCHEDULED if row.ready_ms > now_ms else State.READY
+    return StoredMessage(envelope, state, row.attempt, row.last_error)
