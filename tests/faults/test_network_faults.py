@@ -105,7 +105,7 @@ def test_a_slow_network_loses_nothing_and_runs_nothing_twice(
     assert dropped > 0 or not loss_percent, "the namespace dropped no packet"
     verdict = _count(backend_name, url, runs, work, due_now_s)
     _report(
-        "slow_network",
+        "lossy_network" if loss_percent else "slow_network",
         verdict,
         {
             "latency_ms": 1000 * LATENCY_S,
