@@ -361,25 +361,25 @@ def test_a_cancel_or_replace_racing_an_ack_wins(action: str, lag_ms: int) -> Non
 
 
 def test_a_schedule_listing_follows_a_chain_acked_between_its_reads() -> None:
-    """``keyed`` reads the key index, then each message: an ack moving the chain on in
-    between (injected) must not make the schedule vanish from the listing."""
+    """``keyed`` reads the key index, then the messages it names: an ack moving the
+    chain on in between (injected) must not make the schedule vanish from the listing."""
     backend = open_backend(url())
     assert isinstance(backend, CassandraBackend)
     try:
         now = backend.now_ms()
         backend.messages.enqueue([Envelope("c.0", "q", "K", 0, now, 60_000, b"x")])
         (claim,) = backend.leases.claim("q", 10).claims
-        read = backend.store.get
+        read = backend.store.stored_many
         nxt = Envelope("c.1", "q", "K", 0, now + 60_000, 60_000, b"x")
 
-        def ack_then_get(message_id: str, queue: str | None = None) -> Any:
-            if message_id == "c.0":
+        def ack_then_read(queue: str, ids: list[str]) -> Any:
+            if "c.0" in ids:
                 assert backend.leases.ack([(claim, nxt)]) == [True]
-            return read(message_id, queue)
+            return read(queue, ids)
 
-        backend.store.get = ack_then_get  # type: ignore[method-assign]
+        backend.store.stored_many = ack_then_read  # type: ignore[method-assign]
         listed = backend.messages.keyed("q")
-        backend.store.get = read  # type: ignore[method-assign]
+        backend.store.stored_many = read  # type: ignore[method-assign]
         assert [m.envelope.id for m in listed] == ["c.1"]
     finally:
         backend.close()
