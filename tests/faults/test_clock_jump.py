@@ -69,7 +69,7 @@ def test_a_worker_whose_clock_steps_fires_nothing_early_twice_or_unrecorded(
         start_record_worker(base, tmp_path / "steady.log", MODULE, concurrency=2),
         start_record_worker(stepped, tmp_path / "stepped.log", MODULE, concurrency=2),
     ]
-    stepper = threading.Thread(target=_step, args=(offset,), daemon=True)
+    stepper = threading.Thread(target=_step, args=(offset, runs, workers[1].pid), daemon=True)
     try:
         stepper.start()
         stepper.join(len(STEPS_S) * HOLD_S + 30)
@@ -83,11 +83,7 @@ def test_a_worker_whose_clock_steps_fires_nothing_early_twice_or_unrecorded(
     real_minus_monotonic = time.time() - time.monotonic()
     lines = [line.split() for line in runs.read_text().splitlines()]
     stepped_pid = workers[1].pid
-    seen = {
-        round((float(own) - (float(mono) + real_minus_monotonic)) / 60)
-        for *_, mono, own, pid in lines
-        if int(pid) == stepped_pid
-    }
+    seen = _offsets_run(runs, stepped_pid)
     assert {60, -60} <= seen, f"the stepped worker ran nothing an hour off: {seen} (minutes)"
     jobs = [
         (int(what), float(mono), int(pid)) for kind, what, mono, _, pid in lines if kind == "job"
@@ -111,13 +107,31 @@ def test_a_worker_whose_clock_steps_fires_nothing_early_twice_or_unrecorded(
     app.close()
 
 
-def _step(offset: Path) -> None:
-    """Rewrite the stepped worker's offset in turn (atomically: it may read at any time)."""
+def _step(offset: Path, runs: Path, pid: int) -> None:
+    """Rewrite the stepped worker's offset in turn (atomically: it may read at any time),
+    once it runs; each offset held ``HOLD_S``, and an hour's until the worker ran
+    something at it (a worker slow to start, or a loaded machine, held it too briefly)."""
+    wait_until(lambda: bool(_offsets_run(runs, pid)), 60)
     for seconds in STEPS_S:
         staged = offset.with_suffix(".new")
         staged.write_text(f"{seconds:+d}\n")
         staged.replace(offset)
-        time.sleep(HOLD_S)
+        held = time.monotonic()
+        if abs(seconds) == 3600:
+            minutes = seconds // 60
+            wait_until(lambda: minutes in _offsets_run(runs, pid), 30)  # noqa: B023 (now)
+        time.sleep(max(0.0, HOLD_S - (time.monotonic() - held)))
+
+
+def _offsets_run(runs: Path, pid: int) -> set[int]:
+    """The offsets (minutes) of the clock the worker ``pid`` ran something at so far."""
+    real_minus_monotonic = time.time() - time.monotonic()
+    lines = runs.read_text().splitlines() if runs.exists() else []
+    return {
+        round((float(own) - (float(mono) + real_minus_monotonic)) / 60)
+        for *_, mono, own, line_pid in (line.split() for line in lines)
+        if int(line_pid) == pid
+    }
 
 
 def _every_occurrence_once(app: App, key: str, step: timedelta) -> None:
