@@ -45,8 +45,8 @@ $(NODE_PRODUCERS): examples/node/package-lock.json  # the Node.js producers' pac
 	touch $@
 
 # the suite runs in $(JOBS) processes (pytest-xdist), each starting the servers it needs
-# (the Cassandra and Spark tests in one of them: tests/conftest.py): most tests wait on
-# servers and workers, so two processes use the two cores they share
+# (each its own Cassandra node and Spark session when it comes to a test on them): most
+# tests wait on servers and workers, so two processes use the two cores they share
 JOBS ?= 2
 
 suite: $(STAMP) $(NODE_PRODUCERS)  # every test: unit, contract, integration, faults (starts real servers)
