@@ -34,26 +34,17 @@ ALLOWED = {
 MAX_LINES = 400  # past it, a module asks whether it is one job
 #: modules past ``MAX_LINES`` that are one job all the same, each with why
 LONG_MODULES: dict[str, str] = {
-    "tickwork.scheduler.app": "the facade users import: each producer verb (and its "
-    "asynchronous twin, which takes the caller's connection) is a docstring users read and "
-    "a delegation to the producer, the registry or a service, and it holds the services "
-    "(app.schedules, app.queues, app.poison, app.batches, app.workers, app.audit). The "
-    "task options' list, once written here, in TaskRegistry and on TaskClass, is now one "
-    "TypedDict (scheduler/model/task_keywords.py, 500 -> 462 lines); the backend's opening "
-    "stays because use_backend re-points the app's settings, clock and builder together; "
-    "splitting the verbs would only move the signatures users read into a second class. "
-    "468 lines since 2026-11-28: task_queue, the one lookup chains need from the app "
-    "(Producer.task_queue, in place of a task dict rebuilt per step), and preview naming "
-    "the queue it looked in; 471 since the durable tasks: one line holding app.runs (a "
-    "durable run's journal, scheduler/views/runs.py) and its import and docstring line, "
-    "the same job as the other services it holds; 473 since live limits: one line holding "
-    "app.limits (scheduler/views/limits.py) and its import, the same job again; 480 since "
-    "batching into one run: the task verb's typed overload for batch_size (a batched "
-    "handler takes list[BatchedCall], so its calls are typed apart) and its import and "
-    "docstring line: the same verb users read, not a second job. Priority aging added "
-    "max_wait to the task verb's docstring without a line: it names every option on "
-    "purpose (help(app.task) is what users read; test_task_keywords checks it). One job: "
-    "the facade",
+    "tickwork.scheduler.app": "one job, the facade users import: every producer verb "
+    "(enqueue, enqueue_many, emit, cancel, get, abort, preview, result, and the task and "
+    "periodic decorators with their typed overloads) is a docstring users read through "
+    "help(App) and a delegation to the producer, the registry or a service, and the App "
+    "holds the services (app.schedules, app.queues, app.poison, app.batches, app.workers, "
+    "app.audit, app.runs, app.limits). The work lives elsewhere: the task options in one "
+    "TypedDict (scheduler/model/task_keywords.py), producing in scheduler/producing/, each "
+    "service in its own module. What stays is what must move together: use_backend "
+    "re-points the settings, clock and builder at once. Splitting the verbs would only put "
+    "the signatures users read into a second class they must also find; the task verb's "
+    "docstring names every option on purpose (test_task_keywords checks it)",
 }
 
 
