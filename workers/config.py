@@ -56,6 +56,9 @@ class WorkerConfig(BaseModel):
     #: serve Prometheus metrics on this port (0: any free port; None: not at all)
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"
+    #: the metrics port's ``/healthz`` (and systemd's watchdog) says the worker is not alive
+    #: once its heartbeat thread, which keeps held leases, has not turned for this long (s)
+    health_stale_s: float = Field(default=60.0, gt=0)
     burst: bool = False
     timer_capacity: int = Field(default=10_000, ge=0)  # claims parked in the wheel, at most
     #: at start, install the app's ``@app.periodic`` schedules and its subscriptions to

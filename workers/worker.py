@@ -13,6 +13,8 @@ Threads of a worker process, one module each::
         a run starts (its caller's thread)                   back
     rates.py: rate-limited starts, reserved before those slots
     presence.py: this worker's record in the worker registry
+    health.py: alive and ready, served by endpoint.py (``/metrics``, ``/healthz``,
+        ``/readyz``) and told to systemd (systemd.py)
     activity.py: what it did per queue, appended to the activity log (the charts)
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
@@ -73,9 +75,12 @@ from tickwork.workers.pools.kinds import make_pool
 from tickwork.workers.pools.launch import Launcher
 from tickwork.workers.pools.pool import HandlerPool, PoolSpec
 from tickwork.workers.reporting.activity import ActivityLog
+from tickwork.workers.reporting.endpoint import WorkerEndpoint
+from tickwork.workers.reporting.health import Health
 from tickwork.workers.reporting.memory_bound import MemoryBound
 from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.reporting.presence import Presence
+from tickwork.workers.reporting.systemd import SystemdNotifier
 from tickwork.workers.settling.settler import Settler
 
 log = logging.getLogger("tickwork.worker")
@@ -129,6 +134,7 @@ class Worker:
         self._settled = threading.Event()
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
+        self._endpoint: WorkerEndpoint | None = None
         self._limits = LimitGate(context)
         self._rates = RateGate(context, self._limits.live)
         self._settler = Settler(context, self._limits)
@@ -148,6 +154,13 @@ class Worker:
         self._launcher = Launcher(context, self._settler)
         self._heartbeat = Heartbeat(self.backend, holdings, self._now_ms)
         self._presence = Presence(context)
+        self.health = Health(
+            lambda: self._heartbeat.turned_at,
+            lambda: self.failed,
+            context.stopping.is_set,
+            self.backend.now_ms,
+            self.config.health_stale_s,
+        )
         self._activity = (
             ActivityLog(
                 self.backend,
@@ -178,8 +191,15 @@ class Worker:
         look_for_provider()  # a tracer provider the application set before it starts
         metrics = self._context.metrics
         if isinstance(metrics, WorkerMetrics) and self.config.metrics_port is not None:
-            self.metrics_port = metrics.start(self.config.metrics_port, self.config.metrics_host)
-            log.info("metrics on http://%s:%d/metrics", self.config.metrics_host, self.metrics_port)
+            self._endpoint = WorkerEndpoint(metrics.registry, self.health)
+            self.metrics_port = self._endpoint.start(
+                self.config.metrics_port, self.config.metrics_host
+            )
+            log.info(
+                "metrics on http://%s:%d/metrics (probes: /healthz, /readyz)",
+                self.config.metrics_host,
+                self.metrics_port,
+            )
         for step in self._boot_steps:
             step.boot(self.app, self.config)
         spec = PoolSpec(
@@ -219,6 +239,9 @@ class Worker:
         if declared_limits(self.app.registry):  # capacities an operator may change live
             live = self._limits.live
             roles.append(("limits", lambda: live.run(until=self._context.stopping)))
+        if (notifier := SystemdNotifier.from_environment(self.health)) is not None:
+            stopping = self._context.stopping
+            roles.append(("systemd", lambda: notifier.run(stopping, until=self._settled)))
         if (limit_mb := self.config.max_memory_mb) is not None:
             bound = MemoryBound(limit_mb, self._over_memory)
             roles.append(("memory", lambda: bound.run(until=self._context.stopping)))
@@ -328,7 +351,8 @@ class Worker:
         self._heartbeat.run(until=self._settled)
         if self._pool is not None:  # step 4: after the last result was settled
             self._pool.shutdown(wait=not self._context.forced.is_set())
-        self._context.metrics.stop()
+        if self._endpoint is not None:
+            self._endpoint.stop()
 
     def _watch_aborts(self) -> None:
         assert self._pool is not None

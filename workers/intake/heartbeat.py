@@ -39,10 +39,13 @@ class Heartbeat:
         self._interval_s = interval_s
         self._refused: list[Work] = []  # extensions refused at the last beat
         self._extend_ms = 0.0  # how long an extension takes here (see ``beat``)
+        #: ``time.monotonic()`` when the loop last turned (the worker's liveness)
+        self.turned_at = time.monotonic()
 
     def run(self, until: threading.Event) -> None:
         while not until.wait(self._interval_s):
             self.beat()
+            self.turned_at = time.monotonic()
 
     def beat(self) -> None:
         """Extend every lease that is past half its length, or that has less left than a

@@ -1,4 +1,5 @@
-"""Prometheus metrics of one worker process, served on ``/metrics`` (``--metrics-port``).
+"""Prometheus metrics of one worker process, served on ``/metrics`` (``--metrics-port``,
+``endpoint.py``).
 
 Counters per queue and task of what this process saw happen to the messages it claimed
 (claimed, succeeded, retried, poisoned, redelivered, aborted); histograms of lateness
@@ -21,9 +22,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from typing import Any
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -59,15 +59,12 @@ class NoMetrics:
     def crashed(self, work: Work) -> None:
         """The process running ``work``'s handler died (a process pool)."""
 
-    def stop(self) -> None:
-        """Stop serving."""
-
     def watch_pool(self, pool: HandlerPool[Any]) -> None:
         """Read how many of ``pool``'s threads take work at each scrape (a thread pool)."""
 
 
 class WorkerMetrics(NoMetrics):
-    """The worker's metrics, served on ``host:port`` from ``start()`` to ``stop()``.
+    """The worker's metrics, in ``registry`` (served by ``endpoint.py``).
 
     Counted in plain Python, each thread in its own tally (no lock on the message path),
     and turned into Prometheus families only when scraped: ``prometheus_client``'s
@@ -82,20 +79,6 @@ class WorkerMetrics(NoMetrics):
         self.registry.register(_WorkerCollector(self))
         self._held = _HeldCollector(holdings)
         self.registry.register(self._held)
-        self._server: WSGIServer | None = None
-
-    def start(self, port: int, host: str = "127.0.0.1") -> int:
-        """Serve ``/metrics`` on ``host:port`` (0: any free port); returns the port."""
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        self._server = server
-        return int(server.server_port)
-
-    def stop(self) -> None:
-        """Stop serving, without waiting: the server notices within its poll interval
-        (half a second), which a worker's shutdown need not wait for."""
-        server, self._server = self._server, None
-        if server is not None:
-            threading.Thread(target=_close, args=(server,), daemon=True).start()
 
     def watch_pool(self, pool: HandlerPool[Any]) -> None:
         if isinstance(pool, ThreadPool):
@@ -163,11 +146,6 @@ class _Tally:
         if found is None:
             found = self.series[key] = _Series()
         return found
-
-
-def _close(server: WSGIServer) -> None:
-    server.shutdown()
-    server.server_close()
 
 
 class _Buckets:
