@@ -17,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,6 +130,8 @@ class RedisServer:
         ensure_redis_installed()
         self.port = port or free_port(cluster_bus="--cluster-enabled" in extra)
         self.folder = folder or Path(tempfile.mkdtemp(prefix="tickwork-redis-"))
+        if folder is None:  # a folder of its own: gone when the server object is
+            weakref.finalize(self, shutil.rmtree, self.folder, ignore_errors=True)
         self.extra = extra
         self.process: subprocess.Popen[bytes] | None = None
         self.start()

@@ -4,7 +4,9 @@ The tests point ``TICKWORK`` at each backend with ``override_settings``."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import django
@@ -28,9 +30,19 @@ MIDDLEWARE = [
 ROOT_URLCONF = "tests.support.django_site.urls"
 LOGIN_URL = "/login/"
 ALLOWED_HOSTS = ["testserver", "localhost", "127.0.0.1"]
-DATABASE_FILE = os.environ.get("TICKWORK_TEST_DJANGO_DB") or os.path.join(
-    tempfile.mkdtemp(prefix="tickwork-django-"), "site.db"
-)
+
+
+def _database_file() -> str:
+    """The test's database, or one in a folder of this process's own, removed at exit."""
+    given = os.environ.get("TICKWORK_TEST_DJANGO_DB")
+    if given:
+        return given
+    folder = tempfile.mkdtemp(prefix="tickwork-django-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return os.path.join(folder, "site.db")
+
+
+DATABASE_FILE = _database_file()
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
