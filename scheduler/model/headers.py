@@ -34,3 +34,8 @@ LAST_RUN = "tickwork-last-run"
 #: on a run of an overlapping schedule: the schedule's overlap policy (a run of
 #: ``terminate_other`` is killed at once when the next occurrence aborts it)
 OVERLAP = "tickwork-overlap"
+
+#: on a child a durable run started (``spawn``): ``[queue, run id]`` of that run (JSON),
+#: which the child's worker wakes once the child is acked or poisoned, so a parent waiting
+#: in ``gather`` looks again at once (``workers/settling/parent_wake.py``)
+PARENT = "tickwork-parent"

@@ -50,7 +50,7 @@ from tickwork.scheduler.runs.durable_errors import (
     StepFailed,
     Suspended,
 )
-from tickwork.scheduler.runs.durable_support import DurableSupport
+from tickwork.scheduler.runs.durable_support import DurableSupport, child_of
 from tickwork.scheduler.runs.encoding import encode_value
 from tickwork.scheduler.runs.journal import EntryKind, EntryState, JournalEntry
 from tickwork.scheduler.runs.snooze import MOST_S
@@ -201,6 +201,7 @@ class DurableRun:
         index, entry = self._take("spawn", call.task)
         if entry is not None:
             return str(entry.value)
+        call = child_of(call, self._queue, self._run_id)  # it wakes this run when it ends
         child = self._children.start(call, f"{self._run_id}~{index}")
         self._write(index, JournalEntry(kind="spawn", name=call.task, value=child))
         return child
@@ -209,7 +210,8 @@ class DurableRun:
         """Wait, without holding a thread, until every child in ``child_ids`` finished;
         their return values, in order (None for a child whose task keeps no results). A
         child that failed for good raises ``StepFailed`` (its id and error) here, and on
-        every replay. The run looks again at growing intervals (0.5 s to 30 s)."""
+        every replay. A child that ends wakes the run; it also looks again on its own
+        at growing intervals (0.5 s to 30 s)."""
         ids = list(child_ids)
         index, entry = self._take("gather", f"{len(ids)} children")
         if entry is not None and entry.state != "waiting":

@@ -1,15 +1,18 @@
 """What a durable run (``scheduler/runs/durable.py``) works with, as protocols the app's
 services meet: its journal's store, the waits for events (``app.events.waits``), how it
-starts children and reads how they ended, the clock."""
+starts children (``child_of``: each names its parent) and reads how they ended, the
+clock."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from tickwork.scheduler.model.calls import Call
 from tickwork.scheduler.model.handles import TaskInfo
+from tickwork.scheduler.model.headers import PARENT
 from tickwork.scheduler.runs.journal import JournalEntry
 
 
@@ -78,3 +81,11 @@ class DurableSupport:
     children: Children
     now_ms: Callable[[], int]
     max_bytes: int
+
+
+def child_of(call: Call, queue: str, run_id: str) -> Call:
+    """``call`` as a child of the durable run ``run_id`` of ``queue``: its ``PARENT``
+    header names the run, which the child's worker wakes once the child ended
+    (``workers/settling/parent_wake.py``)."""
+    parent = json.dumps([queue, run_id])
+    return replace(call, headers={**(call.headers or {}), PARENT: parent})

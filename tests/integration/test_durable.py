@@ -7,6 +7,7 @@ run cancelled."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
@@ -20,6 +21,7 @@ import pytest
 from tests.support.helpers import running, wait_for
 from tickwork import App, RetryPolicy, current_run
 from tickwork.errors import InvalidMessage, StepFailed
+from tickwork.scheduler.model.headers import PARENT
 from tickwork.scheduler.runs.journal import JournalStore
 from tickwork.testing import isolated
 
@@ -230,6 +232,71 @@ def test_children_start_once_and_are_gathered_without_a_thread(app: App) -> None
     assert seen.calls == Counter({"resize 64": 1, "resize 128": 1, "resize 256": 1})
     kinds = [kind for kind, _, _ in _journal(app, handle.id)]
     assert kinds == ["spawn", "spawn", "spawn", "gather", "spawn", "gather"]
+
+
+def test_a_child_that_ends_wakes_its_gathering_parent(pair_app: App) -> None:
+    """The parent waits in ``gather`` with its next look far enough ahead; the child's
+    end makes it due at once: it finishes before that look."""
+    app = pair_app
+    release = threading.Event()
+    ended_at: list[int] = []
+
+    @app.task(keep_result=True)
+    def render() -> str:
+        release.wait(60)
+        return "rendered"
+
+    @app.task(durable=True, keep_result=True)
+    def publish() -> Any:
+        run = current_run()
+        value = run.gather([run.spawn(render.call())])
+        ended_at.append(app.backend.now_ms())
+        return value
+
+    handle = publish.delay()
+    looks: list[int] = []
+
+    def waiting_with_a_look_ahead() -> bool:
+        entries = JournalStore(app.backend.results).read(handle.id)
+        gathers = [e for e in entries if e.kind == "gather" and e.state == "waiting"]
+        until = gathers[0].until_ms if gathers else None
+        if until is not None and until - app.backend.now_ms() >= 800:
+            looks.append(until)
+            return True
+        return False
+
+    with running(app, concurrency=2):
+        wait_for(waiting_with_a_look_ahead, timeout_s=60)
+        release.set()
+        wait_for(lambda: handle.status().value == "succeeded", timeout_s=30)
+    assert handle.result() == ["rendered"]
+    assert ended_at[-1] < looks[0], "the parent waited for its own look: no child woke it"
+
+
+def test_a_child_acked_or_poisoned_makes_its_parent_due(pair_app: App) -> None:
+    """The wake itself: a message naming a parent in its ``tickwork-parent`` header
+    makes that parent (stored due in an hour) due now once it is acked, or poisoned."""
+    app = pair_app
+
+    @app.task
+    def parent(n: int) -> None: ...
+
+    @app.task(retry=RetryPolicy(retries=0))
+    def child(fail: bool) -> None:
+        if fail:
+            raise ValueError("failed for good")
+
+    later = [parent.call(n).options(delay=timedelta(hours=1)).delay() for n in range(3)]
+    for handle, fail in ((later[0], False), (later[1], True)):
+        header = json.dumps(["default", handle.id])
+        child.call(fail).options(headers={PARENT: header}).delay()
+    with running(app):
+        wait_for(lambda: parent_done(app, later[0].id) and parent_done(app, later[1].id), 30)
+        assert app.backend.messages.get(later[2].id) is not None  # not named: still later
+
+
+def parent_done(app: App, message_id: str) -> bool:
+    return app.backend.messages.get(message_id) is None  # ran (woken) and acked
 
 
 def test_a_step_past_its_time_limit_fails_and_is_retried(sqlite_app: App) -> None:

@@ -103,6 +103,8 @@ class Plan:
     poisoned: list[Settled] = field(default_factory=list)
     #: the acked that never ran (missed): counted and logged by their name
     unrun: list[Settled] = field(default_factory=list)
+    #: the items that are not plain: the followers of acks are told of these
+    followed: list[Settled] = field(default_factory=list)
 
     by_write: dict[Write, list[Settled]] = field(init=False)
 

@@ -32,10 +32,11 @@ from tickwork.scheduler.runs.context import RunInfo
 from tickwork.scheduler.workflows.graph_records import PARKED_MS
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.context import WorkerContext
-from tickwork.workers.intake.holdings import Work, log_fields, logged_error
+from tickwork.workers.intake.holdings import Work, logged_error
 from tickwork.workers.pools.execution import HandlerResult
-from tickwork.workers.settling.followers import AFTER_POISON
-from tickwork.workers.settling.plan import Settled
+from tickwork.workers.settling import said
+from tickwork.workers.settling.followers import AFTER_ACK, AFTER_POISON
+from tickwork.workers.settling.plan import Settled, Write
 from tickwork.workers.settling.retrying import Retrying
 from tickwork.workers.settling.tickers import Tickers
 from tickwork.workers.settling.verdicts import Decider
@@ -56,16 +57,6 @@ def _run_s(work: Work, result: HandlerResult) -> float | None:
     return result.duration_ms / 1000 if work.started_ms else None
 
 
-def _log_done(work: Work, result: HandlerResult) -> None:
-    log.debug(
-        "done %s id=%s in %.1fms",
-        work.message.task,
-        work.message.id,
-        result.duration_ms,
-        extra={**log_fields(work), "run_ms": round(result.duration_ms, 3)},
-    )
-
-
 class Settler:
     """Acks, retries, poisons and releases the work this process holds."""
 
@@ -76,6 +67,7 @@ class Settler:
         self._metrics = context.counting  # None: nothing counts, no call per run
         self._app = context.app
         self._after_poison = tuple(AFTER_POISON)  # what follows a written poison
+        self._after_ack = tuple(AFTER_ACK)  # ... and written acks (not the plain ones)
         self._backend = backend = context.backend
         self._holdings = context.holdings
         self._permits = context.permits
@@ -146,25 +138,13 @@ class Settler:
                 self._metrics.settled(item.work, item.name, _run_s(item.work, item.result))
         if log.isEnabledFor(logging.DEBUG):
             for item in plan.acked:
-                _log_done(item.work, item.result)
+                said.done(item)
         for item in plan.unrun:
-            log.warning(
-                "%s id=%s not run (%s): %s",
-                item.work.message.task,
-                item.work.message.id,
-                item.name,
-                item.why,
-                extra=log_fields(item.work),
-            )
+            said.unrun(item)
             self._counters.add(item.name)
         for item in plan.redelivered:
             work = item.work
-            log.info(
-                "%s id=%s returned False: due again when its lease ends",
-                work.message.task,
-                work.message.id,
-                extra=log_fields(work),
-            )
+            said.redelivered(item)
             self._counters.add("redelivered")
             if self._metrics is not None:
                 self._metrics.settled(work, "redelivered", _run_s(work, item.result))
@@ -178,7 +158,9 @@ class Settler:
         if acked:
             acks = [(item.work.claim, item.nxt) for item in acked]
             entries = [item.entry for item in acked]
-            self._ack(acks, held, entries if any(entries) else ())
+            landed = self._ack(acks, held, entries if any(entries) else ())
+            if plan.followed and landed and self._after_ack:
+                self._follow_acked(plan.followed, acked, landed)
         elif held:
             self._limits.release(held)
         for retried in plan.retried:
@@ -213,12 +195,13 @@ class Settler:
         acks: list[tuple[Claim, Envelope | None]],
         slots: list[tuple[str, str]],
         entries: Sequence[LedgerEntry | None],
-    ) -> None:
+    ) -> list[bool]:
+        """Write the acks; for each, whether it landed (none when the stop was forced)."""
         settled = self._with_retries(
             lambda: self._backend.leases.ack_releasing(acks, slots, entries)
         )
         if settled is None:
-            return
+            return []
         results, waiters = settled
         self._limits.wake(waiters)
         now = self._now_ms()
@@ -234,22 +217,22 @@ class Settler:
                     "or was cancelled); no next occurrence from this run",
                     claim.id,
                 )
+        return list(results)
+
+    def _follow_acked(
+        self, followed: list[Settled], acked: list[Settled], landed: list[bool]
+    ) -> None:
+        """Tell the followers of acks of the items that are not plain whose ack landed."""
+        ids = {item.work.claim.id for item, ok in zip(acked, landed, strict=True) if ok}
+        items = [item for item in followed if item.write is Write.ACK and item.work.claim.id in ids]
+        if items and any([f.follow_acked(items, self._app) for f in self._after_ack]):
+            self._nudge()  # a parent run was woken: the consumer need not wait a poll
 
     def _retry(self, retried: Settled) -> None:
         work, result = retried.work, retried.result
         if self._metrics is not None:
             self._metrics.settled(work, "retried", _run_s(work, result))
-        log.warning(
-            "%s id=%s failed (attempt %d of %d): %s: %s; retrying in %.2fs",
-            work.message.task,
-            work.message.id,
-            work.claim.attempt,
-            retried.max_attempts,
-            result.error_type,
-            logged_error(self._hooks, result.error),
-            retried.delay_s,
-            extra=log_fields(work),
-        )
+        said.retried(retried, self._hooks)
         error = retried.why or f"{result.error_type}: {result.error}"
         if self._hooks.on_retry:
             notify(self._hooks.on_retry, work.run_info(), error, retried.delay_s)
@@ -264,15 +247,7 @@ class Settler:
         work, name = snoozed.work, snoozed.name  # "snoozed", or "deferred" (unknown task)
         if self._metrics is not None:
             self._metrics.settled(work, name, _run_s(work, snoozed.result))
-        log.log(
-            logging.INFO if name == "snoozed" else logging.DEBUG,
-            "%s id=%s %s; due again in %gs",
-            work.message.task,
-            work.message.id,
-            snoozed.why,
-            snoozed.result.snooze_s,
-            extra=log_fields(work),
-        )
+        said.snoozed(snoozed)
         claim, due_ms = work.claim, snoozed.due_ms
         released = self._with_retries(lambda: self._backend.leases.release([claim], due_ms))
         self._counters.add(name if released else "stale")
@@ -283,37 +258,10 @@ class Settler:
     def _poison(self, poisoned: Settled) -> bool:
         """To the poison store, after keeping its record and counting it as a batch
         member; True if written."""
-        work, result, failure = poisoned.work, poisoned.result, poisoned.failure
+        work, failure = poisoned.work, poisoned.failure
         assert failure is not None
         message = work.message
-        if poisoned.name == "aborted":
-            log.warning(
-                "%s id=%s was aborted%s",
-                message.task,
-                message.id,
-                "; its chain ends" if not poisoned.continues and message.trigger else "",
-                extra=log_fields(work),
-            )
-        elif poisoned.name in ("expired", "throttled"):
-            log.log(
-                logging.INFO if poisoned.name == "throttled" else logging.WARNING,  # by design
-                "%s id=%s %s: %s",
-                message.task,
-                message.id,
-                poisoned.name,
-                logged_error(self._hooks, result.error),
-                extra=log_fields(work),
-            )
-        else:
-            log.error(
-                "%s id=%s goes to the poison queue after %d attempt(s): %s: %s",
-                message.task,
-                message.id,
-                work.claim.attempt,
-                result.error_type,
-                logged_error(self._hooks, result.error),
-                extra=log_fields(work),
-            )
+        said.poisoned(poisoned, self._hooks)
         if self._hooks.on_poison:
             notify(self._hooks.on_poison, work.run_info(), failure)
         if poisoned.kept is not None:
@@ -329,9 +277,8 @@ class Settler:
             self._with_retries(lambda: self._backend.leases.poison(claim, failure, nxt, entry))
         )
         self._counters.add(poisoned.name if ok else "stale")
-        if ok:
-            for follower in self._after_poison:
-                follower.follow(poisoned, self._app)
+        if ok and any([follower.follow(poisoned, self._app) for follower in self._after_poison]):
+            self._nudge()  # a follower made work due now (a durable parent woken)
         return ok
 
     def _clear_aborts(self, message_ids: list[str]) -> None:

@@ -6,14 +6,15 @@ item (next occurrence, ledger entry, result record, batch member). Each planned 
 carries everything its write needs, so ``workers/settling/settler.py`` only writes, in
 its order.
 
-A plain message (``Decider.plain``: a one-off without key, steps, batch or schedule of
-its own, of a task that keeps no results and no history) is asked of no rider: no next
-occurrence is looked for, no ledger entry, result record or batch outcome is built.
+A plain message (``Decider.plain``: a one-off without key, steps, batch, schedule or
+durable parent of its own, of a task that keeps no results and no history) is asked of no
+rider, and the followers of acks are not told of it: no next occurrence is looked for, no
+ledger entry, result record or batch outcome is built.
 """
 
 from __future__ import annotations
 
-from tickwork.scheduler.model.headers import SCHEDULE
+from tickwork.scheduler.model.headers import PARENT, SCHEDULE
 from tickwork.scheduler.model.message import Message
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.intake.holdings import Work
@@ -49,7 +50,7 @@ class Decider:
             or message.member is not None
             or message.callback is not None
             or message.node is not None
-            or SCHEDULE in message.headers
+            or (message.headers and (SCHEDULE in message.headers or PARENT in message.headers))
         ):
             return False
         plain = self._plain_tasks.get(message.task)
@@ -79,5 +80,6 @@ class Decider:
             if not self.plain(work.message):
                 for rider in self._riders:
                     rider.ride(item, now, planning)
+                plan.followed.append(item)
             plan.add(item)
         return plan
