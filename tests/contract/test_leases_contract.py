@@ -104,7 +104,9 @@ def test_a_message_not_waiting_at_its_promotion_keeps_its_priority(
     afterwards, it waits in its own priority behind higher ones."""
     b = harness.backend
     now = harness.now_ms()
-    b.messages.enqueue([env(harness, "low", priority=-5)._replace(promote_ms=now + 200)])
+    # a lease that outlasts the test on a loaded machine: only the promotion time passes
+    low = env(harness, "low", priority=-5, timeout_ms=60_000)._replace(promote_ms=now + 200)
+    b.messages.enqueue([low])
     (claim,) = b.leases.claim("q", 10).claims
     harness.advance(300)
     b.messages.enqueue([env(harness, "high", priority=50)])

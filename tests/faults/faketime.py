@@ -22,3 +22,10 @@ def count_runs(runs: Path, kind: str) -> int:
     if not runs.exists():
         return 0
     return sum(line.startswith(f"{kind} ") for line in runs.read_text().splitlines())
+
+
+def runners(runs: Path) -> set[int]:
+    """The pids of the workers that ran something, as the file ``runs`` records."""
+    if not runs.exists():
+        return set()
+    return {int(line.split()[4]) for line in runs.read_text().splitlines() if line.strip()}

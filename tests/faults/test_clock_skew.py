@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.faketime import count_runs, libfaketime
+from tests.faults.faketime import count_runs, libfaketime, runners
 from tests.support.backends import backend_url
 from tests.support.helpers import start_record_worker, stop_workers, wait_until
 from tickwork.scheduler import App
@@ -65,7 +65,14 @@ def test_skewed_workers_fire_nothing_early_or_twice(
             }
         workers.append(start_record_worker(env, tmp_path / f"w{n}.log", MODULE, concurrency=2))
     try:
-        assert wait_until(lambda: count_runs(runs, "job") >= JOBS, 60 + SPREAD_S), "stalled"
+        # every job ran, and every worker ran something (the schedules keep firing: a
+        # worker that started late under load still gets its turn)
+        pids = {worker.pid for worker in workers}
+
+        def all_ran() -> bool:
+            return count_runs(runs, "job") >= JOBS and runners(runs) >= pids
+
+        assert wait_until(all_ran, 60 + SPREAD_S), f"stalled: ran by {runners(runs)}"
         time.sleep(1)  # a job run twice would show now
     finally:
         app.cancel(key="rep")
