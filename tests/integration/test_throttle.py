@@ -33,7 +33,15 @@ def test_a_throttle_runs_n_calls_a_period_per_key_and_records_each_dropped_one(
     for n in range(2):
         notify.delay("globex", n)
     with running(app, concurrency=4) as worker:
-        wait_for(lambda: len(ran) == 5 and len(app.backend.poison.list()) == 2, timeout_s=60)
+        # the settler counts a throttled call after its poison record is written
+        wait_for(
+            lambda: (
+                len(ran) == 5
+                and len(app.backend.poison.list()) == 2
+                and worker.stats.throttled >= 2
+            ),
+            timeout_s=60,
+        )
         throttled = worker.stats.throttled
         assert worker.stats.rate_limited == 0, "a throttle that drops sends nothing to wait"
     assert sorted(customer for customer, _ in ran) == ["acme"] * 3 + ["globex"] * 2
