@@ -11,7 +11,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.support.servers import ensure_debian_packages, free_port, wait_for_port
+from tests.support.servers import (
+    ensure_debian_packages,
+    free_port,
+    stop_process,
+    wait_for_port,
+)
 
 
 class PrometheusServer:
@@ -51,10 +56,5 @@ class PrometheusServer:
         return result
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        stop_process(self.process, 30)
         self._log.close()

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def _bindable(port: int) -> bool:
@@ -123,6 +124,16 @@ def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
     return ca, cert, key
 
 
+def stop_process(process: subprocess.Popen[Any], wait_s: float) -> None:
+    """SIGTERM ``process``; SIGKILL it if it has not exited within ``wait_s``."""
+    process.terminate()
+    try:
+        process.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
 class RedisServer:
     """One ``redis-server`` process on a free loopback port."""
 
@@ -173,12 +184,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+            stop_process(self.process, 10)
             self.process = None
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer  # daemon request threads
 
 from tickwork.workers.reporting.health import Health, Verdict
 
@@ -53,7 +53,7 @@ class WorkerEndpoint:
 
     def start(self, port: int, host: str = "127.0.0.1") -> int:
         """Serve on ``host:port`` (0: any free port); returns the port."""
-        server_class = type("_Server", (_ThreadingServer,), {"address_family": _family(host)})
+        server_class = type("_Server", (ThreadingWSGIServer,), {"address_family": _family(host)})
         server: WSGIServer = make_server(
             host, port, self, server_class, handler_class=_QuietHandler
         )
@@ -67,10 +67,6 @@ class WorkerEndpoint:
         server, self._server = self._server, None
         if server is not None:
             threading.Thread(target=_close, args=(server,), daemon=True).start()
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
 
 
 class _QuietHandler(WSGIRequestHandler):
