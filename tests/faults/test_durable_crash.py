@@ -19,7 +19,7 @@ from tests.support.helpers import wait_until
 from tickwork.scheduler import App
 from tickwork.scheduler.runs.journal import JournalStore
 
-RUNS, STEPS = sized(200, 30), sized(20, 10)
+RUNS, STEPS, ROUNDS = sized(200, 30), sized(20, 10), sized(30, 5)
 N = RUNS * STEPS
 MODULE = "tests.support.durable_tasks"
 
@@ -41,8 +41,8 @@ def test_sigkilled_workers_never_run_a_journaled_step_again(
     loop = KillLoop(env, tmp_path, MODULE)
     killed = loop.killed
     try:
-        opens = partial(share, N, 7)
-        loop.rounds(5, lambda round_: recorded(done) >= opens(round_), opens)
+        opens = partial(share, N, ROUNDS + 2)
+        loop.rounds(ROUNDS, lambda round_: recorded(done) >= opens(round_), opens)
         assert len(_bodies(done)) < N, "the kills must land while steps still run"
         loop.start_last()
         finished = partial(_finished, app, [h.id for h in handles])

@@ -20,6 +20,20 @@ def pass_gate() -> None:
         time.sleep(0.01)
 
 
+def hold_at_quota() -> None:
+    """After a body recorded its run: if it was the last one the gate lets through,
+    wait until the gate moves, so that a kill in that round may land after a body's
+    record and before the worker notes that the body returned (at once when ungated)."""
+    gate = os.environ.get("TICKWORK_TEST_GATE")
+    if gate is None:
+        return
+    allowed = _allowed(Path(gate))
+    if allowed is None or recorded(Path(os.environ["TICKWORK_TEST_DONE"])) != allowed:
+        return
+    while _allowed(Path(gate)) == allowed:
+        time.sleep(0.01)
+
+
 def open_gate(gate: Path, allowed: int | None) -> None:
     """Let ``allowed`` recorded runs through in all (``None``: every one)."""
     if allowed is None:
