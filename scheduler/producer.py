@@ -18,6 +18,7 @@ from tickwork.scheduler.model.tasks import Call, TaskFunction
 from tickwork.scheduler.producing.backpressure import awrite_bounded, write_bounded
 from tickwork.scheduler.producing.debounce import debounced
 from tickwork.scheduler.producing.reports import EnqueueReport, conflict_mode
+from tickwork.scheduler.runs.tracing import NOT_TRACED, producer_span
 from tickwork.scheduler.schedules.actions import ActionLog
 from tickwork.scheduler.workflows.graphs import Workflow
 
@@ -56,9 +57,25 @@ class Producer:
         block: bool = True,
         block_timeout: float | None = None,
     ) -> str:
-        """``App.enqueue`` (its docstring is the contract)."""
+        """``App.enqueue`` (its docstring is the contract), in a producer span when
+        traced (``scheduler.runs.tracing``)."""
         if not isinstance(call, Call):
             return self._batches.enqueue(call, block=block, block_timeout=block_timeout)
+        span = producer_span(f"enqueue {call.task}")
+        if span is NOT_TRACED:
+            return self._enqueue(call, on_conflict, block, block_timeout)[0]
+        with span as sent:
+            message_id, envelope = self._enqueue(call, on_conflict, block, block_timeout)
+            sent(message_id, envelope.queue)
+        return message_id
+
+    def _enqueue(
+        self,
+        call: Call,
+        on_conflict: str | OnConflict,
+        block: bool,
+        block_timeout: float | None,
+    ) -> tuple[str, Envelope]:
         mode = conflict_mode(on_conflict)
         if (task := self._debounced_task(call)) is not None:
             call = debounced(call, task, self.backend, self.backend_clock.now_ms())
@@ -69,7 +86,7 @@ class Producer:
         )
         if outcomes[0] is Outcome.REPLACED and call.trigger is not None:
             self._replaced(call, envelope)
-        return message_id
+        return message_id, envelope
 
     def enqueue_many(
         self,
@@ -80,7 +97,24 @@ class Producer:
         block: bool = True,
         block_timeout: float | None = None,
     ) -> EnqueueReport:
-        """``App.enqueue_many``: each batch built whole before any of it is written."""
+        """``App.enqueue_many``: each batch built whole before any of it is written; one
+        producer span when traced."""
+        span = producer_span("enqueue_many")
+        if span is NOT_TRACED:
+            return self._enqueue_many(calls, on_conflict, batch_size, block, block_timeout)
+        with span as sent:
+            report = self._enqueue_many(calls, on_conflict, batch_size, block, block_timeout)
+            sent(None, None, len(report.ids))
+        return report
+
+    def _enqueue_many(
+        self,
+        calls: Iterable[Call],
+        on_conflict: str | OnConflict,
+        batch_size: int,
+        block: bool,
+        block_timeout: float | None,
+    ) -> EnqueueReport:
         mode = conflict_mode(on_conflict)
         report = EnqueueReport()
         batch: list[Envelope] = []
@@ -136,6 +170,21 @@ class Producer:
             return await asyncio.to_thread(
                 self.enqueue, call, on_conflict, block=block, block_timeout=block_timeout
             )
+        span = producer_span(f"enqueue {call.task}")
+        if span is NOT_TRACED:
+            return (await self._aenqueue(call, on_conflict, block, block_timeout))[0]
+        with span as sent:
+            message_id, envelope = await self._aenqueue(call, on_conflict, block, block_timeout)
+            sent(message_id, envelope.queue)
+        return message_id
+
+    async def _aenqueue(
+        self,
+        call: Call,
+        on_conflict: str | OnConflict,
+        block: bool,
+        block_timeout: float | None,
+    ) -> tuple[str, Envelope]:
         if self.backend_clock.due():  # its read of the backend's clock, off the loop
             await asyncio.to_thread(self.backend_clock.now_ms)
         mode = conflict_mode(on_conflict)
@@ -149,7 +198,7 @@ class Producer:
         )
         if outcomes[0] is Outcome.REPLACED and call.trigger is not None:
             await asyncio.to_thread(self._replaced, call, envelope)
-        return message_id
+        return message_id, envelope
 
     def _debounced_task(self, call: Call) -> TaskFunction[..., Any] | None:
         """``call``'s task when it is debounced (``scheduler/producing/debounce.py``)."""

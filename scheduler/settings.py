@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -45,6 +45,10 @@ class Settings(BaseModel):
     #: encryption at rest (``scheduler.encryption``): keys, comma-separated, newest first
     #: ("": off)
     encryption_keys: str = Field(default="", repr=False)
+    #: how a run's span (OpenTelemetry) refers to the span that enqueued its message:
+    #: "link" (the run starts a trace of its own, linked to it) or "child" (one trace
+    #: from the enqueue through every run it leads to)
+    trace_runs: Literal["link", "child"] = "link"
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:

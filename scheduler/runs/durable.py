@@ -110,9 +110,9 @@ class DurableRun:
         if entry is not None and entry.state != "retrying":
             return self._replayed(entry)  # type: ignore[no-any-return]
         started = self._now_ms()
-        self._step_id = f"{self._run_id}~{index}"
+        self._step_id = step_id = f"{self._run_id}~{index}"
         try:
-            value = call_within(name, limit_s, fn, *args, **kwargs)
+            value = call_within(name, step_id, limit_s, fn, *args, **kwargs)
         except Aborted:
             raise
         except Exception as err:
@@ -141,9 +141,9 @@ class DurableRun:
         if entry is not None and entry.state != "retrying":
             return self._replayed(entry)
         started = self._now_ms()
-        self._step_id = f"{self._run_id}~{index}"
+        self._step_id = step_id = f"{self._run_id}~{index}"
         try:
-            value = await awaited_within(name, limit_s, fn, *args, **kwargs)
+            value = await awaited_within(name, step_id, limit_s, fn, *args, **kwargs)
         except Aborted:
             raise
         except Exception as err:

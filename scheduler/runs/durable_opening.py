@@ -16,6 +16,7 @@ from tickwork.scheduler.runs.durable import DurableRun
 from tickwork.scheduler.runs.durable_support import DurableSupport, EventWaits
 from tickwork.scheduler.runs.journal import JournalStore
 from tickwork.scheduler.runs.results import read
+from tickwork.scheduler.runs.tracing import producer_span
 
 
 class DurableSettings(Protocol):
@@ -114,10 +115,12 @@ class AppChildren:
         """Enqueue ``call`` under ``identity`` unless the message it names is stored or
         has a result (a replay after a crash between the enqueue and its journal write);
         its id."""
-        child_id, envelope = self._app.builder.build(replace(call, identity=identity))
-        backend = self._app.backend
-        if backend.messages.get(child_id) is None and not backend.results.get([child_id]):
-            backend.messages.enqueue([envelope], OnConflict.IGNORE)
+        with producer_span(f"enqueue {call.task}") as sent:
+            child_id, envelope = self._app.builder.build(replace(call, identity=identity))
+            backend = self._app.backend
+            if backend.messages.get(child_id) is None and not backend.results.get([child_id]):
+                backend.messages.enqueue([envelope], OnConflict.IGNORE)
+            sent(child_id, envelope.queue)
         return child_id
 
     def ended(self, child_ids: Sequence[str]) -> list[TaskInfo | None]:

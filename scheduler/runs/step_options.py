@@ -6,7 +6,7 @@ policy like any failure. A sync step with a limit runs in a thread of its own th
 run waits for up to the limit; past it the thread is abandoned (it runs on unobserved,
 as the thread pool abandons a handler past its hard limit), so a step with a limit
 should be one whose late end does no harm. An ``async def`` step is cancelled at its
-limit."""
+limit. Each execution of a step is a span of its own when traced."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from tickwork.scheduler.model.retry import RetryPolicy
+from tickwork.scheduler.runs.tracing import step_span
 
 
 class StepTimeLimitExceeded(Exception):
@@ -39,10 +40,23 @@ def limit_seconds(time_limit: float | timedelta | None) -> float | None:
 
 
 def call_within(
+    step: str,
+    step_id: str,
+    limit_s: float | None,
+    fn: Callable[..., Any],
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """``fn(*args, **kwargs)`` in the step's span (``step_span``), given up after
+    ``limit_s`` (in a thread of its own, with the caller's context: ``current_run()``
+    and the span work inside it)."""
+    with step_span(step, step_id):
+        return _call_within(step, limit_s, fn, *args, **kwargs)
+
+
+def _call_within(
     step: str, limit_s: float | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
 ) -> Any:
-    """``fn(*args, **kwargs)``, given up after ``limit_s`` (in a thread of its own, with
-    the caller's context: ``current_run()`` works inside it)."""
     if limit_s is None:
         return fn(*args, **kwargs)
     outcome: dict[str, Any] = {}
@@ -65,10 +79,22 @@ def call_within(
 
 
 async def awaited_within(
+    step: str,
+    step_id: str,
+    limit_s: float | None,
+    fn: Callable[..., Any],
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    """``fn(*args, **kwargs)`` in the step's span, awaited if it gives an awaitable,
+    cancelled after ``limit_s``."""
+    with step_span(step, step_id):
+        return await _awaited_within(step, limit_s, fn, *args, **kwargs)
+
+
+async def _awaited_within(
     step: str, limit_s: float | None, fn: Callable[..., Any], *args: Any, **kwargs: Any
 ) -> Any:
-    """``fn(*args, **kwargs)``, awaited if it gives an awaitable, cancelled after
-    ``limit_s``."""
     value = fn(*args, **kwargs)
     if not inspect.isawaitable(value):
         return value

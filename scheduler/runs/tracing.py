@@ -1,14 +1,20 @@
-"""OpenTelemetry, when installed (the ``otel`` extra): a producer puts the W3C
-``traceparent`` of its current span into the headers of each message it builds, and the
-worker runs each handler in a span (kind CONSUMER, named ``run TASK``) linked to that
-producer span, with the message id, task, queue, key, attempt and lateness as
-attributes; a run that fails is marked as an error.
+"""OpenTelemetry, when installed (the ``otel`` extra), after OpenTelemetry's messaging
+conventions: each enqueue is a span of kind PRODUCER (``enqueue TASK``; ``enqueue_many``
+and a workflow's enqueue are one span each: ``producer_span``), current while its
+messages are built, so each carries its W3C ``traceparent`` in its headers; the worker
+runs each handler in a span of kind CONSUMER (``run TASK``), with the message id, task,
+queue, key, attempt and lateness as attributes, linked to that producer span or its
+child (``Settings.trace_runs``); a run that fails is marked as an error. Each time a
+durable run's step executes (not when it is replayed) is a span of its own inside the
+run's (``step NAME``). What a handler enqueues (a spawned child, an event, a message) is
+enqueued in the run's span, and the steps of a chain or a graph carry the span of the
+enqueue that made them: one trace from the enqueue through every run it leads to.
 
 Spans go to whatever tracer provider the application configured (in the worker process,
 and in each child of a process pool: the ``-A`` module is imported there). Without
 OpenTelemetry installed, or until the application sets a tracer provider, no span is
-made (under a microsecond per message): a worker looks for a provider as it starts, and
-while none is set, again at most once a second.
+made (under a microsecond per message): a process looks for a provider as it first
+needs one, and while none is set, again at most once a second.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tickwork.scheduler.model import headers as header_names
 
@@ -29,8 +35,33 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     ENABLED = False
 
-if TYPE_CHECKING:
-    from tickwork.scheduler.runs.context import RunInfo
+
+class Traced(Protocol):
+    """What a run's span says of it (``runs.context.RunInfo`` has it; named here so that
+    the step spans' module, which the run context imports, imports nothing of it)."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def traceparent(self) -> str | None: ...
+    @property
+    def lateness_ms(self) -> int: ...
+
+
+class TraceSetting(Protocol):
+    """Where a run's span hangs (``Settings.trace_runs``): "link" or "child"."""
+
+    @property
+    def trace_runs(self) -> str: ...
+
 
 TRACEPARENT = header_names.TRACEPARENT
 
@@ -60,13 +91,26 @@ def with_traceparent(headers: Mapping[str, str] | None) -> Mapping[str, str] | N
     return {TRACEPARENT: carrier[TRACEPARENT], **(headers or {})}
 
 
-def handler_span(info: RunInfo) -> AbstractContextManager[Outcome]:
-    """A span around one run of a handler; yields a function that records its outcome.
-    Nothing at all until the application sets a tracer provider (the API's no-op tracer
-    still costs a measurable part of a run)."""
-    if not ENABLED or not _configured():
+def handler_span(info: Traced, settings: TraceSetting) -> AbstractContextManager[Outcome]:
+    """A span around one run of a handler, linked to its producer's span or its child
+    (``settings.trace_runs``); yields a function that records its outcome. Nothing at
+    all until the application sets a tracer provider (the API's no-op tracer still
+    costs a measurable part of a run)."""
+    if not ENABLED or not configured():
         return NO_SPAN
-    return _span(info)
+    return _span(info, settings.trace_runs == "child")
+
+
+def step_span(name: str, step_id: str | None) -> AbstractContextManager[object]:
+    """A span around one execution of a durable run's step (current inside it, so what
+    the step enqueues or calls is traced under it); nothing when no provider is set."""
+    if not ENABLED or not configured():
+        return nullcontext()
+    attributes = {"tickwork.step": name, "tickwork.step_id": step_id or ""}
+    tracer = trace.get_tracer("tickwork")
+    return tracer.start_as_current_span(
+        f"step {name}", kind=SpanKind.INTERNAL, attributes=attributes
+    )
 
 
 #: until a tracer provider is set, whether one is is asked again at most this often (the
@@ -77,7 +121,9 @@ _provider_set = False
 _checked_at = -math.inf
 
 
-def _configured() -> bool:
+def configured() -> bool:
+    """Whether the application set a tracer provider (asked at most once a second until
+    one is)."""
     global _provider_set, _checked_at
     if _provider_set:
         return True
@@ -99,14 +145,19 @@ def look_for_provider() -> None:
 
 
 @contextmanager
-def _span(info: RunInfo) -> Iterator[Outcome]:
-    links = []
+def _span(info: Traced, as_child: bool) -> Iterator[Outcome]:
+    links, parent = [], None
     if info.traceparent:
-        producer = trace.get_current_span(propagate.extract({TRACEPARENT: info.traceparent}))
-        if producer.get_span_context().is_valid:
-            links.append(Link(producer.get_span_context()))
+        carried = propagate.extract({TRACEPARENT: info.traceparent})
+        producer = trace.get_current_span(carried).get_span_context()
+        if producer.is_valid and as_child:
+            parent = carried
+        elif producer.is_valid:
+            links.append(Link(producer))
     attributes: dict[str, Any] = {
         "messaging.system": "tickwork",
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "run",
         "messaging.message.id": info.message_id,
         "messaging.destination.name": info.queue,
         "tickwork.task": info.task,
@@ -117,7 +168,11 @@ def _span(info: RunInfo) -> Iterator[Outcome]:
         attributes["tickwork.key"] = info.key
     tracer = trace.get_tracer("tickwork")
     with tracer.start_as_current_span(
-        f"run {info.task}", kind=SpanKind.CONSUMER, links=links, attributes=attributes
+        f"run {info.task}",
+        context=parent,  # None: a root (only a link to the producer)
+        kind=SpanKind.CONSUMER,
+        links=links,
+        attributes=attributes,
     ) as span:
 
         def outcome(verdict: str, error_type: str, error: str) -> None:
@@ -126,3 +181,49 @@ def _span(info: RunInfo) -> Iterator[Outcome]:
                 span.set_status(Status(StatusCode.ERROR, f"{error_type}: {error}"))
 
         yield outcome
+
+
+# -- the producer's side -----------------------------------------------------------------
+
+
+class Sent(Protocol):
+    """Records on the producer span what was enqueued."""
+
+    def __call__(self, message_id: str | None, queue: str | None, count: int = 1) -> None: ...
+
+
+def _unsent(message_id: str | None, queue: str | None, count: int = 1) -> None:
+    """What ``producer_span`` yields without a tracer provider."""
+
+
+#: what ``producer_span`` returns when nothing is traced (callers may skip it then)
+NOT_TRACED: AbstractContextManager[Sent] = nullcontext(_unsent)
+
+
+def producer_span(name: str) -> AbstractContextManager[Sent]:
+    """A span named ``name`` around building and storing messages; yields a function
+    recording the message's id and queue (or a batch's count) on it."""
+    if not ENABLED or not configured():
+        return NOT_TRACED
+    return _send_span(name)
+
+
+@contextmanager
+def _send_span(name: str) -> Iterator[Sent]:
+    tracer = trace.get_tracer("tickwork")
+    attributes = {
+        "messaging.system": "tickwork",
+        "messaging.operation.type": "send",
+        "messaging.operation.name": "enqueue",
+    }
+    with tracer.start_as_current_span(name, kind=SpanKind.PRODUCER, attributes=attributes) as span:
+
+        def sent(message_id: str | None, queue: str | None, count: int = 1) -> None:
+            if message_id is not None:
+                span.set_attribute("messaging.message.id", message_id)
+            if queue is not None:
+                span.set_attribute("messaging.destination.name", queue)
+            if count != 1:
+                span.set_attribute("messaging.batch.message_count", count)
+
+        yield sent

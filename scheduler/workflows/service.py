@@ -14,6 +14,7 @@ from tickwork.scheduler.errors import BatchNotFound, WorkflowNotFound
 from tickwork.scheduler.model.message import Message
 from tickwork.scheduler.model.shapes import Batch, Group, Sequenced
 from tickwork.scheduler.producing.backpressure import write_bounded
+from tickwork.scheduler.runs.tracing import producer_span
 from tickwork.scheduler.workflows.batches import BuiltBatch, build_batch, member_id
 from tickwork.scheduler.workflows.graph_records import (
     PARKED_MS,
@@ -89,6 +90,14 @@ class Batches:
         if connection is not None:
             with self.backend.transaction(connection):
                 return self.enqueue(spec, block=block, block_timeout=block_timeout)
+        with producer_span(f"enqueue {type(spec).__name__.lower()}") as sent:
+            handle = self._enqueue_workflow(spec, block, block_timeout)
+            sent(str(handle), None)
+        return handle
+
+    def _enqueue_workflow(
+        self, spec: Workflow, block: bool, block_timeout: float | None
+    ) -> BatchHandle | GraphHandle:
         if isinstance(spec, Graph | Sequenced):
             whole = spec if isinstance(spec, Graph) else compile_spec(spec)
             return self._enqueue_graph(whole, block, block_timeout)

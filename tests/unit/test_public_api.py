@@ -18,6 +18,7 @@ DOCUMENTED = (
     "tickwork.events",
     "tickwork.errors",
     "tickwork.encryption",
+    "tickwork.settings",
     "tickwork.testing",
     "tickwork.spark",
     "tickwork.fastapi",

@@ -15,11 +15,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from tickwork.scheduler.runs import tracing
 tracing.RECHECK_S = 3600.0
-assert not tracing._configured()
+assert not tracing.configured()
 trace.set_tracer_provider(TracerProvider())
-assert not tracing._configured(), "asked again sooner than RECHECK_S"
+assert not tracing.configured(), "asked again sooner than RECHECK_S"
 {then}
-assert tracing._configured(), "the provider set is seen"
+assert tracing.configured(), "the provider set is seen"
 """
 
 

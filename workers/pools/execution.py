@@ -77,7 +77,7 @@ def run_handler(
     An ``async def`` handler that reaches this synchronous path (a process pool, or a
     thread pool without an event loop) runs to completion here on a fresh event loop,
     under its timeout: a coroutine is never acknowledged without having run."""
-    span = handler_span(run.info)
+    span = handler_span(run.info, app.settings)
     if span is NO_SPAN:  # nothing traced: no span to enter or outcome to record
         return _run_handler(app, task_name, args, kwargs, run, guard)
     with span as outcome:
@@ -145,7 +145,7 @@ async def run_async_handler(
     """Await an ``async def`` handler, with ``run`` as its ``current_run()``, and classify
     the outcome (the caller enforces the timeout). Never raises, except
     ``CancelledError`` when the caller cancels it."""
-    with handler_span(run.info) as outcome:
+    with handler_span(run.info, app.settings) as outcome:
         result = await _run_async_handler(app, task_name, args, kwargs, run)
         outcome(result.verdict.value, result.error_type, result.error)
     return result
