@@ -74,6 +74,7 @@ from tickwork.workers.pools.gathering import Gathering
 from tickwork.workers.pools.kinds import make_pool
 from tickwork.workers.pools.launch import Launcher
 from tickwork.workers.pools.pool import HandlerPool, PoolSpec
+from tickwork.workers.reporting import otel_metrics
 from tickwork.workers.reporting.activity import ActivityLog
 from tickwork.workers.reporting.endpoint import WorkerEndpoint
 from tickwork.workers.reporting.health import Health
@@ -116,7 +117,10 @@ class Worker:
             else None
         )
         holdings = Holdings()
-        counted = self.config.metrics_port is not None or self.config.activity_interval_s > 0
+        otel = otel_metrics.configured()  # the application's meter provider, if set
+        counted = (
+            otel or self.config.metrics_port is not None or self.config.activity_interval_s > 0
+        )
         self._context = context = WorkerContext(
             app=app,
             config=self.config,
@@ -131,6 +135,8 @@ class Worker:
             wake=threading.Event(),
             pace=self._pace,
         )
+        if otel and (counting := context.counting) is not None:
+            counting.also = otel_metrics.OtelMetrics(counting, holdings)
         self._settled = threading.Event()
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None

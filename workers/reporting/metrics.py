@@ -9,7 +9,8 @@ work. Everything is counted in the worker process, where claims are taken and ru
 settled, so it is correct with the process pool (its children only run handlers). Each
 worker has a registry of its own, not the global one: several workers in one process
 (tests) do not mix. The same counts feed the activity log (``workers/reporting/activity.py``);
-with neither a port nor the log the worker uses ``NoMetrics``, whose methods do nothing.
+with neither a port nor the log (nor OpenTelemetry's meter provider: ``otel_metrics.py``,
+which reads these tallies) the worker uses ``NoMetrics``, whose methods do nothing.
 
 The backend-wide numbers (depth per queue, poison, bounds, schedules) are the exporter's
 (``tickwork/exporter.py``): every worker publishing them would multiply them.
@@ -79,6 +80,8 @@ class WorkerMetrics(NoMetrics):
         self.registry.register(_WorkerCollector(self))
         self._held = _HeldCollector(holdings)
         self.registry.register(self._held)
+        #: told of each run's and claim's times too (OpenTelemetry's: ``otel_metrics.py``)
+        self.also: NoMetrics | None = None
 
     def watch_pool(self, pool: HandlerPool[Any]) -> None:
         if isinstance(pool, ThreadPool):
@@ -103,15 +106,21 @@ class WorkerMetrics(NoMetrics):
         if buckets is None:
             buckets = claims[queue] = _Buckets(CLAIM_BUCKETS)
         buckets.observe(seconds)
+        if self.also is not None:
+            self.also.claim_took(queue, seconds)
 
     def started(self, work: Work) -> None:
         self._tally().of(work).lateness.observe(work.lateness_ms / 1000)
+        if self.also is not None:
+            self.also.started(work)
 
     def settled(self, work: Work, outcome: str, run_s: float | None = None) -> None:
         series = self._tally().of(work)
         series.counts[outcome] += 1
         if run_s is not None:
             series.run.observe(run_s)
+        if self.also is not None:
+            self.also.settled(work, outcome, run_s)
 
     def crashed(self, work: Work) -> None:
         self._tally().of(work).counts["crashed"] += 1
