@@ -2,10 +2,11 @@
 throughput of no-op handlers with a meter provider set (the worker's histograms recorded
 per run through the SDK, an in-memory reader nobody collects from) or a tracer provider
 set (a producer span per enqueue and a consumer span per run, batched to an exporter
-that drops them), against the same run with neither, in pairs that alternate, each run
-in a fresh process (a process sets its providers once), quoting the median ratio.
+that drops them; ``traces-sampled``: one trace in a hundred kept), against the same
+run with neither, in pairs that alternate, each run in a fresh process (a process sets
+its providers once), quoting the median ratio.
 
-python -m bench.otel_pairs [--feature metrics|traces] [--pairs 6] [--messages 20000]
+python -m bench.otel_pairs [--feature metrics|traces|traces-sampled] [--pairs 6] [--messages 20000]
                            [--only sqlite|redis] [--out FILE.json]
 (starts a Redis server; SQLite in a scratch directory)
 """
@@ -33,7 +34,7 @@ def _set_providers(feature: str) -> None:
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
         metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
-    elif feature == "traces":
+    elif feature in ("traces", "traces-sampled"):
         from opentelemetry import trace
         from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
         from opentelemetry.sdk.trace.export import (
@@ -41,12 +42,14 @@ def _set_providers(feature: str) -> None:
             SpanExporter,
             SpanExportResult,
         )
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
         class Dropped(SpanExporter):
             def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
                 return SpanExportResult.SUCCESS
 
-        provider = TracerProvider()
+        sampled = feature == "traces-sampled"  # one trace in a hundred kept
+        provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.01)) if sampled else None)
         provider.add_span_processor(BatchSpanProcessor(Dropped()))
         trace.set_tracer_provider(provider)
 
@@ -93,7 +96,9 @@ def main() -> None:
         print(json.dumps(one_run(url, feature, count)))
         return
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--feature", choices=("metrics", "traces"), default="metrics")
+    parser.add_argument(
+        "--feature", choices=("metrics", "traces", "traces-sampled"), default="metrics"
+    )
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--only", choices=("sqlite", "redis"))

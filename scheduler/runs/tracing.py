@@ -28,8 +28,12 @@ from typing import Any, Protocol
 from tickwork.scheduler.model import headers as header_names
 
 try:
-    from opentelemetry import propagate, trace
+    from opentelemetry import trace
     from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    #: the header carries W3C's ``traceparent`` alone, whatever the global propagator
+    W3C = TraceContextTextMapPropagator()
 
     ENABLED = True
 except ImportError:  # pragma: no cover - depends on the environment
@@ -85,7 +89,7 @@ def with_traceparent(headers: Mapping[str, str] | None) -> Mapping[str, str] | N
     if not trace.get_current_span().get_span_context().is_valid:
         return headers  # what inject would find, without its work
     carrier: dict[str, str] = {}
-    propagate.inject(carrier)
+    W3C.inject(carrier)
     if TRACEPARENT not in carrier:
         return headers
     return {TRACEPARENT: carrier[TRACEPARENT], **(headers or {})}
@@ -107,7 +111,7 @@ def step_span(name: str, step_id: str | None) -> AbstractContextManager[object]:
     if not ENABLED or not configured():
         return nullcontext()
     attributes = {"tickwork.step": name, "tickwork.step_id": step_id or ""}
-    tracer = trace.get_tracer("tickwork")
+    tracer = _tracer()
     return tracer.start_as_current_span(
         f"step {name}", kind=SpanKind.INTERNAL, attributes=attributes
     )
@@ -136,6 +140,19 @@ def configured() -> bool:
     return _provider_set
 
 
+#: tickwork's tracer, once a provider is set (a tracer made per span is slow)
+_TRACER: trace.Tracer | None = None
+
+
+def _tracer() -> trace.Tracer:
+    """tickwork's tracer of the provider the application set (asked once: the SDK makes
+    a tracer in tens of microseconds, a large part of a span's cost)."""
+    global _TRACER
+    if _TRACER is None:
+        _TRACER = trace.get_tracer("tickwork")
+    return _TRACER
+
+
 def look_for_provider() -> None:
     """Have the next run ask whether a tracer provider is set: a worker calls it as it
     starts, so a provider its application set before is used from the first run (one set
@@ -148,7 +165,7 @@ def look_for_provider() -> None:
 def _span(info: Traced, as_child: bool) -> Iterator[Outcome]:
     links, parent = [], None
     if info.traceparent:
-        carried = propagate.extract({TRACEPARENT: info.traceparent})
+        carried = W3C.extract({TRACEPARENT: info.traceparent})
         producer = trace.get_current_span(carried).get_span_context()
         if producer.is_valid and as_child:
             parent = carried
@@ -166,7 +183,7 @@ def _span(info: Traced, as_child: bool) -> Iterator[Outcome]:
     }
     if info.key is not None:
         attributes["tickwork.key"] = info.key
-    tracer = trace.get_tracer("tickwork")
+    tracer = _tracer()
     with tracer.start_as_current_span(
         f"run {info.task}",
         context=parent,  # None: a root (only a link to the producer)
@@ -210,7 +227,7 @@ def producer_span(name: str) -> AbstractContextManager[Sent]:
 
 @contextmanager
 def _send_span(name: str) -> Iterator[Sent]:
-    tracer = trace.get_tracer("tickwork")
+    tracer = _tracer()
     attributes = {
         "messaging.system": "tickwork",
         "messaging.operation.type": "send",
