@@ -2,8 +2,9 @@
 holds, read at each scrape, served once per deployment (each worker serves only its own
 counts, ``workers/reporting/metrics.py``).
 
-Per queue: messages by state (ready, scheduled, in flight, poison), whether it is paused,
-its bound and fill, and the counters every worker adds to (enqueued, claimed, acked, ...).
+Per queue: messages by state (ready, scheduled, in flight, poison), how long its
+longest-waiting ready message has been due, whether it is paused, its bound and fill, and
+the counters every worker adds to (enqueued, claimed, acked, ...).
 Per keyed recurring schedule: the next fire time, the scheduled time of the last run that
 succeeded (what "no success since T" alerts need), its misfires, and how its last
 recorded run ended (from the occurrence ledger: ``tickwork_schedule_last_outcome``, 1 on
@@ -22,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from tickwork.scheduler import App, BackendError
+from tickwork.scheduler.backends import QueueStats
 
 log = logging.getLogger("tickwork.exporter")
 
@@ -63,7 +65,14 @@ class BackendCollector(Collector):
         events = CounterMetricFamily(
             "tickwork_queue_events", "Counters kept by the backend", labels=["queue", "event"]
         )
+        oldest = GaugeMetricFamily(
+            "tickwork_queue_oldest_ready_seconds",
+            "How long the queue's longest-waiting ready message has been due (0: none ready)",
+            labels=["queue"],
+        )
+        now_ms = self._app.backend_clock.now_ms()
         for s in stats:
+            oldest.add_metric([s.queue], oldest_ready_s(s, now_ms))
             for state, value in (
                 ("ready", s.ready),
                 ("scheduled", s.scheduled),
@@ -77,7 +86,7 @@ class BackendCollector(Collector):
                 bound.add_metric([s.queue], s.max_pending)
             for name, value in sorted(s.counters.items()):
                 events.add_metric([s.queue, name], value)
-        yield from (depth, paused, bound, pending, events)
+        yield from (depth, paused, bound, pending, events, oldest)
         labels = ["queue", "key", "task"]
         next_fire = GaugeMetricFamily(
             "tickwork_schedule_next_fire_timestamp_seconds",
@@ -107,6 +116,15 @@ class BackendCollector(Collector):
             if info.last_outcome is not None:
                 last_outcome.add_metric([*names, info.last_outcome], 1)
         yield from (next_fire, last_success, misfires, last_outcome)
+
+
+def oldest_ready_s(stats: QueueStats, now_ms: int) -> float:
+    """How long ``stats``' queue's longest-waiting ready message has been due, in
+    seconds (0 with none ready). A fair-share message on Redis counts as due now: its
+    place in the ready line is its turn, not its due time."""
+    if not stats.ready or stats.next_due_ms is None:
+        return 0.0
+    return max(0, now_ms - stats.next_due_ms) / 1000
 
 
 def serve(app: App, port: int, host: str = "127.0.0.1") -> WSGIServer:

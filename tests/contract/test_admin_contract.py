@@ -89,6 +89,32 @@ def test_stats_and_counters(harness: BackendHarness) -> None:
     assert "q" in b.queues.names()
 
 
+def test_stats_date_the_longest_waiting_ready_message(harness: BackendHarness) -> None:
+    """``next_due_ms`` is the earliest due time of the messages waiting: with messages
+    ready, the due time of the one that waited longest, whatever its priority, also once
+    a claim moved them into the ready line (the age of a queue's backlog,
+    ``tickwork_queue_oldest_ready_seconds``)."""
+    b = harness.backend
+    ready = {
+        "oldest": env(harness, "oldest", priority=-3, due_in_ms=100),
+        "urgent": env(harness, "urgent", priority=5, due_in_ms=200),
+        "plain": env(harness, "plain", due_in_ms=300),
+    }
+    b.messages.enqueue([*ready.values(), env(harness, "later", priority=9, due_in_ms=60_000)])
+    harness.advance(400)
+    s = b.queues.stats("q")[0]
+    assert (s.ready, s.scheduled) == (3, 1)
+    assert s.next_due_ms == ready["oldest"].due_ms
+    (first,) = b.leases.claim("q", 1).claims  # the others wait in the ready line now
+    waiting = [e for e in ready.values() if e.id != first.id]
+    assert b.queues.stats("q")[0].next_due_ms == min(e.due_ms for e in waiting)
+    b.messages.delete(waiting[0].id)
+    assert b.queues.stats("q")[0].next_due_ms == waiting[1].due_ms
+    late = env(harness, "late", due_in_ms=-30_000)  # enqueued after its time: dated by it
+    b.messages.enqueue([late])
+    assert b.queues.stats("q")[0].next_due_ms == late.due_ms
+
+
 def test_purge_a_queue(harness: BackendHarness) -> None:
     b = harness.backend
     b.messages.enqueue(

@@ -81,6 +81,7 @@ def test_the_examples_autoscale_on_ready_and_running_messages(
     url = backend_url("redis", tmp_path)
     app = scaled.app
     app.use_backend(url)
+    started_at = time.time()
     app.enqueue_many(scaled.render.call(n) for n in range(READY))
     app.enqueue_many(
         scaled.render.call(n).options(delay=timedelta(hours=1))
@@ -120,8 +121,12 @@ def test_the_examples_autoscale_on_ready_and_running_messages(
         at = time.time()  # every query below sees the same scrape
 
         keda = yaml.safe_load((DEPLOY / "keda-scaledobject.yaml").read_text())
-        (trigger,) = keda["spec"]["triggers"]
-        assert trigger["type"] == "prometheus"
+        trigger, aged = keda["spec"]["triggers"]
+        assert trigger["type"] == aged["type"] == "prometheus"
+        (sample,) = prometheus.query(aged["metadata"]["query"], at)
+        age = float(sample["value"][1])  # since the 120 were enqueued, before the worker
+        assert 0 < age < time.time() - started_at
+        assert math.ceil(age / float(aged["metadata"]["threshold"])) >= 1
         (sample,) = prometheus.query(trigger["metadata"]["query"], at)
         backlog = float(sample["value"][1])
         assert backlog == READY  # running ones count; scheduled and other queues do not

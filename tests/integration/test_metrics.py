@@ -181,6 +181,10 @@ def test_the_exporter_serves_what_the_backend_holds(app: App) -> None:
     @app.task(queue="reports")
     def report() -> None: ...
 
+    @app.task(queue="late")
+    def overdue() -> None: ...
+
+    overdue.schedule(at=datetime.now(UTC) - timedelta(seconds=30))  # no worker takes "late"
     app.queues.configure("billing", max_pending=50)
     charge.delay(0)
     with running(app, queues=("billing",)) as worker:
@@ -206,6 +210,8 @@ def test_the_exporter_serves_what_the_backend_holds(app: App) -> None:
     assert value(samples, "tickwork_queue_pending", **billing) == 3
     assert value(samples, "tickwork_queue_paused", **billing) == 0
     assert value(samples, "tickwork_queue_events_total", **billing, event="enqueued") == 4
+    assert value(samples, "tickwork_queue_oldest_ready_seconds", **billing) == 0  # none ready
+    assert 30 <= value(samples, "tickwork_queue_oldest_ready_seconds", queue="late") < 300
     names = {"queue": "reports", "key": "daily", "task": report.name}
     fire = value(samples, "tickwork_schedule_next_fire_timestamp_seconds", **names)
     assert fire == info.next_run.timestamp() and fire > datetime.now(UTC).timestamp()

@@ -121,14 +121,15 @@ class CassandraQueues(QueueAdmin):
                 stored = stored_state(self._store.lock_row(name, shard))
                 # an id stored twice (two identical late writes at once) counts once
                 rows = self._store.pending_after_sweep(name, shard, stored)
-                dues = list({str(row.id): row.ready_ms for row in rows}.values())
+                unique = list({str(row.id): row for row in rows}.values())
                 leases = self._store.live_leases(name, shard, stored)
-                ready += sum(d <= now for d in dues)
-                scheduled += sum(d > now for d in dues)
+                ready += sum(row.ready_ms <= now for row in unique)
+                scheduled += sum(row.ready_ms > now for row in unique)
                 in_flight += len(leases)
-                per_shard[shard] = len(dues) + len(leases)
-                if dues:
-                    next_due = min(dues) if next_due is None else min(next_due, min(dues))
+                per_shard[shard] = len(unique) + len(leases)
+                if unique:
+                    first = min(_due(row) for row in unique)
+                    next_due = first if next_due is None else min(next_due, first)
             poison = len(list(self._store.run(self._store.prepare(cql.SELECT_POISON_IDS), (name,))))
             counters = {
                 str(r.name): int(r.value)
@@ -245,3 +246,10 @@ class CassandraAborts(Aborts):
         for message_id in message_ids:
             self._store.run(self._store.prepare(cql.DELETE_ABORT), (message_id,))
         return len(held.intersection(message_ids))
+
+
+def _due(row: Any) -> int:
+    """When a pending row's message was due: its place (when it became ready), or the
+    earlier due time it keeps beside it (a message enqueued late): ``next_due_ms`` as
+    the other backends give it."""
+    return int(row.ready_ms if row.due_ms is None else min(row.ready_ms, row.due_ms))

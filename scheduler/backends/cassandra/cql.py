@@ -70,7 +70,7 @@ SET_BOUND = "INSERT INTO queue_bounds (registry, queue, max_pending) VALUES (0, 
 DELETE_BOUND = "DELETE FROM queue_bounds WHERE registry = 0 AND queue = ?"
 SELECT_BOUNDS = "SELECT queue, max_pending FROM queue_bounds WHERE registry = 0"
 SELECT_PENDING_AFTER = (
-    "SELECT ready_ms, id FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
+    "SELECT ready_ms, id, due_ms FROM queue_messages WHERE queue = ? AND bucket IN ? AND shard = ? "
     "AND (ready_ms, id) > (?, ?)"
 )
 SELECT_FIRST_PENDING_AFTER = (

@@ -169,7 +169,7 @@ class CassandraShardLock(CassandraLayout):
             self.positions[(queue, shard)] = state.read
 
     def pending_after_sweep(self, queue: str, shard: int, stored: ShardState) -> list[Any]:
-        """(ready_ms, id) of every pending row of a shard: those after its sweep position
+        """(ready_ms, id, due_ms) of every pending row of a shard: those after its sweep position
         (at or before it everything was consumed)."""
         buckets = list(range(self.meta(queue).buckets))
         params = (queue, buckets, shard, *stored.swept)

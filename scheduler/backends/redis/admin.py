@@ -145,8 +145,11 @@ class RedisQueues(QueueAdmin):
                 in_flight += l_count
                 poison += p_count
                 per_shard[shard] = r_count + s_count + l_count
-                if r_count:
-                    next_due = now if next_due is None else min(next_due, now)
+                if r_count:  # the oldest ready one's due time (now: only fair ones, unknown)
+                    keys = self._store.shard_keys(name, shard)
+                    oldest = self._store.script("oldest_ready", keys, [])
+                    due = now if oldest is None else int(oldest)
+                    next_due = due if next_due is None else min(next_due, due)
                 if first:
                     due = int(first[0][1])
                     next_due = due if next_due is None else min(next_due, due)

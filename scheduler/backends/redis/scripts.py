@@ -56,6 +56,7 @@ SCRIPT_NAMES = (
     "batch_open",
     "batch_settle",
     "ledger_append",
+    "oldest_ready",
 )
 
 
