@@ -63,14 +63,14 @@ def small_disk(path: Path, size: str, owner: str | None = None) -> Iterator[Path
 
 
 def fill(disk: Path) -> Path:
-    """Write a file on ``disk`` until it is full; the file."""
+    """Write a file on ``disk`` until it is full; the file. Unbuffered: a buffered file
+    that met the full disk would try its rest again as it closes, and raise there."""
     filler = disk / "filler"
     chunk = b"\0" * 65536
-    with filler.open("wb") as out:
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(chunk)
-                out.flush()
         except OSError as err:
             assert err.errno == errno.ENOSPC, err
     return filler
