@@ -127,6 +127,42 @@ def test_identical_resend_is_a_duplicate_not_a_conflict(harness: BackendHarness)
     assert b.queues.stats("q")[0].ready == 2
 
 
+@pytest.mark.parametrize("on_conflict", [OnConflict.IGNORE, OnConflict.ERROR])
+def test_writers_racing_for_a_free_key_store_its_message_once(
+    harness: BackendHarness, on_conflict: OnConflict
+) -> None:
+    """Eight writers at once put the same keyed message (one id: it comes from the key,
+    as ten workers installing one ``@app.periodic`` schedule at start) due at slightly
+    different times: one stores it, the others find it (a duplicate, ignored, or a
+    conflict), and it is claimed once."""
+    b = harness.backend
+    writers = 8
+    start = threading.Barrier(writers)
+    outcomes: list[Outcome | str] = []
+
+    def write(n: int) -> None:
+        e = env(harness, "sched.0", key="K", due_in_ms=500 + n, body=f"due+{n}".encode())
+        start.wait()
+        try:
+            outcomes.extend(b.messages.enqueue([e], on_conflict))
+        except KeyConflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert outcomes.count(Outcome.ENQUEUED) == 1, outcomes
+    assert len(outcomes) == writers
+    harness.advance(600)
+    claims = claim_all(harness)
+    assert [c.id for c in claims] == ["sched.0"], "stored once, claimed once"
+    b.leases.ack([(claims[0], None)])
+    harness.advance(100)
+    assert claim_all(harness) == [] and b.messages.get_by_key("q", "K") is None
+
+
 def test_same_key_in_two_queues_is_two_messages(harness: BackendHarness) -> None:
     b = harness.backend
     b.messages.enqueue(

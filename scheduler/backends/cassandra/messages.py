@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from tickwork.scheduler.backends.cassandra import cql
 from tickwork.scheduler.backends.cassandra.batching import MAX_BODY_BYTES, Batches, add_to_batch
 from tickwork.scheduler.backends.cassandra.bounds import CassandraBounds
+from tickwork.scheduler.backends.cassandra.key_claims import KeyClaims
 from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
 from tickwork.scheduler.backends.outcomes import WRITES, decide, refuse_taken_keys
 from tickwork.scheduler.backends.roles import Messages
@@ -24,6 +25,7 @@ class CassandraMessages(Messages):
     def __init__(self, store: CassandraShardLock, bounds: CassandraBounds) -> None:
         self._store = store
         self._bounds = bounds
+        self._claims = KeyClaims(store)
 
     def enqueue(
         self,
@@ -50,6 +52,19 @@ class CassandraMessages(Messages):
                 "(use Redis or SQLite for it, or a task without fair_key)"
             )
         holders = self._store.holders(envelopes)
+        claimed = self._claims.claim(envelopes, holders, on_conflict)  # one writer per key
+        try:
+            return self._write(envelopes, on_conflict, bounded, holders)
+        finally:
+            self._claims.let_go(claimed)
+
+    def _write(
+        self,
+        envelopes: Sequence[Envelope],
+        on_conflict: OnConflict,
+        bounded: bool,
+        holders: dict[tuple[str, str], tuple[str, bytes]],
+    ) -> list[Outcome]:
         present = self._store.present(envelopes)
         room = self._bounds.room(envelopes) if bounded else {}
         refuse_taken_keys(envelopes, holders, on_conflict)

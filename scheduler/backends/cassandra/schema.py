@@ -147,6 +147,10 @@ TABLES = {
             queue text, subject text, written bigint, seq text, record blob,
             PRIMARY KEY ((queue, subject), written, seq))
         WITH CLUSTERING ORDER BY (written DESC, seq DESC)""",
+    # who is writing a free key now (``key_claims.py``): a row per key, with a TTL
+    "key_claims": """
+        CREATE TABLE IF NOT EXISTS {ks}.key_claims (
+            queue text, key text, owner text, PRIMARY KEY ((queue, key)))""",
     # live workers: one small partition, each row with a TTL its heartbeat renews
     "workers": """
         CREATE TABLE IF NOT EXISTS {ks}.workers (
