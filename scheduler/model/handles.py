@@ -1,13 +1,14 @@
 """What a caller holds of a run: ``TaskHandle`` (the id ``delay()`` and ``schedule()``
-return, with ``status()``, ``info()``, ``result(timeout)``, ``aresult(timeout)`` and
-``cancel()``), the ``TaskInfo`` it reads and the errors ``result()`` raises. The handle
-reads through its app (``ResultReader``); the records it reads are written and read by
-``scheduler.runs.results``."""
+return, with ``status()``, ``info()``, ``result(timeout)``, ``aresult(timeout)``,
+``watch()``, ``awatch()`` and ``cancel()``), the ``TaskInfo`` it reads and the errors
+``result()`` raises. The handle reads through its app (``ResultReader``); the records it
+reads are written and read by ``scheduler.runs.results``."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tickwork.scheduler.errors import TickworkError
 from tickwork.scheduler.ids import occurrence_id
+from tickwork.scheduler.model.watching import WATCH_EVERY_S, achanges, changes
 
 
 class ResultReader(Protocol):
@@ -152,6 +154,24 @@ class TaskHandle(IdHandle):
             await asyncio.sleep(self._pause(pause, deadline, timeout))
             pause = min(pause * 2, 0.25)
 
+    def watch(
+        self, every: float = WATCH_EVERY_S, timeout: float | None = None
+    ) -> Iterator[TaskInfo]:
+        """Each change of the run as it happens (read every ``every`` seconds: its state,
+        attempt, progress and note, its value or error): the state now, then each read
+        that differs, ending with the run's end (succeeded, failed, or unknown: gone
+        with no record kept); ``ResultTimeout`` after ``timeout`` seconds."""
+        return changes(self.info, every, timeout, _ended, self._late(timeout))
+
+    def awatch(
+        self, every: float = WATCH_EVERY_S, timeout: float | None = None
+    ) -> AsyncIterator[TaskInfo]:
+        """``watch`` for code in an event loop (``async for info in handle.awatch()``)."""
+        return achanges(self.info, every, timeout, _ended, self._late(timeout))
+
+    def _late(self, timeout: float | None) -> Callable[[], Exception]:
+        return lambda: ResultTimeout(f"message {self} has not finished within {timeout:g} s")
+
     def _pause(self, pause: float, deadline: float | None, timeout: float | None) -> float:
         """How long to wait before looking again; ``ResultTimeout`` once past the deadline."""
         if deadline is None:
@@ -180,6 +200,10 @@ class TaskHandle(IdHandle):
                 "cancelled, its task keeps no results, or its result expired)"
             )
         return None
+
+
+def _ended(info: TaskInfo) -> bool:
+    return info.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.UNKNOWN)
 
 
 #: where a chain is while one of its steps is in one of these states

@@ -5,6 +5,7 @@ task that keeps no results says so, and a value that cannot be kept fails the ru
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from datetime import timedelta
 
@@ -17,6 +18,7 @@ from tickwork.scheduler import (
     RunStatus,
     TaskFailed,
     TaskHandle,
+    TaskInfo,
     TickworkError,
     current_run,
 )
@@ -68,6 +70,57 @@ def test_progress_is_readable_while_the_task_runs(app: App) -> None:
         assert (info.progress, info.note) == (0.5, "half the rows")
         go_on.set()
         assert handle.result(timeout=30) == "done"
+
+
+def test_watch_yields_each_change_of_a_run_until_it_ends(app: App) -> None:
+    """``watch`` hands on each state it reads that differs from the one before: ready,
+    running, each progress note, then the end with the value; ``awatch`` the same in an
+    event loop, ending with a failure; each stage is waited for before the next."""
+    stages = [threading.Event() for _ in range(2)]
+
+    @app.task(keep_result=True)
+    def crunch() -> str:
+        current_run().progress(0.25, "reading")
+        stages[0].wait(30)
+        current_run().progress(0.75, "writing")
+        stages[1].wait(30)
+        return "done"
+
+    @app.task(keep_result=True, retries=0)
+    def broken() -> None:
+        raise ValueError("no such account")
+
+    handle = crunch.delay()
+    seen: list[tuple[RunStatus, float | None, str | None]] = []
+    infos: list[TaskInfo] = []
+
+    def watcher() -> None:
+        for info in handle.watch(every=0.02, timeout=60):
+            seen.append((info.status, info.progress, info.note))
+            infos.append(info)
+
+    watching = threading.Thread(target=watcher)
+    watching.start()
+    with running(app):
+        wait_for(lambda: (RunStatus.RUNNING, 0.25, "reading") in seen, 30)
+        stages[0].set()
+        wait_for(lambda: (RunStatus.RUNNING, 0.75, "writing") in seen, 30)
+        stages[1].set()
+        watching.join(30)
+        assert not watching.is_alive(), "the watch ends with the run"
+
+        async def watch_failure() -> list[RunStatus]:
+            return [info.status async for info in broken.delay().awatch(every=0.02, timeout=60)]
+
+        failed = asyncio.run(watch_failure())
+    assert seen[0][0] is RunStatus.READY and seen[-1][0] is RunStatus.SUCCEEDED
+    assert infos[-1].value == "done"
+    order = [(RunStatus.RUNNING, 0.25, "reading"), (RunStatus.RUNNING, 0.75, "writing")]
+    assert [s for s in seen if s in order] == order, seen
+    assert all(a != b for a, b in itertools.pairwise(infos)), "only changes"
+    assert failed[-1] is RunStatus.FAILED and RunStatus.SUCCEEDED not in failed
+    with pytest.raises(ResultTimeout):
+        list(crunch.delay().watch(every=0.02, timeout=0.1))  # no worker: never ends
 
 
 def test_what_cannot_be_kept_is_one_clear_error(sqlite_app: App) -> None:
