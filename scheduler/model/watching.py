@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from tickwork.scheduler.model.handles import TaskInfo
+#: what is watched: a run's ``TaskInfo``
+TaskInfo = TypeVar("TaskInfo")
 
 #: seconds between two reads of a watched run, unless told
 WATCH_EVERY_S = 0.25
