@@ -12,6 +12,10 @@ from tickwork.scheduler.backends.postgres.writing import NoRoom, aenqueue_on, en
 from tickwork.scheduler.backends.roles import Messages
 from tickwork.scheduler.backends.states import COLUMNS, stored_message
 from tickwork.scheduler.backends.values import Envelope, OnConflict, Outcome, StoredMessage
+from tickwork.scheduler.errors import BackendError
+
+# how often a cancel by key tries again when each DELETE waited on a row its ack replaced
+_DELETE_BY_KEY_TRIES = 100
 
 
 class PostgresMessages(Messages):
@@ -102,18 +106,24 @@ class PostgresMessages(Messages):
 
     def delete_by_key(self, queue: str, key: str) -> bool:
         sql = self._store.sql("DELETE FROM tw.messages WHERE queue = %s AND key = %s")
+        present = self._store.sql("SELECT 1 FROM tw.messages WHERE queue = %s AND key = %s")
 
         def work(db: Connection) -> bool:
-            deleted = 0
-            for _ in range(3):
-                # a chain's ack deletes its row and inserts the next occurrence under the
-                # same key: a DELETE that waited on the old row finds it gone and cannot
-                # see the new one (read committed); the next statement does
+            # a chain's ack deletes its row and inserts the next occurrence under the same
+            # key: a DELETE that waited on the old row finds it gone and cannot see the new
+            # one (read committed). A plain read, which waits on nothing, says whether a
+            # row is there now; while one is, the next DELETE takes it or waits on it again
+            for _ in range(_DELETE_BY_KEY_TRIES):
                 deleted = db.execute(sql, (queue, key)).rowcount
                 if deleted:
-                    break
-            self._store.add_pending(db, queue, -deleted)
-            return deleted > 0
+                    self._store.add_pending(db, queue, -deleted)
+                    return True
+                if db.execute(present, (queue, key)).fetchone() is None:
+                    return False
+            raise BackendError(
+                f"cancel of key {key!r} in queue {queue!r}: its schedule was replaced by its "
+                f"next occurrence {_DELETE_BY_KEY_TRIES} times while the cancel waited"
+            )
 
         return self._store.write(work)
 
