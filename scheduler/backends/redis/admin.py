@@ -136,6 +136,15 @@ class RedisQueues(QueueAdmin):
             next_due: int | None = None
             counters: dict[str, int] = {}
             per_shard: dict[int, int] = {}
+            # the due time of each shard's oldest ready message, all shards in one round
+            # trip on a single node (now where only fair ones wait: their age is unknown)
+            holding = [shard for shard in range(shards) if replies[shard * 7]]
+            ages = self._store.run_scripts(
+                [("oldest_ready", self._store.shard_keys(name, s), []) for s in holding]
+            )
+            for oldest in ages:
+                due = now if oldest is None else int(oldest)
+                next_due = due if next_due is None else min(next_due, due)
             for shard in range(shards):
                 r_count, s_due, s_count, l_count, p_count, first, counts = replies[
                     shard * 7 : shard * 7 + 7
@@ -145,11 +154,6 @@ class RedisQueues(QueueAdmin):
                 in_flight += l_count
                 poison += p_count
                 per_shard[shard] = r_count + s_count + l_count
-                if r_count:  # the oldest ready one's due time (now: only fair ones, unknown)
-                    keys = self._store.shard_keys(name, shard)
-                    oldest = self._store.script("oldest_ready", keys, [])
-                    due = now if oldest is None else int(oldest)
-                    next_due = due if next_due is None else min(next_due, due)
                 if first:
                     due = int(first[0][1])
                     next_due = due if next_due is None else min(next_due, due)
