@@ -18,7 +18,7 @@ from tickwork.scheduler.model.tasks import Call, TaskFunction
 from tickwork.scheduler.producing.backpressure import awrite_bounded, write_bounded
 from tickwork.scheduler.producing.debounce import debounced
 from tickwork.scheduler.producing.reports import EnqueueReport, conflict_mode
-from tickwork.scheduler.runs.tracing import NOT_TRACED, producer_span
+from tickwork.scheduler.runs.tracing import producer_span
 from tickwork.scheduler.schedules.actions import ActionLog
 from tickwork.scheduler.workflows.graphs import Workflow
 
@@ -61,10 +61,7 @@ class Producer:
         traced (``scheduler.runs.tracing``)."""
         if not isinstance(call, Call):
             return self._batches.enqueue(call, block=block, block_timeout=block_timeout)
-        span = producer_span(f"enqueue {call.task}")
-        if span is NOT_TRACED:
-            return self._enqueue(call, on_conflict, block, block_timeout)[0]
-        with span as sent:
+        with producer_span(f"enqueue {call.task}") as sent:
             message_id, envelope = self._enqueue(call, on_conflict, block, block_timeout)
             sent(message_id, envelope.queue)
         return message_id
@@ -99,10 +96,7 @@ class Producer:
     ) -> EnqueueReport:
         """``App.enqueue_many``: each batch built whole before any of it is written; one
         producer span when traced."""
-        span = producer_span("enqueue_many")
-        if span is NOT_TRACED:
-            return self._enqueue_many(calls, on_conflict, batch_size, block, block_timeout)
-        with span as sent:
+        with producer_span("enqueue_many") as sent:
             report = self._enqueue_many(calls, on_conflict, batch_size, block, block_timeout)
             sent(None, None, len(report.ids))
         return report
@@ -170,10 +164,7 @@ class Producer:
             return await asyncio.to_thread(
                 self.enqueue, call, on_conflict, block=block, block_timeout=block_timeout
             )
-        span = producer_span(f"enqueue {call.task}")
-        if span is NOT_TRACED:
-            return (await self._aenqueue(call, on_conflict, block, block_timeout))[0]
-        with span as sent:
+        with producer_span(f"enqueue {call.task}") as sent:
             message_id, envelope = await self._aenqueue(call, on_conflict, block, block_timeout)
             sent(message_id, envelope.queue)
         return message_id

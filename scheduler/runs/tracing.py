@@ -213,15 +213,15 @@ def _unsent(message_id: str | None, queue: str | None, count: int = 1) -> None:
     """What ``producer_span`` yields without a tracer provider."""
 
 
-#: what ``producer_span`` returns when nothing is traced (callers may skip it then)
-NOT_TRACED: AbstractContextManager[Sent] = nullcontext(_unsent)
+#: what ``producer_span`` returns when nothing is traced (reusable: a nullcontext)
+_NOT_TRACED: AbstractContextManager[Sent] = nullcontext(_unsent)
 
 
 def producer_span(name: str) -> AbstractContextManager[Sent]:
     """A span named ``name`` around building and storing messages; yields a function
     recording the message's id and queue (or a batch's count) on it."""
     if not ENABLED or not configured():
-        return NOT_TRACED
+        return _NOT_TRACED
     return _send_span(name)
 
 
