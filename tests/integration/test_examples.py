@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.backends import backend_url
+from tests.support.served import run_command, run_tickwork
 from tickwork import App
 from tickwork.scheduler import Message
 
@@ -38,38 +39,13 @@ ON_POSTGRES = {"postgres_orders", "postgres_sqlalchemy", "postgres_django"}
 def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> None:
     url = backend_url("postgres" if name in ON_POSTGRES else "sqlite", tmp_path)
     env = {**clean_env, "TICKWORK_BACKEND": url, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, "-m", f"examples.{name}"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_command([sys.executable, "-m", f"examples.{name}"], ROOT, env)
     assert done.returncode == 0, done.stderr
     if name in ON_POSTGRES:  # what was rolled back left nothing behind
         assert "messages waiting: 1" in done.stdout, done.stdout
-    worker = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tickwork",
-            "worker",
-            "-A",
-            APP_OF.get(name, f"examples.{name}"),
-            "--duration",
-            "2",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    module = APP_OF.get(name, f"examples.{name}")
+    options = ("--duration", "2", "--log-level", "warning")
+    worker = run_tickwork(ROOT, env, "worker", "-A", module, *options)
     assert worker.returncode == 0, worker.stderr
     # and what it ran ended as the example means it to: nothing poisoned but what the
     # example poisons on purpose
@@ -82,25 +58,9 @@ def test_example_runs(name: str, tmp_path: Path, clean_env: dict[str, str]) -> N
 def test_the_example_tests_pass_with_the_plugin_alone(clean_env: dict[str, str]) -> None:
     """``examples/test_signup.py`` uses ``tickwork.testing``'s fixture with no conftest:
     the plugin comes with the installed package (its ``pytest11`` entry point)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(ROOT / "examples"),
-            "examples/test_signup.py",
-        ],
-        cwd=ROOT,
-        env=clean_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["--rootdir", str(ROOT / "examples"), "examples/test_signup.py"]
+    done = run_command(command, ROOT, clean_env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
 

@@ -4,8 +4,6 @@ options, and text PostgreSQL refuses (NUL) arriving as one clear error."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -14,6 +12,7 @@ import psycopg
 import pytest
 
 from tests.support.backends import Servers
+from tests.support.served import run_tickwork
 from tickwork.scheduler import App
 from tickwork.scheduler.backends import Envelope, open_backend
 from tickwork.scheduler.backends.postgres.schema import VERSION
@@ -64,16 +63,15 @@ def test_a_schema_newer_than_this_tickwork_is_refused() -> None:
         open_backend(f"{_server()}?schema={schema}")
 
 
-def test_the_printed_script_installs_what_the_backend_expects(clean_env: dict[str, str]) -> None:
+def test_the_printed_script_installs_what_the_backend_expects(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
     schema = _schema()
-    script = subprocess.run(
-        [sys.executable, "-m", "tickwork", "postgres", "install", "--print", "--schema", schema],
-        cwd=ROOT,
-        env=clean_env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    printed = run_tickwork(
+        tmp_path, clean_env, "postgres", "install", "--print", "--schema", schema
+    )
+    assert printed.returncode == 0, printed.stderr
+    script = printed.stdout
     with psycopg.connect(_server(), autocommit=True) as conn:
         conn.execute(script.encode())
     assert _version(schema) == VERSION
@@ -83,19 +81,12 @@ def test_the_printed_script_installs_what_the_backend_expects(clean_env: dict[st
         assert [c.id for c in backend.leases.claim("q", 10).claims] == ["m1"]
 
 
-def test_install_creates_the_schema_named_by_the_url(clean_env: dict[str, str]) -> None:
+def test_install_creates_the_schema_named_by_the_url(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
     schema = _schema()
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "tickwork", "--backend", f"{_server()}?schema={schema}"),
-            *("postgres", "install"),
-        ],
-        cwd=ROOT,
-        env=clean_env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    url = f"{_server()}?schema={schema}"
+    done = run_tickwork(tmp_path, clean_env, "--backend", url, "postgres", "install")
     assert done.returncode == 0, done.stderr
     assert f"schema {schema} is at version {VERSION}" in done.stdout
     assert _version(schema) == VERSION

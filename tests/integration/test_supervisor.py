@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import supervised_tasks
 from tests.support.helpers import wait_for
+from tests.support.served import run_tickwork
 from tickwork.cli.worker import child_command, worker
 from tickwork.scheduler import App
 from tickwork.workers.supervisor import _die_with_parent
@@ -137,17 +138,10 @@ def test_a_child_whose_supervisor_died_before_it_asked_exits_at_once() -> None:
 
 
 def test_an_app_that_cannot_load_fails_before_any_process_starts(
-    sqlite_url: str, clean_env: dict[str, str]
+    tmp_path: Path, sqlite_url: str, clean_env: dict[str, str]
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tickwork", "worker", "-A", "no_such_module", "--processes", "2"],
-        cwd=ROOT,
-        env={**clean_env, "TICKWORK_BACKEND": sqlite_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {**clean_env, "TICKWORK_BACKEND": sqlite_url}
+    done = run_tickwork(tmp_path, env, "worker", "-A", "no_such_module", "--processes", "2")
     assert done.returncode == 2, done.stderr
     assert "cannot load the app from 'no_such_module'" in done.stderr
     assert "worker process" not in done.stderr  # nothing was started

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode
@@ -37,8 +37,21 @@ def run_tickwork(
     """``tickwork ARGS...`` through the installed console script, run from ``cwd`` as a
     user runs it (``typed`` on its standard input); its exit code and output (never
     raises on a failing exit)."""
+    return run_command([console_script(), *args], cwd, env, timeout=timeout, typed=typed)
+
+
+def run_command(
+    command: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    *,
+    timeout: float = 120,
+    typed: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``command`` run from ``cwd`` to its end (``typed`` on its standard input): its exit
+    code and output as text (never raises on a failing exit)."""
     return subprocess.run(
-        [console_script(), *args],
+        list(command),
         cwd=cwd,
         env=env,
         input=typed,
