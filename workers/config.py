@@ -53,6 +53,9 @@ class WorkerConfig(BaseModel):
     #: how often the worker appends what it did to each queue's activity log, the data of
     #: the dashboard's charts (s; 0: never)
     activity_interval_s: float = Field(default=15.0, ge=0)
+    #: publish each run's start and end for live streams (``GET /api/v1/stream``), the
+    #: changes of this long (s) together; 0: publish none
+    live_changes_s: float = Field(default=0.02, ge=0)
     #: serve Prometheus metrics on this port (0: any free port; None: not at all)
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"

@@ -15,7 +15,8 @@ Threads of a worker process, one module each::
     presence.py: this worker's record in the worker registry
     health.py: alive and ready, served by endpoint.py (``/metrics``, ``/healthz``,
         ``/readyz``) and told to systemd (systemd.py)
-    activity.py: what it did per queue, appended to the activity log (the charts)
+    reports.py: what it reports beside its work, each reporter registered there: the
+        activity log (the charts), live changes (the streams), OpenTelemetry's metrics
 
 ``holdings.py`` is the work owned by this process (shared, with its lock); ``flow.py``
 the permits and counters; ``lifecycle.py`` the signals and a failed thread's stop;
@@ -74,13 +75,12 @@ from tickwork.workers.pools.gathering import Gathering
 from tickwork.workers.pools.kinds import make_pool
 from tickwork.workers.pools.launch import Launcher
 from tickwork.workers.pools.pool import HandlerPool, PoolSpec
-from tickwork.workers.reporting import otel_metrics
-from tickwork.workers.reporting.activity import ActivityLog
 from tickwork.workers.reporting.endpoint import WorkerEndpoint
 from tickwork.workers.reporting.health import Health
 from tickwork.workers.reporting.memory_bound import MemoryBound
 from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 from tickwork.workers.reporting.presence import Presence
+from tickwork.workers.reporting.reports import Reports, counted
 from tickwork.workers.reporting.systemd import SystemdNotifier
 from tickwork.workers.settling.settler import Settler
 
@@ -117,10 +117,6 @@ class Worker:
             else None
         )
         holdings = Holdings()
-        otel = otel_metrics.configured()  # the application's meter provider, if set
-        counted = (
-            otel or self.config.metrics_port is not None or self.config.activity_interval_s > 0
-        )
         self._context = context = WorkerContext(
             app=app,
             config=self.config,
@@ -129,14 +125,12 @@ class Worker:
             holdings=holdings,
             permits=permits,
             counters=Counters(),
-            metrics=WorkerMetrics(holdings) if counted else NoMetrics(),
+            metrics=WorkerMetrics(holdings) if counted(self.config) else NoMetrics(),
             stopping=threading.Event(),
             forced=threading.Event(),
             wake=threading.Event(),
             pace=self._pace,
         )
-        if otel and (counting := context.counting) is not None:
-            counting.also = otel_metrics.OtelMetrics(counting, holdings)
         self._settled = threading.Event()
         #: where ``/metrics`` is served once started (``metrics_port`` 0 picks a free port)
         self.metrics_port: int | None = None
@@ -160,24 +154,13 @@ class Worker:
         self._launcher = Launcher(context, self._settler)
         self._heartbeat = Heartbeat(self.backend, holdings, self._now_ms)
         self._presence = Presence(context)
+        self._reports = Reports(context, self._presence.worker_id)
         self.health = Health(
             lambda: self._heartbeat.turned_at,
             lambda: self.failed,
             context.stopping.is_set,
             self.backend.now_ms,
             self.config.health_stale_s,
-        )
-        self._activity = (
-            ActivityLog(
-                self.backend,
-                metrics,
-                self._presence.worker_id,
-                self.config.activity_interval_s,
-                self._now_ms,
-            )
-            if isinstance(metrics := context.metrics, WorkerMetrics)
-            and self.config.activity_interval_s > 0
-            else None
         )
         self._pool: HandlerPool[Work] | None = None
         self._threads: list[threading.Thread] = []
@@ -240,8 +223,7 @@ class Worker:
         ]
         if gathering is not None:
             roles.append(("gathering", lambda: gathering.run(until=self._settled)))
-        if (activity := self._activity) is not None:
-            roles.append(("activity", lambda: activity.run(until=self._settled)))
+        roles += self._reports.roles(until=self._settled)
         if declared_limits(self.app.registry):  # capacities an operator may change live
             live = self._limits.live
             roles.append(("limits", lambda: live.run(until=self._context.stopping)))

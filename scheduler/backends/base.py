@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Self
 from tickwork.scheduler.backends.roles import (
     Aborts,
     Batches,
+    Changes,
     Leases,
     Ledger,
     Limits,
@@ -71,6 +72,7 @@ class Backend(ABC):
     registry: Registry
     batches: Batches
     ledger: Ledger
+    changes: Changes
 
     #: the name the errors of ``require`` use
     name: str = "this backend"

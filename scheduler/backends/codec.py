@@ -367,6 +367,7 @@ class CodedBackend(Backend):
         self.registry = inner.registry
         self.batches = inner.batches
         self.ledger = CodedLedger(inner.ledger, codec) if codec.transforms_data else inner.ledger
+        self.changes = inner.changes  # run ids, tasks and states: no bodies
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> Self:

@@ -5,17 +5,24 @@ and the HTTP API called over the wire, as a client other than Python calls it.""
 from __future__ import annotations
 
 import base64
+import contextlib
+import http.client
 import http.cookiejar
 import json
+import queue
 import shutil
 import signal
+import socket
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from tests.support.servers import free_port, wait_for_port
 from tickwork.api.security import CSRF_COOKIE
@@ -120,3 +127,60 @@ def call_api(base: str, method: str, path: str, body: object = None) -> tuple[in
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as answer:
         return answer.code, json.loads(answer.read())
+
+
+class EventStream:
+    """A Server-Sent Events client of ``{base}/api/v1/stream?{query}`` with the token: a
+    thread reads the events (name and JSON data) as they come; ``take`` waits for them."""
+
+    def __init__(self, base: str, query: str = "") -> None:
+        where = urlsplit(base)
+        self._connection = http.client.HTTPConnection(where.netloc, timeout=60)
+        headers = {"authorization": f"Bearer {TOKEN}", "accept": "text/event-stream"}
+        self._connection.request("GET", f"/api/v1/stream?{query}", headers=headers)
+        self.answer = self._connection.getresponse()
+        assert self.answer.status == 200, self.answer.read()
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        name, data = "message", ""
+        try:
+            for raw in self.answer:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    name = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    data = line.removeprefix("data: ")
+                elif line == "" and data:
+                    self.events.put((name, json.loads(data)))
+                    name, data = "message", ""
+        except (OSError, ValueError, AttributeError):
+            pass  # closed by the test (http.client reads a closed response's None)
+
+    def take(self, count: int, timeout_s: float = 30.0) -> list[tuple[str, Any]]:
+        """The next ``count`` events (fewer when the time ran out)."""
+        taken: list[tuple[str, Any]] = []
+        deadline = time.monotonic() + timeout_s
+        while len(taken) < count and (left := deadline - time.monotonic()) > 0:
+            try:
+                taken.append(self.events.get(timeout=left))
+            except queue.Empty:
+                break
+        return taken
+
+    def close(self) -> None:
+        """Hang up: the socket shut first, which ends the reader's wait at once."""
+        if (sock := self._connection.sock) is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self.answer.close()
+        self._connection.close()
+
+    def __enter__(self) -> EventStream:
+        (ready,) = self.take(1)
+        assert ready[0] == "ready", ready
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -13,6 +13,7 @@ from tickwork.api.openapi import document
 from tickwork.api.plumbing import error_response
 from tickwork.api.routes import api_routes
 from tickwork.api.security import Guard
+from tickwork.api.stream import ChangeHub, stream_endpoint
 from tickwork.scheduler import App
 
 
@@ -32,5 +33,10 @@ def create_api(
     async def not_allowed(request: Request, _: Exception) -> Response:
         return error_response(405, "method_not_allowed", f"{request.method} is not served here")
 
-    routes = [*api_routes(app, guard, audit), Route("/openapi.json", openapi)]
+    changes = ChangeHub(app.backend)
+    routes = [
+        *api_routes(app, guard, audit),
+        Route("/openapi.json", openapi),
+        Route("/stream", stream_endpoint(changes, guard)),
+    ]
     return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})

@@ -120,6 +120,17 @@ def endpoint(
     return serve
 
 
+def refusal(guard: Guard, request: Request) -> JSONResponse | None:
+    """The answer to a request ``guard`` refuses to let in (no or a wrong token), else
+    None: for an endpoint that answers otherwise than ``endpoint`` does (a stream)."""
+    try:
+        guard.authenticate(request)
+    except Refused as refused:
+        code = _REFUSALS.get(refused.status, "unauthorized")
+        return error_response(refused.status, code, str(refused))
+    return None
+
+
 async def _audited(
     audit: Callable[[str, str, str], None], guard: Guard, request: Request, outcome: str
 ) -> None:

@@ -80,8 +80,13 @@ class WorkerMetrics(NoMetrics):
         self.registry.register(_WorkerCollector(self))
         self._held = _HeldCollector(holdings)
         self.registry.register(self._held)
-        #: told of each run's and claim's times too (OpenTelemetry's: ``otel_metrics.py``)
-        self.also: NoMetrics | None = None
+        #: told of each run and claim too (OpenTelemetry's ``otel_metrics.py``, the live
+        #: changes of ``live.py``): each one ``add``ed
+        self.also: tuple[NoMetrics, ...] = ()
+
+    def add(self, listener: NoMetrics) -> None:
+        """Tell ``listener`` of each claim, start and end too."""
+        self.also = (*self.also, listener)
 
     def watch_pool(self, pool: HandlerPool[Any]) -> None:
         if isinstance(pool, ThreadPool):
@@ -106,21 +111,21 @@ class WorkerMetrics(NoMetrics):
         if buckets is None:
             buckets = claims[queue] = _Buckets(CLAIM_BUCKETS)
         buckets.observe(seconds)
-        if self.also is not None:
-            self.also.claim_took(queue, seconds)
+        for listener in self.also:
+            listener.claim_took(queue, seconds)
 
     def started(self, work: Work) -> None:
         self._tally().of(work).lateness.observe(work.lateness_ms / 1000)
-        if self.also is not None:
-            self.also.started(work)
+        for listener in self.also:
+            listener.started(work)
 
     def settled(self, work: Work, outcome: str, run_s: float | None = None) -> None:
         series = self._tally().of(work)
         series.counts[outcome] += 1
         if run_s is not None:
             series.run.observe(run_s)
-        if self.also is not None:
-            self.also.settled(work, outcome, run_s)
+        for listener in self.also:
+            listener.settled(work, outcome, run_s)
 
     def crashed(self, work: Work) -> None:
         self._tally().of(work).counts["crashed"] += 1

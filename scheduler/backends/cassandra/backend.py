@@ -22,6 +22,7 @@ from tickwork.scheduler.backends.cassandra.rates import CassandraRates
 from tickwork.scheduler.backends.cassandra.registry import CassandraRegistry
 from tickwork.scheduler.backends.cassandra.results import CassandraResults
 from tickwork.scheduler.backends.cassandra.shard_lock import CassandraShardLock
+from tickwork.scheduler.backends.roles.changes import LedgerChanges
 from tickwork.scheduler.clock import Clock
 
 
@@ -50,6 +51,7 @@ class CassandraBackend(Backend):
         self.registry = CassandraRegistry(self.store)
         self.batches = CassandraBatches(self.store)
         self.ledger = CassandraLedger(self.store)
+        self.changes = LedgerChanges(self.ledger)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> CassandraBackend:

@@ -17,6 +17,7 @@ from tickwork.scheduler.backends.postgres.admin import (
     PostgresPoison,
     PostgresQueues,
 )
+from tickwork.scheduler.backends.postgres.changes import PostgresChanges
 from tickwork.scheduler.backends.postgres.leases import PostgresLeases
 from tickwork.scheduler.backends.postgres.ledger import PostgresLedger
 from tickwork.scheduler.backends.postgres.limits import PostgresLimits
@@ -91,6 +92,7 @@ class PostgresBackend(Backend):
         self.registry = PostgresRegistry(self.store)
         self.batches = PostgresBatches(self.store)
         self.ledger = PostgresLedger(self.store)
+        self.changes = PostgresChanges(self.store, conninfo)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> PostgresBackend:

@@ -27,6 +27,7 @@ from typing import Any
 from tickwork.scheduler.backends.base import Backend, Capability
 from tickwork.scheduler.backends.redis.admin import RedisAborts, RedisPoison, RedisQueues
 from tickwork.scheduler.backends.redis.batches import RedisBatches
+from tickwork.scheduler.backends.redis.changes import RedisChanges
 from tickwork.scheduler.backends.redis.leases import RedisLeases
 from tickwork.scheduler.backends.redis.ledger import RedisLedger
 from tickwork.scheduler.backends.redis.limits import RedisLimits
@@ -60,6 +61,7 @@ class RedisBackend(Backend):
         self.registry = RedisRegistry(self.store)
         self.batches = RedisBatches(self.store)
         self.ledger = RedisLedger(self.store)
+        self.changes = RedisChanges(self.store)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> RedisBackend:

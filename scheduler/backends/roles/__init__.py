@@ -5,6 +5,7 @@ in ``tests/contract/``. A new backend implements the core first (``Messages`` an
 others."""
 
 from tickwork.scheduler.backends.roles.admin import Aborts, PoisonStore, QueueAdmin
+from tickwork.scheduler.backends.roles.changes import Changes
 from tickwork.scheduler.backends.roles.leases import Leases
 from tickwork.scheduler.backends.roles.limits import Limits, Rates
 from tickwork.scheduler.backends.roles.messages import Messages
@@ -13,6 +14,7 @@ from tickwork.scheduler.backends.roles.records import Batches, Ledger, Registry,
 __all__ = [
     "Aborts",
     "Batches",
+    "Changes",
     "Leases",
     "Ledger",
     "Limits",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tickwork.scheduler.backends.base import Backend, Capability
 from tickwork.scheduler.backends.options import parse_options, sqlite_file
+from tickwork.scheduler.backends.roles.changes import LedgerChanges
 from tickwork.scheduler.backends.sqlite.admin import SQLiteAborts, SQLitePoison, SQLiteQueues
 from tickwork.scheduler.backends.sqlite.batches import SQLiteBatches
 from tickwork.scheduler.backends.sqlite.connection import SQLiteStore
@@ -49,6 +50,7 @@ class SQLiteBackend(Backend):
         self.registry = SQLiteRegistry(self.store)
         self.batches = SQLiteBatches(self.store)
         self.ledger = SQLiteLedger(self.store)
+        self.changes = LedgerChanges(self.ledger)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> SQLiteBackend:

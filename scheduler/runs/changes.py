@@ -1,0 +1,60 @@
+"""What a live change says (``backend.changes``, ``GET /api/v1/stream``): a run started,
+or ended one way or another, on which worker and when. Workers publish them as they
+happen; a stream hands on those its filter matches."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from pydantic_core import from_json, to_json
+
+#: what a change can say happened: a run ``started``, or how it ended (the worker's
+#: outcomes: ``succeeded``, ``retried``, ``poisoned``, ``aborted``, ``expired``, ...)
+STARTED = "started"
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """One change of one run."""
+
+    #: ``started``, or how the run ended (``succeeded``, ``retried``, ``poisoned``, ...)
+    event: str
+    #: the run's message id, task, queue and key
+    id: str
+    task: str
+    queue: str
+    key: str | None
+    attempt: int
+    #: when it happened (ms since the epoch, the backend's clock)
+    at_ms: int
+    #: the worker that ran it, and its count of the changes it published (unique together)
+    worker: str
+    seq: int
+    #: how long the run took (s), once it ended
+    run_s: float | None = None
+
+    def encode(self) -> bytes:
+        """One line of JSON (a change holds no newline: backends pack them by line)."""
+        return to_json(asdict(self))
+
+    @classmethod
+    def decode(cls, raw: bytes) -> RunChange:
+        return cls(**from_json(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeFilter:
+    """Which changes a listener wants: those matching every field given."""
+
+    run: str | None = None
+    task: str | None = None
+    queue: str | None = None
+    key: str | None = None
+
+    def matches(self, change: RunChange) -> bool:
+        return (
+            (self.run is None or change.id == self.run)
+            and (self.task is None or change.task == self.task)
+            and (self.queue is None or change.queue == self.queue)
+            and (self.key is None or change.key == self.key)
+        )

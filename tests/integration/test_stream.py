@@ -1,0 +1,108 @@
+"""Live changes over Server-Sent Events (issue 52, item 2), the way the docs serve them:
+``tickwork dashboard -A`` serves ``GET /api/v1/stream``, a ``tickwork worker`` runs what
+the API enqueued, and a client of the stream hears each run start and end, filtered by
+task or by run, on a backend of each kind of feed (SQLite's polled ledger, PostgreSQL's
+``NOTIFY``, Redis's pub/sub)."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.backends import backend_url
+from tests.support.served import EventStream, call_api, console_script, dashboard
+
+ROOT = Path(__file__).resolve().parents[2]
+
+APP = """
+from tickwork import App, RetryPolicy
+
+app = App()
+
+
+@app.task
+def greet(name: str) -> str:
+    return f"hello {name}"
+
+
+@app.task(retry=RetryPolicy(retries=0))
+def bounce() -> None:
+    raise ValueError("no such mailbox")
+"""
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def served(
+    request: pytest.FixtureRequest, tmp_path: Path, clean_env: dict[str, str]
+) -> Iterator[str]:
+    """The dashboard (and so the API) and a worker of the ``streamed`` app, each started as
+    the docs start them, from a folder of their own; the dashboard's base URL."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "streamed.py").write_text(textwrap.dedent(APP))
+    env = {
+        **clean_env,
+        "PYTHONPATH": f"{tmp_path / 'app'}:{ROOT}",
+        "TICKWORK_BACKEND": backend_url(request.param, tmp_path),
+    }
+    worker = subprocess.Popen(
+        [console_script(), "worker", "-A", "streamed"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with dashboard("streamed", tmp_path, env) as base:
+            yield base
+    finally:
+        worker.terminate()
+        _, errors = worker.communicate(timeout=60)
+        assert worker.returncode == 0, errors
+
+
+def _enqueue(base: str, task: str, *args: Any) -> str:
+    status, answer = call_api(base, "POST", "/messages", {"task": task, "args": list(args)})
+    assert status == 200, answer
+    assert isinstance(answer, dict)
+    return str(answer["id"])
+
+
+def test_a_stream_hears_each_run_of_its_task_start_and_end(served: str) -> None:
+    with EventStream(served, "task=streamed.greet") as stream:
+        bounced = _enqueue(served, "streamed.bounce")
+        greeted = _enqueue(served, "streamed.greet", "ann")
+        heard = stream.take(2)
+        assert [(name, data["event"], data["id"]) for name, data in heard] == [
+            ("run", "started", greeted),
+            ("run", "succeeded", greeted),
+        ]
+        ended = heard[1][1]
+        assert ended["task"] == "streamed.greet" and ended["attempt"] == 1
+        assert ended["run_s"] is not None and ended["worker"]
+        assert stream.take(1, timeout_s=1.0) == [], f"{bounced} is another task's"
+
+
+def test_a_stream_of_one_run_hears_it_fail_for_good(served: str) -> None:
+    with EventStream(served, "task=streamed.bounce") as by_task:
+        bounced = _enqueue(served, "streamed.bounce")
+        assert [data["event"] for _, data in by_task.take(2)] == ["started", "poisoned"]
+    with EventStream(served, f"run={bounced}") as by_run:
+        other = _enqueue(served, "streamed.bounce")
+        assert by_run.take(1, timeout_s=1.0) == [], f"{other} is another run"
+
+
+@pytest.mark.parametrize("served", ["sqlite"], indirect=True)
+def test_the_stream_needs_the_token(served: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{served}/api/v1/stream", timeout=30)
+    with refused.value as answer:
+        assert answer.code == 401

@@ -1,0 +1,167 @@
+"""``GET /api/v1/stream``: runs' changes as Server-Sent Events, as workers publish them
+(``backend.changes``: at once on PostgreSQL and Redis, within half a second elsewhere).
+
+Every stream of one process shares one feed of the backend (``ChangeHub``): a thread
+reads it and hands each change to the streams whose filter (``run``, ``task``,
+``queue``, ``key``) it matches. A stream first sends ``event: ready`` once it hears
+changes, then ``event: run`` with each change as JSON, and a comment every 15 s to keep
+proxies from closing it. A client that reads too slowly loses the oldest changes beyond
+``BACKLOG`` and is told how many with ``event: lost``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+
+from pydantic_core import to_json
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from tickwork.api.plumbing import query, refusal
+from tickwork.api.security import Guard
+from tickwork.scheduler.backends import Backend
+from tickwork.scheduler.backends.roles.changes import ChangeFeed
+from tickwork.scheduler.errors import BackendError
+from tickwork.scheduler.runs.changes import ChangeFilter, RunChange
+
+log = logging.getLogger("tickwork.api")
+
+#: changes a stream holds for a client that reads slowly; beyond, the oldest are lost
+BACKLOG = 10_000
+#: seconds between two keep-alive comments of a quiet stream
+KEEP_ALIVE_S = 15.0
+#: seconds a stream waits for the feed to listen before it says ready anyway
+READY_S = 10.0
+
+
+@dataclass
+class _Subscriber:
+    wanted: ChangeFilter
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[RunChange] = field(default_factory=lambda: asyncio.Queue(BACKLOG))
+    lost: int = 0
+
+    def offer(self, change: RunChange) -> None:
+        """On the subscriber's loop: queue ``change``, dropping the oldest when full."""
+        if self.queue.full():
+            self.queue.get_nowait()
+            self.lost += 1
+        self.queue.put_nowait(change)
+
+
+class ChangeHub:
+    """One feed of ``backend``'s changes for every stream of this process, read by a
+    thread that runs while some stream listens."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._lock = threading.Lock()
+        self._subscribers: dict[int, _Subscriber] = {}
+        self._next = 0
+        self._running = False
+        self.listening = threading.Event()
+
+    def subscribe(self, wanted: ChangeFilter, loop: asyncio.AbstractEventLoop) -> int:
+        """A new subscriber's token; its changes go to ``queue_of(token)``."""
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._subscribers[token] = _Subscriber(wanted, loop)
+            if not self._running:
+                self._running = True
+                self.listening.clear()
+                threading.Thread(target=self._run, name="tickwork-changes", daemon=True).start()
+        return token
+
+    def subscriber(self, token: int) -> _Subscriber:
+        return self._subscribers[token]
+
+    def unsubscribe(self, token: int) -> None:
+        with self._lock:
+            self._subscribers.pop(token, None)
+
+    def _run(self) -> None:
+        feed: ChangeFeed | None = None
+        pause_s = 0.1
+        try:
+            while True:
+                with self._lock:
+                    if not self._subscribers:
+                        self._running = False
+                        return
+                    subscribers = list(self._subscribers.values())
+                try:
+                    if feed is None:
+                        feed = self._backend.changes.listen()
+                        self.listening.set()
+                        pause_s = 0.1
+                    batch = feed.next(0.5)
+                except BackendError as err:
+                    log.warning("listening for changes failed (%s); trying again", err)
+                    if feed is not None:
+                        feed.close()
+                    feed = None
+                    time.sleep(pause_s)
+                    pause_s = min(pause_s * 2, 5.0)
+                    continue
+                self._hand_on(batch, subscribers)
+        finally:
+            if feed is not None:
+                feed.close()
+
+    @staticmethod
+    def _hand_on(batch: list[bytes], subscribers: list[_Subscriber]) -> None:
+        for raw in batch:
+            try:
+                change = RunChange.decode(raw)
+            except (ValueError, TypeError):
+                continue  # not a change of this version's shape
+            for subscriber in subscribers:
+                if subscriber.wanted.matches(change):
+                    subscriber.loop.call_soon_threadsafe(subscriber.offer, change)
+
+
+def stream_endpoint(hub: ChangeHub, guard: Guard) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint serving ``hub``'s changes to whoever may read the API."""
+
+    async def stream(request: Request) -> Response:
+        if (refused := refusal(guard, request)) is not None:
+            return refused
+        wanted = ChangeFilter(
+            run=query(request, "run"),
+            task=query(request, "task"),
+            queue=query(request, "queue"),
+            key=query(request, "key"),
+        )
+        token = hub.subscribe(wanted, asyncio.get_running_loop())
+        return StreamingResponse(
+            _events(hub, token),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    return stream
+
+
+async def _events(hub: ChangeHub, token: int) -> AsyncIterator[str]:
+    try:
+        subscriber = hub.subscriber(token)
+        await run_in_threadpool(hub.listening.wait, READY_S)
+        yield "retry: 1000\nevent: ready\ndata: {}\n\n"
+        while True:
+            try:
+                change = await asyncio.wait_for(subscriber.queue.get(), KEEP_ALIVE_S)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            if subscriber.lost:
+                yield f'event: lost\ndata: {{"count": {subscriber.lost}}}\n\n'
+                subscriber.lost = 0
+            yield f"event: run\ndata: {to_json(asdict(change)).decode()}\n\n"
+    finally:
+        hub.unsubscribe(token)
