@@ -9,11 +9,12 @@ import re
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
 
 from tickwork.api.endpoints import ENDPOINTS, Spec
 from tickwork.api.models import ErrorBody
+from tickwork.scheduler.runs.changes import RunChange
 
 _REF = "#/components/schemas/{model}"
 
@@ -28,6 +29,8 @@ def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for spec in ENDPOINTS:
         paths.setdefault(spec.path, {})[spec.method.lower()] = _operation(spec)
+    paths["/stream"] = {"get": _stream_operation()}
+    schemas.setdefault("$defs", {})["RunChange"] = TypeAdapter(RunChange).json_schema()
     return {
         "openapi": "3.1.0",
         "info": {"title": "tickwork", "version": _version()},
@@ -83,6 +86,40 @@ def _operation(spec: Spec) -> dict[str, Any]:
             },
         }
     return operation
+
+
+def _stream_operation() -> dict[str, Any]:
+    """``GET /stream`` (``stream.py``): Server-Sent Events, not JSON."""
+    return {
+        "summary": "Runs' changes as they happen, as Server-Sent Events: 'ready' once "
+        "listening, then 'run' with each change (data: a RunChange), 'lost' with a count "
+        "when a slow client missed some",
+        "operationId": "stream",
+        "parameters": [
+            {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+            for name in ("run", "task", "queue", "key")
+        ],
+        "responses": {
+            "200": {
+                "description": "an event stream that stays open",
+                "content": {
+                    "text/event-stream": {
+                        "schema": {
+                            "type": "string",
+                            "description": "events; a 'run' event's data is a RunChange",
+                        },
+                        "x-event-data": {"$ref": _REF.format(model="RunChange")},
+                    }
+                },
+            },
+            "401": {
+                "description": "no token, or a wrong one",
+                "content": {
+                    "application/json": {"schema": {"$ref": _REF.format(model="ErrorBody")}}
+                },
+            },
+        },
+    }
 
 
 def _version() -> str:
