@@ -94,7 +94,6 @@ class ChangeHub:
                     if not self._subscribers:
                         self._running = False
                         return
-                    subscribers = list(self._subscribers.values())
                 try:
                     if feed is None:
                         feed = self._backend.changes.listen()
@@ -109,6 +108,8 @@ class ChangeHub:
                     time.sleep(pause_s)
                     pause_s = min(pause_s * 2, 5.0)
                     continue
+                with self._lock:  # those of now: one that came during the wait hears it
+                    subscribers = list(self._subscribers.values())
                 self._hand_on(batch, subscribers)
         finally:
             if feed is not None:
