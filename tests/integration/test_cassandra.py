@@ -393,7 +393,9 @@ def test_a_failed_concurrent_read_is_a_backend_error() -> None:
     assert isinstance(backend, CassandraBackend)
     now = backend.now_ms()
     backend.messages.enqueue([Envelope("m1", "q", None, 0, now, 60_000, b"x")])
-    backend.store.session.execute(f"DROP TABLE {backend.store.ks}.message_index")
+    # a schema change waits for the node to agree: longer than the driver's default
+    # 10 s on a loaded machine
+    backend.store.session.execute(f"DROP TABLE {backend.store.ks}.message_index", timeout=120)
     with pytest.raises(BackendError, match="Cassandra error"):
         backend.messages.enqueue([Envelope("m2", "q", None, 0, now, 60_000, b"x")])
     backend.close()

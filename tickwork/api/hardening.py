@@ -2,9 +2,10 @@
 security headers, and a bound on what a request may send.
 
 - ``SecureHeaders``: a ``Content-Security-Policy`` that lets a page load nothing but its
-  own inline styles (the pages have no script at all, so a value that slipped past the
-  templates' escaping still could not run), may not be framed, and may post forms only
-  to the dashboard; ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and
+  own inline styles and the dashboard's one script file (``live.js``, which reads the
+  API's stream: no inline script runs, so a value that slipped past the templates'
+  escaping still could not), may not be framed, and may post forms only to the
+  dashboard; ``X-Frame-Options: DENY``, ``X-Content-Type-Options: nosniff`` and
   ``Referrer-Policy: no-referrer``.
 - ``BodyLimit``: a request whose body is larger than ``MAX_BODY_BYTES`` is answered 413
   (in the API's error shape, code ``too_large``) before any of it reaches a handler (by
@@ -17,9 +18,11 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-#: what a page may load: its own inline styles and inline images, nothing else
+#: what a page may load: its own inline styles and images, the dashboard's script file,
+#: and (from that script) the dashboard's own API; nothing else
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "default-src 'none'; script-src 'self'; connect-src 'self'; "
+    "style-src 'unsafe-inline'; img-src 'self' data:; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 

@@ -11,6 +11,7 @@ proxies from closing it. A client that reads too slowly loses the oldest changes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -26,7 +27,6 @@ from tickwork.api.plumbing import query, refusal
 from tickwork.api.security import Guard
 from tickwork.scheduler.backends import Backend
 from tickwork.scheduler.backends.roles.changes import ChangeFeed
-from tickwork.scheduler.errors import BackendError
 from tickwork.scheduler.runs.changes import ChangeFilter, RunChange
 
 log = logging.getLogger("tickwork.api")
@@ -100,10 +100,11 @@ class ChangeHub:
                         self.listening.set()
                         pause_s = 0.1
                     batch = feed.next(0.5)
-                except BackendError as err:
-                    log.warning("listening for changes failed (%s); trying again", err)
-                    if feed is not None:
-                        feed.close()
+                except Exception as err:
+                    # a backend error, or a client library's own once its connection was
+                    # closed under the feed: listen again, after a pause that grows
+                    log.warning("listening for changes failed (%r); trying again", err)
+                    _close(feed)
                     feed = None
                     time.sleep(pause_s)
                     pause_s = min(pause_s * 2, 5.0)
@@ -112,8 +113,7 @@ class ChangeHub:
                     subscribers = list(self._subscribers.values())
                 self._hand_on(batch, subscribers)
         finally:
-            if feed is not None:
-                feed.close()
+            _close(feed)
 
     @staticmethod
     def _hand_on(batch: list[bytes], subscribers: list[_Subscriber]) -> None:
@@ -125,6 +125,13 @@ class ChangeHub:
             for subscriber in subscribers:
                 if subscriber.wanted.matches(change):
                     subscriber.loop.call_soon_threadsafe(subscriber.offer, change)
+
+
+def _close(feed: ChangeFeed | None) -> None:
+    """Close ``feed``, which may have failed already (what it says then is moot)."""
+    if feed is not None:
+        with contextlib.suppress(Exception):
+            feed.close()
 
 
 def stream_endpoint(hub: ChangeHub, guard: Guard) -> Callable[[Request], Awaitable[Response]]:

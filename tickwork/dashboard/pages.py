@@ -5,12 +5,14 @@ backend's internals); each action is a POST that passes its guard's ``allow_acti
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from importlib.resources import files
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from tickwork.api.app import create_api
@@ -42,6 +44,7 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
 
     routes = [
         Route("/", show("overview.html", views.overview)),
+        Route("/live.js", live_script),
         Route("/schedules", show("schedules.html", views.schedules)),
         Route("/history", show("history.html", views.history)),
         Route("/workers", show("workers.html", views.workers)),
@@ -62,6 +65,14 @@ def create_dashboard(app: App, access: Guard | None = None) -> Starlette:
     )
     dashboard.state.audit = audit_of(app)  # each action, in the audit log
     return dashboard
+
+
+_LIVE_SCRIPT = files("tickwork.dashboard").joinpath("static/live.js")
+
+
+async def live_script(request: Request) -> Response:
+    """The pages' one script (``static/live.js``): their live updates."""
+    return Response(_LIVE_SCRIPT.read_bytes(), media_type="text/javascript")
 
 
 def audit_of(app: App) -> Audit:
@@ -141,8 +152,10 @@ class _Views:
                 id=message_id, key=None if message_id else key, queue=params.get("queue") or None
             )
         info = self.app.result(message_id) if message_id else None
+        run = found.message.id if found is not None else message_id
         return {
             "title": "Message",
+            "live_filter": f"run={run}" if run else "",
             "found": found,
             "info": info,
             "asked": message_id or key,

@@ -51,7 +51,7 @@ class _SubscribedFeed(ChangeFeed):
     def _guarded(self, call: Any) -> Any:
         try:
             return call()
-        except (redis.ConnectionError, redis.TimeoutError) as err:
+        except redis.RedisError as err:
             raise BackendUnavailable(
                 f"{self._description}: listening for changes failed: {err}"
             ) from err

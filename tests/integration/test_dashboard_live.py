@@ -1,0 +1,130 @@
+"""The dashboard's pages update from the stream of runs' changes, without a reload, in a
+real browser (headless Chromium), against the servers the docs start: ``tickwork
+dashboard -A`` and ``tickwork worker -A``, each a process of its own. The queues page
+lists each change as it comes and its queue table follows the work; a message's page
+follows its run until it ended."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from tests.support.backends import backend_url
+from tests.support.browser import browser
+from tests.support.helpers import wait_for
+from tests.support.served import call_api, console_script
+from tests.support.servers import free_port, wait_for_port
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+APP = """
+import time
+from pathlib import Path
+
+from tickwork import App
+
+app = App()
+
+
+@app.task(queue="mail")
+def send(n: int) -> None:
+    time.sleep(0.05)
+
+
+@app.task(queue="reports", keep_result=True)
+def report(release: str) -> None:
+    while not Path(release).exists():
+        time.sleep(0.02)
+"""
+
+
+@pytest.fixture
+def site(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[str, Path, dict[str, str]]]:
+    """``tickwork dashboard -A lively`` (loopback, no token) and ``tickwork worker -A
+    lively`` over a PostgreSQL schema of its own; the base URL, a folder and the env."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "lively.py").write_text(textwrap.dedent(APP))
+    env = {
+        **clean_env,
+        "PYTHONPATH": f"{tmp_path / 'app'}:{ROOT}",
+        "TICKWORK_BACKEND": backend_url("postgres", tmp_path),
+    }
+    port = free_port()
+    started = [
+        subprocess.Popen(
+            [console_script(), *command],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in (
+            ["dashboard", "-A", "lively", "--port", str(port)],
+            ["worker", "-A", "lively", "-Q", "mail", "-Q", "reports"],
+        )
+    ]
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}", tmp_path, env
+    finally:
+        for process in started:
+            process.terminate()
+        for process in started:
+            process.communicate(timeout=60)
+
+
+def _enqueue(base: str, task: str, *args: Any) -> str:
+    status, answer = call_api(base, "POST", "/messages", {"task": task, "args": list(args)})
+    assert status == 200 and isinstance(answer, dict), answer
+    return str(answer["id"])
+
+
+def _live(driver: Any) -> None:
+    wait_for(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-stream"), 30)
+    driver.execute_script("window.notReloaded = true")
+
+
+def test_the_queues_page_follows_the_work_without_a_reload(
+    site: tuple[str, Path, dict[str, str]],
+) -> None:
+    base, _, _ = site
+    with browser() as driver:
+        driver.get(base + "/")
+        assert "no queue has been written to yet" in driver.find_element(By.ID, "queues").text
+        _live(driver)
+        sent = [_enqueue(base, "lively.send", n) for n in range(3)]
+
+        def feed() -> str:
+            return str(driver.find_element(By.ID, "live-feed").text)
+
+        wait_for(lambda: all(f"{i}" in feed() for i in sent) and feed().count("succeeded") == 3, 30)
+        wait_for(lambda: "mail" in driver.find_element(By.ID, "queues").text, 30)
+        assert driver.execute_script("return window.notReloaded") is True
+
+
+def test_a_message_page_follows_its_run_until_it_ended(
+    site: tuple[str, Path, dict[str, str]],
+) -> None:
+    base, folder, _ = site
+    release = folder / "release"
+    running = _enqueue(base, "lively.report", str(release))
+    with browser() as driver:
+        driver.get(f"{base}/message?id={running}")
+
+        def state() -> str:
+            return str(driver.find_element(By.ID, "message-state").text)
+
+        _live(driver)
+        assert running in state()
+        release.touch()
+        wait_for(lambda: "succeeded" in state(), 30)
+        assert driver.execute_script("return window.notReloaded") is True
