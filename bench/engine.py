@@ -55,11 +55,13 @@ def end_to_end(
     module: str = "bench.tasks",
     metrics_port: int | None = None,
     activity_interval_s: float | None = None,
+    live_changes_s: float | None = None,
 ) -> dict[str, Any]:
     """One worker (this process) drains ``count`` pre-enqueued no-op messages (sync ones
     from ``bench.tasks``, ``async def`` ones from ``bench.async_tasks``), serving its
-    Prometheus metrics if ``metrics_port`` is given (0: any free port) and writing its
-    activity log every ``activity_interval_s`` (None: the worker's default; 0: never)."""
+    Prometheus metrics if ``metrics_port`` is given (0: any free port), writing its
+    activity log every ``activity_interval_s`` and gathering live changes for
+    ``live_changes_s`` (each None: the worker's default; 0: never)."""
     app, tasks = fresh_app(url, module)
     app.enqueue_many((tasks.noop.call(i) for i in range(count)), batch_size=5000)
     config = WorkerConfig(
@@ -74,6 +76,8 @@ def end_to_end(
     )
     if activity_interval_s is not None:
         config = config.model_copy(update={"activity_interval_s": activity_interval_s})
+    if live_changes_s is not None:
+        config = config.model_copy(update={"live_changes_s": live_changes_s})
     worker = Worker(app, config)
     started = time.perf_counter()
     stats = worker.run()

@@ -26,8 +26,7 @@ from typing import Any
 import uvicorn
 
 from tickwork import App, Worker
-from tickwork.api.security import Access
-from tickwork.dashboard import create_dashboard
+from tickwork.dashboard import Access, create_dashboard
 
 app = App()
 

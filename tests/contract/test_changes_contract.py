@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from tests.support.backends import BackendHarness
-from tickwork.scheduler.backends.roles.changes import ChangeFeed
+from tickwork.scheduler.backends.roles.changes import LISTENER_TTL_MS, ChangeFeed
 
 
 def _hear(feed: ChangeFeed, count: int, timeout_s: float = 20.0) -> list[bytes]:
@@ -57,3 +57,19 @@ def test_every_listener_hears_each_change(harness: BackendHarness) -> None:
     finally:
         for feed in feeds:
             feed.close()
+
+
+def test_a_listener_is_known_while_it_says_it_listens(harness: BackendHarness) -> None:
+    """Publishers publish only while someone listens: a server says so every few
+    seconds, and is believed for ``LISTENER_TTL_MS`` after it last did."""
+    other = harness.reopen()
+    try:
+        assert not harness.backend.changes.listened()
+        other.changes.announce("server-1")
+        other.changes.announce("server-1")
+        assert harness.backend.changes.listened()
+        if harness.clock is not None:  # a clock of the test's: past the time to live
+            harness.advance(LISTENER_TTL_MS + 1000)
+            assert not harness.backend.changes.listened()
+    finally:
+        other.close()

@@ -88,6 +88,13 @@ def _enqueue(base: str, task: str, *args: Any) -> str:
     return str(answer["id"])
 
 
+def _text(driver: Any, element_id: str) -> str:
+    """An element's text, read in one step in the page (the page swaps it as it updates:
+    an element found, then read, may be gone in between)."""
+    script = "const e = document.getElementById(arguments[0]); return e ? e.innerText : ''"
+    return str(driver.execute_script(script, element_id))
+
+
 def _live(driver: Any) -> None:
     wait_for(lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-stream"), 30)
     driver.execute_script("window.notReloaded = true")
@@ -99,15 +106,15 @@ def test_the_queues_page_follows_the_work_without_a_reload(
     base, _, _ = site
     with browser() as driver:
         driver.get(base + "/")
-        assert "no queue has been written to yet" in driver.find_element(By.ID, "queues").text
+        assert "no queue has been written to yet" in _text(driver, "queues")
         _live(driver)
         sent = [_enqueue(base, "lively.send", n) for n in range(3)]
 
         def feed() -> str:
-            return str(driver.find_element(By.ID, "live-feed").text)
+            return _text(driver, "live-feed")
 
         wait_for(lambda: all(f"{i}" in feed() for i in sent) and feed().count("succeeded") == 3, 30)
-        wait_for(lambda: "mail" in driver.find_element(By.ID, "queues").text, 30)
+        wait_for(lambda: "mail" in _text(driver, "queues"), 30)
         assert driver.execute_script("return window.notReloaded") is True
 
 
@@ -121,7 +128,7 @@ def test_a_message_page_follows_its_run_until_it_ended(
         driver.get(f"{base}/message?id={running}")
 
         def state() -> str:
-            return str(driver.find_element(By.ID, "message-state").text)
+            return _text(driver, "message-state")
 
         _live(driver)
         assert running in state()

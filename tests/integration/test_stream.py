@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ from typing import Any
 import pytest
 
 from tests.support.backends import backend_url
+from tests.support.helpers import wait_for
 from tests.support.served import EventStream, call_api, console_script, dashboard
+from tickwork.scheduler.backends import open_backend
+from tickwork.scheduler.backends.roles.changes import ChangeFeed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,16 +43,14 @@ def bounce() -> None:
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def served(
     request: pytest.FixtureRequest, tmp_path: Path, clean_env: dict[str, str]
-) -> Iterator[str]:
+) -> Iterator[tuple[str, str]]:
     """The dashboard (and so the API) and a worker of the ``streamed`` app, each started as
-    the docs start them, from a folder of their own; the dashboard's base URL."""
+    the docs start them, from a folder of their own; the dashboard's base URL and the
+    backend's."""
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "streamed.py").write_text(textwrap.dedent(APP))
-    env = {
-        **clean_env,
-        "PYTHONPATH": f"{tmp_path / 'app'}:{ROOT}",
-        "TICKWORK_BACKEND": backend_url(request.param, tmp_path),
-    }
+    url = backend_url(request.param, tmp_path)
+    env = {**clean_env, "PYTHONPATH": f"{tmp_path / 'app'}:{ROOT}", "TICKWORK_BACKEND": url}
     worker = subprocess.Popen(
         [console_script(), "worker", "-A", "streamed"],
         cwd=tmp_path,
@@ -59,7 +61,7 @@ def served(
     )
     try:
         with dashboard("streamed", tmp_path, env) as base:
-            yield base
+            yield base, url
     finally:
         worker.terminate()
         _, errors = worker.communicate(timeout=60)
@@ -73,10 +75,11 @@ def _enqueue(base: str, task: str, *args: Any) -> str:
     return str(answer["id"])
 
 
-def test_a_stream_hears_each_run_of_its_task_start_and_end(served: str) -> None:
-    with EventStream(served, "task=streamed.greet") as stream:
-        bounced = _enqueue(served, "streamed.bounce")
-        greeted = _enqueue(served, "streamed.greet", "ann")
+def test_a_stream_hears_each_run_of_its_task_start_and_end(served: tuple[str, str]) -> None:
+    base, _ = served
+    with EventStream(base, "task=streamed.greet") as stream:
+        bounced = _enqueue(base, "streamed.bounce")
+        greeted = _enqueue(base, "streamed.greet", "ann")
         heard = stream.take(2)
         assert [(name, data["event"], data["id"]) for name, data in heard] == [
             ("run", "started", greeted),
@@ -88,21 +91,58 @@ def test_a_stream_hears_each_run_of_its_task_start_and_end(served: str) -> None:
         assert stream.take(1, timeout_s=1.0) == [], f"{bounced} is another task's"
 
 
-def test_a_stream_of_one_run_hears_it_fail_for_good(served: str) -> None:
-    with EventStream(served, "task=streamed.bounce") as by_task:
-        bounced = _enqueue(served, "streamed.bounce")
+def test_a_stream_of_one_run_hears_it_fail_for_good(served: tuple[str, str]) -> None:
+    base, _ = served
+    with EventStream(base, "task=streamed.bounce") as by_task:
+        bounced = _enqueue(base, "streamed.bounce")
         assert [data["event"] for _, data in by_task.take(2)] == ["started", "poisoned"]
-    with EventStream(served, f"run={bounced}") as by_run:
-        other = _enqueue(served, "streamed.bounce")
+    with EventStream(base, f"run={bounced}") as by_run:
+        other = _enqueue(base, "streamed.bounce")
         assert by_run.take(1, timeout_s=1.0) == [], f"{other} is another run"
 
 
 @pytest.mark.parametrize("served", ["sqlite"], indirect=True)
-def test_the_stream_needs_the_token(served: str) -> None:
+def test_the_stream_needs_the_token(served: tuple[str, str]) -> None:
+    base, _ = served
     import urllib.error
     import urllib.request
 
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(f"{served}/api/v1/stream", timeout=30)
+        urllib.request.urlopen(f"{base}/api/v1/stream", timeout=30)
     with refused.value as answer:
         assert answer.code == 401
+
+
+def _heard(feed: ChangeFeed, seconds: float) -> list[bytes]:
+    """What ``feed`` hears in the next ``seconds``."""
+    heard: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        heard += feed.next(left)
+    return heard
+
+
+def test_workers_publish_nothing_while_no_stream_listens(served: tuple[str, str]) -> None:
+    """Nobody pays for changes nobody reads: with no stream open, a feed of the backend
+    opened here hears nothing of a run that ended; once a stream is open, the next run's
+    changes reach both."""
+    base, url = served
+    with open_backend(url) as backend:
+        feed = backend.changes.listen()
+        try:
+            quiet = _enqueue(base, "streamed.greet", "quiet")
+            wait_for(lambda: call_api(base, "GET", f"/messages?id={quiet}")[0] == 404, 30)
+            assert _heard(feed, 1.0) == [], "a worker published while no stream listened"
+            with EventStream(base, "task=streamed.greet") as stream:
+                loud = _enqueue(base, "streamed.greet", "loud")
+
+                def ended() -> bool:
+                    return any(
+                        data["id"] == loud and data["event"] == "succeeded"
+                        for _, data in stream.take(1, timeout_s=1.0)
+                    )
+
+                wait_for(ended, 30)
+            assert loud.encode() in b"".join(_heard(feed, 2.0))
+        finally:
+            feed.close()

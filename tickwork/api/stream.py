@@ -3,22 +3,26 @@
 
 Every stream of one process shares one feed of the backend (``ChangeHub``): a thread
 reads it and hands each change to the streams whose filter (``run``, ``task``,
-``queue``, ``key``) it matches. A stream first sends ``event: ready`` once it hears
-changes, then ``event: run`` with each change as JSON, and a comment every 15 s to keep
-proxies from closing it. A client that reads too slowly loses the oldest changes beyond
-``BACKLOG`` and is told how many with ``event: lost``."""
+``queue``, ``key``) it matches, and says every few seconds that it listens (workers
+publish only then: ``Changes.announce``). A stream first sends ``event: ready`` once it
+hears changes (the first stream of a server, a second or so after it opened: the time
+the workers take to see that someone listens), then ``event: run`` with each change as
+JSON, and a comment every 15 s to keep proxies from closing it. A client that reads too
+slowly loses the oldest changes beyond ``BACKLOG`` and is told how many with ``event:
+lost``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -26,7 +30,7 @@ from starlette.responses import Response, StreamingResponse
 from tickwork.api.plumbing import query, refusal
 from tickwork.api.security import Guard
 from tickwork.scheduler.backends import Backend
-from tickwork.scheduler.backends.roles.changes import ChangeFeed
+from tickwork.scheduler.backends.roles.changes import ANNOUNCE_EVERY_S, ChangeFeed
 from tickwork.scheduler.runs.changes import ChangeFilter, RunChange
 
 log = logging.getLogger("tickwork.api")
@@ -37,6 +41,9 @@ BACKLOG = 10_000
 KEEP_ALIVE_S = 15.0
 #: seconds a stream waits for the feed to listen before it says ready anyway
 READY_S = 10.0
+#: seconds from a server's first word that it listens to its streams' ``ready``: every
+#: worker looks twice a second whether someone listens, and publishes only then
+READY_AFTER_S = 1.25
 
 
 @dataclass
@@ -46,12 +53,13 @@ class _Subscriber:
     queue: asyncio.Queue[RunChange] = field(default_factory=lambda: asyncio.Queue(BACKLOG))
     lost: int = 0
 
-    def offer(self, change: RunChange) -> None:
-        """On the subscriber's loop: queue ``change``, dropping the oldest when full."""
-        if self.queue.full():
-            self.queue.get_nowait()
-            self.lost += 1
-        self.queue.put_nowait(change)
+    def offer(self, changes: list[RunChange]) -> None:
+        """On the subscriber's loop: queue ``changes``, dropping the oldest when full."""
+        for change in changes:
+            if self.queue.full():
+                self.queue.get_nowait()
+                self.lost += 1
+            self.queue.put_nowait(change)
 
 
 class ChangeHub:
@@ -64,6 +72,7 @@ class ChangeHub:
         self._subscribers: dict[int, _Subscriber] = {}
         self._next = 0
         self._running = False
+        self._name = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.listening = threading.Event()
 
     def subscribe(self, wanted: ChangeFilter, loop: asyncio.AbstractEventLoop) -> int:
@@ -88,6 +97,8 @@ class ChangeHub:
     def _run(self) -> None:
         feed: ChangeFeed | None = None
         pause_s = 0.1
+        announced = 0.0
+        ready_at: float | None = None  # when the workers have all seen the first announce
         try:
             while True:
                 with self._lock:
@@ -95,11 +106,16 @@ class ChangeHub:
                         self._running = False
                         return
                 try:
+                    if time.monotonic() - announced >= ANNOUNCE_EVERY_S:
+                        self._backend.changes.announce(self._name)
+                        announced = time.monotonic()
+                        ready_at = ready_at or announced + READY_AFTER_S
                     if feed is None:
                         feed = self._backend.changes.listen()
-                        self.listening.set()
                         pause_s = 0.1
-                    batch = feed.next(0.5)
+                    if ready_at is not None and time.monotonic() >= ready_at:
+                        self.listening.set()
+                    batch = feed.next(0.25)
                 except Exception as err:
                     # a backend error, or a client library's own once its connection was
                     # closed under the feed: listen again, after a pause that grows
@@ -117,14 +133,16 @@ class ChangeHub:
 
     @staticmethod
     def _hand_on(batch: list[bytes], subscribers: list[_Subscriber]) -> None:
+        changes = []
         for raw in batch:
             try:
-                change = RunChange.decode(raw)
+                changes.append(RunChange.decode(raw))
             except (ValueError, TypeError):
                 continue  # not a change of this version's shape
-            for subscriber in subscribers:
-                if subscriber.wanted.matches(change):
-                    subscriber.loop.call_soon_threadsafe(subscriber.offer, change)
+        for subscriber in subscribers:  # one call into each stream's loop a batch
+            wanted = [change for change in changes if subscriber.wanted.matches(change)]
+            if wanted:
+                subscriber.loop.call_soon_threadsafe(subscriber.offer, wanted)
 
 
 def _close(feed: ChangeFeed | None) -> None:
@@ -170,6 +188,6 @@ async def _events(hub: ChangeHub, token: int) -> AsyncIterator[str]:
             if subscriber.lost:
                 yield f'event: lost\ndata: {{"count": {subscriber.lost}}}\n\n'
                 subscriber.lost = 0
-            yield f"event: run\ndata: {to_json(asdict(change)).decode()}\n\n"
+            yield f"event: run\ndata: {change.encode().decode()}\n\n"
     finally:
         hub.unsubscribe(token)

@@ -1,25 +1,39 @@
 """This worker's live changes (``scheduler.runs.changes``): each run's start and end,
 published through ``backend.changes`` for the streams that listen (``GET
-/api/v1/stream``, the dashboard). The handlers' threads only append to a list; a thread
-of its own publishes what gathered, at most every ``every_s`` (20 ms), so a busy worker
-sends one publish for many runs and an idle one sends each change at once. A publish
-that fails is dropped (a live change is not kept for later) and said in the log once
-until one succeeds again."""
+/api/v1/stream``, the dashboard).
+
+Workers publish only while some stream listens (``backend.changes.listened``, which a
+thread of its own reads every half second): while none does, a run's start and end
+cost a handler's thread one look at a flag. While one does, the handler's thread
+appends a tuple of plain values (no reference to the run's objects, which would then
+live on); that thread turns them into changes and publishes what gathered every
+``every_s`` (20 ms) at most, so a busy worker sends one publish for many runs. A
+publish that fails is dropped (a live change is a notice, not a record) and said in the
+log once until one succeeds again."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from itertools import count
 
 from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import Backend
-from tickwork.scheduler.runs.changes import STARTED, RunChange
+from tickwork.scheduler.runs.changes import STARTED, encoded
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.reporting.metrics import NoMetrics
 
 log = logging.getLogger("tickwork.worker")
+
+#: seconds between two looks whether someone listens (a stream's server waits
+#: ``READY_AFTER_S`` before it says it hears: ``tickwork/api/stream.py``)
+PRESENCE_EVERY_S = 0.5
+
+#: what a handler's thread appends: (event, id, task, queue, key, attempt, at_ms, run_s)
+_Seen = tuple[str, str, str, str, str | None, int, int, float | None]
 
 
 class LiveChanges(NoMetrics):
@@ -31,49 +45,55 @@ class LiveChanges(NoMetrics):
         self._backend = backend
         self._worker = worker_id
         self._now_ms = now_ms
-        self._every_s = every_s
-        self._gathered: list[bytes] = []
-        self._lock = threading.Lock()
-        self._waiting = threading.Event()
+        self._every_s = max(every_s, backend.changes.gather_s)
+        self._seen: deque[_Seen] = deque()
         self._seq = count()
         self._failing = False
+        #: someone listens (set by ``run``'s thread; read by the handlers' threads)
+        self.listened = False
 
     def started(self, work: Work) -> None:
-        self._add(work, STARTED, None)
+        if self.listened:
+            m = work.message
+            at_ms = work.started_ms or self._now_ms()
+            self._seen.append(
+                (STARTED, m.id, m.task, m.queue, m.key, work.claim.attempt, at_ms, None)
+            )
 
     def settled(self, work: Work, outcome: str, run_s: float | None = None) -> None:
-        self._add(work, outcome, run_s)
-
-    def _add(self, work: Work, event: str, run_s: float | None) -> None:
-        message = work.message
-        change = RunChange(
-            event,
-            message.id,
-            message.task,
-            message.queue,
-            message.key,
-            work.claim.attempt,
-            self._now_ms(),
-            self._worker,
-            next(self._seq),
-            run_s,
-        )
-        with self._lock:
-            self._gathered.append(change.encode())
-        self._waiting.set()
+        if self.listened:
+            m = work.message
+            at_ms = self._now_ms()
+            self._seen.append(
+                (outcome, m.id, m.task, m.queue, m.key, work.claim.attempt, at_ms, run_s)
+            )
 
     def run(self, until: threading.Event) -> None:
-        """Publish what gathered until ``until`` is set, then the rest."""
+        """Publish while someone listens until ``until`` is set, then what is left."""
+        looked = 0.0
         while not until.is_set():
-            if self._waiting.wait(0.5):
-                self._publish()
-                until.wait(self._every_s)  # what comes meanwhile goes out together
+            if time.monotonic() - looked >= PRESENCE_EVERY_S:
+                self.listened, looked = self._someone_listens(), time.monotonic()
+            self._publish()
+            until.wait(self._every_s if self.listened else PRESENCE_EVERY_S)
         self._publish()
 
+    def _someone_listens(self) -> bool:
+        try:
+            return self._backend.changes.listened()
+        except BackendError:
+            return self.listened  # unknown: as it was
+
     def _publish(self) -> None:
-        with self._lock:
-            changes, self._gathered = self._gathered, []
-            self._waiting.clear()
+        seen = self._seen
+        changes = []
+        while seen:
+            event, message_id, task, queue, key, attempt, at_ms, run_s = seen.popleft()
+            seq = next(self._seq)
+            change = encoded(
+                event, message_id, task, queue, key, attempt, at_ms, self._worker, seq, run_s
+            )
+            changes.append(change)
         if not changes:
             return
         try:

@@ -92,7 +92,7 @@ class PostgresBackend(Backend):
         self.registry = PostgresRegistry(self.store)
         self.batches = PostgresBatches(self.store)
         self.ledger = PostgresLedger(self.store)
-        self.changes = PostgresChanges(self.store, conninfo)
+        self.changes = PostgresChanges(self.store, conninfo, self.ledger)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> PostgresBackend:

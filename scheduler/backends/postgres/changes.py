@@ -10,6 +10,7 @@ import psycopg
 
 from tickwork.scheduler.backends.postgres.store import PostgresStore
 from tickwork.scheduler.backends.roles.changes import ChangeFeed, Changes
+from tickwork.scheduler.backends.roles.records import Ledger
 from tickwork.scheduler.errors import BackendUnavailable
 
 #: the most bytes of changes one notification carries (PostgreSQL refuses 8000 and more)
@@ -39,7 +40,8 @@ def _payloads(changes: Sequence[bytes]) -> Iterator[str]:
 class PostgresChanges(Changes):
     """Publishes by ``pg_notify`` in one statement; listens on a connection of its own."""
 
-    def __init__(self, store: PostgresStore, conninfo: str) -> None:
+    def __init__(self, store: PostgresStore, conninfo: str, ledger: Ledger) -> None:
+        super().__init__(ledger)
         self._store = store
         self._conninfo = conninfo
         self._channel = changes_channel(store.schema)

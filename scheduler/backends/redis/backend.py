@@ -61,7 +61,7 @@ class RedisBackend(Backend):
         self.registry = RedisRegistry(self.store)
         self.batches = RedisBatches(self.store)
         self.ledger = RedisLedger(self.store)
-        self.changes = RedisChanges(self.store)
+        self.changes = RedisChanges(self.store, self.ledger)
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> RedisBackend:

@@ -13,6 +13,7 @@ import redis
 
 from tickwork.scheduler.backends.redis.shards import RedisShards
 from tickwork.scheduler.backends.roles.changes import ChangeFeed, Changes
+from tickwork.scheduler.backends.roles.records import Ledger
 from tickwork.scheduler.errors import BackendUnavailable
 
 #: seconds a new subscription may take to be confirmed
@@ -22,7 +23,8 @@ _SUBSCRIBE_S = 10.0
 class RedisChanges(Changes):
     """Publishes with ``PUBLISH``; listens with ``SUBSCRIBE``."""
 
-    def __init__(self, store: RedisShards) -> None:
+    def __init__(self, store: RedisShards, ledger: Ledger) -> None:
+        super().__init__(ledger)
         self._store = store
         self._channel = f"{store.prefix}:changes"
 

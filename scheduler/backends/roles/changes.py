@@ -33,7 +33,29 @@ class ChangeFeed(ABC):
 
 
 class Changes(ABC):
-    """Publishing changes and listening to them."""
+    """Publishing changes and listening to them, and saying who listens: publishers
+    publish only while someone does (``listened``), so nobody pays for changes nobody
+    reads. A server with streams open says so every ``ANNOUNCE_EVERY_S`` (``announce``)
+    in a ledger subject whose records live ``LISTENER_TTL_MS``."""
+
+    #: how long a publisher gathers changes before it publishes them (at least): a feed
+    #: read at an interval gains nothing from more publishes than reads
+    gather_s: float = 0.0
+
+    def __init__(self, ledger: Ledger) -> None:
+        """``ledger``: the backend's own (no codec: a listener's name is no secret)."""
+        self._presence = ledger
+
+    def announce(self, listener: str) -> None:
+        """Say that ``listener`` (a server's streams) listens, for ``LISTENER_TTL_MS``."""
+        entry = LedgerEntry(
+            CHANGES_QUEUE, LISTENERS_SUBJECT, (listener.encode(),), 64, LISTENER_TTL_MS
+        )
+        self._presence.append([entry])
+
+    def listened(self) -> bool:
+        """Whether a listener announced itself within the last ``LISTENER_TTL_MS``."""
+        return bool(self._presence.read(CHANGES_QUEUE, LISTENERS_SUBJECT, 1))
 
     @abstractmethod
     def publish(self, changes: Sequence[bytes]) -> None:
@@ -45,14 +67,21 @@ class Changes(ABC):
         """A feed of what is published from now on."""
 
 
-#: where the polled default keeps changes: a ledger subject outside every queue
+#: where the polled default keeps changes, and listeners say they listen: ledger subjects
+#: outside every queue
 CHANGES_QUEUE = ""
 CHANGES_SUBJECT = "a:changes"
+LISTENERS_SUBJECT = "a:listeners"
+#: a listener says it listens every ``ANNOUNCE_EVERY_S``, and is believed this long
+ANNOUNCE_EVERY_S = 3.0
+LISTENER_TTL_MS = 10_000
 #: the polled log keeps this many changes, none older than ``CHANGES_AGE_MS``
 CHANGES_KEEP = 2000
 CHANGES_AGE_MS = 60_000
-#: seconds between two reads of the polled log
-POLL_S = 0.5
+#: seconds between two reads of the polled log, and that a publisher gathers changes
+#: before it writes them there: a change is read within half a second of its making
+POLL_S = 0.4
+GATHER_S = 0.1
 
 
 class LedgerChanges(Changes):
@@ -61,13 +90,17 @@ class LedgerChanges(Changes):
     interval. A listener that falls more than ``CHANGES_KEEP`` behind loses the oldest."""
 
     def __init__(self, ledger: Ledger, poll_s: float = POLL_S) -> None:
+        super().__init__(ledger)
         self._ledger = ledger
         self._poll_s = poll_s
+        self.gather_s = GATHER_S
 
     def publish(self, changes: Sequence[bytes]) -> None:
+        """The newest ``CHANGES_KEEP`` of ``changes`` (the log holds no more)."""
         if changes:
+            records = tuple(changes[-CHANGES_KEEP:])
             entry = LedgerEntry(
-                CHANGES_QUEUE, CHANGES_SUBJECT, tuple(changes), CHANGES_KEEP, CHANGES_AGE_MS
+                CHANGES_QUEUE, CHANGES_SUBJECT, records, CHANGES_KEEP, CHANGES_AGE_MS
             )
             self._ledger.append([entry])
 
