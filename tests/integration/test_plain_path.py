@@ -16,6 +16,7 @@ from tickwork.scheduler.runs import tracing
 from tickwork.workers.admission import admission
 from tickwork.workers.admission.limits import LimitGate
 from tickwork.workers.admission.rates import RateGate
+from tickwork.workers.reporting.live import LiveChanges
 from tickwork.workers.reporting.metrics import NoMetrics
 from tickwork.workers.settling import failure_pause, riders, settler
 from tickwork.workers.settling.ledger import RunLedger
@@ -48,6 +49,8 @@ OPTIONAL_STEPS: list[tuple[Any, str]] = [
     (NoMetrics, "started"),
     (NoMetrics, "settled"),
     (NoMetrics, "claim_took"),
+    (LiveChanges, "started"),  # live changes (told of runs only while a stream listens)
+    (LiveChanges, "settled"),
     (tracing, "_span"),  # tracing
 ]
 

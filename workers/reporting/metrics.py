@@ -88,6 +88,10 @@ class WorkerMetrics(NoMetrics):
         """Tell ``listener`` of each claim, start and end too."""
         self.also = (*self.also, listener)
 
+    def remove(self, listener: NoMetrics) -> None:
+        """Tell ``listener`` nothing more."""
+        self.also = tuple(other for other in self.also if other is not listener)
+
     def watch_pool(self, pool: HandlerPool[Any]) -> None:
         if isinstance(pool, ThreadPool):
             self._held.taking_work = lambda: pool.taking_work

@@ -48,9 +48,10 @@ class Reports:
             )
             self._writers.append(("activity", activity.run))
         if config.live_changes_s > 0:
-            live = LiveChanges(context.backend, worker_id, context.now_ms, config.live_changes_s)
-            counting.add(live)
-            self._writers.append(("live", live.run))
+            live = LiveChanges(
+                context.backend, counting, worker_id, context.now_ms, config.live_changes_s
+            )
+            self._writers.append(("live", live.run))  # told of runs while someone listens
 
     def roles(self, until: threading.Event) -> list[tuple[str, Callable[[], None]]]:
         """Each writer's thread body, writing until ``until`` is set, then its last."""
