@@ -95,8 +95,12 @@ def test_dropped_connections_mid_claim_and_ack_lose_nothing(
     enqueue_records(url, range(N))
     try:
         worker = start_record_worker(env, tmp_path / "worker.log")
+        # its start first (a connection ended while it opens its store is a start that
+        # fails, not what this is about): once it ran something, it is connected
+        assert wait_until(lambda: len(completed(done)) > 0 or worker.poll() is not None, 120)
         with psycopg.connect(Servers.postgres_url(), autocommit=True) as admin:
             while len(completed(done)) < N and dropped < 30:
+                assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
                 time.sleep(0.3)
                 (ended,) = admin.execute(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
