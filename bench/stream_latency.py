@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 import textwrap
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.postgres_servers import PostgresServer
-from tests.support.served import EventStream, call_api, console_script, dashboard
+from tests.support.served import EventStream, call_api, dashboard, worker
 from tests.support.servers import RedisServer
 from tickwork.scheduler.backends import open_backend
 from tickwork.scheduler.runs.changes import RunChange
@@ -100,22 +99,11 @@ def measure(url: str, changes: int) -> dict[str, Any]:
         folder = Path(scratch)
         (folder / "streamed.py").write_text(textwrap.dedent(APP))
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{folder}:{ROOT}", "TICKWORK_BACKEND": url}
-        worker = subprocess.Popen(
-            [console_script(), "worker", "-A", "streamed"],
-            cwd=folder,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            with dashboard("streamed", folder, env) as base:
-                return {
-                    "feed": _figures(_feed(url, base, changes)),
-                    "run": _figures(_runs(base, changes)),
-                }
-        finally:
-            worker.terminate()
-            worker.wait(60)
+        with worker("streamed", folder, env), dashboard("streamed", folder, env) as base:
+            return {
+                "feed": _figures(_feed(url, base, changes)),
+                "run": _figures(_runs(base, changes)),
+            }
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from tests.support.backends import backend_url
 from tests.support.browser import browser
 from tests.support.helpers import wait_for
-from tests.support.served import call_api, console_script
+from tests.support.served import call_api, console_script, worker
 from tests.support.servers import free_port, wait_for_port
 
 pytestmark = pytest.mark.slow
@@ -58,28 +58,15 @@ def site(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[str, Path,
         "TICKWORK_BACKEND": backend_url("postgres", tmp_path),
     }
     port = free_port()
-    started = [
-        subprocess.Popen(
-            [console_script(), *command],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for command in (
-            ["dashboard", "-A", "lively", "--port", str(port)],
-            ["worker", "-A", "lively", "-Q", "mail", "-Q", "reports"],
-        )
-    ]
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}", tmp_path, env
-    finally:
-        for process in started:
-            process.terminate()
-        for process in started:
-            process.communicate(timeout=60)
+    command = [console_script(), "dashboard", "-A", "lively", "--port", str(port)]
+    with worker("lively", tmp_path, env, "-Q", "mail", "-Q", "reports"):
+        server = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_port(port)
+            yield f"http://127.0.0.1:{port}", tmp_path, env
+        finally:
+            server.terminate()
+            server.communicate(timeout=60)
 
 
 def _enqueue(base: str, task: str, *args: Any) -> str:

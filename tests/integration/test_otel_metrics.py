@@ -7,14 +7,12 @@ same names. The module and the worker run in a folder of their own."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from tests.support.helpers import wait_until
-from tests.support.served import console_script, run_tickwork
+from tests.support.served import run_tickwork, worker
 from tickwork.scheduler.views.activity import RUN_BUCKETS
 from tickwork.workers.reporting import otel_metrics
 
@@ -105,20 +103,9 @@ def test_the_worker_reports_through_the_meter_provider(
     sent = run_tickwork(cwd, env, "-A", "mailer", "enqueue", "mailer.post_round")
     assert sent.returncode == 0, sent.stderr
     out = tmp_path / "metrics.jsonl"
-    worker = subprocess.Popen(
-        [console_script(), "worker", "-A", "mailer", "-Q", "mail"],
-        cwd=cwd,
-        env={**env, "METRICS_OUT": str(out)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with worker("mailer", cwd, {**env, "METRICS_OUT": str(out)}, "-Q", "mail"):
         settled = wait_until(lambda: _settled(_latest(out)), timeout_s=60)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        _, errors = worker.communicate(timeout=60)
-    assert settled, f"the exports never counted 4 sent and 2 bounced: {errors}"
+    assert settled, "the exports never counted 4 sent and 2 bounced"
     metrics = _latest(out)
     (claimed,) = _of(metrics, "tickwork.claimed", ".send")
     assert claimed["value"] == 4 and claimed["attributes"]["queue"] == "mail"

@@ -6,7 +6,6 @@ task or by run, on a backend of each kind of feed (SQLite's polled ledger, Postg
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import pytest
 
 from tests.support.backends import backend_url
 from tests.support.helpers import wait_for
-from tests.support.served import EventStream, call_api, console_script, dashboard
+from tests.support.served import EventStream, call_api, dashboard, worker
 from tickwork.scheduler.backends import open_backend
 from tickwork.scheduler.backends.roles.changes import ChangeFeed
 
@@ -51,21 +50,8 @@ def served(
     (tmp_path / "app" / "streamed.py").write_text(textwrap.dedent(APP))
     url = backend_url(request.param, tmp_path)
     env = {**clean_env, "PYTHONPATH": f"{tmp_path / 'app'}:{ROOT}", "TICKWORK_BACKEND": url}
-    worker = subprocess.Popen(
-        [console_script(), "worker", "-A", "streamed"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        with dashboard("streamed", tmp_path, env) as base:
-            yield base, url
-    finally:
-        worker.terminate()
-        _, errors = worker.communicate(timeout=60)
-        assert worker.returncode == 0, errors
+    with worker("streamed", tmp_path, env), dashboard("streamed", tmp_path, env) as base:
+        yield base, url
 
 
 def _enqueue(base: str, task: str, *args: Any) -> str:

@@ -70,6 +70,24 @@ def run_command(
 
 
 @contextmanager
+def worker(
+    module: str, cwd: Path, env: dict[str, str], *options: str
+) -> Iterator[subprocess.Popen[str]]:
+    """``tickwork worker -A module OPTIONS`` run from ``cwd`` for the block, then asked to
+    stop (SIGTERM) and waited for: it must end cleanly (its standard error says why not)."""
+    command = [console_script(), "worker", "-A", module, *options]
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+
+
+@contextmanager
 def dashboard(module: str, cwd: Path, env: dict[str, str], *options: str) -> Iterator[str]:
     """``tickwork dashboard -A module --token TOKEN`` run from ``cwd``; its base URL."""
     port = free_port()
