@@ -29,7 +29,7 @@ from tickwork.scheduler import (
 )
 from tickwork.scheduler.backends import Envelope, OnConflict, Outcome
 from tickwork.scheduler.backends.base import Claim
-from tickwork.scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend
+from tickwork.scheduler.backends.cassandra import MAX_BODY_BYTES, CassandraBackend, cql
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -249,10 +249,85 @@ def test_a_message_written_after_the_lock_was_taken_is_claimed_once(
     assert state is not None
     time.sleep(0.01)  # the producer stamps its write after the fence
     backend.messages.enqueue([Envelope("m", "q", None, 0, backend.now_ms(), 60_000, b"x")])
-    claims, after = backend.leases._claiming._claim_shard("q", 0, state, 10, 0)
+    claims, after, _ = backend.leases._claiming._claim_shard("q", 0, state, 10, 0)
     backend.store.unlock("q", 0, after)
     assert [c.id for _, c in claims] == ["m"]
     assert backend.leases.claim("q", 10).claims == [], "the claim's delete must win"
+
+
+def _write_row_alone(
+    backend: CassandraBackend, e: Envelope, ts: int, ready_ms: int, indexed: bool = True
+) -> None:
+    """``e``'s pending row (and index row) without the rest of its batch: what a claim can
+    read while a logged batch lands, atomic but not isolated."""
+    store = backend.store
+    shard = store.shard(e.queue, e.id, e.key)
+    bucket = store.bucket(e.queue, ready_ms)
+    row = (e.queue, bucket, shard, ready_ms, e.id, e.due_ms, e.priority, e.key, e.timeout_ms)
+    store.run(store.prepare(cql.INSERT_PENDING), (*row, 0, e.body, None, ts))
+    if indexed:
+        store.run(store.prepare(cql.INSERT_INDEX), (e.queue, e.id, bucket, shard, ready_ms, ts))
+
+
+def _claimed(backend: CassandraBackend, wanted: str) -> list[str]:
+    deadline = time.monotonic() + 10
+    found: list[str] = []
+    while wanted not in found and time.monotonic() < deadline:
+        found += [c.id for c in backend.leases.claim("q", 10).claims]
+        time.sleep(0.05)
+    return found
+
+
+@pytest.mark.parametrize("before", ["no key row", "the previous holder", "no index row"])
+def test_a_row_whose_batch_is_still_landing_is_left_for_a_later_claim(
+    backend: CassandraBackend, before: str
+) -> None:
+    """A claim that reads a message's row before its key row (or, for a row stored later
+    than due, its index row) neither runs it nor deletes it as an orphan: it was lost when
+    a worker claimed while a keyed message was enqueued (2 in 3,000 under load)."""
+    store = backend.store
+    now = backend.now_ms()
+    if before == "the previous holder":  # an occurrence being acked writes the next one
+        backend.messages.enqueue([Envelope("previous", "q", "k", 0, now, 60_000, b"x")])
+        assert [c.id for c in backend.leases.claim("q", 10).claims] == ["previous"]
+    key = None if before == "no index row" else "k"
+    now = backend.now_ms()  # ahead of the read position the claim above left
+    late = before == "no index row"  # written a second late: stored as ready now
+    message = Envelope("m", "q", key, 0, now - 1_000 if late else now, 60_000, b"x")
+    ready = now
+    _write_row_alone(backend, message, store.now_us(), ready, indexed=before != "no index row")
+    assert backend.leases.claim("q", 10).claims == [], "neither run before its batch landed"
+    assert backend.leases.claim("q", 10).claims == [], "... nor deleted"
+    # the rest of the batch lands
+    if key is None:
+        shard = store.shard("q", "m", None)
+        bucket = store.bucket("q", ready)
+        index = ("q", "m", bucket, shard, ready, store.now_us())
+        store.run(store.prepare(cql.INSERT_INDEX), index)
+    else:
+        store.run(
+            store.prepare(cql.INSERT_KEY),
+            ("q", store.key_shard("q", key), key, "m", store.now_us()),
+        )
+    assert _claimed(backend, "m") == ["m"]
+
+
+@pytest.mark.parametrize("orphan", ["key taken after it", "written long ago"])
+def test_an_orphaned_row_is_deleted_unrun(backend: CassandraBackend, orphan: str) -> None:
+    """A row whose key was given to another message after it was written (a replace
+    racing a claim), or whose key row is still missing 20 s after it, never runs."""
+    store = backend.store
+    now = backend.now_ms()
+    message = Envelope("m", "q", "k", 0, now, 60_000, b"x")
+    written = store.now_us() - (21_000_000 if orphan == "written long ago" else 0)
+    _write_row_alone(backend, message, written, now)
+    if orphan == "key taken after it":
+        store.run(
+            store.prepare(cql.INSERT_KEY),
+            ("q", store.key_shard("q", "k"), "k", "other", store.now_us()),
+        )
+    assert backend.leases.claim("q", 10).claims == []
+    assert backend.messages.get("m", "q") is None, "deleted by the claim"
 
 
 def test_expiry_after_a_pause_reads_acked_deadlines_in_slices(backend: CassandraBackend) -> None:

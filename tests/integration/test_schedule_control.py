@@ -308,6 +308,12 @@ def test_cancel_by_key_never_misses_a_busy_schedule(app: App) -> None:
             key = f"busy-{round_}"
             tick.schedule(trigger=Repeating(interval=timedelta(milliseconds=5)), key=key)
             before = runs[0]
-            wait_for(lambda before=before: runs[0] > before, timeout_s=60)  # type: ignore[misc]
+            wait_for(
+                lambda before=before: runs[0] > before,  # type: ignore[misc]
+                timeout_s=60,
+                explain=lambda key=key: (  # type: ignore[misc]
+                    f"{key}: {runs[0]} runs, the schedule {app.get(key=key)}"
+                ),
+            )
             assert app.cancel(key=key), f"round {round_}: the cancel missed a live schedule"
             assert app.get(key=key) is None

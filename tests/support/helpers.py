@@ -37,12 +37,18 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
     return False
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    """Poll ``condition`` every 10 ms; fail the test if it does not hold in ``timeout_s``."""
+def wait_for(
+    condition: Callable[[], bool],
+    timeout_s: float = 20.0,
+    explain: Callable[[], object] | None = None,
+) -> None:
+    """Poll ``condition`` every 10 ms; fail the test if it does not hold in ``timeout_s``
+    (with what ``explain`` returns then, to say what was there instead)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
+            found = f": {explain()}" if explain is not None else ""
+            raise AssertionError(f"condition not met in time{found}")
         time.sleep(0.01)
 
 

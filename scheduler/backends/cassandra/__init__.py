@@ -14,7 +14,11 @@ batches that delete them from the queue and write their leases, every write ``US
 TIMESTAMP`` the fence -> release the lock, storing the advanced read positions. Ack reads
 its lease and, if the token (the fence) still matches, deletes it and writes the next
 occurrence in one batch, with timestamps just above the fence, so a stale consumer can
-neither overwrite a newer lease nor resurrect an occurrence that already ran.
+neither overwrite a newer lease nor resurrect an occurrence that already ran. A claim
+runs a keyed row only if the key index names it, and deletes it if the key went to another
+message after it was written; a row whose key (or index) row is older than itself is left
+for a later claim: a logged batch is atomic but not isolated, and its other rows may not
+have landed yet.
 
 Tombstones: a consumed message leaves a tombstone until compaction after
 ``gc_grace_seconds``. Reads never start at the beginning of a partition: the shard's

@@ -43,6 +43,16 @@ _AGED_MS = 10_000  # a row due this long is claimed even if higher priorities wa
 _FALLBACK_TIMEOUT_MS = 60_000  # the lease of a row whose timeout is null or not positive
 
 
+# A logged batch is atomic but not isolated: a claim can read a message's pending row
+# before the same batch's key or index row. A row whose key or index disagrees with it but
+# was written after them (or whose key row is missing) is left for a later claim until it
+# is this old, then deleted as an orphan: a batch lands within its write timeout (2 s by
+# default) or, if its coordinator failed, is replayed from the batchlog (batches older
+# than twice that timeout, looked for every 10 s). A cancel landing between an ack's read
+# and its write leaves such a row for good: it never runs, and goes after this time.
+_SETTLE_US = 20_000_000
+
+
 def _malformed(row: Any) -> str | None:
     """What is wrong with a pending row's columns (written below the interface), if
     anything: Cassandra has no NOT NULL, so a foreign write can leave any of them out."""
@@ -90,7 +100,8 @@ class CassandraClaiming:
     ) -> ClaimBatch:
         found: list[tuple[int, Claim]] = []  # (priority, claim)
         held: list[int] = []
-        busy = False
+        busy = False  # another consumer holds a shard
+        landing = False  # a row was left because the rest of its batch had not landed
         for shard in self._shards_from(queue):
             if len(found) >= limit:
                 break
@@ -102,10 +113,11 @@ class CassandraClaiming:
             after = state
             try:
                 _, after = self._expire(queue, shard, after)
-                claims, after = self._claim_shard(
+                claims, after, unsettled = self._claim_shard(
                     queue, shard, after, limit - len(found), lookahead_ms
                 )
                 found += claims
+                landing = landing or unsettled
             finally:
                 self._store.unlock(queue, shard, after)
         if found:
@@ -113,17 +125,19 @@ class CassandraClaiming:
             found.sort(key=lambda pair: (-pair[0], pair[1].due_ms))  # merge the shards' batches
             return ClaimBatch([claim for _, claim in found], None)
         next_due = self._next_due(queue, held)
-        if busy:  # another consumer is claiming there: look again soon
+        if busy or landing:  # another consumer is claiming there, or a write lands
             soon = self._store.now_ms() + _BUSY_RETRY_MS
-            next_due = soon if next_due is None else min(next_due, soon)
+            # a landing row is due itself: look again soon, not at once
+            next_due = soon if next_due is None or landing else min(next_due, soon)
         return ClaimBatch([], next_due)
 
     def _claim_shard(
         self, queue: str, shard: int, state: ShardState, limit: int, lookahead_ms: int
-    ) -> tuple[list[tuple[int, Claim]], ShardState]:
+    ) -> tuple[list[tuple[int, Claim]], ShardState, bool]:
         """Claim up to ``limit`` due messages of a locked shard: the rows after the read
-        position plus any row the sweep finds behind it; returns the claims and the
-        shard's advanced positions."""
+        position plus any row the sweep finds behind it; returns the claims, the shard's
+        advanced positions and whether a row was left because its write was still
+        landing."""
         now = self._store.now_ms()
         window = limit * 4
         # a late row was written at most SWEEP_LAG_MS after its ready time, so the sweep
@@ -151,7 +165,8 @@ class CassandraClaiming:
             # the oldest row has waited long behind higher priorities: it takes the last
             # place, so the read position moves on instead of re-reading what was consumed
             candidates[-1] = oldest
-        orphans = self._orphans(queue, candidates)
+        orphans, unsettled = self._orphans(queue, candidates)
+        candidates = [row for row in candidates if row.id not in unsettled]
         leased_at = self._store.now_ms()  # after the reads: leases count from about when they start
         claims: list[tuple[int, Claim]] = []
         batches = Batches()
@@ -174,22 +189,41 @@ class CassandraClaiming:
         # leases by their deadlines up to that far ahead
         longest = max((c.deadline_ms - leased_at for _, c in claims), default=0)
         lease_ms = max(state.lease_ms, longest)
-        return claims, replace(state, read=read, swept=swept, lease_ms=lease_ms)
+        state = replace(state, read=read, swept=swept, lease_ms=lease_ms)
+        return claims, state, bool(unsettled)
 
-    def _orphans(self, queue: str, rows: list[Any]) -> set[str]:
+    def _orphans(self, queue: str, rows: list[Any]) -> tuple[set[str], set[str]]:
         """Ids of ``rows`` that must not run: their key now belongs to another message, or
         (for rows stored as ready later than due, which a concurrent identical re-send can
-        write twice) the index points elsewhere."""
+        write twice) the index points elsewhere; and ids of rows whose key or index row
+        is older than they are (or missing) while they are fresh: the same batch's other
+        writes have not landed yet (a new message, a next occurrence, a cancel), so they
+        are neither run nor deleted now."""
+        orphans: set[str] = set()
+        unsettled: set[str] = set()
+        now_us = self._store.now_us()
+
+        def disagrees(row: Any, found: Any) -> None:
+            written = row.written
+            settled = found is not None and written is not None and found.written >= written
+            if settled or now_us - int(written or 0) > _SETTLE_US:
+                orphans.add(row.id)
+            else:
+                unsettled.add(row.id)
+
         keys = [r.key for r in rows if r.key is not None]
-        holders = self._store.key_holders(queue, keys) if keys else {}
-        orphans = {r.id for r in rows if r.key is not None and holders.get(r.key) != r.id}
-        moved = [r for r in rows if r.ready_ms != r.due_ms and r.id not in orphans]
+        holders = self._store.key_rows(queue, keys) if keys else {}
+        for row in rows:
+            holder = holders.get(row.key) if row.key is not None else None
+            if row.key is not None and (holder is None or holder.id != row.id):
+                disagrees(row, holder)
+        moved = [r for r in rows if r.ready_ms != r.due_ms and r.id not in orphans | unsettled]
         where = self._store.indexed(queue, [r.id for r in moved])
         for row in moved:
             found = where.get(row.id)
             if found is None or found.leased or found.ready_ms != row.ready_ms:
-                orphans.add(row.id)
-        return orphans
+                disagrees(row, found)
+        return orphans, unsettled
 
     def _lease_writes(
         self, batch: BatchStatement, queue: str, fence: int, shard: int, row: Any, now: int

@@ -94,7 +94,8 @@ SELECT_INDEX = (
 )
 
 SELECT_INDEX_BY_IDS = (
-    "SELECT id, bucket, shard, ready_ms, leased FROM message_index WHERE queue = ? AND id IN ?"
+    "SELECT id, bucket, shard, ready_ms, leased, WRITETIME(ready_ms) AS written "
+    "FROM message_index WHERE queue = ? AND id IN ?"
 )
 
 # -- keys --------------------------------------------------------------------------------------
@@ -102,7 +103,10 @@ SELECT_INDEX_BY_IDS = (
 INSERT_KEY = "INSERT INTO key_index (queue, shard, key, id) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
 DELETE_KEY = "DELETE FROM key_index USING TIMESTAMP ? WHERE queue = ? AND shard = ? AND key = ?"
 DELETE_SHARD_KEYS = "DELETE FROM key_index USING TIMESTAMP ? WHERE queue = ? AND shard = ?"
-SELECT_KEYS = "SELECT key, id FROM key_index WHERE queue = ? AND shard = ? AND key IN ?"
+SELECT_KEYS = (
+    "SELECT key, id, WRITETIME(id) AS written FROM key_index WHERE queue = ? AND shard = ? "
+    "AND key IN ?"
+)
 SELECT_SHARD_KEYS = "SELECT key, id FROM key_index WHERE queue = ? AND shard = ?"
 
 # -- the shard lock and the shard's read positions (lightweight transactions only) -----------

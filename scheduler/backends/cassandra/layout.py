@@ -196,6 +196,11 @@ class CassandraLayout(CassandraConnection):
 
     def key_holders(self, queue: str, keys: Iterable[str]) -> dict[str, str]:
         """key -> id for those of ``keys`` that are held: one ``IN`` read per shard and 100."""
+        return {key: str(row.id) for key, row in self.key_rows(queue, keys).items()}
+
+    def key_rows(self, queue: str, keys: Iterable[str]) -> dict[str, Any]:
+        """key -> its index row (``id``, ``written``: the write time) for those of ``keys``
+        that are held: one ``IN`` read per shard and 100."""
         by_shard: dict[int, list[str]] = {}
         for key in set(keys):
             by_shard.setdefault(self.key_shard(queue, key), []).append(key)
@@ -205,7 +210,7 @@ class CassandraLayout(CassandraConnection):
             for i in range(0, len(names), 100)
         ]
         results = self.concurrently(self.prepare(cql.SELECT_KEYS), args)
-        return {str(row.key): str(row.id) for result in results for row in result}
+        return {str(row.key): row for result in results for row in result}
 
     def key_holder(self, queue: str, key: str) -> str | None:
         return self.key_holders(queue, [key]).get(key)
