@@ -191,6 +191,7 @@ class Worker:
             )
         for step in self._boot_steps:
             step.boot(self.app, self.config)
+        services = self._reports.services(self.app)
         spec = PoolSpec(
             self.app,
             self.config.app_reference,
@@ -201,6 +202,7 @@ class Worker:
             on_crash=metrics.crashed,
             max_tasks_per_child=self.config.max_tasks_per_child,
             max_memory_per_child_mb=self.config.max_memory_per_child_mb,
+            services=services,
         )
         # batched tasks' calls wait to run together (None: the app has none)
         gathering = Gathering.of(self._context, self._finished)
@@ -208,7 +210,7 @@ class Worker:
         pool: HandlerPool[Work] = make_pool(self.config.pool, spec, finished)
         metrics.watch_pool(pool)
         if self._has_async:
-            loop = AsyncPool[Work](self.app, self.config.async_concurrency, finished)
+            loop = AsyncPool[Work](self.app, self.config.async_concurrency, finished, services)
             pool = RoutingPool(self.app, pool, loop)
         if gathering is not None:
             gathering.inner, pool = pool, gathering

@@ -1,6 +1,6 @@
 """What a live change says (``backend.changes``, ``GET /api/v1/stream``): a run started,
-or ended one way or another, on which worker and when. Workers publish them as they
-happen; a stream hands on those its filter matches."""
+reported progress, or ended one way or another, on which worker and when. Workers
+publish them as they happen; a stream hands on those its filter matches."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ from dataclasses import dataclass
 
 from pydantic_core import from_json, to_json
 
-#: what a change can say happened: a run ``started``, or how it ended (the worker's
-#: outcomes: ``succeeded``, ``retried``, ``poisoned``, ``aborted``, ``expired``, ...)
+#: what a change can say happened: a run ``started``, reported ``progress``, or how it
+#: ended (the worker's outcomes: ``succeeded``, ``retried``, ``poisoned``, ``aborted``,
+#: ``expired``, ...)
 STARTED = "started"
+PROGRESS = "progress"
 
 
 @dataclass(frozen=True, slots=True)
 class RunChange:
     """One change of one run."""
 
-    #: ``started``, or how the run ended (``succeeded``, ``retried``, ``poisoned``, ...)
+    #: ``started``, ``progress``, or how the run ended (``succeeded``, ``poisoned``, ...)
     event: str
     #: the run's message id, task, queue and key
     id: str
@@ -32,12 +34,15 @@ class RunChange:
     seq: int
     #: how long the run took (s), once it ended
     run_s: float | None = None
+    #: how far the run has come (0 to 1) and its note, in a ``progress`` change
+    progress: float | None = None
+    note: str | None = None
 
     def encode(self) -> bytes:
         """One line of JSON (a change holds no newline: backends pack them by line)."""
         return encoded(
             self.event, self.id, self.task, self.queue, self.key, self.attempt, self.at_ms,
-            self.worker, self.seq, self.run_s,
+            self.worker, self.seq, self.run_s, self.progress, self.note,
         )  # fmt: skip
 
     @classmethod
@@ -56,6 +61,8 @@ def encoded(
     worker: str,
     seq: int,
     run_s: float | None,
+    progress: float | None = None,
+    note: str | None = None,
 ) -> bytes:
     """A ``RunChange`` of these fields as JSON, without making one (a worker encodes every
     change while a stream listens: 1 us this way, 14 through ``dataclasses.asdict``)."""
@@ -71,6 +78,8 @@ def encoded(
             "worker": worker,
             "seq": seq,
             "run_s": run_s,
+            "progress": progress,
+            "note": note,
         }
     )
 

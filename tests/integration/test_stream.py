@@ -1,8 +1,8 @@
 """Live changes over Server-Sent Events (issue 52, item 2), the way the docs serve them:
 ``tickwork dashboard -A`` serves ``GET /api/v1/stream``, a ``tickwork worker`` runs what
-the API enqueued, and a client of the stream hears each run start and end, filtered by
-task or by run, on a backend of each kind of feed (SQLite's polled ledger, PostgreSQL's
-``NOTIFY``, Redis's pub/sub)."""
+the API enqueued, and a client of the stream hears each run start, report its progress
+and end, filtered by task or by run, on a backend of each kind of feed (SQLite's polled
+ledger, PostgreSQL's ``NOTIFY``, Redis's pub/sub)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from tickwork.scheduler.backends.roles.changes import ChangeFeed
 ROOT = Path(__file__).resolve().parents[2]
 
 APP = """
-from tickwork import App, RetryPolicy
+from tickwork import App, RetryPolicy, current_run
 
 app = App()
 
@@ -36,6 +36,12 @@ def greet(name: str) -> str:
 @app.task(retry=RetryPolicy(retries=0))
 def bounce() -> None:
     raise ValueError("no such mailbox")
+
+
+@app.task(keep_result=True)
+def export(rows: int) -> int:
+    current_run().progress(0.5, f"{rows // 2} of {rows} rows")
+    return rows
 """
 
 
@@ -75,6 +81,20 @@ def test_a_stream_hears_each_run_of_its_task_start_and_end(served: tuple[str, st
         assert ended["task"] == "streamed.greet" and ended["attempt"] == 1
         assert ended["run_s"] is not None and ended["worker"]
         assert stream.take(1, timeout_s=1.0) == [], f"{bounced} is another task's"
+
+
+def test_a_stream_hears_a_run_report_its_progress(served: tuple[str, str]) -> None:
+    base, _ = served
+    with EventStream(base, "task=streamed.export") as stream:
+        exported = _enqueue(base, "streamed.export", 10)
+        heard = [data for _, data in stream.take(3)]
+        assert [(data["event"], data["id"]) for data in heard] == [
+            ("started", exported),
+            ("progress", exported),
+            ("succeeded", exported),
+        ]
+        assert (heard[1]["progress"], heard[1]["note"]) == (0.5, "5 of 10 rows")
+        assert heard[2]["progress"] is None
 
 
 def test_a_stream_of_one_run_hears_it_fail_for_good(served: tuple[str, str]) -> None:

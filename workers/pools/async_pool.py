@@ -28,17 +28,14 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Generic, TypeVar
 
 from tickwork.scheduler import UnknownTask
-from tickwork.scheduler.runs.charges import charge_rate
 from tickwork.scheduler.runs.context import RunContext, RunInfo
-from tickwork.scheduler.runs.durable_opening import open_durable
-from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_async_handler
 from tickwork.workers.pools.pool import Done, HandlerPool
+from tickwork.workers.pools.services import RunServices
 from tickwork.workers.pools.time_limits import over_limit_message
 
 W = TypeVar("W")
@@ -66,11 +63,11 @@ class _Running:
 class AsyncPool(HandlerPool[W], Generic[W]):
     """Runs ``async def`` handlers on one event loop, at most ``size`` at once."""
 
-    def __init__(self, app: WorkerApp, size: int, on_done: Done[W]) -> None:
+    def __init__(
+        self, app: WorkerApp, size: int, on_done: Done[W], services: RunServices | None = None
+    ) -> None:
         self._app = app
-        self._report = partial(report_progress, app)  # one for every run
-        self._durable = partial(open_durable, app, lambda: app.builder.clock.now_ms())
-        self._charge = partial(charge_rate, app)
+        self._services = services or RunServices.of(app)  # one for every run
         self._size = size
         self._on_done = on_done
         self._jobs: collections.deque[Job] = collections.deque()
@@ -191,7 +188,7 @@ class AsyncPool(HandlerPool[W], Generic[W]):
         if limited:
             assert info.time_limit_s is not None
             timeout_s = info.time_limit_s  # stopped at its time limit, sooner
-        run = RunContext(info, self._report, self._durable, self._charge)
+        run = self._services.context(info)
         running = _Running(item, run, time.monotonic() + timeout_s, timeout_s)
         self._running[me] = running
         try:

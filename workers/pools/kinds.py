@@ -13,7 +13,14 @@ from tickwork.workers.pools.thread_pool import ThreadPool
 
 
 def _thread_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
-    return ThreadPool(spec.app, spec.size, on_done, spec.time_limit_grace_s, spec.adaptive_threads)
+    return ThreadPool(
+        spec.app,
+        spec.size,
+        on_done,
+        spec.time_limit_grace_s,
+        spec.adaptive_threads,
+        services=spec.services,
+    )
 
 
 def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
@@ -25,7 +32,7 @@ def _process_pool(spec: PoolSpec, on_done: Done[Any]) -> HandlerPool[Any]:
         spec.max_tasks_per_child,
         spec.max_memory_per_child_mb,
     )
-    return ProcessPool(spec.app, spec.app_reference, spec.size, on_done, children, spec.on_crash)
+    return ProcessPool(spec, spec.app_reference, on_done, children)
 
 
 #: pool kind (``WorkerConfig.pool``) -> factory

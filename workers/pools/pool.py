@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from tickwork.scheduler.runs.context import RunInfo
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult
+from tickwork.workers.pools.services import RunServices
 
 W = TypeVar("W")
 Done = Callable[[W, HandlerResult], None]
@@ -68,3 +69,5 @@ class PoolSpec:
     max_tasks_per_child: int | None = None
     #: ... or once a job leaves it using more than this resident memory (MiB)
     max_memory_per_child_mb: float | None = None
+    #: what runs' contexts reach through (None: the app's own, ``RunServices.of``)
+    services: RunServices | None = None

@@ -38,15 +38,13 @@ from multiprocessing.sharedctypes import SynchronizedArray
 from typing import Any
 
 from tickwork.scheduler import TickworkError
-from tickwork.scheduler.runs.charges import charge_rate
 from tickwork.scheduler.runs.context import RunInfo
-from tickwork.scheduler.runs.results import report_progress
-from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.child import SOFT, serve
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted
-from tickwork.workers.pools.pool import Done, HandlerPool, W
+from tickwork.workers.pools.pool import Done, HandlerPool, PoolSpec, W
 from tickwork.workers.pools.process_slots import Children, Job, Slot
 from tickwork.workers.pools.remote_durable import ParentAnswers, answered
+from tickwork.workers.pools.services import RunServices
 
 log = logging.getLogger("tickwork.worker")
 
@@ -60,24 +58,22 @@ class ProcessPool(HandlerPool[W]):
     kill after a grace; a child that dies costs only its own job."""
 
     def __init__(
-        self,
-        app: WorkerApp,
-        app_reference: str,
-        size: int,
-        on_done: Done[W],
-        children: Children | None = None,
-        on_crash: Callable[[W], None] | None = None,
+        self, spec: PoolSpec, app_reference: str, on_done: Done[W], children: Children
     ) -> None:
-        """``children``: the graces before a child is killed, and when one is recycled.
-        ``on_crash``: told of each run whose process died."""
-        self._app = app  # writes the progress children report
+        """``spec``: the app, the pool's size, what writes the progress and charges the
+        children report (``services``), who is told of a run whose process died
+        (``on_crash``); ``children``: the graces before a child is killed, and when one
+        is recycled."""
+        app = self._app = spec.app
+        size = spec.size
+        self._services = spec.services or RunServices.of(app)
         self._reference = app_reference
         self._on_done = on_done
-        self._children = children or Children()
+        self._children = children
         self._answers = ParentAnswers(app, lambda: app.builder.clock.now_ms())
         self._abort_grace_s = self._children.abort_grace_s
         self._time_limit_grace_s = self._children.time_limit_grace_s
-        self._on_crash = on_crash
+        self._on_crash = spec.on_crash
         self._context = multiprocessing.get_context()
         self._aborting: SynchronizedArray[int] = self._context.Array("q", _ABORT_SLOTS)
         self._abort_slot = itertools.count()
@@ -242,14 +238,14 @@ class ProcessPool(HandlerPool[W]):
             if not any(slot.job is not None and slot.job.number == number for slot in self._slots):
                 return
             try:
-                report_progress(self._app, info, fraction, note)
+                self._services.report(info, fraction, note)
             except TickworkError as err:
                 log.warning("cannot keep the progress of %s: %s", info.message_id, err)
 
     def _charge(self, info: RunInfo, units: int) -> None:
         """Count the units a child's run charged to its rate limit."""
         try:
-            charge_rate(self._app, info, units)
+            self._services.charge(info, units)
         except TickworkError as err:
             log.warning("cannot count the charge of %s: %s", info.message_id, err)
 

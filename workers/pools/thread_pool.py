@@ -8,13 +8,11 @@ import threading
 from functools import partial
 from typing import Any
 
-from tickwork.scheduler.runs.charges import charge_rate
 from tickwork.scheduler.runs.context import RunContext, RunInfo
-from tickwork.scheduler.runs.durable_opening import open_durable
-from tickwork.scheduler.runs.results import report_progress
 from tickwork.workers.app_needs import WorkerApp
 from tickwork.workers.pools.execution import HandlerResult, Verdict, aborted, run_handler
 from tickwork.workers.pools.pool import Done, HandlerPool, W
+from tickwork.workers.pools.services import RunServices
 from tickwork.workers.pools.thread_tuning import ThreadGate
 from tickwork.workers.pools.time_limits import ThreadLimits, over_limit_message
 
@@ -35,11 +33,10 @@ class ThreadPool(HandlerPool[W]):
         on_done: Done[W],
         time_limit_grace_s: float = 5.0,
         adaptive: bool = True,
+        services: RunServices | None = None,
     ) -> None:
         self._app = app
-        self._report = partial(report_progress, app)  # one for every run
-        self._durable = partial(open_durable, app, lambda: app.builder.clock.now_ms())
-        self._charge = partial(charge_rate, app)
+        self._services = services or RunServices.of(app)  # one for every run
         self._on_done = on_done
         self._queue: queue.SimpleQueue[
             tuple[W, str, list[Any], dict[str, Any], RunContext] | None
@@ -69,7 +66,7 @@ class ThreadPool(HandlerPool[W]):
     def submit(
         self, item: W, task: str, args: list[Any], kwargs: dict[str, Any], info: RunInfo
     ) -> None:
-        run = RunContext(info, self._report, self._durable, self._charge)
+        run = self._services.context(info)
         self._runs[id(item)] = run  # single dict operations are atomic: no lock per message
         self._queue.put((item, task, args, kwargs, run))
 

@@ -1,5 +1,5 @@
-"""This worker's live changes (``scheduler.runs.changes``): each run's start and end,
-published through ``backend.changes`` for the streams that listen (``GET
+"""This worker's live changes (``scheduler.runs.changes``): each run's start, progress
+reports and end, published through ``backend.changes`` for the streams that listen (``GET
 /api/v1/stream``, the dashboard).
 
 Workers publish only while some stream listens (``backend.changes.listened``, which a
@@ -22,7 +22,8 @@ from itertools import count
 
 from tickwork.scheduler import BackendError
 from tickwork.scheduler.backends import Backend
-from tickwork.scheduler.runs.changes import STARTED, encoded
+from tickwork.scheduler.runs.changes import PROGRESS, STARTED, encoded
+from tickwork.scheduler.runs.context import RunInfo
 from tickwork.workers.intake.holdings import Work
 from tickwork.workers.reporting.metrics import NoMetrics, WorkerMetrics
 
@@ -32,8 +33,9 @@ log = logging.getLogger("tickwork.worker")
 #: ``READY_AFTER_S`` before it says it hears: ``tickwork/api/stream.py``)
 PRESENCE_EVERY_S = 0.5
 
-#: what a handler's thread appends: (event, id, task, queue, key, attempt, at_ms, run_s)
-_Seen = tuple[str, str, str, str, str | None, int, int, float | None]
+#: what a handler's thread appends: (event, id, task, queue, key, attempt, at_ms, run_s,
+#: progress, note)
+_Seen = tuple[str, str, str, str, str | None, int, int, float | None, float | None, str | None]
 
 
 class LiveChanges(NoMetrics):
@@ -61,12 +63,36 @@ class LiveChanges(NoMetrics):
     def started(self, work: Work) -> None:
         m = work.message
         at_ms = work.started_ms or self._now_ms()
-        self._seen.append((STARTED, m.id, m.task, m.queue, m.key, work.claim.attempt, at_ms, None))
+        attempt = work.claim.attempt
+        self._seen.append((STARTED, m.id, m.task, m.queue, m.key, attempt, at_ms, None, None, None))
 
     def settled(self, work: Work, outcome: str, run_s: float | None = None) -> None:
         m = work.message
         at_ms = self._now_ms()
-        self._seen.append((outcome, m.id, m.task, m.queue, m.key, work.claim.attempt, at_ms, run_s))
+        attempt = work.claim.attempt
+        self._seen.append(
+            (outcome, m.id, m.task, m.queue, m.key, attempt, at_ms, run_s, None, None)
+        )
+
+    def progressed(self, info: RunInfo, fraction: float, note: str | None) -> None:
+        """A run reported its progress (``current_run().progress``), while someone listens."""
+        if self.listened:
+            at_ms = self._now_ms()
+            i = info
+            self._seen.append(
+                (
+                    PROGRESS,
+                    i.message_id,
+                    i.task,
+                    i.queue,
+                    i.key,
+                    i.attempt,
+                    at_ms,
+                    None,
+                    fraction,
+                    note,
+                )
+            )
 
     def run(self, until: threading.Event) -> None:
         """Publish while someone listens until ``until`` is set, then what is left."""
@@ -99,11 +125,12 @@ class LiveChanges(NoMetrics):
         seen = self._seen
         changes = []
         while seen:
-            event, message_id, task, queue, key, attempt, at_ms, run_s = seen.popleft()
+            event, message_id, task, queue, key, attempt, at_ms, run_s, done, note = seen.popleft()
             seq = next(self._seq)
             change = encoded(
-                event, message_id, task, queue, key, attempt, at_ms, self._worker, seq, run_s
-            )
+                event, message_id, task, queue, key, attempt, at_ms, self._worker, seq, run_s,
+                done, note,
+            )  # fmt: skip
             changes.append(change)
         if not changes:
             return

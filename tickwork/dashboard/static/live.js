@@ -1,8 +1,9 @@
 // Live updates of the dashboard's pages, from the API's stream of runs' changes
 // (GET api/v1/stream, Server-Sent Events), not by polling: each part of a page marked
 // data-live (an element with an id) is fetched again and swapped in place, at most once
-// a second, when a run changes; #live-feed lists the latest changes. The stream is
-// narrowed by the page's data-live-filter (a run's id on a message's page).
+// a second, when a run changes (starts, reports progress, ends); #live-feed lists the
+// latest changes. The stream is narrowed by the page's data-live-filter (a run's id on a
+// message's page).
 (function () {
   "use strict";
   var body = document.body;
@@ -38,7 +39,11 @@
     if (!feed) { return; }
     var item = document.createElement("li");
     var when = new Date(change.at_ms).toISOString().slice(11, 23);
-    item.textContent = when + " " + change.task + " " + change.event +
+    var how = change.event;
+    if (change.progress !== null && change.progress !== undefined) {
+      how += " " + Math.round(change.progress * 100) + "%" + (change.note ? " " + change.note : "");
+    }
+    item.textContent = when + " " + change.task + " " + how +
                        " (attempt " + change.attempt + ") ";
     item.setAttribute("data-event", change.event);
     var link = document.createElement("a");
