@@ -359,6 +359,8 @@ class App:
         self.events.before_emit()
         event, call = self.events.call(name, payload, key=key, event_id=event_id, queue=queue)
         self.enqueue(call, connection=connection)
+        if connection is None:  # in a transaction: it may yet roll back
+            self.events.stored(event, name, key, queue)
         return event
 
     async def aemit(
@@ -375,6 +377,8 @@ class App:
         await asyncio.to_thread(self.events.before_emit)
         event, call = self.events.call(name, payload, key=key, event_id=event_id, queue=queue)
         await self.aenqueue(call, connection=connection)
+        if connection is None:
+            await asyncio.to_thread(self.events.stored, event, name, key, queue)
         return event
 
     # -- reading and cancelling ----------------------------------------------------------

@@ -25,6 +25,7 @@ from tickwork.scheduler.events.fanout import (
     event_argument,
     read_recent,
 )
+from tickwork.scheduler.events.live import LiveEvents
 from tickwork.scheduler.events.subscriptions import (
     Subscription,
     stored_subscriptions,
@@ -67,6 +68,7 @@ class Events:
         #: the waits for events of ``wait_for`` steps and durable runs
         self.waits = self._waits
         self._starts = WorkflowStarts(lambda: parts.backend, start_run, now_ms)
+        self._live = LiveEvents(lambda: parts.backend, now_ms)
         #: the workflows this app's code subscribes, by name
         self._workflows: dict[str, Subscription] = {}
         self._installed = False
@@ -118,6 +120,11 @@ class Events:
             raise InvalidMessage(f"the payload of event {name!r} is not JSON: {err}") from err
         call = Call(EVENT_TASK, args=(argument,), identity=f"event:{event.id}", queue=queue)
         return event.id, call
+
+    def stored(self, event_id: str, name: str, key: str | None, queue: str | None) -> None:
+        """Event ``event_id``'s message was stored (``app.emit``, not in a transaction of
+        the caller's, which may yet roll back): tell the streams that listen."""
+        self._live.emitted(event_id, name, key, queue or self._parts.settings.default_queue)
 
     def before_emit(self) -> None:
         """Install this app's declared subscriptions once, so an app that emits to its

@@ -1,6 +1,7 @@
 """What a live change says (``backend.changes``, ``GET /api/v1/stream``): a run started,
-reported progress, or ended one way or another, on which worker and when. Workers
-publish them as they happen; a stream hands on those its filter matches."""
+reported progress, or ended one way or another, on which worker and when; or an event
+was emitted. Workers (and apps that emit) publish them as they happen; a stream hands on
+those its filter matches."""
 
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ from pydantic_core import from_json, to_json
 #: ``expired``, ...)
 STARTED = "started"
 PROGRESS = "progress"
+#: an event was emitted (``app.emit``): its id, its event message's task and queue, its
+#: key and ``name``; published by the app that emitted it (``worker``: that app)
+EMITTED = "emitted"
 
 
 @dataclass(frozen=True, slots=True)
 class RunChange:
     """One change of one run."""
 
-    #: ``started``, ``progress``, or how the run ended (``succeeded``, ``poisoned``, ...)
+    #: ``started``, ``progress``, how the run ended (``succeeded``, ``poisoned``, ...), or
+    #: ``emitted`` (an event)
     event: str
     #: the run's message id, task, queue and key
     id: str
@@ -37,12 +42,14 @@ class RunChange:
     #: how far the run has come (0 to 1) and its note, in a ``progress`` change
     progress: float | None = None
     note: str | None = None
+    #: the event's name, in an ``emitted`` change
+    name: str | None = None
 
     def encode(self) -> bytes:
         """One line of JSON (a change holds no newline: backends pack them by line)."""
         return encoded(
             self.event, self.id, self.task, self.queue, self.key, self.attempt, self.at_ms,
-            self.worker, self.seq, self.run_s, self.progress, self.note,
+            self.worker, self.seq, self.run_s, self.progress, self.note, self.name,
         )  # fmt: skip
 
     @classmethod
@@ -63,6 +70,7 @@ def encoded(
     run_s: float | None,
     progress: float | None = None,
     note: str | None = None,
+    name: str | None = None,
 ) -> bytes:
     """A ``RunChange`` of these fields as JSON, without making one (a worker encodes every
     change while a stream listens: 1 us this way, 14 through ``dataclasses.asdict``)."""
@@ -80,6 +88,7 @@ def encoded(
             "run_s": run_s,
             "progress": progress,
             "note": note,
+            "name": name,
         }
     )
 
@@ -92,6 +101,8 @@ class ChangeFilter:
     task: str | None = None
     queue: str | None = None
     key: str | None = None
+    #: an event's name (only ``emitted`` changes have one)
+    name: str | None = None
 
     def matches(self, change: RunChange) -> bool:
         return (
@@ -99,4 +110,5 @@ class ChangeFilter:
             and (self.task is None or change.task == self.task)
             and (self.queue is None or change.queue == self.queue)
             and (self.key is None or change.key == self.key)
+            and (self.name is None or change.name == self.name)
         )

@@ -97,6 +97,28 @@ def test_a_stream_hears_a_run_report_its_progress(served: tuple[str, str]) -> No
         assert heard[2]["progress"] is None
 
 
+def test_a_stream_hears_an_event_emitted(served: tuple[str, str]) -> None:
+    """``POST /events`` (``app.emit``): the app that emits tells the streams, which
+    filter by the event's name."""
+    base, _ = served
+    with EventStream(base, "name=order.paid") as by_name:
+        status, answer = call_api(
+            base, "POST", "/events", {"name": "order.paid", "payload": {"n": 1}, "key": "o-7"}
+        )
+        assert status == 200, answer
+        assert isinstance(answer, dict)
+        ((kind, emitted),) = by_name.take(1)
+        assert kind == "run"
+        assert (emitted["event"], emitted["id"], emitted["name"]) == (
+            "emitted",
+            answer["id"],
+            "order.paid",
+        )
+        assert (emitted["task"], emitted["key"]) == ("tickwork.event", "o-7")
+        call_api(base, "POST", "/events", {"name": "order.refunded"})
+        assert by_name.take(1, timeout_s=1.0) == [], "another event's name"
+
+
 def test_a_stream_of_one_run_hears_it_fail_for_good(served: tuple[str, str]) -> None:
     base, _ = served
     with EventStream(base, "task=streamed.bounce") as by_task:

@@ -91,13 +91,13 @@ def _operation(spec: Spec) -> dict[str, Any]:
 def _stream_operation() -> dict[str, Any]:
     """``GET /stream`` (``stream.py``): Server-Sent Events, not JSON."""
     return {
-        "summary": "Runs' changes as they happen, as Server-Sent Events: 'ready' once "
-        "listening, then 'run' with each change (data: a RunChange), 'lost' with a count "
-        "when a slow client missed some",
+        "summary": "Runs' changes and emitted events as they happen, as Server-Sent "
+        "Events: 'ready' once listening, then 'run' with each change (data: a RunChange), "
+        "'lost' with a count when a slow client missed some",
         "operationId": "stream",
         "parameters": [
             {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
-            for name in ("run", "task", "queue", "key")
+            for name in ("run", "task", "queue", "key", "name")
         ],
         "responses": {
             "200": {

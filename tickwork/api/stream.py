@@ -163,6 +163,7 @@ def stream_endpoint(hub: ChangeHub, guard: Guard) -> Callable[[Request], Awaitab
             task=query(request, "task"),
             queue=query(request, "queue"),
             key=query(request, "key"),
+            name=query(request, "name"),
         )
         token = hub.subscribe(wanted, asyncio.get_running_loop())
         return StreamingResponse(

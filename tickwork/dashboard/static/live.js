@@ -39,7 +39,7 @@
     if (!feed) { return; }
     var item = document.createElement("li");
     var when = new Date(change.at_ms).toISOString().slice(11, 23);
-    var how = change.event;
+    var how = change.name ? change.name + " " + change.event : change.event;
     if (change.progress !== null && change.progress !== undefined) {
       how += " " + Math.round(change.progress * 100) + "%" + (change.note ? " " + change.note : "");
     }
