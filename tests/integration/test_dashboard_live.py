@@ -2,7 +2,8 @@
 real browser (headless Chromium), against the servers the docs start: ``tickwork
 dashboard -A`` and ``tickwork worker -A``, each a process of its own. The queues page
 lists each change as it comes and its queue table follows the work; a message's page
-follows its run until it ended."""
+follows its run until it ended; the poison page gains a poisoned run, but leaves a table
+alone while a box in it is ticked."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ APP = """
 import time
 from pathlib import Path
 
-from tickwork import App
+from tickwork import App, RetryPolicy
 
 app = App()
 
@@ -37,6 +38,11 @@ app = App()
 @app.task(queue="mail")
 def send(n: int) -> None:
     time.sleep(0.05)
+
+
+@app.task(queue="mail", retry=RetryPolicy(retries=0))
+def bounce(n: int) -> None:
+    raise ValueError(f"no such mailbox {n}")
 
 
 @app.task(queue="reports", keep_result=True)
@@ -122,3 +128,40 @@ def test_a_message_page_follows_its_run_until_it_ended(
         release.touch()
         wait_for(lambda: "succeeded" in state(), 30)
         assert driver.execute_script("return window.notReloaded") is True
+
+
+def test_the_poison_page_follows_failures_but_not_under_the_users_hand(
+    site: tuple[str, Path, dict[str, str]],
+) -> None:
+    base, _, _ = site
+    first = _enqueue(base, "lively.bounce", 1)
+    with browser() as driver:
+        find = driver.find_element
+
+        def refreshes() -> int:
+            return int(find(By.TAG_NAME, "body").get_attribute("data-refreshes") or 0)
+
+        def refreshed_after(*tasks: str) -> None:
+            """Enqueue each of ``tasks`` in turn and wait for a refresh after it."""
+            for task in tasks:
+                seen = refreshes()
+                _enqueue(base, task, 0)
+                wait_for(lambda seen=seen: refreshes() > seen, 30)  # type: ignore[misc]
+
+        driver.get(f"{base}/poison")  # the first may not be poisoned yet: it is, live
+        _live(driver)
+        wait_for(lambda: first in _text(driver, "poison"), 30)
+        second = _enqueue(base, "lively.bounce", 2)
+        wait_for(lambda: second in _text(driver, "poison"), 30)
+        assert driver.execute_script("return window.notReloaded") is True
+        box = find(By.CSS_SELECTOR, f'tr[data-id="{first}"] input[type=checkbox]')
+        box.click()  # the user picks a row to replay: the table stays as it is
+        third = _enqueue(base, "lively.bounce", 3)
+        wait_for(lambda: third in str(call_api(base, "GET", "/poison?queue=mail")[1]), 30)
+        refreshed_after("lively.send", "lively.send")  # each fetched the page with it
+        assert third not in _text(driver, "poison"), "the table changed under the user's hand"
+        assert box.is_selected(), "the ticked box was swapped away"
+        box.click()
+        driver.execute_script("document.activeElement.blur()")  # the user is done
+        refreshed_after("lively.send")
+        wait_for(lambda: third in _text(driver, "poison"), 30)

@@ -1,9 +1,9 @@
 // Live updates of the dashboard's pages, from the API's stream of runs' changes
 // (GET api/v1/stream, Server-Sent Events), not by polling: each part of a page marked
-// data-live (an element with an id) is fetched again and swapped in place, at most once
-// a second, when a run changes (starts, reports progress, ends); #live-feed lists the
-// latest changes. The stream is narrowed by the page's data-live-filter (a run's id on a
-// message's page).
+// data-live (an element with an id) is fetched again and swapped in place (unless the
+// user is working in it), at most once a second, when a run changes (starts, reports
+// progress, ends) or an event is emitted; #live-feed lists the latest changes. The
+// stream is narrowed by the page's data-live-filter (a run's id on a message's page).
 (function () {
   "use strict";
   var body = document.body;
@@ -17,6 +17,13 @@
   var last = 0;
   var FEED_MOST = 20;
 
+  // a part the user is working in (a box ticked, a field focused, a form opened) is
+  // left as it is until they are done
+  function inUse(part) {
+    return (part.contains(document.activeElement) && document.activeElement !== body) ||
+           part.querySelector("input:checked, details[open]") !== null;
+  }
+
   function refresh() {
     pending = null;
     last = Date.now();
@@ -27,7 +34,7 @@
         var fresh = new DOMParser().parseFromString(html, "text/html");
         document.querySelectorAll("[data-live]").forEach(function (part) {
           var next = fresh.getElementById(part.id);
-          if (next) { part.replaceWith(document.importNode(next, true)); }
+          if (next && !inUse(part)) { part.replaceWith(document.importNode(next, true)); }
         });
         body.setAttribute("data-refreshes",
                           String(Number(body.getAttribute("data-refreshes") || 0) + 1));
