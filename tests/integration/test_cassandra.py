@@ -435,6 +435,39 @@ def test_a_cancel_or_replace_racing_an_ack_wins(action: str, lag_ms: int) -> Non
         backend.close()
 
 
+def test_a_cancel_racing_a_claim_leaves_no_lease_to_run() -> None:
+    """A claim reads a pending row, then writes its lease; a cancel landing in between
+    (it finds the message pending) also deletes the lease, above the shard's fence, so
+    the claim's lease never holds and a parked claim is dropped, not run (a parked
+    message cancelled in time ran under load before)."""
+    address = url()
+    backend = open_backend(address)
+    other = open_backend(address)
+    assert isinstance(backend, CassandraBackend)
+    try:
+        now = backend.now_ms()
+        backend.messages.enqueue([Envelope("m", "q", None, 0, now + 10_000, 60_000, b"x")])
+        store = backend.store
+        write = store.execute_many
+
+        def cancel_then_write(batches: Any) -> Any:
+            assert other.messages.delete("m", "q"), "the cancel found the message"
+            return write(batches)
+
+        store.execute_many = cancel_then_write  # type: ignore[method-assign,assignment]
+        state = store.lock("q", 0)
+        assert state is not None
+        claims, after, _ = backend.leases._claiming._claim_shard("q", 0, state, 10, 20_000)
+        store.execute_many = write  # type: ignore[method-assign]
+        store.unlock("q", 0, after)
+        assert [c.id for _, c in claims] == ["m"], "claimed into the lookahead"
+        assert backend.leases.extend([c for _, c in claims], 60_000) == [False]
+        assert backend.messages.get("m", "q") is None
+    finally:
+        other.close()
+        backend.close()
+
+
 def test_a_schedule_listing_follows_a_chain_acked_between_its_reads() -> None:
     """``keyed`` reads the key index, then the messages it names: an ack moving the
     chain on in between (injected) must not make the schedule vanish from the listing."""

@@ -165,7 +165,9 @@ class CassandraLayout(CassandraConnection):
         """Add the deletes that remove a message wherever it is; the timestamp they carry,
         or None if it is not stored. They are stamped above whatever a racing writer of the
         message can still write: an ack of its lease writes at ``fence + ACK_INSERT``, which
-        may be ahead of this client's clock; a pending row keeps its write time."""
+        may be ahead of this client's clock; a pending row keeps its write time; a claim
+        taking a pending message writes its lease at the shard's fence (so a pending
+        message's lease is deleted too, above that fence)."""
         where = self.run(self.prepare(cql.SELECT_INDEX), (queue, message_id)).one()
         if where is None:
             return None
@@ -184,7 +186,15 @@ class CassandraLayout(CassandraConnection):
             if row is not None:
                 key = row.key
                 ts = max(ts, int(row.written) + 1)
+            # a claim may be taking it now (it read the row, its lease not yet written):
+            # stamped above the shard's fence, the lease's delete wins over that write
+            lock = self.run(self.prepare(cql.SELECT_LOCK), (queue, where.shard)).one()
+            if lock is not None and lock.fence is not None:
+                ts = max(ts, int(lock.fence) + ACK_INSERT + 1)
             add_to_batch(batch, self.prepare(cql.DELETE_PENDING), (ts, *place))
+            add_to_batch(
+                batch, self.prepare(cql.DELETE_LEASE), (ts, queue, where.shard, message_id)
+            )
         add_to_batch(batch, self.prepare(cql.DELETE_INDEX), (ts, queue, message_id))
         if key is not None and self.key_holder(queue, key) == message_id:
             add_to_batch(
