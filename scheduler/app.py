@@ -359,9 +359,7 @@ class App:
         self.events.before_emit()
         event, call = self.events.call(name, payload, key=key, event_id=event_id, queue=queue)
         self.enqueue(call, connection=connection)
-        if connection is None:  # in a transaction: it may yet roll back
-            self.events.stored(event, name, key, queue)
-        return event
+        return self.events.stored(event, call, in_transaction=connection is not None)
 
     async def aemit(
         self,
@@ -377,9 +375,7 @@ class App:
         await asyncio.to_thread(self.events.before_emit)
         event, call = self.events.call(name, payload, key=key, event_id=event_id, queue=queue)
         await self.aenqueue(call, connection=connection)
-        if connection is None:
-            await asyncio.to_thread(self.events.stored, event, name, key, queue)
-        return event
+        return await asyncio.to_thread(self.events.stored, event, call, connection is not None)
 
     # -- reading and cancelling ----------------------------------------------------------
 

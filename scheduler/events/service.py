@@ -121,10 +121,15 @@ class Events:
         call = Call(EVENT_TASK, args=(argument,), identity=f"event:{event.id}", queue=queue)
         return event.id, call
 
-    def stored(self, event_id: str, name: str, key: str | None, queue: str | None) -> None:
-        """Event ``event_id``'s message was stored (``app.emit``, not in a transaction of
-        the caller's, which may yet roll back): tell the streams that listen."""
-        self._live.emitted(event_id, name, key, queue or self._parts.settings.default_queue)
+    def stored(self, event_id: str, call: Call, in_transaction: bool = False) -> str:
+        """Event ``event_id``'s message ``call`` was stored (``app.emit``): tell the
+        streams that listen, unless it was written in the caller's transaction (which
+        may yet roll back); returns the event's id."""
+        if not in_transaction:
+            event = call.args[0]
+            queue = call.queue or self._parts.settings.default_queue
+            self._live.emitted(event_id, event["name"], event["key"], queue)
+        return event_id
 
     def before_emit(self) -> None:
         """Install this app's declared subscriptions once, so an app that emits to its
