@@ -8,14 +8,13 @@ backend runs it; ``make test`` at a small size, ``make faults`` at full size."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.faults.sizes import sized
 from tests.support.backends import BACKEND_NAMES, backend_url
-from tests.support.helpers import running
+from tests.support.helpers import running, wait_for
 from tickwork.scheduler import App
 
 pytestmark = pytest.mark.slow
@@ -38,12 +37,17 @@ def test_keyed_messages_sent_while_a_worker_claims_each_run_once(
     with app, running(app, concurrency=4):
         for number in range(count):
             record.schedule(args=(number,), key=f"message-{number}")
-        deadline = time.monotonic() + 120
-        while len(runs) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        missing = sorted(set(range(count)) - set(runs))
-        assert not missing, f"{len(missing)} never ran, e.g. {missing[:5]}: " + ", ".join(
-            f"{number}: {app.get(key=f'message-{number}')}" for number in missing[:3]
+
+        def missing() -> list[int]:
+            return sorted(set(range(count)) - set(runs))
+
+        wait_for(
+            lambda: not missing(),
+            timeout_s=120,
+            explain=lambda: (
+                f"{len(missing())} never ran, e.g. "
+                + ", ".join(f"{n}: {app.get(key=f'message-{n}')}" for n in missing()[:3])
+            ),
         )
     twice = {number: times for number, times in runs.items() if times > 1}
     assert not twice, f"ran more than once: {twice}"
